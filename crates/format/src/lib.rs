@@ -1,0 +1,13 @@
+//! krabka-format: formats a storage directory the way `kafka-storage.sh format`
+//! does, so that a broker starts on a directory that names its cluster and node.
+//!
+//! A formatted log directory holds `meta.properties` (version 1, KRaft):
+//! `cluster.id`, `node.id` and `directory.id`. This crate also holds the small
+//! Java-properties reader the broker's configuration builds on. It must never
+//! overwrite a directory that is already formatted for another cluster or node.
+
+pub mod meta_properties;
+pub mod properties;
+
+pub use krabka_protocol::Uuid as KafkaUuid;
+pub use meta_properties::{format_log_dir, FormatError, MetaProperties};

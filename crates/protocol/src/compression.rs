@@ -1,0 +1,1 @@
+//! Compression codecs for record batches: gzip, snappy (raw and xerial framing), lz4 (frame), zstd.

@@ -1,0 +1,1 @@
+//! Request and response framing: the size prefix and the request/response headers.

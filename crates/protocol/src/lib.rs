@@ -1,0 +1,24 @@
+//! krabka-protocol: the Kafka wire protocol.
+//!
+//! Every request, response, header, KRaft metadata record and coordinator
+//! record type is generated from Apache Kafka's JSON message specs by
+//! `tools/protocol-gen` into [`generated`] (committed, never edited by hand).
+//! The hot path is written by hand: primitives and varints ([`primitives`]),
+//! record batches v2 with CRC-32C ([`records`]) and the compression codecs
+//! ([`compression`]).
+//!
+//! This crate must never panic or allocate an unchecked amount on bytes from
+//! the network or the disk: every decoder returns `Ok` or a typed error. It
+//! knows nothing of logs, sockets or the broker.
+
+pub mod compression;
+pub mod error;
+pub mod frame;
+pub mod generated;
+pub mod primitives;
+pub mod records;
+pub mod uuid;
+
+pub use error::{DecodeError, EncodeError};
+pub use generated::*;
+pub use uuid::Uuid;
