@@ -15,10 +15,16 @@ pub mod compression;
 pub mod error;
 pub mod frame;
 pub mod generated;
+#[cfg(test)]
+mod generated_tests;
+pub mod message;
 pub mod primitives;
 pub mod records;
+#[cfg(test)]
+mod testing;
 pub mod uuid;
 
 pub use error::{DecodeError, EncodeError};
 pub use generated::*;
+pub use message::Message;
 pub use uuid::Uuid;

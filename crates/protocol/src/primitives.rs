@@ -162,6 +162,34 @@ pub fn get_array_length(buf: &mut Bytes, compact: bool) -> DecodeResult<Option<u
     get_length(buf, compact, true, "array")
 }
 
+/// Reads a non-null array, each element with `read`.
+#[inline]
+pub fn get_array<T>(
+    buf: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+    read: impl FnMut(&mut Bytes) -> DecodeResult<T>,
+) -> DecodeResult<Vec<T>> {
+    get_nullable_array(buf, compact, read)?.ok_or(DecodeError::UnexpectedNull(field))
+}
+
+/// Reads a possibly-null array, each element with `read`.
+#[inline]
+pub fn get_nullable_array<T>(
+    buf: &mut Bytes,
+    compact: bool,
+    mut read: impl FnMut(&mut Bytes) -> DecodeResult<T>,
+) -> DecodeResult<Option<Vec<T>>> {
+    let Some(length) = get_array_length(buf, compact)? else { return Ok(None) };
+    // The length is bounded by the input size, but an element may be far larger
+    // in memory than on the wire: grow as elements actually decode.
+    let mut items = Vec::with_capacity(length.min(64));
+    for _ in 0..length {
+        items.push(read(buf)?);
+    }
+    Ok(Some(items))
+}
+
 /// A tagged field we do not know: kept so it can be written back unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct RawTaggedField {
@@ -327,6 +355,30 @@ pub fn put_bytes(buf: &mut BytesMut, value: &[u8], compact: bool) -> EncodeResul
 #[inline]
 pub fn put_array_length(buf: &mut BytesMut, length: Option<usize>, compact: bool) -> EncodeResult<()> {
     put_length(buf, length, compact, true, "array")
+}
+
+#[inline]
+pub fn put_array<T>(
+    buf: &mut BytesMut,
+    items: &[T],
+    compact: bool,
+    write: impl FnMut(&mut BytesMut, &T) -> EncodeResult<()>,
+) -> EncodeResult<()> {
+    put_nullable_array(buf, Some(items), compact, write)
+}
+
+#[inline]
+pub fn put_nullable_array<T>(
+    buf: &mut BytesMut,
+    items: Option<&[T]>,
+    compact: bool,
+    mut write: impl FnMut(&mut BytesMut, &T) -> EncodeResult<()>,
+) -> EncodeResult<()> {
+    put_array_length(buf, items.map(<[T]>::len), compact)?;
+    for item in items.unwrap_or_default() {
+        write(buf, item)?;
+    }
+    Ok(())
 }
 
 /// Writes a tagged-field section: `known` fields (already encoded, tag order
