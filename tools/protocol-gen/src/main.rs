@@ -239,21 +239,54 @@ fn emit_mod(specs: &[Spec]) -> anyhow::Result<String> {
     Ok(o)
 }
 
+const TABLE_START: &str = "<!-- api-table:start (written by tools/protocol-gen) -->";
+const TABLE_END: &str = "<!-- api-table:end -->";
+
+/// Rewrites the API table between the markers in a markdown file.
+fn update_doc_table(path: &Path, specs: &[Spec]) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (Some(start), Some(end)) = (text.find(TABLE_START), text.find(TABLE_END)) else {
+        bail!("{} lacks the api-table markers", path.display())
+    };
+    let mut table = String::from("| Key | API | Versions | Flexible from | Listeners |\n|---:|---|---|---|---|\n");
+    let mut requests: Vec<&Spec> = specs.iter().filter(|s| s.kind == "request").collect();
+    requests.sort_by_key(|s| s.api_key);
+    for spec in requests {
+        let flexible = spec.flexible.intersect(spec.valid);
+        let flexible = if flexible.is_empty() { "-".to_string() } else { flexible.min.to_string() };
+        let unstable = if spec.latest_version_unstable { " (latest unstable)" } else { "" };
+        writeln!(
+            table,
+            "| {} | {} | {}-{}{unstable} | {flexible} | {} |",
+            spec.api_key.unwrap_or(-1),
+            spec.name.trim_end_matches("Request"),
+            spec.valid.min,
+            spec.valid.max,
+            spec.listeners.join(", ")
+        )?;
+    }
+    let updated = format!("{}{TABLE_START}\n{table}{}", &text[..start], &text[end..]);
+    std::fs::write(path, updated)?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mut spec_dir = None;
     let mut out_dir = None;
+    let mut doc_path: Option<PathBuf> = None;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
             "--spec" => spec_dir = args.get(i + 1).map(PathBuf::from),
             "--out" => out_dir = args.get(i + 1).map(PathBuf::from),
-            other => bail!("unknown argument {other}; usage: protocol-gen --spec DIR --out DIR"),
+            "--doc" => doc_path = args.get(i + 1).map(PathBuf::from),
+            other => bail!("unknown argument {other}; usage: protocol-gen --spec DIR --out DIR [--doc FILE]"),
         }
         i += 2;
     }
     let (Some(spec_dir), Some(out_dir)) = (spec_dir, out_dir) else {
-        bail!("usage: protocol-gen --spec DIR --out DIR")
+        bail!("usage: protocol-gen --spec DIR --out DIR [--doc FILE]")
     };
     let mut files = Vec::new();
     collect_json(&spec_dir, &mut files)?;
@@ -293,6 +326,9 @@ fn main() -> anyhow::Result<()> {
         .context("running rustfmt")?;
     if !status.success() {
         bail!("rustfmt failed on the generated code");
+    }
+    if let Some(doc_path) = doc_path {
+        update_doc_table(&doc_path, &specs)?;
     }
     println!("protocol-gen: {} specs -> {}", specs.len(), out_dir.display());
     Ok(())

@@ -30,7 +30,6 @@ pub struct RawSpec {
 #[derive(Deserialize, Debug)]
 pub struct RawStruct {
     pub name: String,
-    pub versions: String,
     #[serde(default)]
     pub fields: Vec<RawField>,
 }
@@ -86,10 +85,6 @@ impl Versions {
 
     pub fn intersect(self, other: Versions) -> Versions {
         Versions { min: self.min.max(other.min), max: self.max.min(other.max) }
-    }
-
-    pub fn contains(self, version: i16) -> bool {
-        self.min <= version && version <= self.max
     }
 }
 
