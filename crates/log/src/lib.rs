@@ -1,7 +1,20 @@
 //! krabka-log: one partition's log on disk, in Apache Kafka's own format.
 //!
-//! It will hold segments (`<base offset>.log`), offset and time indexes,
-//! recovery after an unclean shutdown, retention, compaction and producer
-//! state. It must never lose an acknowledged record, never copy record bytes on
-//! the read path (reads return file ranges for sendfile), and it knows nothing
-//! of the network: the broker crate ties the log to sockets.
+//! Segments (`<base offset>.log`) hold record batches exactly as Kafka writes
+//! them, beside sparse memory-mapped offset and time indexes; the checkpoint
+//! files are Kafka's text formats. It must never lose an acknowledged record,
+//! never copy record bytes on the read path (reads return file ranges for
+//! sendfile), and it knows nothing of the network: the broker crate ties the
+//! log to sockets.
+
+pub mod checkpoint;
+pub mod config;
+pub mod fsutil;
+pub mod index;
+pub mod leader_epoch;
+pub mod log;
+pub mod segment;
+
+pub use crate::config::{LogConfig, TimestampPolicy};
+pub use crate::log::{AppendInfo, LogError, OpenReport, PartitionLog, ReadInfo};
+pub use crate::segment::FileSlice;

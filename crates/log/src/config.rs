@@ -1,0 +1,56 @@
+//! Per-log settings, named and defaulted as Kafka's topic configs are.
+
+/// How record timestamps are kept (`message.timestamp.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TimestampPolicy {
+    /// Keep the producer's timestamps.
+    #[default]
+    CreateTime,
+    /// Stamp each batch with the broker's clock on append.
+    LogAppendTime,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll when the active segment would grow past this.
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll when the active segment is this old.
+    pub segment_ms: i64,
+    /// `segment.index.bytes`: preallocated size of each index.
+    pub segment_index_bytes: usize,
+    /// `index.interval.bytes`: bytes between sparse index entries.
+    pub index_interval_bytes: u64,
+    /// `flush.messages`: fsync after this many records (Kafka leaves it off).
+    pub flush_messages: i64,
+    /// `flush.ms`: fsync when the last flush is this old (off by default).
+    pub flush_ms: i64,
+    /// `retention.ms`: delete segments whose newest record is older; -1 keeps all.
+    pub retention_ms: i64,
+    /// `retention.bytes`: delete the oldest segments past this size; -1 keeps all.
+    pub retention_bytes: i64,
+    /// `max.message.bytes`: the largest record batch accepted.
+    pub max_message_bytes: u32,
+    /// `message.timestamp.type`.
+    pub timestamp_policy: TimestampPolicy,
+    /// Cap on one batch's decompressed size when the log must look inside it
+    /// (timestamp lookups); protects memory from a compressed bomb on disk.
+    pub max_decompressed_batch_bytes: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1024 * 1024 * 1024,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            segment_index_bytes: 10 * 1024 * 1024,
+            index_interval_bytes: 4096,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            retention_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_bytes: -1,
+            max_message_bytes: 1024 * 1024 + 12,
+            timestamp_policy: TimestampPolicy::CreateTime,
+            max_decompressed_batch_bytes: 64 * 1024 * 1024,
+        }
+    }
+}

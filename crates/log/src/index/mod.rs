@@ -1,0 +1,144 @@
+//! Sparse, memory-mapped indexes beside each segment, in Kafka's layout:
+//! fixed-size big-endian entries, sorted, preallocated to
+//! `segment.index.bytes` while the segment is active and trimmed to the
+//! entries actually written when it rolls or the log closes.
+
+pub mod offset;
+pub mod time;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use memmap2::MmapMut;
+
+pub use offset::{OffsetIndex, OffsetPosition};
+pub use time::{TimeIndex, TimestampOffset};
+
+/// A file of fixed-size entries mapped into memory. The entry count is the
+/// file length divided by the entry size, so a trimmed file needs no header.
+pub(crate) struct IndexFile {
+    path: PathBuf,
+    file: File,
+    /// `None` while the file is empty (an empty mapping is not allowed).
+    mmap: Option<MmapMut>,
+    entry_bytes: usize,
+    entries: usize,
+    /// Capacity in entries of the current (possibly preallocated) file.
+    capacity: usize,
+}
+
+impl IndexFile {
+    /// Opens or creates the index. `max_index_bytes` is the preallocation for
+    /// an index that will take appends; `None` opens it at its current size.
+    pub(crate) fn open(path: &Path, entry_bytes: usize, max_index_bytes: Option<usize>) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let length = file.metadata()?.len() as usize;
+        let entries = length / entry_bytes;
+        let mut index =
+            IndexFile { path: path.to_path_buf(), file, mmap: None, entry_bytes, entries, capacity: entries };
+        match max_index_bytes {
+            Some(max) => index.resize(max.max(length))?,
+            None => index.remap(length)?,
+        }
+        Ok(index)
+    }
+
+    fn remap(&mut self, length: usize) -> io::Result<()> {
+        self.mmap = None;
+        self.capacity = length / self.entry_bytes;
+        if length > 0 {
+            // SAFETY: the file belongs to this partition's log, which is the only
+            // writer; it is never truncated under the mapping except by `resize`,
+            // which drops the mapping first.
+            self.mmap = Some(unsafe { MmapMut::map_mut(&self.file)? });
+        }
+        Ok(())
+    }
+
+    /// Sets the file to hold `max_bytes` (rounded down to whole entries),
+    /// never dropping written entries.
+    pub(crate) fn resize(&mut self, max_bytes: usize) -> io::Result<()> {
+        let length = (max_bytes / self.entry_bytes).max(self.entries) * self.entry_bytes;
+        self.mmap = None;
+        self.file.set_len(length as u64)?;
+        self.remap(length)
+    }
+
+    /// Shrinks the file to the written entries (on roll and close).
+    pub(crate) fn trim(&mut self) -> io::Result<()> {
+        self.resize(self.entries * self.entry_bytes)
+    }
+
+    pub(crate) fn entries(&self) -> usize {
+        self.entries
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.entries >= self.capacity
+    }
+
+    pub(crate) fn entry(&self, i: usize) -> &[u8] {
+        assert!(i < self.entries, "index entry {i} of {}", self.entries);
+        let mmap = self.mmap.as_ref().expect("an index with entries is mapped");
+        &mmap[i * self.entry_bytes..(i + 1) * self.entry_bytes]
+    }
+
+    /// Appends one entry; the caller checked `is_full` and ordering.
+    pub(crate) fn push(&mut self, entry: &[u8]) {
+        assert_eq!(entry.len(), self.entry_bytes);
+        assert!(!self.is_full(), "index {} is full", self.path.display());
+        let start = self.entries * self.entry_bytes;
+        let mmap = self.mmap.as_mut().expect("an index with capacity is mapped");
+        mmap[start..start + self.entry_bytes].copy_from_slice(entry);
+        self.entries += 1;
+    }
+
+    /// Forgets entries from `keep` on (and zeroes them, so a preallocated tail
+    /// never shows stale entries after a crash).
+    pub(crate) fn truncate_entries(&mut self, keep: usize) {
+        if keep >= self.entries {
+            return;
+        }
+        if let Some(mmap) = self.mmap.as_mut() {
+            mmap[keep * self.entry_bytes..self.entries * self.entry_bytes].fill(0);
+        }
+        self.entries = keep;
+    }
+
+    /// Binary search: the last entry index for which `at_or_before(entry)`
+    /// holds, given it holds for a prefix of the entries.
+    pub(crate) fn last_matching(&self, at_or_before: impl Fn(&[u8]) -> bool) -> Option<usize> {
+        let (mut low, mut high) = (0usize, self.entries);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if at_or_before(self.entry(mid)) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low.checked_sub(1)
+    }
+
+    pub(crate) fn flush(&self) -> io::Result<()> {
+        if let Some(mmap) = &self.mmap {
+            mmap.flush()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn rename(&mut self, to: &Path) -> io::Result<()> {
+        std::fs::rename(&self.path, to)?;
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
+    pub(crate) fn size_bytes(&self) -> usize {
+        self.entries * self.entry_bytes
+    }
+}

@@ -1,0 +1,180 @@
+//! `.index`: offset -> file position. Entries are (relative offset u32,
+//! position u32), one per `index.interval.bytes` of appended data.
+
+use std::io;
+use std::path::Path;
+
+use super::IndexFile;
+
+pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetPosition {
+    pub offset: i64,
+    pub position: u32,
+}
+
+pub struct OffsetIndex {
+    file: IndexFile,
+    base_offset: i64,
+}
+
+impl OffsetIndex {
+    pub fn open(path: &Path, base_offset: i64, max_index_bytes: Option<usize>) -> io::Result<Self> {
+        Ok(OffsetIndex { file: IndexFile::open(path, OFFSET_INDEX_ENTRY_BYTES, max_index_bytes)?, base_offset })
+    }
+
+    fn decode(&self, raw: &[u8]) -> OffsetPosition {
+        let relative = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
+        let position = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]);
+        OffsetPosition { offset: self.base_offset + i64::from(relative), position }
+    }
+
+    pub fn entries(&self) -> usize {
+        self.file.entries()
+    }
+
+    pub fn entry(&self, i: usize) -> OffsetPosition {
+        self.decode(self.file.entry(i))
+    }
+
+    pub fn last_entry(&self) -> Option<OffsetPosition> {
+        self.entries().checked_sub(1).map(|i| self.entry(i))
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.file.is_full()
+    }
+
+    /// Whether `offset` can be stored relative to the base (fits in u32).
+    pub fn can_append_offset(&self, offset: i64) -> bool {
+        let relative = offset - self.base_offset;
+        (0..=i64::from(u32::MAX)).contains(&relative)
+    }
+
+    /// Adds an entry; offsets and positions must increase.
+    pub fn append(&mut self, offset: i64, position: u32) {
+        assert!(self.can_append_offset(offset), "offset {offset} out of range for base {}", self.base_offset);
+        if let Some(last) = self.last_entry() {
+            assert!(offset > last.offset && position > last.position, "index entries must increase");
+        }
+        let mut raw = [0u8; OFFSET_INDEX_ENTRY_BYTES];
+        raw[..4].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
+        raw[4..].copy_from_slice(&position.to_be_bytes());
+        self.file.push(&raw);
+    }
+
+    /// The entry with the largest offset <= `target`, or the segment start.
+    pub fn lookup(&self, target: i64) -> OffsetPosition {
+        let base = self.base_offset;
+        self.file
+            .last_matching(|raw| base + i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]])) <= target)
+            .map(|i| self.entry(i))
+            .unwrap_or(OffsetPosition { offset: base, position: 0 })
+    }
+
+    /// Drops entries for offsets >= `offset`.
+    pub fn truncate_to(&mut self, offset: i64) {
+        let keep = match self.file.last_matching(|raw| {
+            self.base_offset + i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]])) < offset
+        }) {
+            Some(i) => i + 1,
+            None => 0,
+        };
+        self.file.truncate_entries(keep);
+    }
+
+    /// Drops entries pointing at or past `position` (log truncated there).
+    pub fn truncate_to_position(&mut self, position: u32) {
+        let keep = self.file.last_matching(|raw| u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]) < position);
+        self.file.truncate_entries(keep.map_or(0, |i| i + 1));
+    }
+
+    pub fn reset(&mut self) {
+        self.file.truncate_entries(0);
+    }
+
+    /// Entries must increase strictly and stay within the segment's size.
+    pub fn check(&self, log_size_bytes: u64) -> Result<(), String> {
+        let mut previous: Option<OffsetPosition> = None;
+        for i in 0..self.entries() {
+            let entry = self.entry(i);
+            if u64::from(entry.position) >= log_size_bytes.max(1) {
+                return Err(format!("entry {i} points at {} past the log's {log_size_bytes} bytes", entry.position));
+            }
+            if let Some(p) = previous {
+                if entry.offset <= p.offset || entry.position <= p.position {
+                    return Err(format!("entry {i} ({entry:?}) does not follow {p:?}"));
+                }
+            } else if entry.offset < self.base_offset {
+                return Err(format!("entry {i} is before the base offset"));
+            }
+            previous = Some(entry);
+        }
+        Ok(())
+    }
+
+    pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
+        self.file.resize(max_index_bytes)
+    }
+
+    pub fn trim(&mut self) -> io::Result<()> {
+        self.file.trim()
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        self.file.flush()
+    }
+
+    pub fn rename(&mut self, to: &Path) -> io::Result<()> {
+        self.file.rename(to)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub fn size_bytes(&self) -> usize {
+        self.file.size_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_lookup_truncate_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000100.index");
+        let mut index = OffsetIndex::open(&path, 100, Some(1024)).unwrap();
+        for i in 0..10 {
+            index.append(100 + i * 10, (i as u32 + 1) * 4096);
+        }
+        assert_eq!(index.lookup(99), OffsetPosition { offset: 100, position: 0 });
+        assert_eq!(index.lookup(100), OffsetPosition { offset: 100, position: 4096 });
+        assert_eq!(index.lookup(135), OffsetPosition { offset: 130, position: 4 * 4096 });
+        assert_eq!(index.lookup(10_000), OffsetPosition { offset: 190, position: 10 * 4096 });
+        index.truncate_to(150);
+        assert_eq!(index.entries(), 5);
+        index.trim().unwrap();
+        drop(index);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 5 * 8);
+        let index = OffsetIndex::open(&path, 100, None).unwrap();
+        assert_eq!(index.entries(), 5);
+        assert_eq!(index.last_entry(), Some(OffsetPosition { offset: 140, position: 5 * 4096 }));
+        assert!(index.check(6 * 4096).is_ok());
+        assert!(index.check(4096).is_err());
+    }
+
+    #[test]
+    fn fills_up_at_the_preallocated_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = OffsetIndex::open(&dir.path().join("0.index"), 0, Some(8 * 3 + 5)).unwrap();
+        for i in 0..3 {
+            assert!(!index.is_full());
+            index.append(i, i as u32 + 1);
+        }
+        assert!(index.is_full());
+    }
+}

@@ -1,0 +1,158 @@
+//! `.timeindex`: timestamp -> offset. Entries are (timestamp i64, relative
+//! offset u32), added only when the segment's max timestamp grows, so both
+//! columns increase.
+
+use std::io;
+use std::path::Path;
+
+use super::IndexFile;
+
+pub const TIME_INDEX_ENTRY_BYTES: usize = 12;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimestampOffset {
+    pub timestamp: i64,
+    pub offset: i64,
+}
+
+pub struct TimeIndex {
+    file: IndexFile,
+    base_offset: i64,
+}
+
+fn timestamp_of(raw: &[u8]) -> i64 {
+    i64::from_be_bytes([raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]])
+}
+
+impl TimeIndex {
+    pub fn open(path: &Path, base_offset: i64, max_index_bytes: Option<usize>) -> io::Result<Self> {
+        Ok(TimeIndex { file: IndexFile::open(path, TIME_INDEX_ENTRY_BYTES, max_index_bytes)?, base_offset })
+    }
+
+    pub fn entries(&self) -> usize {
+        self.file.entries()
+    }
+
+    pub fn entry(&self, i: usize) -> TimestampOffset {
+        let raw = self.file.entry(i);
+        let relative = u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]);
+        TimestampOffset { timestamp: timestamp_of(raw), offset: self.base_offset + i64::from(relative) }
+    }
+
+    pub fn last_entry(&self) -> Option<TimestampOffset> {
+        self.entries().checked_sub(1).map(|i| self.entry(i))
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.file.is_full()
+    }
+
+    /// Adds an entry when `timestamp` is newer than the last one. A full
+    /// index or an offset that does not move forward is skipped: the index
+    /// is sparse, and the segment rolls when it fills.
+    pub fn maybe_append(&mut self, timestamp: i64, offset: i64) {
+        if self.is_full() || offset < self.base_offset || offset - self.base_offset > i64::from(u32::MAX) {
+            return;
+        }
+        if let Some(last) = self.last_entry() {
+            if timestamp <= last.timestamp || offset < last.offset {
+                return;
+            }
+            if offset == last.offset {
+                // Same offset, newer timestamp (a later batch could not have
+                // the same offset; this comes from re-indexing): keep the first.
+                return;
+            }
+        }
+        let mut raw = [0u8; TIME_INDEX_ENTRY_BYTES];
+        raw[..8].copy_from_slice(&timestamp.to_be_bytes());
+        raw[8..].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
+        self.file.push(&raw);
+    }
+
+    /// The entry with the largest timestamp <= `target`; `None` when every
+    /// entry is newer (the search then starts at the segment's beginning).
+    pub fn lookup(&self, target: i64) -> Option<TimestampOffset> {
+        self.file.last_matching(|raw| timestamp_of(raw) <= target).map(|i| self.entry(i))
+    }
+
+    /// Drops entries for offsets >= `offset`.
+    pub fn truncate_to(&mut self, offset: i64) {
+        let base = self.base_offset;
+        let keep = self
+            .file
+            .last_matching(|raw| base + i64::from(u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]])) < offset);
+        self.file.truncate_entries(keep.map_or(0, |i| i + 1));
+    }
+
+    pub fn reset(&mut self) {
+        self.file.truncate_entries(0);
+    }
+
+    /// Both columns must not decrease and offsets must sit in the segment.
+    pub fn check(&self, next_offset: i64) -> Result<(), String> {
+        let mut previous: Option<TimestampOffset> = None;
+        for i in 0..self.entries() {
+            let entry = self.entry(i);
+            if entry.offset >= next_offset.max(self.base_offset + 1) {
+                return Err(format!("entry {i} ({entry:?}) is past the segment's end offset {next_offset}"));
+            }
+            if let Some(p) = previous {
+                if entry.timestamp < p.timestamp || entry.offset < p.offset {
+                    return Err(format!("entry {i} ({entry:?}) goes back from {p:?}"));
+                }
+            }
+            previous = Some(entry);
+        }
+        Ok(())
+    }
+
+    pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
+        self.file.resize(max_index_bytes)
+    }
+
+    pub fn trim(&mut self) -> io::Result<()> {
+        self.file.trim()
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        self.file.flush()
+    }
+
+    pub fn rename(&mut self, to: &Path) -> io::Result<()> {
+        self.file.rename(to)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub fn size_bytes(&self) -> usize {
+        self.file.size_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_newer_timestamps_are_indexed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = TimeIndex::open(&dir.path().join("0.timeindex"), 50, Some(12 * 100)).unwrap();
+        index.maybe_append(1000, 50);
+        index.maybe_append(900, 55); // older: skipped
+        index.maybe_append(1000, 57); // same: skipped
+        index.maybe_append(2000, 60);
+        index.maybe_append(3000, 70);
+        assert_eq!(index.entries(), 3);
+        assert_eq!(index.lookup(999), None);
+        assert_eq!(index.lookup(1500), Some(TimestampOffset { timestamp: 1000, offset: 50 }));
+        assert_eq!(index.lookup(i64::MAX), Some(TimestampOffset { timestamp: 3000, offset: 70 }));
+        index.truncate_to(70);
+        assert_eq!(index.entries(), 2);
+        assert!(index.check(71).is_ok());
+        index.trim().unwrap();
+        assert_eq!(std::fs::metadata(dir.path().join("0.timeindex")).unwrap().len(), 24);
+    }
+}

@@ -1,0 +1,675 @@
+//! One partition's log: an ordered set of segments, the last one active.
+//!
+//! Appends validate each batch (framing, magic 2, CRC-32C, offset range
+//! against the record count), assign offsets by patching a copy of each
+//! batch's 61-byte header, and write headers and untouched records with one
+//! vectored write. Reads return file ranges for sendfile.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use krabka_protocol::records::{RecordBatch, RecordBatches, RecordError, BATCH_HEADER_BYTES};
+use tracing::{info, warn};
+
+use crate::checkpoint::TopicPartition;
+use crate::config::{LogConfig, TimestampPolicy};
+use crate::fsutil::fsync_dir;
+use crate::leader_epoch::LeaderEpochCache;
+use crate::segment::{
+    FileSlice, PreparedBatch, Segment, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+};
+
+/// Errors the broker maps to Kafka error codes.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// KAFKA_STORAGE_ERROR: the disk failed (ENOSPC, EIO...).
+    #[error("storage error: {0}")]
+    Io(#[from] io::Error),
+    /// CORRUPT_MESSAGE (or UNSUPPORTED_VERSION for an old magic).
+    #[error("invalid record batch: {0}")]
+    InvalidBatch(#[from] RecordError),
+    /// INVALID_RECORD: the batch header contradicts itself.
+    #[error("invalid record batch: {0}")]
+    InconsistentBatch(String),
+    /// MESSAGE_TOO_LARGE.
+    #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
+    RecordTooLarge { size: usize, max: u32 },
+    /// OFFSET_OUT_OF_RANGE.
+    #[error("offset {offset} is outside [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
+    /// A follower append that does not continue the log.
+    #[error("offset {offset} does not follow the log end offset {log_end_offset}")]
+    NonMonotonicOffset { offset: i64, log_end_offset: i64 },
+}
+
+/// What an append did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// The broker's time when LogAppendTime applies, else -1.
+    pub log_append_time_ms: i64,
+    pub record_count: i64,
+    pub bytes: u64,
+}
+
+/// A planned read: file ranges plus the offsets the response reports.
+#[derive(Clone, Debug)]
+pub struct ReadInfo {
+    pub slice: Option<FileSlice>,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+}
+
+/// What opening the log did, for the operator.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    pub segments: usize,
+    pub recovered_segments: usize,
+    pub truncated_bytes: u64,
+}
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    topic_partition: TopicPartition,
+    config: LogConfig,
+    segments: BTreeMap<i64, Segment>,
+    log_start_offset: i64,
+    recovery_point: i64,
+    leader_epochs: LeaderEpochCache,
+    unflushed_records: i64,
+    last_flush_ms: i64,
+    pending_deletes: Vec<PathBuf>,
+}
+
+fn parse_base_offset(file_name: &str, suffix: &str) -> Option<i64> {
+    let stem = file_name.strip_suffix(suffix)?;
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok()).flatten()
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the log in `dir`. After a clean shutdown the
+    /// segments are trusted; otherwise every segment from the one holding
+    /// `recovery_point` on is re-read, checked and truncated where torn.
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        log_start_offset: i64,
+        recovery_point: i64,
+        clean_shutdown: bool,
+        now_ms: i64,
+    ) -> Result<(Self, OpenReport), LogError> {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let topic_partition = TopicPartition::from_dir_name(name).unwrap_or_else(|| TopicPartition::new(name, 0));
+        let created = !dir.exists();
+        std::fs::create_dir_all(dir)?;
+        if created {
+            if let Some(parent) = dir.parent() {
+                fsync_dir(parent)?;
+            }
+        }
+        let mut base_offsets = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if file_name.ends_with(DELETED_SUFFIX) || file_name.ends_with(".tmp") {
+                // Left by a deletion or a checkpoint write a crash interrupted.
+                std::fs::remove_file(entry.path())?;
+            } else if let Some(base) = parse_base_offset(&file_name, LOG_SUFFIX) {
+                base_offsets.push(base);
+            }
+        }
+        base_offsets.sort_unstable();
+        // Indexes without a log file are orphans from an interrupted roll or delete.
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
+                if let Some(base) = parse_base_offset(&file_name, suffix) {
+                    if base_offsets.binary_search(&base).is_err() {
+                        std::fs::remove_file(entry.path())?;
+                    }
+                }
+            }
+        }
+
+        let leader_epochs = LeaderEpochCache::load(dir)?;
+        let mut log = PartitionLog {
+            dir: dir.to_path_buf(),
+            topic_partition,
+            config,
+            segments: BTreeMap::new(),
+            log_start_offset,
+            recovery_point,
+            leader_epochs,
+            unflushed_records: 0,
+            last_flush_ms: now_ms,
+            pending_deletes: Vec::new(),
+        };
+        let mut report = OpenReport { segments: base_offsets.len(), ..Default::default() };
+        let last_base = base_offsets.last().copied();
+        let index_bytes = log.config.segment_index_bytes;
+        let interval = log.config.index_interval_bytes;
+        let recover_from = base_offsets.iter().rev().find(|&&b| b <= recovery_point).copied().unwrap_or(i64::MIN);
+        let mut truncated_at: Option<i64> = None;
+        for &base in &base_offsets {
+            if truncated_at.is_some() {
+                // Everything after a truncated segment is unreachable: drop it.
+                warn!(partition = %log.topic_partition.dir_name(), base, "deleting segment after a corrupt one");
+                Segment::open(dir, base, None, interval, now_ms)?.mark_deleted()?.iter().try_for_each(std::fs::remove_file)?;
+                continue;
+            }
+            let active = Some(base) == last_base;
+            let preallocate = active.then_some(index_bytes);
+            let mut segment = Segment::open(dir, base, preallocate, interval, now_ms)?;
+            let needs_recovery = !clean_shutdown && base >= recover_from;
+            let index_broken = clean_shutdown && segment.check_indexes().is_err();
+            if needs_recovery || index_broken {
+                if index_broken {
+                    warn!(partition = %log.topic_partition.dir_name(), base, "rebuilding a corrupt index");
+                }
+                report.recovered_segments += 1;
+                if let Some(truncation) = segment.recover(|_| {})? {
+                    warn!(
+                        partition = %log.topic_partition.dir_name(),
+                        base,
+                        position = truncation.position,
+                        bytes = truncation.bytes_removed,
+                        reason = %truncation.reason,
+                        "truncated a torn or corrupt segment tail"
+                    );
+                    report.truncated_bytes += truncation.bytes_removed;
+                    truncated_at = Some(base);
+                }
+            }
+            log.segments.insert(base, segment);
+        }
+        if log.segments.is_empty() {
+            let start = log_start_offset.max(0);
+            let segment = Segment::create(dir, start, index_bytes, interval, now_ms)?;
+            log.segments.insert(start, segment);
+            fsync_dir(dir)?;
+        } else if truncated_at.is_some() {
+            // The last kept segment becomes the active one: make room to append.
+            let index_bytes = log.config.segment_index_bytes;
+            log.active_mut().resize_indexes(index_bytes)?;
+        }
+        let first_base = *log.segments.keys().next().expect("a segment");
+        log.log_start_offset = log.log_start_offset.max(first_base);
+        let end = log.log_end_offset();
+        log.recovery_point = log.recovery_point.min(end);
+        if !clean_shutdown {
+            log.recovery_point = end;
+            log.leader_epochs.truncate_from_end(end)?;
+        }
+        if report.recovered_segments > 0 {
+            info!(partition = %log.topic_partition.dir_name(), ?report, "recovered log");
+        }
+        Ok((log, report))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments.values().next_back().expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments.values_mut().next_back().expect("a log always has an active segment")
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(Segment::size_bytes).sum()
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+
+    pub fn leader_epochs(&self) -> &LeaderEpochCache {
+        &self.leader_epochs
+    }
+
+    /// OffsetForLeaderEpoch: (epoch, end offset), or None for an unknown epoch.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        self.leader_epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+
+    /// Appends a produce request's records as the leader: validates every
+    /// batch, assigns offsets from the log end and stamps `leader_epoch`.
+    pub fn append_as_leader(&mut self, records: &Bytes, leader_epoch: i32, now_ms: i64) -> Result<AppendInfo, LogError> {
+        let log_append_time = self.config.timestamp_policy == TimestampPolicy::LogAppendTime;
+        let mut prepared = Vec::new();
+        let mut next_offset = self.log_end_offset();
+        let first_offset = next_offset;
+        let mut record_count = 0i64;
+        for batch in RecordBatches::new(records.clone()) {
+            let batch = batch?;
+            batch.validate()?;
+            if batch.size_bytes() > self.config.max_message_bytes as usize {
+                return Err(LogError::RecordTooLarge { size: batch.size_bytes(), max: self.config.max_message_bytes });
+            }
+            let count = batch.record_count();
+            let delta = batch.last_offset_delta();
+            if count <= 0 || delta < 0 || i64::from(delta) + 1 != i64::from(count) {
+                return Err(LogError::InconsistentBatch(format!(
+                    "record count {count} does not match last offset delta {delta}"
+                )));
+            }
+            let mut header = [0u8; BATCH_HEADER_BYTES];
+            let bytes = batch.as_bytes();
+            header.copy_from_slice(&bytes[..BATCH_HEADER_BYTES]);
+            header[0..8].copy_from_slice(&next_offset.to_be_bytes());
+            header[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
+            let rest = bytes.slice(BATCH_HEADER_BYTES..);
+            let mut max_timestamp = batch.max_timestamp();
+            if log_append_time {
+                max_timestamp = now_ms;
+                let attributes = i16::from_be_bytes([header[21], header[22]]) | 0x08;
+                header[21..23].copy_from_slice(&attributes.to_be_bytes());
+                header[35..43].copy_from_slice(&now_ms.to_be_bytes());
+                let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+                crc.update(&header[21..]);
+                crc.update(&rest);
+                header[17..21].copy_from_slice(&(crc.finalize() as u32).to_be_bytes());
+            }
+            let last_offset = next_offset + i64::from(delta);
+            prepared.push(PreparedBatch { header, rest, base_offset: next_offset, last_offset, max_timestamp });
+            next_offset = last_offset + 1;
+            record_count += i64::from(count);
+        }
+        if prepared.is_empty() {
+            return Err(LogError::InconsistentBatch("no record batches".into()));
+        }
+        if self.leader_epochs.latest_epoch().is_none_or(|e| leader_epoch > e) {
+            self.leader_epochs.assign(leader_epoch, first_offset)?;
+        }
+        let bytes = self.append_prepared(&prepared, now_ms)?;
+        self.after_append(record_count, now_ms)?;
+        Ok(AppendInfo {
+            first_offset,
+            last_offset: next_offset - 1,
+            log_append_time_ms: if log_append_time { now_ms } else { -1 },
+            record_count,
+            bytes,
+        })
+    }
+
+    /// Appends batches that already carry offsets (a follower copying its
+    /// leader, or the broker's own metadata): they must continue the log.
+    pub fn append_as_follower(&mut self, records: &Bytes, now_ms: i64) -> Result<AppendInfo, LogError> {
+        let mut prepared = Vec::new();
+        let mut expected = self.log_end_offset();
+        let first_offset = expected;
+        let mut record_count = 0i64;
+        for batch in RecordBatches::new(records.clone()) {
+            let batch = batch?;
+            batch.validate()?;
+            if batch.base_offset() < expected || batch.last_offset() < batch.base_offset() {
+                return Err(LogError::NonMonotonicOffset { offset: batch.base_offset(), log_end_offset: expected });
+            }
+            let epoch = batch.partition_leader_epoch();
+            if self.leader_epochs.latest_epoch().is_none_or(|e| epoch > e) {
+                self.leader_epochs.assign(epoch, batch.base_offset())?;
+            }
+            expected = batch.next_offset();
+            record_count += i64::from(batch.record_count().max(0));
+            prepared.push(PreparedBatch::unchanged(&batch));
+        }
+        let bytes = self.append_prepared(&prepared, now_ms)?;
+        self.after_append(record_count, now_ms)?;
+        Ok(AppendInfo { first_offset, last_offset: expected - 1, log_append_time_ms: -1, record_count, bytes })
+    }
+
+    fn append_prepared(&mut self, prepared: &[PreparedBatch], now_ms: i64) -> Result<u64, LogError> {
+        let Some(last) = prepared.last() else { return Ok(0) };
+        let bytes: u64 = prepared.iter().map(PreparedBatch::size_bytes).sum();
+        let first_timestamp = prepared[0].max_timestamp;
+        if self.should_roll(bytes, last.last_offset, first_timestamp, now_ms) {
+            self.roll(prepared[0].base_offset, now_ms)?;
+        }
+        self.active_mut().append(prepared)?;
+        Ok(bytes)
+    }
+
+    fn should_roll(&self, incoming_bytes: u64, last_offset: i64, batch_timestamp: i64, now_ms: i64) -> bool {
+        let active = self.active();
+        if active.is_empty() {
+            return false;
+        }
+        active.size_bytes() + incoming_bytes > self.config.segment_bytes
+            || active.indexes_full()
+            || !active.can_hold_offset(last_offset)
+            || active.time_waited_for_roll_ms(now_ms, batch_timestamp) > self.config.segment_ms
+    }
+
+    /// Starts a new active segment at `base_offset` (the next offset): the
+    /// old one is flushed and its indexes trimmed, the directory synced.
+    pub fn roll(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let base_offset = base_offset.max(self.log_end_offset());
+        {
+            let active = self.active_mut();
+            active.flush()?;
+            active.trim_indexes()?;
+        }
+        self.recovery_point = self.recovery_point.max(self.active().next_offset());
+        let segment =
+            Segment::create(&self.dir, base_offset, self.config.segment_index_bytes, self.config.index_interval_bytes, now_ms)?;
+        self.segments.insert(base_offset, segment);
+        fsync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    fn after_append(&mut self, record_count: i64, now_ms: i64) -> Result<(), LogError> {
+        self.unflushed_records = self.unflushed_records.saturating_add(record_count);
+        if self.unflushed_records >= self.config.flush_messages {
+            self.flush(now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// `flush.ms`: the broker calls this periodically.
+    pub fn maybe_flush_on_time(&mut self, now_ms: i64) -> Result<(), LogError> {
+        if self.unflushed_records > 0 && now_ms - self.last_flush_ms >= self.config.flush_ms {
+            self.flush(now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// fsyncs every segment holding offsets past the recovery point.
+    pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let recovery_point = self.recovery_point;
+        for segment in self.segments.values().filter(|s| s.next_offset() > recovery_point) {
+            segment.flush()?;
+        }
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_records = 0;
+        self.last_flush_ms = now_ms;
+        Ok(())
+    }
+
+    /// Plans a fetch from `offset`: up to `max_bytes` of whole batches from
+    /// one segment, none at or past `upper_bound` (the high watermark or the
+    /// last stable offset), at least one batch when `min_one_batch` (KIP-74).
+    pub fn read(&self, offset: i64, max_bytes: u32, upper_bound: i64, min_one_batch: bool) -> Result<ReadInfo, LogError> {
+        let log_end_offset = self.log_end_offset();
+        if offset < self.log_start_offset || offset > log_end_offset {
+            return Err(LogError::OffsetOutOfRange { offset, log_start_offset: self.log_start_offset, log_end_offset });
+        }
+        let mut info = ReadInfo { slice: None, log_start_offset: self.log_start_offset, log_end_offset };
+        let upper_bound = upper_bound.min(log_end_offset);
+        if offset >= upper_bound {
+            return Ok(info);
+        }
+        for (_, segment) in self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..)) {
+            if segment.base_offset() >= upper_bound {
+                break;
+            }
+            let max_position = if upper_bound < segment.next_offset() {
+                segment.find_batch(upper_bound, 0)?.map_or(segment.size_bytes(), |h| h.position)
+            } else {
+                segment.size_bytes()
+            };
+            if let Some(slice) = segment.read(offset, max_bytes, max_position, min_one_batch)? {
+                info.slice = Some(slice);
+                break;
+            }
+        }
+        Ok(info)
+    }
+
+    /// Reads the batches of `slice` into memory (lookups inside batches).
+    fn batches_in(slice: &FileSlice) -> Result<Vec<RecordBatch>, LogError> {
+        let bytes = slice.read_to_bytes()?;
+        let mut batches = Vec::new();
+        for batch in RecordBatches::new(bytes) {
+            match batch {
+                Ok(batch) => batches.push(batch),
+                Err(RecordError::Truncated { .. }) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(batches)
+    }
+
+    /// ListOffsets by timestamp: the first record with timestamp >= `target`,
+    /// as (timestamp, offset); `None` when every record is older.
+    pub fn offset_for_timestamp(&self, target: i64) -> Result<Option<(i64, i64)>, LogError> {
+        let Some(segment) = self.segments.values().find(|s| s.max_timestamp().timestamp >= target) else {
+            return Ok(None);
+        };
+        let from_offset = segment.time_index().lookup(target).map_or(segment.base_offset(), |e| e.offset);
+        let start = segment.find_batch(from_offset, 0)?.map_or(0, |h| h.position);
+        let mut position = start;
+        while let Some(header) = segment.read_header(position)? {
+            if header.max_timestamp >= target && header.last_offset >= self.log_start_offset {
+                let slice = FileSlice { file: segment.log_file().clone(), position, length: header.size_bytes };
+                for batch in Self::batches_in(&slice)? {
+                    for record in batch.records(self.config.max_decompressed_batch_bytes)? {
+                        let record = record?;
+                        if record.timestamp >= target && record.offset >= self.log_start_offset {
+                            return Ok(Some((record.timestamp, record.offset)));
+                        }
+                    }
+                }
+            }
+            position += u64::from(header.size_bytes);
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets MAX_TIMESTAMP: the record with the largest timestamp (the
+    /// first such record), as (timestamp, offset).
+    pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let best = self.segments.values().filter(|s| s.max_timestamp().timestamp >= 0).max_by_key(|s| {
+            // max_by_key keeps the last maximum: prefer the earliest segment.
+            (s.max_timestamp().timestamp, -s.base_offset())
+        });
+        let Some(segment) = best else { return Ok(None) };
+        let target = segment.max_timestamp();
+        let Some(header) = segment.find_batch(target.offset, 0)? else { return Ok(None) };
+        let slice = FileSlice { file: segment.log_file().clone(), position: header.position, length: header.size_bytes };
+        for batch in Self::batches_in(&slice)? {
+            if batch.max_timestamp() != target.timestamp {
+                continue;
+            }
+            for record in batch.records(self.config.max_decompressed_batch_bytes)? {
+                let record = record?;
+                if record.timestamp == target.timestamp {
+                    return Ok(Some((record.timestamp, record.offset)));
+                }
+            }
+            // LogAppendTime batches carry the time only in the header.
+            return Ok(Some((target.timestamp, batch.base_offset())));
+        }
+        Ok(None)
+    }
+
+    /// Removes every offset >= `offset` (a follower diverged from its leader).
+    pub fn truncate_to(&mut self, offset: i64) -> Result<u64, LogError> {
+        if offset >= self.log_end_offset() {
+            return Ok(0);
+        }
+        if offset <= self.log_start_offset {
+            self.truncate_fully_and_start_at(offset, 0)?;
+            return Ok(0);
+        }
+        // The first segment starts at or before the log start offset, which is
+        // below `offset`: it survives, so the log keeps a segment.
+        let mut removed = 0;
+        let doomed: Vec<i64> = self.segments.range(offset..).map(|(base, _)| *base).collect();
+        for base in doomed {
+            if let Some(mut segment) = self.segments.remove(&base) {
+                removed += segment.size_bytes();
+                self.pending_deletes.extend(segment.mark_deleted()?);
+            }
+        }
+        removed += self.active_mut().truncate_to(offset)?;
+        let index_bytes = self.config.segment_index_bytes;
+        self.active_mut().resize_indexes(index_bytes)?;
+        self.recovery_point = self.recovery_point.min(offset);
+        self.leader_epochs.truncate_from_end(offset)?;
+        self.delete_pending_files()?;
+        fsync_dir(&self.dir)?;
+        Ok(removed)
+    }
+
+    /// Drops the whole log and starts empty at `offset` (a replica too far
+    /// behind its leader).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        for base in bases {
+            if let Some(mut segment) = self.segments.remove(&base) {
+                self.pending_deletes.extend(segment.mark_deleted()?);
+            }
+        }
+        let segment =
+            Segment::create(&self.dir, offset, self.config.segment_index_bytes, self.config.index_interval_bytes, now_ms)?;
+        self.segments.insert(offset, segment);
+        self.log_start_offset = offset;
+        self.recovery_point = offset;
+        self.leader_epochs.clear()?;
+        self.delete_pending_files()?;
+        fsync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    /// DeleteRecords: moves the log start offset up (the caller checked it is
+    /// at most the high watermark) and deletes segments wholly before it.
+    pub fn delete_records_before(&mut self, offset: i64, now_ms: i64) -> Result<i64, LogError> {
+        if offset > self.log_end_offset() {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.log_end_offset(),
+            });
+        }
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+            self.leader_epochs.truncate_from_start(offset)?;
+        }
+        self.delete_segments_where(now_ms, |_, next_base, _| next_base.is_some_and(|n| n <= offset))?;
+        Ok(self.log_start_offset)
+    }
+
+    /// Applies `retention.ms` and `retention.bytes`; returns segments deleted.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        let retention_ms = self.config.retention_ms;
+        let mut deleted = 0;
+        if retention_ms >= 0 {
+            deleted += self.delete_segments_where(now_ms, |segment, _, _| now_ms - segment.largest_timestamp() > retention_ms)?;
+        }
+        let retention_bytes = self.config.retention_bytes;
+        if retention_bytes >= 0 {
+            let mut excess = self.size_bytes() as i64 - retention_bytes;
+            deleted += self.delete_segments_where(now_ms, |segment, _, _| {
+                if excess - segment.size_bytes() as i64 >= 0 {
+                    excess -= segment.size_bytes() as i64;
+                    true
+                } else {
+                    false
+                }
+            })?;
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes the oldest segments while `doomed(segment, next base, is_active)`
+    /// holds. The active segment is rolled first when it must go, so a log
+    /// always keeps one (empty) segment at its end offset.
+    fn delete_segments_where(
+        &mut self,
+        now_ms: i64,
+        mut doomed: impl FnMut(&Segment, Option<i64>, bool) -> bool,
+    ) -> Result<usize, LogError> {
+        let mut bases = Vec::new();
+        let all: Vec<i64> = self.segments.keys().copied().collect();
+        for (i, base) in all.iter().enumerate() {
+            let segment = &self.segments[base];
+            let next = all.get(i + 1).copied();
+            let is_active = next.is_none();
+            if is_active && segment.is_empty() {
+                break;
+            }
+            if !doomed(segment, next, is_active) {
+                break;
+            }
+            bases.push(*base);
+        }
+        if bases.is_empty() {
+            return Ok(0);
+        }
+        if bases.len() == self.segments.len() {
+            let end = self.log_end_offset();
+            self.roll(end, now_ms)?;
+        }
+        for base in &bases {
+            if let Some(mut segment) = self.segments.remove(base) {
+                self.pending_deletes.extend(segment.mark_deleted()?);
+            }
+        }
+        let first = *self.segments.keys().next().expect("a segment remains");
+        if first > self.log_start_offset {
+            self.log_start_offset = first;
+            self.leader_epochs.truncate_from_start(first)?;
+        }
+        fsync_dir(&self.dir)?;
+        Ok(bases.len())
+    }
+
+    /// Removes the `.deleted` files left by retention and truncation. Kept
+    /// apart from the calls that rename them so a broker can run it off the
+    /// request path (and after `file.delete.delay.ms`).
+    pub fn delete_pending_files(&mut self) -> Result<usize, LogError> {
+        let count = self.pending_deletes.len();
+        for path in self.pending_deletes.drain(..) {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(count)
+    }
+
+    /// Flushes and trims the active segment's indexes: the state a clean
+    /// shutdown leaves, which lets the next open skip recovery.
+    pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
+        self.flush(now_ms)?;
+        self.active_mut().trim_indexes()?;
+        self.delete_pending_files()?;
+        Ok(())
+    }
+}

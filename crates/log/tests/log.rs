@@ -1,0 +1,257 @@
+//! The partition log against real files: appends, reads, rolls, reopening
+//! after clean and unclean shutdowns, corruption, truncation and retention.
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+
+use common::*;
+use krabka_log::{LogConfig, LogError, PartitionLog, TimestampPolicy};
+use krabka_protocol::compression::Compression;
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn open(dir: &std::path::Path, config: LogConfig, clean: bool) -> PartitionLog {
+    PartitionLog::open(dir, config, 0, 0, clean, NOW).unwrap().0
+}
+
+#[test]
+fn append_assigns_offsets_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders-0");
+    let mut log = open(&path, LogConfig::default(), true);
+    let first = log.append_as_leader(&batch(&values(0..3), NOW, Compression::None), 5, NOW).unwrap();
+    assert_eq!((first.first_offset, first.last_offset, first.record_count), (0, 2, 3));
+    let two = batches(&[batch(&values(3..5), NOW, Compression::Lz4), batch(&values(5..6), NOW, Compression::Zstd)]);
+    let second = log.append_as_leader(&two, 5, NOW).unwrap();
+    assert_eq!((second.first_offset, second.last_offset), (3, 5));
+    assert_eq!(log.log_end_offset(), 6);
+    let records = read_all(&log, 0);
+    let offsets: Vec<i64> = records.iter().map(|r| r.0).collect();
+    assert_eq!(offsets, (0..6).collect::<Vec<_>>());
+    assert_eq!(records.iter().map(|r| r.2.clone()).collect::<Vec<_>>(), values(0..6));
+    // The stored batch carries the leader epoch and a valid CRC.
+    let slice = log.read(3, 1 << 20, 6, true).unwrap().slice.unwrap();
+    let stored = parse_batches(slice.read_to_bytes().unwrap());
+    assert_eq!(stored[0].base_offset(), 3);
+    assert_eq!(stored[0].partition_leader_epoch(), 5);
+    stored[0].validate().unwrap();
+    assert_eq!(log.end_offset_for_epoch(5), Some((5, 6)));
+}
+
+#[test]
+fn segments_roll_and_survive_a_clean_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-1");
+    let mut log = open(&path, small_segments(), true);
+    for i in 0..60 {
+        log.append_as_leader(&batch(&values(i * 2..i * 2 + 2), NOW + i, Compression::None), 0, NOW).unwrap();
+    }
+    assert!(log.segment_count() > 5, "only {} segments", log.segment_count());
+    let before = read_all(&log, 0);
+    assert_eq!(before.len(), 120);
+    log.close(NOW).unwrap();
+    // Closed segments' indexes were trimmed to their entries.
+    for entry in std::fs::read_dir(&path).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "index") {
+            assert_eq!(std::fs::metadata(&path).unwrap().len() % 8, 0);
+            assert!(std::fs::metadata(&path).unwrap().len() < 4096, "{path:?} not trimmed");
+        }
+    }
+    let (log, report) = PartitionLog::open(&path, small_segments(), 0, 120, true, NOW).unwrap();
+    assert_eq!(report.recovered_segments, 0);
+    assert_eq!(log.log_end_offset(), 120);
+    assert_eq!(read_all(&log, 0), before);
+    assert_eq!(read_all(&log, 77)[0].0, 77);
+}
+
+#[test]
+fn unclean_reopen_truncates_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let mut log = open(&path, LogConfig::default(), true);
+    for i in 0..10 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    drop(log); // no close: as after a crash
+    let segment = path.join("00000000000000000000.log");
+    let file = OpenOptions::new().write(true).open(&segment).unwrap();
+    let size = file.metadata().unwrap().len();
+    file.set_len(size - 5).unwrap(); // torn last batch
+    let (log, report) = PartitionLog::open(&path, LogConfig::default(), 0, 0, false, NOW).unwrap();
+    assert_eq!(report.recovered_segments, 1);
+    assert!(report.truncated_bytes > 0);
+    assert_eq!(log.log_end_offset(), 9);
+    assert_eq!(read_all(&log, 0).len(), 9);
+}
+
+#[test]
+fn a_corrupt_byte_truncates_there_and_drops_later_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let mut log = open(&path, small_segments(), true);
+    for i in 0..40 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3);
+    drop(log);
+    // Flip a byte inside the second batch of the second segment.
+    let second = path.join(format!("{:020}.log", bases[1]));
+    let file = OpenOptions::new().read(true).write(true).open(&second).unwrap();
+    let mut header = [0u8; 12];
+    file.read_exact_at(&mut header, 0).unwrap();
+    let first_size = 12 + i32::from_be_bytes(header[8..12].try_into().unwrap()) as u64;
+    let mut byte = [0u8; 1];
+    file.read_exact_at(&mut byte, first_size + 70).unwrap();
+    file.write_all_at(&[byte[0] ^ 0xff], first_size + 70).unwrap();
+    let (log, report) = PartitionLog::open(&path, small_segments(), 0, 0, false, NOW).unwrap();
+    assert!(report.truncated_bytes > 0);
+    assert_eq!(log.log_end_offset(), bases[1] + 1);
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(read_all(&log, 0).len() as i64, bases[1] + 1);
+    assert!(!path.join(format!("{:020}.log", bases[2])).exists());
+}
+
+#[test]
+fn a_corrupt_index_is_rebuilt_even_after_a_clean_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let mut log = open(&path, small_segments(), true);
+    for i in 0..30 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    let before = read_all(&log, 0);
+    log.close(NOW).unwrap();
+    std::fs::write(path.join("00000000000000000000.index"), [0xffu8; 16]).unwrap();
+    let (log, report) = PartitionLog::open(&path, small_segments(), 0, 30, true, NOW).unwrap();
+    assert_eq!(report.recovered_segments, 1);
+    assert_eq!(read_all(&log, 0), before);
+}
+
+#[test]
+fn reads_stop_at_the_upper_bound_and_return_one_batch_at_least() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), LogConfig::default(), true);
+    for i in 0..5 {
+        log.append_as_leader(&batch(&values(i * 10..i * 10 + 10), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    // High watermark 20: only the first two batches are visible.
+    let slice = log.read(0, 1 << 20, 20, true).unwrap().slice.unwrap();
+    let visible = parse_batches(slice.read_to_bytes().unwrap());
+    assert_eq!(visible.last().unwrap().next_offset(), 20);
+    assert!(log.read(20, 1 << 20, 20, true).unwrap().slice.is_none());
+    // KIP-74: max_bytes of 1 still yields the whole first batch.
+    let slice = log.read(10, 1, 50, true).unwrap().slice.unwrap();
+    let one = parse_batches(slice.read_to_bytes().unwrap());
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].base_offset(), 10);
+    assert!(log.read(10, 1, 50, false).unwrap().slice.is_some_and(|s| s.length == 1));
+    assert!(matches!(log.read(51, 100, 50, true), Err(LogError::OffsetOutOfRange { .. })));
+}
+
+#[test]
+fn timestamp_lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), small_segments(), true);
+    for i in 0..50i64 {
+        log.append_as_leader(&batch(&values(i..i + 1), 1000 + i * 10, Compression::Gzip), 0, NOW).unwrap();
+    }
+    assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((1000, 0)));
+    assert_eq!(log.offset_for_timestamp(1255).unwrap(), Some((1260, 26)));
+    assert_eq!(log.offset_for_timestamp(1490).unwrap(), Some((1490, 49)));
+    assert_eq!(log.offset_for_timestamp(1491).unwrap(), None);
+    assert_eq!(log.max_timestamp_offset().unwrap(), Some((1490, 49)));
+}
+
+#[test]
+fn log_append_time_restamps_and_keeps_the_crc_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { timestamp_policy: TimestampPolicy::LogAppendTime, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("t-0"), config, true);
+    let info = log.append_as_leader(&batch(&values(0..3), 5, Compression::Snappy), 0, NOW).unwrap();
+    assert_eq!(info.log_append_time_ms, NOW);
+    let slice = log.read(0, 1 << 20, 3, true).unwrap().slice.unwrap();
+    let stored = parse_batches(slice.read_to_bytes().unwrap());
+    stored[0].validate().unwrap();
+    assert_eq!(stored[0].max_timestamp(), NOW);
+    assert!(read_all(&log, 0).iter().all(|r| r.1 == NOW));
+}
+
+#[test]
+fn bad_batches_are_refused_and_leave_the_log_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), LogConfig { max_message_bytes: 200, ..LogConfig::default() }, true);
+    let good = batch(&values(0..1), NOW, Compression::None);
+    let mut corrupt = good.to_vec();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    assert!(matches!(log.append_as_leader(&corrupt.into(), 0, NOW), Err(LogError::InvalidBatch(_))));
+    let large = batch(&[String::from_utf8(vec![b'x'; 300]).unwrap()], NOW, Compression::None);
+    assert!(matches!(log.append_as_leader(&large, 0, NOW), Err(LogError::RecordTooLarge { .. })));
+    // A good batch followed by a torn one: nothing of the request is written.
+    let torn = batches(&[good.clone(), good.slice(..20)]);
+    assert!(log.append_as_leader(&torn, 0, NOW).is_err());
+    assert_eq!(log.log_end_offset(), 0);
+    log.append_as_leader(&good, 0, NOW).unwrap();
+    assert_eq!(log.log_end_offset(), 1);
+}
+
+#[test]
+fn truncation_for_replication() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let mut log = open(&path, small_segments(), true);
+    for i in 0..40 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), (i / 10) as i32, NOW).unwrap();
+    }
+    log.truncate_to(25).unwrap();
+    assert_eq!(log.log_end_offset(), 25);
+    assert_eq!(read_all(&log, 0).len(), 25);
+    assert_eq!(log.leader_epochs().latest_epoch(), Some(2));
+    log.append_as_leader(&batch(&values(25..26), NOW, Compression::None), 7, NOW).unwrap();
+    assert_eq!(read_all(&log, 0).last().unwrap().0, 25);
+    log.truncate_fully_and_start_at(1000, NOW).unwrap();
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (1000, 1000));
+    assert_eq!(log.segment_count(), 1);
+    let follower_batch = {
+        let bytes = batch(&values(0..2), NOW, Compression::None).to_vec();
+        let mut bytes = bytes;
+        bytes[..8].copy_from_slice(&1000i64.to_be_bytes());
+        bytes
+    };
+    log.append_as_follower(&follower_batch.into(), NOW).unwrap();
+    assert_eq!(log.log_end_offset(), 1002);
+}
+
+#[test]
+fn retention_by_bytes_time_and_delete_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let config = LogConfig { retention_bytes: 4096, retention_ms: -1, ..small_segments() };
+    let mut log = open(&path, config, true);
+    for i in 0..60 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW - 10_000 + i, Compression::None), 0, NOW).unwrap();
+    }
+    let deleted = log.enforce_retention(NOW).unwrap();
+    assert!(deleted > 0);
+    assert!(log.size_bytes() <= 4096 + 512, "{} bytes kept", log.size_bytes());
+    assert!(log.log_start_offset() > 0);
+    assert_eq!(read_all(&log, log.log_start_offset()).last().unwrap().0, 59);
+    log.delete_pending_files().unwrap();
+    assert!(std::fs::read_dir(&path).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".deleted")));
+
+    log.delete_records_before(55, NOW).unwrap();
+    assert_eq!(log.log_start_offset(), 55);
+    assert!(matches!(log.read(54, 100, 60, true), Err(LogError::OffsetOutOfRange { .. })));
+
+    // Time retention: every record is older than 1 s, so all data goes and
+    // one empty segment remains at the log end.
+    let mut config = log.config().clone();
+    config.retention_ms = 1000;
+    log.set_config(config);
+    log.enforce_retention(NOW).unwrap();
+    assert_eq!((log.log_start_offset(), log.log_end_offset(), log.segment_count()), (60, 60, 1));
+}
