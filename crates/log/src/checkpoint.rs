@@ -41,10 +41,8 @@ fn read_lines(path: &Path) -> io::Result<Option<Vec<Vec<String>>>> {
         Some(CHECKPOINT_VERSION) => {}
         other => return Err(invalid(path, format!("unsupported version line {other:?}"))),
     }
-    let count: usize = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| invalid(path, "missing or bad entry count"))?;
+    let count: usize =
+        lines.next().and_then(|l| l.trim().parse().ok()).ok_or_else(|| invalid(path, "missing or bad entry count"))?;
     let entries: Vec<Vec<String>> =
         lines.filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().map(str::to_owned).collect()).collect();
     if entries.len() != count {
@@ -103,7 +101,8 @@ pub fn read_offsets(path: &Path) -> io::Result<BTreeMap<TopicPartition, i64>> {
 
 /// Writes an offsets checkpoint atomically.
 pub fn write_offsets(path: &Path, offsets: &BTreeMap<TopicPartition, i64>) -> io::Result<()> {
-    let lines: Vec<String> = offsets.iter().map(|(tp, offset)| format!("{} {} {offset}", tp.topic, tp.partition)).collect();
+    let lines: Vec<String> =
+        offsets.iter().map(|(tp, offset)| format!("{} {} {offset}", tp.topic, tp.partition)).collect();
     write_lines(path, &lines)
 }
 

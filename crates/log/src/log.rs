@@ -158,7 +158,10 @@ impl PartitionLog {
             if truncated_at.is_some() {
                 // Everything after a truncated segment is unreachable: drop it.
                 warn!(partition = %log.topic_partition.dir_name(), base, "deleting segment after a corrupt one");
-                Segment::open(dir, base, None, interval, now_ms)?.mark_deleted()?.iter().try_for_each(std::fs::remove_file)?;
+                Segment::open(dir, base, None, interval, now_ms)?
+                    .mark_deleted()?
+                    .iter()
+                    .try_for_each(std::fs::remove_file)?;
                 continue;
             }
             let active = Some(base) == last_base;
@@ -269,7 +272,12 @@ impl PartitionLog {
 
     /// Appends a produce request's records as the leader: validates every
     /// batch, assigns offsets from the log end and stamps `leader_epoch`.
-    pub fn append_as_leader(&mut self, records: &Bytes, leader_epoch: i32, now_ms: i64) -> Result<AppendInfo, LogError> {
+    pub fn append_as_leader(
+        &mut self,
+        records: &Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
         let log_append_time = self.config.timestamp_policy == TimestampPolicy::LogAppendTime;
         let mut prepared = Vec::new();
         let mut next_offset = self.log_end_offset();
@@ -385,8 +393,13 @@ impl PartitionLog {
             active.trim_indexes()?;
         }
         self.recovery_point = self.recovery_point.max(self.active().next_offset());
-        let segment =
-            Segment::create(&self.dir, base_offset, self.config.segment_index_bytes, self.config.index_interval_bytes, now_ms)?;
+        let segment = Segment::create(
+            &self.dir,
+            base_offset,
+            self.config.segment_index_bytes,
+            self.config.index_interval_bytes,
+            now_ms,
+        )?;
         self.segments.insert(base_offset, segment);
         fsync_dir(&self.dir)?;
         Ok(())
@@ -423,7 +436,13 @@ impl PartitionLog {
     /// Plans a fetch from `offset`: up to `max_bytes` of whole batches from
     /// one segment, none at or past `upper_bound` (the high watermark or the
     /// last stable offset), at least one batch when `min_one_batch` (KIP-74).
-    pub fn read(&self, offset: i64, max_bytes: u32, upper_bound: i64, min_one_batch: bool) -> Result<ReadInfo, LogError> {
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: u32,
+        upper_bound: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadInfo, LogError> {
         let log_end_offset = self.log_end_offset();
         if offset < self.log_start_offset || offset > log_end_offset {
             return Err(LogError::OffsetOutOfRange { offset, log_start_offset: self.log_start_offset, log_end_offset });
@@ -433,7 +452,9 @@ impl PartitionLog {
         if offset >= upper_bound {
             return Ok(info);
         }
-        for (_, segment) in self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..)) {
+        for (_, segment) in
+            self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..))
+        {
             if segment.base_offset() >= upper_bound {
                 break;
             }
@@ -500,7 +521,8 @@ impl PartitionLog {
         let Some(segment) = best else { return Ok(None) };
         let target = segment.max_timestamp();
         let Some(header) = segment.find_batch(target.offset, 0)? else { return Ok(None) };
-        let slice = FileSlice { file: segment.log_file().clone(), position: header.position, length: header.size_bytes };
+        let slice =
+            FileSlice { file: segment.log_file().clone(), position: header.position, length: header.size_bytes };
         for batch in Self::batches_in(&slice)? {
             if batch.max_timestamp() != target.timestamp {
                 continue;
@@ -555,8 +577,13 @@ impl PartitionLog {
                 self.pending_deletes.extend(segment.mark_deleted()?);
             }
         }
-        let segment =
-            Segment::create(&self.dir, offset, self.config.segment_index_bytes, self.config.index_interval_bytes, now_ms)?;
+        let segment = Segment::create(
+            &self.dir,
+            offset,
+            self.config.segment_index_bytes,
+            self.config.index_interval_bytes,
+            now_ms,
+        )?;
         self.segments.insert(offset, segment);
         self.log_start_offset = offset;
         self.recovery_point = offset;
@@ -589,7 +616,8 @@ impl PartitionLog {
         let retention_ms = self.config.retention_ms;
         let mut deleted = 0;
         if retention_ms >= 0 {
-            deleted += self.delete_segments_where(now_ms, |segment, _, _| now_ms - segment.largest_timestamp() > retention_ms)?;
+            deleted += self
+                .delete_segments_where(now_ms, |segment, _, _| now_ms - segment.largest_timestamp() > retention_ms)?;
         }
         let retention_bytes = self.config.retention_bytes;
         if retention_bytes >= 0 {
@@ -662,6 +690,14 @@ impl PartitionLog {
             }
         }
         Ok(count)
+    }
+
+    /// Checks every segment's indexes against its data.
+    pub fn verify_indexes(&self) -> Result<(), String> {
+        for segment in self.segments.values() {
+            segment.check_indexes().map_err(|e| format!("segment {}: {e}", segment.base_offset()))?;
+        }
+        Ok(())
     }
 
     /// Flushes and trims the active segment's indexes: the state a clean

@@ -105,7 +105,8 @@ fn write_all_vectored_at(file: &File, mut parts: Vec<&[u8]>, mut offset: u64) ->
             chunk.iter().map(|p| libc::iovec { iov_base: p.as_ptr() as *mut libc::c_void, iov_len: p.len() }).collect();
         let file_offset = libc::off_t::try_from(offset).map_err(|_| io::Error::other("file offset overflow"))?;
         // SAFETY: every iovec points into a live slice of `parts` for the call.
-        let written = unsafe { libc::pwritev(file.as_raw_fd(), iovecs.as_ptr(), iovecs.len() as libc::c_int, file_offset) };
+        let written =
+            unsafe { libc::pwritev(file.as_raw_fd(), iovecs.as_ptr(), iovecs.len() as libc::c_int, file_offset) };
         if written < 0 {
             let error = io::Error::last_os_error();
             if error.kind() == io::ErrorKind::Interrupted {
@@ -217,7 +218,8 @@ impl Segment {
             .map_or(now_ms, |d| d.as_millis() as i64);
         let offset_index =
             OffsetIndex::open(&segment_path(dir, base_offset, INDEX_SUFFIX), base_offset, max_index_bytes)?;
-        let time_index = TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_bytes)?;
+        let time_index =
+            TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_bytes)?;
         let mut segment = Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -426,7 +428,13 @@ impl Segment {
     /// Plans a read of up to `max_bytes` from the batch holding `offset`, not
     /// past `max_position`; with `min_one_batch`, the first batch is returned
     /// whole even when larger than `max_bytes` (KIP-74).
-    pub fn read(&self, offset: i64, max_bytes: u32, max_position: u64, min_one_batch: bool) -> io::Result<Option<FileSlice>> {
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: u32,
+        max_position: u64,
+        min_one_batch: bool,
+    ) -> io::Result<Option<FileSlice>> {
         let Some(first) = self.find_batch(offset, 0)? else { return Ok(None) };
         let limit = max_position.min(self.size_bytes);
         if first.position >= limit {

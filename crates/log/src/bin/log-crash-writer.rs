@@ -1,0 +1,82 @@
+//! Appends to a partition log until killed, for the crash tests.
+//!
+//! Usage: `log-crash-writer ROOT (flush|noflush) MAX_BATCHES`. The log lives in
+//! `ROOT/crash-0`; `ROOT/.clean_shutdown` marks that the last user closed it
+//! cleanly (it is removed on open, as Kafka's marker is). Each record's value
+//! is `rec-<offset>`, so a reader can check any prefix. After each append
+//! (and fsync in `flush` mode) it prints `<log end offset> <flushed offset>`.
+//! In `fill` mode (run under a file-size limit) it appends until the disk
+//! refuses, then prints `error <message>` and `readable <records>` after
+//! reading the whole log back, proving a failed append leaves it usable.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use krabka_log::{LogConfig, PartitionLog};
+use krabka_protocol::compression::Compression;
+use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, root, mode, max_batches] = args.as_slice() else {
+        eprintln!("usage: log-crash-writer ROOT (flush|noflush) MAX_BATCHES");
+        std::process::exit(2);
+    };
+    let flush = mode == "flush";
+    let max_batches: u64 = max_batches.parse().expect("MAX_BATCHES is a number");
+    let root = std::path::Path::new(root);
+    let marker = root.join(".clean_shutdown");
+    let clean = marker.exists();
+    if clean {
+        std::fs::remove_file(&marker).expect("remove the clean-shutdown marker");
+    }
+    // In fill mode one segment must outgrow the file-size limit.
+    let segment_bytes = if mode == "fill" { 1 << 20 } else { 16 * 1024 };
+    let config =
+        LogConfig { segment_bytes, index_interval_bytes: 512, segment_index_bytes: 8192, ..LogConfig::default() };
+    let (mut log, _) = PartitionLog::open(&root.join("crash-0"), config, 0, 0, clean, now_ms()).expect("open the log");
+    let mut stdout = std::io::stdout().lock();
+    let codecs = [Compression::None, Compression::Lz4, Compression::Zstd];
+    for i in 0..max_batches {
+        let first = log.log_end_offset();
+        let count = 1 + (i * 7 % 13) as i64;
+        let values: Vec<String> = (first..first + count).map(|o| format!("rec-{o}")).collect();
+        let mut builder = RecordBatchBuilder::new(codecs[(i % 3) as usize]);
+        for value in &values {
+            builder
+                .append(&NewRecord { timestamp_ms: now_ms(), key: None, value: Some(value.as_bytes()), headers: &[] })
+                .expect("build a record");
+        }
+        let batch = builder.build().expect("build the batch").into_bytes();
+        if let Err(error) = log.append_as_leader(&batch, 0, now_ms()) {
+            assert_eq!(mode, "fill", "append failed: {error}");
+            writeln!(stdout, "error {error}").expect("report");
+            let mut readable = 0;
+            let mut offset = log.log_start_offset();
+            while offset < log.log_end_offset() {
+                let info = log.read(offset, 1 << 20, log.log_end_offset(), true).expect("read after the failure");
+                let bytes = info.slice.expect("data up to the log end").read_to_bytes().expect("read the file");
+                for batch in krabka_protocol::records::RecordBatches::new(bytes) {
+                    let Ok(batch) = batch else { break };
+                    batch.validate().expect("a valid batch");
+                    readable += batch.record_count() as i64;
+                    offset = batch.next_offset();
+                }
+            }
+            writeln!(stdout, "readable {readable} of {}", log.log_end_offset()).expect("report");
+            return;
+        }
+        if flush {
+            log.flush(now_ms()).expect("flush");
+        }
+        let flushed = if flush { log.log_end_offset() } else { 0 };
+        writeln!(stdout, "{} {flushed}", log.log_end_offset()).expect("report");
+        stdout.flush().expect("report");
+    }
+    log.close(now_ms()).expect("close");
+    std::fs::write(&marker, b"").expect("write the clean-shutdown marker");
+}
