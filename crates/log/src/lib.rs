@@ -13,6 +13,7 @@ pub mod fsutil;
 pub mod index;
 pub mod leader_epoch;
 pub mod log;
+pub mod producer_state;
 pub mod segment;
 
 pub use crate::config::{LogConfig, TimestampPolicy};

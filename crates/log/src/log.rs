@@ -17,6 +17,9 @@ use crate::checkpoint::TopicPartition;
 use crate::config::{LogConfig, TimestampPolicy};
 use crate::fsutil::fsync_dir;
 use crate::leader_epoch::LeaderEpochCache;
+use crate::producer_state::{
+    increment_sequence, ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck,
+};
 use crate::segment::{
     FileSlice, PreparedBatch, Segment, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 };
@@ -39,6 +42,9 @@ pub enum LogError {
     /// OFFSET_OUT_OF_RANGE.
     #[error("offset {offset} is outside [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
+    /// INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...
+    #[error(transparent)]
+    ProducerState(#[from] ProducerStateError),
     /// A follower append that does not continue the log.
     #[error("offset {offset} does not follow the log end offset {log_end_offset}")]
     NonMonotonicOffset { offset: i64, log_end_offset: i64 },
@@ -79,6 +85,7 @@ pub struct PartitionLog {
     log_start_offset: i64,
     recovery_point: i64,
     leader_epochs: LeaderEpochCache,
+    producer_state: ProducerStateManager,
     unflushed_records: i64,
     last_flush_ms: i64,
     pending_deletes: Vec<PathBuf>,
@@ -144,6 +151,7 @@ impl PartitionLog {
             log_start_offset,
             recovery_point,
             leader_epochs,
+            producer_state: ProducerStateManager::new(dir),
             unflushed_records: 0,
             last_flush_ms: now_ms,
             pending_deletes: Vec::new(),
@@ -207,6 +215,7 @@ impl PartitionLog {
             log.recovery_point = end;
             log.leader_epochs.truncate_from_end(end)?;
         }
+        log.rebuild_producer_state()?;
         if report.recovered_segments > 0 {
             info!(partition = %log.topic_partition.dir_name(), ?report, "recovered log");
         }
@@ -283,9 +292,42 @@ impl PartitionLog {
         let mut next_offset = self.log_end_offset();
         let first_offset = next_offset;
         let mut record_count = 0i64;
+        let mut producer_batches: Vec<ProducerBatch> = Vec::new();
         for batch in RecordBatches::new(records.clone()) {
             let batch = batch?;
             batch.validate()?;
+            let producer_batch = ProducerBatch::from_batch(&batch, next_offset)?;
+            if producer_batch.producer_id >= 0 {
+                let previous = producer_batches.iter().rev().find(|p| p.producer_id == producer_batch.producer_id);
+                match previous {
+                    // Later batches of one producer in one request follow the earlier ones.
+                    Some(previous) => {
+                        if previous.epoch != producer_batch.epoch
+                            || increment_sequence(previous.last_seq, 1) != producer_batch.first_seq
+                        {
+                            return Err(ProducerStateError::OutOfOrderSequence {
+                                producer_id: producer_batch.producer_id,
+                                expected: increment_sequence(previous.last_seq, 1),
+                                received: producer_batch.first_seq,
+                            }
+                            .into());
+                        }
+                    }
+                    None => {
+                        if let SequenceCheck::Duplicate(original) = self.producer_state.check(&producer_batch)? {
+                            // A retry: acknowledge the batch already in the log.
+                            return Ok(AppendInfo {
+                                first_offset: original.first_offset,
+                                last_offset: original.last_offset,
+                                log_append_time_ms: -1,
+                                record_count: 0,
+                                bytes: 0,
+                            });
+                        }
+                    }
+                }
+            }
+            producer_batches.push(producer_batch);
             if batch.size_bytes() > self.config.max_message_bytes as usize {
                 return Err(LogError::RecordTooLarge { size: batch.size_bytes(), max: self.config.max_message_bytes });
             }
@@ -325,6 +367,9 @@ impl PartitionLog {
             self.leader_epochs.assign(leader_epoch, first_offset)?;
         }
         let bytes = self.append_prepared(&prepared, now_ms)?;
+        for producer_batch in &producer_batches {
+            self.producer_state.update(producer_batch);
+        }
         self.after_append(record_count, now_ms)?;
         Ok(AppendInfo {
             first_offset,
@@ -339,6 +384,7 @@ impl PartitionLog {
     /// leader, or the broker's own metadata): they must continue the log.
     pub fn append_as_follower(&mut self, records: &Bytes, now_ms: i64) -> Result<AppendInfo, LogError> {
         let mut prepared = Vec::new();
+        let mut producer_batches = Vec::new();
         let mut expected = self.log_end_offset();
         let first_offset = expected;
         let mut record_count = 0i64;
@@ -354,9 +400,13 @@ impl PartitionLog {
             }
             expected = batch.next_offset();
             record_count += i64::from(batch.record_count().max(0));
+            producer_batches.push(ProducerBatch::from_batch(&batch, batch.base_offset())?);
             prepared.push(PreparedBatch::unchanged(&batch));
         }
         let bytes = self.append_prepared(&prepared, now_ms)?;
+        for producer_batch in &producer_batches {
+            self.producer_state.update(producer_batch);
+        }
         self.after_append(record_count, now_ms)?;
         Ok(AppendInfo { first_offset, last_offset: expected - 1, log_append_time_ms: -1, record_count, bytes })
     }
@@ -393,6 +443,8 @@ impl PartitionLog {
             active.trim_indexes()?;
         }
         self.recovery_point = self.recovery_point.max(self.active().next_offset());
+        // Kafka snapshots producer state at every roll, named by the new base.
+        self.producer_state.take_snapshot()?;
         let segment = Segment::create(
             &self.dir,
             base_offset,
@@ -563,6 +615,7 @@ impl PartitionLog {
         self.active_mut().resize_indexes(index_bytes)?;
         self.recovery_point = self.recovery_point.min(offset);
         self.leader_epochs.truncate_from_end(offset)?;
+        self.rebuild_producer_state()?;
         self.delete_pending_files()?;
         fsync_dir(&self.dir)?;
         Ok(removed)
@@ -588,6 +641,10 @@ impl PartitionLog {
         self.log_start_offset = offset;
         self.recovery_point = offset;
         self.leader_epochs.clear()?;
+        self.producer_state.clear(offset);
+        for snapshot in self.producer_state.snapshot_offsets()? {
+            std::fs::remove_file(self.dir.join(format!("{snapshot:020}.snapshot")))?;
+        }
         self.delete_pending_files()?;
         fsync_dir(&self.dir)?;
         Ok(())
@@ -673,6 +730,7 @@ impl PartitionLog {
             self.log_start_offset = first;
             self.leader_epochs.truncate_from_start(first)?;
         }
+        self.producer_state.delete_snapshots_before(self.log_start_offset)?;
         fsync_dir(&self.dir)?;
         Ok(bases.len())
     }
@@ -692,6 +750,40 @@ impl PartitionLog {
         Ok(count)
     }
 
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producer_state
+    }
+
+    /// The first offset of an open transaction, which bounds the last stable offset.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producer_state.first_unstable_offset()
+    }
+
+    /// Loads the newest producer snapshot at or below the log end and replays
+    /// the batches after it (all of them when there is none).
+    fn rebuild_producer_state(&mut self) -> Result<(), LogError> {
+        let end = self.log_end_offset();
+        let mut offset =
+            self.producer_state.load_latest_snapshot(self.log_start_offset, end)?.max(self.log_start_offset);
+        while offset < end {
+            let info = self.read(offset, 1 << 20, end, true)?;
+            let Some(slice) = info.slice else { break };
+            let mut progressed = false;
+            for batch in RecordBatches::new(slice.read_to_bytes()?) {
+                let Ok(batch) = batch else { break };
+                if batch.last_offset() >= offset {
+                    self.producer_state.update(&ProducerBatch::from_batch(&batch, batch.base_offset())?);
+                }
+                offset = batch.next_offset();
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every segment's indexes against its data.
     pub fn verify_indexes(&self) -> Result<(), String> {
         for segment in self.segments.values() {
@@ -704,6 +796,7 @@ impl PartitionLog {
     /// shutdown leaves, which lets the next open skip recovery.
     pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
         self.flush(now_ms)?;
+        self.producer_state.take_snapshot()?;
         self.active_mut().trim_indexes()?;
         self.delete_pending_files()?;
         Ok(())
