@@ -17,9 +17,11 @@ pub use time::{TimeIndex, TimestampOffset};
 
 /// A file of fixed-size entries mapped into memory. The entry count is the
 /// file length divided by the entry size, so a trimmed file needs no header.
+/// No descriptor stays open: the mapping outlives it, and the file is opened
+/// again only to resize it (roll, close), so an idle partition costs one
+/// open file (its active `.log`), not three.
 pub(crate) struct IndexFile {
     path: PathBuf,
-    file: File,
     /// `None` while the file is empty (an empty mapping is not allowed).
     mmap: Option<MmapMut>,
     entry_bytes: usize,
@@ -32,26 +34,29 @@ impl IndexFile {
     /// Opens or creates the index. `max_index_bytes` is the preallocation for
     /// an index that will take appends; `None` opens it at its current size.
     pub(crate) fn open(path: &Path, entry_bytes: usize, max_index_bytes: Option<usize>) -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let file = Self::open_file(path)?;
         let length = file.metadata()?.len() as usize;
         let entries = length / entry_bytes;
-        let mut index =
-            IndexFile { path: path.to_path_buf(), file, mmap: None, entry_bytes, entries, capacity: entries };
+        let mut index = IndexFile { path: path.to_path_buf(), mmap: None, entry_bytes, entries, capacity: entries };
         match max_index_bytes {
             Some(max) => index.resize(max.max(length))?,
-            None => index.remap(length)?,
+            None => index.remap(&file, length)?,
         }
         Ok(index)
     }
 
-    fn remap(&mut self, length: usize) -> io::Result<()> {
+    fn open_file(path: &Path) -> io::Result<File> {
+        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+    }
+
+    fn remap(&mut self, file: &File, length: usize) -> io::Result<()> {
         self.mmap = None;
         self.capacity = length / self.entry_bytes;
         if length > 0 {
             // SAFETY: the file belongs to this partition's log, which is the only
             // writer; it is never truncated under the mapping except by `resize`,
             // which drops the mapping first.
-            self.mmap = Some(unsafe { MmapMut::map_mut(&self.file)? });
+            self.mmap = Some(unsafe { MmapMut::map_mut(file)? });
         }
         Ok(())
     }
@@ -61,8 +66,9 @@ impl IndexFile {
     pub(crate) fn resize(&mut self, max_bytes: usize) -> io::Result<()> {
         let length = (max_bytes / self.entry_bytes).max(self.entries) * self.entry_bytes;
         self.mmap = None;
-        self.file.set_len(length as u64)?;
-        self.remap(length)
+        let file = Self::open_file(&self.path)?;
+        file.set_len(length as u64)?;
+        self.remap(&file, length)
     }
 
     /// Shrinks the file to the written entries (on roll and close).
