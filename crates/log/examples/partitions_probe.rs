@@ -3,6 +3,9 @@
 //! the open time and the resident memory each open partition adds.
 //!
 //! `cargo run --release -p krabka-log --example partitions_probe -- 10000 [DIR]`
+//!
+//! With DIR, the partitions are kept there and reused by the next run (which
+//! then only measures the reopening).
 
 use std::time::Instant;
 
@@ -23,10 +26,8 @@ fn rss_kib() -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let count: usize = args.get(1).and_then(|c| c.parse().ok()).unwrap_or(10_000);
-    let root = match args.get(2) {
-        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
-        None => tempfile::tempdir().unwrap(),
-    };
+    let temp = tempfile::tempdir().unwrap();
+    let root = args.get(2).map_or_else(|| temp.path().to_path_buf(), std::path::PathBuf::from);
     // Three files stay open per partition (log, index, time index).
     let limit = libc::rlimit { rlim_cur: 1 << 20, rlim_max: 1 << 20 };
     // SAFETY: plain syscall on a valid struct.
@@ -42,8 +43,8 @@ fn main() {
     let batch = builder.build().unwrap().into_bytes();
 
     let started = Instant::now();
-    for p in 0..count {
-        let (mut log, _) = PartitionLog::open(&root.path().join(format!("probe-{p}")), config.clone(), 0, 0, true, 0).unwrap();
+    for p in (0..count).filter(|p| !root.join(format!("probe-{p}")).exists()) {
+        let (mut log, _) = PartitionLog::open(&root.join(format!("probe-{p}")), config.clone(), 0, 0, true, 0).unwrap();
         log.append_as_leader(&batch, 0, 0).unwrap();
         log.close(0).unwrap();
     }
@@ -53,7 +54,7 @@ fn main() {
     let started = Instant::now();
     let mut logs = Vec::with_capacity(count);
     for p in 0..count {
-        let (log, _) = PartitionLog::open(&root.path().join(format!("probe-{p}")), config.clone(), 0, 10, true, 0).unwrap();
+        let (log, _) = PartitionLog::open(&root.join(format!("probe-{p}")), config.clone(), 0, 10, true, 0).unwrap();
         logs.push(log);
     }
     let opened = started.elapsed();

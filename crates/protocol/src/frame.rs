@@ -59,8 +59,8 @@ impl RequestFrame {
         if api_version < info.min_version || api_version > info.max_version {
             return Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id });
         }
-        let header = RequestHeader::decode(&mut frame, info.request_header_version(api_version))
-            .map_err(FrameError::Header)?;
+        let header =
+            RequestHeader::decode(&mut frame, info.request_header_version(api_version)).map_err(FrameError::Header)?;
         Ok(RequestFrame { api_key, header, body: frame })
     }
 
@@ -130,7 +130,11 @@ pub fn encode_request<M: Message>(
 
 /// Reads the correlation id and body of a response frame (size prefix
 /// removed), given the API and version of the request it answers.
-pub fn parse_response_header(api_key: ApiKey, api_version: i16, frame: &mut Bytes) -> Result<ResponseHeader, DecodeError> {
+pub fn parse_response_header(
+    api_key: ApiKey,
+    api_version: i16,
+    frame: &mut Bytes,
+) -> Result<ResponseHeader, DecodeError> {
     ResponseHeader::decode(frame, api_key.info().response_header_version(api_version))
 }
 

@@ -28,7 +28,8 @@ fn frames() -> Vec<Frame> {
     let mut out = Vec::new();
     for client in ["java", "librdkafka", "cli", "kafka-broker"] {
         let dir = corpus_dir().join(client);
-        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
         for meta in manifest["frames"].as_array().unwrap() {
             let bytes = std::fs::read(dir.join(meta["file"].as_str().unwrap())).unwrap();
             out.push(Frame { client: client.to_string(), meta: meta.clone(), bytes: bytes.into() });
@@ -146,7 +147,10 @@ fn produced_batches_decode_to_the_records_sent() {
     }
     for codec in ["Gzip", "Snappy", "Lz4", "Zstd", "None"] {
         for client in ["java", "librdkafka"] {
-            assert!(codecs_seen.contains(&format!("{client}/{codec}")), "no {codec} batch from {client}: {codecs_seen:?}");
+            assert!(
+                codecs_seen.contains(&format!("{client}/{codec}")),
+                "no {codec} batch from {client}: {codecs_seen:?}"
+            );
         }
     }
     assert!(records_checked >= 40, "only {records_checked} records compared");

@@ -94,7 +94,11 @@ fn emit_mod(specs: &[Spec]) -> anyhow::Result<String> {
     }
     writeln!(o, "}}\n")?;
     writeln!(o, "impl ApiKey {{")?;
-    writeln!(o, "    pub const ALL: &'static [ApiKey] = &[{}];\n", apis.iter().map(|a| format!("ApiKey::{}", a.name)).collect::<Vec<_>>().join(", "))?;
+    writeln!(
+        o,
+        "    pub const ALL: &'static [ApiKey] = &[{}];\n",
+        apis.iter().map(|a| format!("ApiKey::{}", a.name)).collect::<Vec<_>>().join(", ")
+    )?;
     writeln!(o, "    pub fn from_i16(key: i16) -> Option<ApiKey> {{")?;
     writeln!(o, "        Some(match key {{")?;
     for api in &apis {
@@ -177,7 +181,11 @@ fn emit_mod(specs: &[Spec]) -> anyhow::Result<String> {
         writeln!(o, "        Ok(match key {{")?;
         for api in &apis {
             let spec = if side == "request" { api.request } else { api.response };
-            writeln!(o, "            ApiKey::{} => Self::{}(Box::new({}::decode(buf, version)?)),", api.name, api.name, spec.name)?;
+            writeln!(
+                o,
+                "            ApiKey::{} => Self::{}(Box::new({}::decode(buf, version)?)),",
+                api.name, api.name, spec.name
+            )?;
         }
         writeln!(o, "        }})")?;
         writeln!(o, "    }}\n")?;
@@ -201,10 +209,15 @@ fn emit_mod(specs: &[Spec]) -> anyhow::Result<String> {
     // Record types of the broker's own logs: KRaft metadata and coordinators.
     for (kind, table, about) in [
         ("metadata", "METADATA_RECORD_TYPES", "KRaft `__cluster_metadata` record types"),
-        ("coordinator-key", "COORDINATOR_KEY_TYPES", "coordinator record key types (`__consumer_offsets`, `__transaction_state`, share state)"),
+        (
+            "coordinator-key",
+            "COORDINATOR_KEY_TYPES",
+            "coordinator record key types (`__consumer_offsets`, `__transaction_state`, share state)",
+        ),
         ("coordinator-value", "COORDINATOR_VALUE_TYPES", "coordinator record value types"),
     ] {
-        let mut rows: Vec<(i16, &Spec)> = specs.iter().filter(|s| s.kind == kind).filter_map(|s| s.api_key.map(|k| (k, s))).collect();
+        let mut rows: Vec<(i16, &Spec)> =
+            specs.iter().filter(|s| s.kind == kind).filter_map(|s| s.api_key.map(|k| (k, s))).collect();
         rows.sort_by_key(|(k, s)| (*k, s.name.clone()));
         writeln!(o, "/// The {about}: (type id, name, min version, max version).")?;
         writeln!(o, "pub static {table}: &[(i16, &str, i16, i16)] = &[")?;

@@ -226,7 +226,11 @@ fn default_text(value: &serde_json::Value) -> String {
     }
 }
 
-fn convert_fields(raw: &[RawField], structs: &mut Vec<Struct>, seen: &mut HashMap<String, ()>) -> anyhow::Result<Vec<Field>> {
+fn convert_fields(
+    raw: &[RawField],
+    structs: &mut Vec<Struct>,
+    seen: &mut HashMap<String, ()>,
+) -> anyhow::Result<Vec<Field>> {
     let mut fields = Vec::with_capacity(raw.len());
     for f in raw {
         let ty = Ty::parse(&f.ty).with_context(|| format!("field {}", f.name))?;
@@ -273,7 +277,8 @@ fn convert_fields(raw: &[RawField], structs: &mut Vec<Struct>, seen: &mut HashMa
 
 pub fn load(path: &Path) -> anyhow::Result<Option<Spec>> {
     let text = std::fs::read_to_string(path)?;
-    let raw: RawSpec = serde_json::from_str(&strip_comments(&text)).with_context(|| format!("parsing {}", path.display()))?;
+    let raw: RawSpec =
+        serde_json::from_str(&strip_comments(&text)).with_context(|| format!("parsing {}", path.display()))?;
     let valid = Versions::parse(&raw.valid_versions)?;
     if valid.is_empty() {
         // Messages Kafka 4 no longer speaks at all (LeaderAndIsr, StopReplica...).

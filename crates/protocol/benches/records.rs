@@ -1,0 +1,130 @@
+//! Record batch hot-path micro-benchmarks: CRC-32C (crc-fast against the
+//! crc32c crate, side by side), validating and iterating a tiny batch, and
+//! validating a 64 KiB batch uncompressed and LZ4.
+//!
+//! `cargo bench -p krabka-protocol --bench records -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use krabka_protocol::compression::Compression;
+use krabka_protocol::records::{crc32c, NewRecord, RecordBatch, RecordBatchBuilder, RecordError};
+
+const KIB: usize = 1024;
+const MAX_DECOMPRESSED_BYTES: usize = 8 * 1024 * KIB;
+
+/// Text-like bytes from a small vocabulary: compresses about as well as
+/// typical JSON payloads, so LZ4 numbers are not flattered by zeros.
+fn text_bytes(length: usize, seed: u64) -> Vec<u8> {
+    const WORDS: [&str; 16] = [
+        "order",
+        "id",
+        "customer",
+        "\"amount\":",
+        "12.50",
+        "EUR",
+        "status",
+        "shipped",
+        "{",
+        "}",
+        "2024-06-01T12:00:00Z",
+        "warehouse",
+        "sku-",
+        "4711",
+        "quantity",
+        ",",
+    ];
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    let mut out = Vec::with_capacity(length + 32);
+    while out.len() < length {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        out.extend_from_slice(WORDS[(state >> 60) as usize].as_bytes());
+        out.push(if state & 0x100 == 0 { b' ' } else { (state >> 20) as u8 });
+    }
+    out.truncate(length);
+    out
+}
+
+fn batch_of(codec: Compression, record_count: usize, value_bytes: usize) -> (Bytes, usize) {
+    let mut builder = RecordBatchBuilder::new(codec);
+    for i in 0..record_count {
+        let key = format!("key-{i}");
+        let value = text_bytes(value_bytes, i as u64);
+        let record = NewRecord {
+            timestamp_ms: 1_700_000_000_000 + i as i64,
+            key: Some(key.as_bytes()),
+            value: Some(&value),
+            headers: &[],
+        };
+        builder.append(&record).expect("benchmark records fit a batch");
+    }
+    let uncompressed_bytes = builder.uncompressed_bytes();
+    (builder.build().expect("benchmark batch builds").into_bytes(), uncompressed_bytes)
+}
+
+/// What the produce path does per batch: frame, check the CRC, walk the
+/// records (borrowed, as validation needs no owned copies).
+fn validate_and_iterate(bytes: &Bytes) -> Result<usize, RecordError> {
+    let batch = RecordBatch::new(bytes.clone())?;
+    batch.validate()?;
+    let mut value_bytes = 0;
+    for record in &batch.decode_records(MAX_DECOMPRESSED_BYTES)? {
+        value_bytes += record?.value.map_or(0, <[u8]>::len);
+    }
+    Ok(value_bytes)
+}
+
+/// The same with owned records (`Bytes` keys and values).
+fn validate_and_iterate_owned(bytes: &Bytes) -> Result<usize, RecordError> {
+    let batch = RecordBatch::new(bytes.clone())?;
+    batch.validate()?;
+    let mut value_bytes = 0;
+    for record in batch.records(MAX_DECOMPRESSED_BYTES)? {
+        value_bytes += record?.value.map_or(0, |v| v.len());
+    }
+    Ok(value_bytes)
+}
+
+fn validate(bytes: &Bytes) -> Result<(), RecordError> {
+    RecordBatch::new(bytes.clone())?.validate()
+}
+
+fn crc(c: &mut Criterion) {
+    let data = text_bytes(64 * KIB, 7);
+    let mut group = c.benchmark_group("crc32c_64KiB");
+    group.throughput(Throughput::Bytes(data.len() as u64));
+    group.bench_function("crc-fast", |b| b.iter(|| crc32c(black_box(&data))));
+    group.bench_function("crc32c-crate", |b| b.iter(|| crc32c::crc32c(black_box(&data))));
+    group.finish();
+}
+
+fn one_record(c: &mut Criterion) {
+    let (bytes, _) = batch_of(Compression::None, 1, 100);
+    c.bench_function("validate_iterate_one_record_batch", |b| {
+        b.iter(|| validate_and_iterate(black_box(&bytes)).expect("valid batch"))
+    });
+    c.bench_function("validate_iterate_one_record_batch_owned", |b| {
+        b.iter(|| validate_and_iterate_owned(black_box(&bytes)).expect("valid batch"))
+    });
+}
+
+fn batch_64k(c: &mut Criterion) {
+    // 63 records of 1 KiB values: just under 64 KiB uncompressed.
+    let mut group = c.benchmark_group("batch_64KiB_1KiB_records");
+    for codec in [Compression::None, Compression::Lz4] {
+        let (bytes, uncompressed_bytes) = batch_of(codec, 63, KIB);
+        // Throughput counts uncompressed batch bytes, so codecs compare on the same work.
+        group.throughput(Throughput::Bytes(uncompressed_bytes as u64));
+        group.bench_function(format!("validate/{codec}"), |b| {
+            b.iter(|| validate(black_box(&bytes)).expect("valid batch"))
+        });
+        group.bench_function(format!("validate_iterate/{codec}"), |b| {
+            b.iter(|| validate_and_iterate(black_box(&bytes)).expect("valid batch"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, crc, one_record, batch_64k);
+criterion_main!(benches);

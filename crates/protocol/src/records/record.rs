@@ -1,0 +1,530 @@
+//! Records inside a batch: iterators over the (decompressed) records section
+//! that allocate nothing per record.
+//!
+//! ```text
+//! length varint (bytes after this field), attributes i8, timestampDelta varlong,
+//! offsetDelta varint, keyLength varint (-1 = null), key, valueLength varint
+//! (-1 = null), value, headersCount varint,
+//! headers: [headerKeyLength varint, headerKey, headerValueLength varint (-1 = null), headerValue]
+//! ```
+//!
+//! Parsing walks one `Bytes` cursor with `advance`, which moves a pointer and
+//! touches no reference count, and notes where each field lies. Two views are
+//! built from those positions: [`RecordRef`] borrows slices of the section (no
+//! per-record cost at all, for validation), [`Record`] holds `Bytes` slices of
+//! it (one reference count per present field, for records that outlive the
+//! iteration).
+
+use std::fmt;
+use std::iter::FusedIterator;
+use std::ops::Range;
+
+use bytes::{Buf, Bytes};
+
+use super::{RecordError, MIN_RECORD_BYTES};
+use crate::primitives::{get_i8, get_varint, get_varlong};
+
+// ---------------------------------------------------------------- parsing
+
+/// Reads a varint-length-prefixed field (-1 is null) from `cursor`, a suffix
+/// of a buffer `origin_len` long, and returns where it lies in that buffer.
+#[inline]
+fn read_field(cursor: &mut Bytes, origin_len: usize, what: &'static str) -> Result<Option<Range<usize>>, RecordError> {
+    let length = get_varint(cursor)?;
+    if length == -1 {
+        return Ok(None);
+    }
+    match usize::try_from(length) {
+        Ok(n) if n <= cursor.len() => {
+            let start = origin_len - cursor.len();
+            cursor.advance(n);
+            Ok(Some(start..start + n))
+        }
+        _ => Err(RecordError::InvalidFieldLength { what, length }),
+    }
+}
+
+/// One header's key and value positions.
+#[inline]
+fn read_header(cursor: &mut Bytes, origin_len: usize) -> Result<(Range<usize>, Option<Range<usize>>), RecordError> {
+    // Kafka rejects a null (negative) header key.
+    let key = read_field(cursor, origin_len, "header key")?
+        .ok_or(RecordError::InvalidFieldLength { what: "header key", length: -1 })?;
+    let value = read_field(cursor, origin_len, "header value")?;
+    Ok((key, value))
+}
+
+/// Where one record's fields lie in the records section.
+struct RawRecord {
+    attributes: i8,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<Range<usize>>,
+    value: Option<Range<usize>>,
+    headers: Range<usize>,
+    header_count: usize,
+}
+
+/// Reads one record from the front of `cursor` (a suffix of a section
+/// `origin_len` long), checking that its fields fill exactly the length it
+/// declares and that every header is well formed.
+fn read_record(cursor: &mut Bytes, origin_len: usize) -> Result<RawRecord, RecordError> {
+    let length = get_varint(cursor)?;
+    let length_bytes = match usize::try_from(length) {
+        Ok(n) if n <= cursor.len() => n,
+        _ => return Err(RecordError::InvalidRecordLength(length)),
+    };
+    // Fields are read straight from the cursor; a record whose fields run past
+    // its length is caught by the size check below.
+    let start_len = cursor.len();
+    let attributes = get_i8(cursor)?;
+    let timestamp_delta = get_varlong(cursor)?;
+    let offset_delta = get_varint(cursor)?;
+    let key = read_field(cursor, origin_len, "key")?;
+    let value = read_field(cursor, origin_len, "value")?;
+    let header_count = get_varint(cursor)?;
+    let header_count = usize::try_from(header_count)
+        .map_err(|_| RecordError::InvalidFieldLength { what: "headers count", length: header_count })?;
+    let headers_start = origin_len - cursor.len();
+    // Every header takes at least two bytes, so this loop ends with the input.
+    for _ in 0..header_count {
+        read_header(cursor, origin_len)?;
+    }
+    let headers = headers_start..origin_len - cursor.len();
+    let read_bytes = start_len - cursor.len();
+    if read_bytes != length_bytes {
+        return Err(RecordError::RecordSizeMismatch { declared: length_bytes, read: read_bytes });
+    }
+    Ok(RawRecord { attributes, timestamp_delta, offset_delta, key, value, headers, header_count })
+}
+
+// ---------------------------------------------------------------- the section
+
+/// A batch's records section, decompressed if it was compressed, with what is
+/// needed to make offsets and timestamps absolute. Iterate it by reference
+/// ([`DecodedRecords::iter`], borrowed [`RecordRef`]s) or by value
+/// ([`Records`], owned [`Record`]s).
+#[derive(Debug, Clone)]
+pub struct DecodedRecords {
+    data: Bytes,
+    count: u32,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time_ms: Option<i64>,
+}
+
+impl DecodedRecords {
+    pub(crate) fn new(
+        data: Bytes,
+        count: i32,
+        base_offset: i64,
+        base_timestamp: i64,
+        log_append_time_ms: Option<i64>,
+    ) -> Result<Self, RecordError> {
+        // A count the data cannot hold is corruption; catching it here keeps
+        // callers that size things by `len()` honest.
+        let count = u32::try_from(count)
+            .ok()
+            .filter(|&n| n as usize <= data.len() / MIN_RECORD_BYTES)
+            .ok_or(RecordError::InvalidRecordCount { count, records_bytes: data.len() })?;
+        Ok(DecodedRecords { data, count, base_offset, base_timestamp, log_append_time_ms })
+    }
+
+    /// The record count the batch declares.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The (decompressed) records section.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// Borrowed records: no per-record cost beyond parsing.
+    pub fn iter(&self) -> RecordRefs<'_> {
+        RecordRefs { section: &self.data, walk: self.walk() }
+    }
+
+    fn walk(&self) -> Walk {
+        Walk {
+            cursor: self.data.clone(),
+            origin_len: self.data.len(),
+            remaining: self.count,
+            count: self.count,
+            base_offset: self.base_offset,
+            base_timestamp: self.base_timestamp,
+            log_append_time_ms: self.log_append_time_ms,
+            done: false,
+        }
+    }
+}
+
+impl IntoIterator for DecodedRecords {
+    type Item = Result<Record, RecordError>;
+    type IntoIter = Records;
+
+    fn into_iter(self) -> Records {
+        let walk = self.walk();
+        Records { section: self.data, walk }
+    }
+}
+
+impl<'a> IntoIterator for &'a DecodedRecords {
+    type Item = Result<RecordRef<'a>, RecordError>;
+    type IntoIter = RecordRefs<'a>;
+
+    fn into_iter(self) -> RecordRefs<'a> {
+        self.iter()
+    }
+}
+
+/// The parsing state both iterators share: yields exactly `recordCount`
+/// records, then fails if bytes are left over, as Kafka does. The first error
+/// ends the walk.
+#[derive(Debug, Clone)]
+struct Walk {
+    cursor: Bytes,
+    origin_len: usize,
+    remaining: u32,
+    count: u32,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time_ms: Option<i64>,
+    done: bool,
+}
+
+/// A record's absolute offset and timestamp and its field positions.
+struct Located {
+    offset: i64,
+    timestamp: i64,
+    raw: RawRecord,
+}
+
+impl Walk {
+    fn next(&mut self) -> Option<Result<Located, RecordError>> {
+        if self.done {
+            return None;
+        }
+        if self.remaining == 0 {
+            self.done = true;
+            if !self.cursor.is_empty() {
+                let count = self.count as i32;
+                return Some(Err(RecordError::TrailingRecordBytes { count, left: self.cursor.len() }));
+            }
+            return None;
+        }
+        self.remaining -= 1;
+        match read_record(&mut self.cursor, self.origin_len) {
+            Ok(raw) => {
+                let offset = self.base_offset.wrapping_add(i64::from(raw.offset_delta));
+                let timestamp =
+                    self.log_append_time_ms.unwrap_or_else(|| self.base_timestamp.wrapping_add(raw.timestamp_delta));
+                Some(Ok(Located { offset, timestamp, raw }))
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // One more item (an error) may follow the records.
+        (0, Some(self.remaining as usize + 1))
+    }
+}
+
+// ---------------------------------------------------------------- borrowed view
+
+/// One record, borrowing from its [`DecodedRecords`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// `baseOffset + offsetDelta`.
+    pub offset: i64,
+    /// `baseTimestamp + timestampDelta`, or the batch's `maxTimestamp` when the
+    /// batch uses LogAppendTime.
+    pub timestamp: i64,
+    /// Unused by Kafka so far; kept as read.
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: HeadersRef<'a>,
+}
+
+/// Iterates borrowed records; see [`DecodedRecords::iter`].
+#[derive(Debug, Clone)]
+pub struct RecordRefs<'a> {
+    section: &'a Bytes,
+    walk: Walk,
+}
+
+impl<'a> Iterator for RecordRefs<'a> {
+    type Item = Result<RecordRef<'a>, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let section: &'a Bytes = self.section;
+        let slice = |range: Range<usize>| &section[range];
+        Some(self.walk.next()?.map(|Located { offset, timestamp, raw }| RecordRef {
+            offset,
+            timestamp,
+            attributes: raw.attributes,
+            timestamp_delta: raw.timestamp_delta,
+            offset_delta: raw.offset_delta,
+            key: raw.key.map(slice),
+            value: raw.value.map(slice),
+            headers: HeadersRef { section, range: raw.headers, count: raw.header_count },
+        }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.walk.size_hint()
+    }
+}
+
+impl FusedIterator for RecordRefs<'_> {}
+
+/// A borrowed record's headers, validated, read lazily.
+#[derive(Clone)]
+pub struct HeadersRef<'a> {
+    section: &'a Bytes,
+    range: Range<usize>,
+    count: usize,
+}
+
+/// One borrowed header. Kafka reads the key as UTF-8; it is kept as bytes here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderRef<'a> {
+    pub key: &'a [u8],
+    pub value: Option<&'a [u8]>,
+}
+
+impl<'a> HeadersRef<'a> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> HeaderRefIter<'a> {
+        let raw = &self.section[self.range.clone()];
+        // One reference count for the walk over all headers, none per header.
+        let cursor = if self.count == 0 { Bytes::new() } else { self.section.slice(self.range.clone()) };
+        HeaderRefIter { raw, cursor, remaining: self.count }
+    }
+}
+
+impl PartialEq for HeadersRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for HeadersRef<'_> {}
+
+impl fmt::Debug for HeadersRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> IntoIterator for HeadersRef<'a> {
+    type Item = HeaderRef<'a>;
+    type IntoIter = HeaderRefIter<'a>;
+
+    fn into_iter(self) -> HeaderRefIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterates [`HeadersRef`]. The headers were validated when their record was
+/// read, so this yields plain values.
+#[derive(Debug, Clone)]
+pub struct HeaderRefIter<'a> {
+    raw: &'a [u8],
+    cursor: Bytes,
+    remaining: usize,
+}
+
+impl<'a> Iterator for HeaderRefIter<'a> {
+    type Item = HeaderRef<'a>;
+
+    fn next(&mut self) -> Option<HeaderRef<'a>> {
+        let (key, value) = next_header(&mut self.cursor, self.raw.len(), &mut self.remaining)?;
+        let raw = self.raw;
+        Some(HeaderRef { key: &raw[key], value: value.map(|range| &raw[range]) })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.remaining))
+    }
+}
+
+impl FusedIterator for HeaderRefIter<'_> {}
+
+/// Steps a header walk over validated bytes.
+fn next_header(
+    cursor: &mut Bytes,
+    origin_len: usize,
+    remaining: &mut usize,
+) -> Option<(Range<usize>, Option<Range<usize>>)> {
+    if *remaining == 0 {
+        return None;
+    }
+    *remaining -= 1;
+    match read_header(cursor, origin_len) {
+        Ok(header) => Some(header),
+        Err(_) => {
+            debug_assert!(false, "headers were validated when the record was read");
+            *remaining = 0;
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------- owned view
+
+/// One record, holding `Bytes` slices of the records section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// `baseOffset + offsetDelta`.
+    pub offset: i64,
+    /// `baseTimestamp + timestampDelta`, or the batch's `maxTimestamp` when the
+    /// batch uses LogAppendTime.
+    pub timestamp: i64,
+    /// Unused by Kafka so far; kept as read.
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Headers,
+}
+
+/// Iterates owned records; see [`DecodedRecords::into_iter`].
+#[derive(Debug, Clone)]
+pub struct Records {
+    section: Bytes,
+    walk: Walk,
+}
+
+impl Records {
+    /// Records not yet yielded.
+    pub fn len(&self) -> usize {
+        self.walk.remaining as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.walk.remaining == 0
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<Record, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let section = &self.section;
+        Some(self.walk.next()?.map(|Located { offset, timestamp, raw }| Record {
+            offset,
+            timestamp,
+            attributes: raw.attributes,
+            timestamp_delta: raw.timestamp_delta,
+            offset_delta: raw.offset_delta,
+            key: raw.key.map(|range| section.slice(range)),
+            value: raw.value.map(|range| section.slice(range)),
+            headers: if raw.header_count == 0 {
+                Headers::default()
+            } else {
+                Headers { raw: section.slice(raw.headers), count: raw.header_count }
+            },
+        }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.walk.size_hint()
+    }
+}
+
+impl FusedIterator for Records {}
+
+/// A record's headers, validated, read lazily.
+#[derive(Clone, Default)]
+pub struct Headers {
+    /// The encoded headers (after headersCount), exactly `count` of them.
+    raw: Bytes,
+    count: usize,
+}
+
+/// One record header. Kafka reads the key as UTF-8; it is kept as bytes here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub key: Bytes,
+    pub value: Option<Bytes>,
+}
+
+impl Headers {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> HeaderIter {
+        HeaderIter { raw: self.raw.clone(), cursor: self.raw.clone(), remaining: self.count }
+    }
+}
+
+impl PartialEq for Headers {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Headers {}
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl IntoIterator for &Headers {
+    type Item = Header;
+    type IntoIter = HeaderIter;
+
+    fn into_iter(self) -> HeaderIter {
+        self.iter()
+    }
+}
+
+/// Iterates [`Headers`], yielding `Bytes` slices.
+#[derive(Debug, Clone)]
+pub struct HeaderIter {
+    raw: Bytes,
+    cursor: Bytes,
+    remaining: usize,
+}
+
+impl Iterator for HeaderIter {
+    type Item = Header;
+
+    fn next(&mut self) -> Option<Header> {
+        let (key, value) = next_header(&mut self.cursor, self.raw.len(), &mut self.remaining)?;
+        Some(Header { key: self.raw.slice(key), value: value.map(|range| self.raw.slice(range)) })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.remaining))
+    }
+}
+
+impl FusedIterator for HeaderIter {}
