@@ -166,17 +166,16 @@ impl PartitionLog {
             if truncated_at.is_some() {
                 // Everything after a truncated segment is unreachable: drop it.
                 warn!(partition = %log.topic_partition.dir_name(), base, "deleting segment after a corrupt one");
-                Segment::open(dir, base, None, interval, now_ms)?
+                Segment::open(dir, base, index_bytes, false, interval, now_ms)?
                     .mark_deleted()?
                     .iter()
                     .try_for_each(std::fs::remove_file)?;
                 continue;
             }
             let active = Some(base) == last_base;
-            let preallocate = active.then_some(index_bytes);
-            let mut segment = Segment::open(dir, base, preallocate, interval, now_ms)?;
+            let mut segment = Segment::open(dir, base, index_bytes, active, interval, now_ms)?;
             let needs_recovery = !clean_shutdown && base >= recover_from;
-            let index_broken = clean_shutdown && segment.check_indexes().is_err();
+            let index_broken = segment.quick_check_indexes().is_err();
             if needs_recovery || index_broken {
                 if index_broken {
                     warn!(partition = %log.topic_partition.dir_name(), base, "rebuilding a corrupt index");
@@ -193,6 +192,9 @@ impl PartitionLog {
                     );
                     report.truncated_bytes += truncation.bytes_removed;
                     truncated_at = Some(base);
+                }
+                if !active && truncated_at.is_none() {
+                    segment.seal()?;
                 }
             }
             log.segments.insert(base, segment);
@@ -440,7 +442,7 @@ impl PartitionLog {
         {
             let active = self.active_mut();
             active.flush()?;
-            active.trim_indexes()?;
+            active.seal()?;
         }
         self.recovery_point = self.recovery_point.max(self.active().next_offset());
         // Kafka snapshots producer state at every roll, named by the new base.
@@ -797,7 +799,7 @@ impl PartitionLog {
     pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
         self.flush(now_ms)?;
         self.producer_state.take_snapshot()?;
-        self.active_mut().trim_indexes()?;
+        self.active_mut().seal()?;
         self.delete_pending_files()?;
         Ok(())
     }

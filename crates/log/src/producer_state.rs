@@ -261,7 +261,8 @@ impl ProducerStateManager {
             entry.epoch = batch.epoch;
             entry.batches.clear();
         }
-        entry.last_timestamp = entry.last_timestamp.max(batch.max_timestamp);
+        // Kafka keeps the last batch's timestamp (producer expiry counts from it).
+        entry.last_timestamp = batch.max_timestamp;
         if let Some((aborted, coordinator_epoch)) = batch.marker {
             entry.coordinator_epoch = coordinator_epoch;
             let first_offset = entry.current_txn_first_offset.take()?;

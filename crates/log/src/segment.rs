@@ -155,6 +155,8 @@ pub struct Segment {
     rolling_timestamp: Option<i64>,
     bytes_since_last_index_entry: u64,
     index_interval_bytes: u64,
+    /// `segment.index.bytes`: how far the indexes may grow while active.
+    max_index_bytes: usize,
     created_ms: i64,
 }
 
@@ -193,20 +195,23 @@ impl Segment {
             rolling_timestamp: None,
             bytes_since_last_index_entry: 0,
             index_interval_bytes,
+            max_index_bytes,
             created_ms: now_ms,
         })
     }
 
-    /// Opens an existing segment after a clean shutdown: the indexes are
-    /// trusted; the next offset and max timestamp come from the last indexed
-    /// position and a scan of the batch headers after it.
+    /// Opens an existing segment: the next offset and max timestamp come from
+    /// the last indexed position and a scan of the batch headers after it.
+    /// Only the `active` segment's indexes may grow.
     pub fn open(
         dir: &Path,
         base_offset: i64,
-        max_index_bytes: Option<usize>,
+        max_index_bytes: usize,
+        active: bool,
         index_interval_bytes: u64,
         now_ms: i64,
     ) -> io::Result<Self> {
+        let growth = active.then_some(max_index_bytes);
         let log_path = segment_path(dir, base_offset, LOG_SUFFIX);
         let log = OpenOptions::new().read(true).write(true).open(&log_path)?;
         let size_bytes = log.metadata()?.len();
@@ -216,10 +221,8 @@ impl Segment {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(now_ms, |d| d.as_millis() as i64);
-        let offset_index =
-            OffsetIndex::open(&segment_path(dir, base_offset, INDEX_SUFFIX), base_offset, max_index_bytes)?;
-        let time_index =
-            TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_bytes)?;
+        let offset_index = OffsetIndex::open(&segment_path(dir, base_offset, INDEX_SUFFIX), base_offset, growth)?;
+        let time_index = TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, growth)?;
         let mut segment = Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -232,6 +235,7 @@ impl Segment {
             rolling_timestamp: None,
             bytes_since_last_index_entry: 0,
             index_interval_bytes,
+            max_index_bytes,
             created_ms,
         };
         segment.load_tail_state()?;
@@ -374,9 +378,9 @@ impl Segment {
             let position = u32::try_from(position)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment larger than 4 GiB"))?;
             if !self.offset_index.is_full() {
-                self.offset_index.append(last_offset, position);
+                self.offset_index.append(last_offset, position)?;
             }
-            self.time_index.maybe_append(self.max_timestamp.timestamp, self.max_timestamp.offset);
+            self.time_index.maybe_append(self.max_timestamp.timestamp, self.max_timestamp.offset)?;
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += size;
@@ -491,6 +495,8 @@ impl Segment {
     /// and truncates a torn or corrupt tail. `on_batch` sees every valid batch
     /// (to rebuild producer state and the leader epoch cache).
     pub fn recover(&mut self, mut on_batch: impl FnMut(&RecordBatch)) -> io::Result<Option<Truncation>> {
+        // Room for every rebuilt entry; `seal` trims an inactive segment after.
+        self.resize_indexes(self.max_index_bytes)?;
         self.offset_index.reset();
         self.time_index.reset();
         self.max_timestamp = TimestampOffset { timestamp: -1, offset: self.base_offset };
@@ -561,7 +567,13 @@ impl Segment {
         Ok(truncation)
     }
 
-    /// Checks the indexes against the data (run on open when in doubt).
+    /// Kafka's O(1) index sanity check, run on every open.
+    pub fn quick_check_indexes(&self) -> Result<(), String> {
+        self.offset_index.quick_check(self.size_bytes)?;
+        self.time_index.quick_check(self.next_offset)
+    }
+
+    /// Checks every index entry against the data (tests, verification).
     pub fn check_indexes(&self) -> Result<(), String> {
         self.offset_index.check(self.size_bytes)?;
         self.time_index.check(self.next_offset)
@@ -574,14 +586,18 @@ impl Segment {
         self.time_index.flush()
     }
 
-    /// On roll or close: trims the preallocated indexes to their entries.
-    pub fn trim_indexes(&mut self) -> io::Result<()> {
+    /// When the segment stops taking appends (roll, close, after recovery):
+    /// Kafka's final time-index entry with the largest timestamp, then both
+    /// indexes trimmed to their entries.
+    pub fn seal(&mut self) -> io::Result<()> {
+        self.time_index.append_final(self.max_timestamp.timestamp, self.max_timestamp.offset)?;
         self.offset_index.trim()?;
         self.time_index.trim()
     }
 
     /// Re-extends the indexes for appends (the segment became active again).
     pub fn resize_indexes(&mut self, max_index_bytes: usize) -> io::Result<()> {
+        self.max_index_bytes = max_index_bytes;
         self.offset_index.resize(max_index_bytes)?;
         self.time_index.resize(max_index_bytes)
     }

@@ -13,9 +13,9 @@
 //!   record, Kafka's checkpoints, partition metadata and producer snapshots,
 //!   and rebuilding Kafka's offset indexes byte for byte.
 //!
-//! The `#[ignore]`d tests pin incompatibilities krabka-log still has (each
-//! says which); run them with `cargo test -p krabka-log --test kafka_compat
-//! -- --ignored` and drop the `#[ignore]` once they pass.
+//! Three tests pin incompatibilities these tests once found and that were
+//! fixed (the final time-index entry, index trimming after recovery, the
+//! producer snapshot's timestamp).
 //!
 //! Needs a Java 17 JDK (the producer runs as a single source file) and the
 //! Kafka jars (`tools/kafka-reference/install`, called here, idempotent).
@@ -709,7 +709,9 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
                 max_timestamp: int(&b.fields, "CreateTime"),
             })
             .collect();
-        let (want_offsets, want_times, _) = kafka_index_entries(&placements, base, INDEX_INTERVAL_BYTES as i64);
+        let (want_offsets, times, max_so_far) = kafka_index_entries(&placements, base, INDEX_INTERVAL_BYTES as i64);
+        // Every segment was rolled or closed, so each ends with Kafka's final entry.
+        let want_times = with_kafka_final_time_entry(times, max_so_far);
         let got_offsets = dumped_index(index, &sections[index], "offset", "position", &context);
         let got_times = dumped_index(time, &sections[time], "timestamp", "offset", &context);
         assert_eq!(got_offsets, want_offsets, "{} entries (offset, position)\n{context}", index.display());
@@ -754,7 +756,7 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
     );
 }
 
-/// KNOWN INCOMPATIBILITY (ignored until krabka-log is fixed). Kafka appends
+/// Regression (found by this suite, fixed in krabka-log). Kafka appends
 /// one last time index entry, the segment's largest timestamp, when a segment
 /// stops being the active one and when it is closed
 /// (`LogSegment.onBecomeInactiveSegment`, `LogSegment.close`, and the end of
@@ -763,7 +765,7 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
 /// retention (`largestTimestamp`) and ListOffsets MAX_TIMESTAMP. A Kafka broker
 /// over krabka's segments would think them older than they are.
 #[test]
-#[ignore = "krabka-log does not append Kafka's final time index entry on roll and close"]
+
 fn krabka_segments_end_their_time_index_with_the_largest_timestamp() {
     let tmp = ScratchDir::new("krabka-timeindex-");
     let dir = tmp.path().join("compat-0");
@@ -786,7 +788,7 @@ fn krabka_segments_end_their_time_index_with_the_largest_timestamp() {
     );
 }
 
-/// KNOWN INCOMPATIBILITY (ignored until krabka-log is fixed). Kafka's
+/// Regression (found by this suite, fixed in krabka-log). Kafka's
 /// producer state keeps the *last* batch's max timestamp
 /// (`ProducerStateEntry.addBatch`: `this.lastTimestamp = timestamp`), and
 /// that is the `timestamp` a `.snapshot` entry holds (producer id expiration
@@ -794,7 +796,7 @@ fn krabka_segments_end_their_time_index_with_the_largest_timestamp() {
 /// its snapshot differs from Kafka's as soon as a producer's batch is older
 /// than an earlier one.
 #[test]
-#[ignore = "krabka-log's producer state keeps the max timestamp, Kafka the last batch's"]
+
 fn krabka_producer_snapshot_keeps_the_last_batch_timestamp() {
     let tmp = ScratchDir::new("krabka-snapshot-");
     let dir = tmp.path().join("compat-0");
@@ -1347,18 +1349,13 @@ fn krabka_reads_a_partition_written_by_kafka() {
     }
 }
 
-/// KNOWN INCOMPATIBILITY (ignored until krabka-log is fixed): after krabka
+/// Regression (found by this suite, fixed in krabka-log): after krabka
 /// recovers Kafka's segments (unclean open) and closes, every index must still
 /// be what Kafka wrote, pass Kafka's own checks, and satisfy a clean krabka
-/// reopen. Today `Segment::recover` rebuilds the indexes into the files as
-/// they were opened (inactive segments are not preallocated) and nothing trims
-/// them afterwards: where the rebuild has fewer entries than Kafka's file
-/// (Kafka's final time index entry, which krabka never writes), the file keeps
-/// zeroed entries at its end. Kafka reads the last one as the segment's max
-/// timestamp (0, i.e. 1970: instantly past retention) and fails its sanity
-/// check; krabka's own check rejects it and re-recovers on every clean open.
+/// reopen. Recovery once rebuilt indexes into the files as opened and never
+/// trimmed them, leaving zeroed entries at the end that Kafka reads as a 1970
+/// max timestamp (instantly past retention).
 #[test]
-#[ignore = "krabka-log recovery leaves zeroed entries at the end of inactive segments' indexes"]
 fn krabka_recovery_keeps_kafka_indexes_valid() {
     let kafka = KafkaPartition::shared();
     let total = kafka.log_end_offset();

@@ -26,22 +26,34 @@ pub(crate) struct IndexFile {
     mmap: Option<MmapMut>,
     entry_bytes: usize,
     entries: usize,
-    /// Capacity in entries of the current (possibly preallocated) file.
+    /// Entries the current (possibly preallocated) file holds.
     capacity: usize,
+    /// Entries the index may grow to (its `segment.index.bytes`).
+    max_entries: usize,
+    /// The file's length was not a multiple of the entry size.
+    partial_entry: bool,
 }
 
 impl IndexFile {
-    /// Opens or creates the index. `max_index_bytes` is the preallocation for
-    /// an index that will take appends; `None` opens it at its current size.
+    /// Opens or creates the index at its current size. `max_index_bytes` is
+    /// how far it may grow when it takes appends (`None`: it takes none).
+    /// The file grows to that size only when the first entry needs room, so
+    /// opening thousands of idle partitions touches no preallocation.
     pub(crate) fn open(path: &Path, entry_bytes: usize, max_index_bytes: Option<usize>) -> io::Result<Self> {
         let file = Self::open_file(path)?;
         let length = file.metadata()?.len() as usize;
         let entries = length / entry_bytes;
-        let mut index = IndexFile { path: path.to_path_buf(), mmap: None, entry_bytes, entries, capacity: entries };
-        match max_index_bytes {
-            Some(max) => index.resize(max.max(length))?,
-            None => index.remap(&file, length)?,
-        }
+        let mut index = IndexFile {
+            path: path.to_path_buf(),
+            mmap: None,
+            entry_bytes,
+            entries,
+            capacity: entries,
+            max_entries: entries,
+            partial_entry: length % entry_bytes != 0,
+        };
+        index.set_max_bytes(max_index_bytes);
+        index.remap(&file, length)?;
         Ok(index)
     }
 
@@ -61,19 +73,48 @@ impl IndexFile {
         Ok(())
     }
 
-    /// Sets the file to hold `max_bytes` (rounded down to whole entries),
-    /// never dropping written entries.
-    pub(crate) fn resize(&mut self, max_bytes: usize) -> io::Result<()> {
-        let length = (max_bytes / self.entry_bytes).max(self.entries) * self.entry_bytes;
+    /// Allows appends up to `max_bytes` (None: no more appends).
+    pub(crate) fn set_max_bytes(&mut self, max_bytes: Option<usize>) {
+        self.max_entries = max_bytes.map_or(self.entries, |max| max / self.entry_bytes).max(self.entries);
+    }
+
+    /// Sets the file to hold `entries` entries, never dropping written ones.
+    fn resize_entries(&mut self, entries: usize) -> io::Result<()> {
+        let length = entries.max(self.entries) * self.entry_bytes;
         self.mmap = None;
         let file = Self::open_file(&self.path)?;
         file.set_len(length as u64)?;
+        self.partial_entry = false;
         self.remap(&file, length)
     }
 
-    /// Shrinks the file to the written entries (on roll and close).
+    /// Preallocates the file to `max_bytes` (rounded down to whole entries)
+    /// and allows appends up to there.
+    pub(crate) fn resize(&mut self, max_bytes: usize) -> io::Result<()> {
+        self.set_max_bytes(Some(max_bytes));
+        self.resize_entries(self.max_entries)
+    }
+
+    /// Shrinks the file to the written entries (on roll and close); appends
+    /// stop until the index is resized again.
     pub(crate) fn trim(&mut self) -> io::Result<()> {
-        self.resize(self.entries * self.entry_bytes)
+        self.max_entries = self.entries;
+        self.resize_entries(self.entries)
+    }
+
+    /// Makes room for one more entry even past the limit (Kafka's final
+    /// time-index entry when a segment stops taking appends).
+    pub(crate) fn reserve_one(&mut self) -> io::Result<()> {
+        if self.entries >= self.capacity {
+            self.max_entries = self.max_entries.max(self.entries + 1);
+            self.resize_entries(self.entries + 1)?;
+        }
+        Ok(())
+    }
+
+    /// A file whose length is not a whole number of entries is corrupt.
+    pub(crate) fn has_partial_entry(&self) -> bool {
+        self.partial_entry
     }
 
     pub(crate) fn entries(&self) -> usize {
@@ -81,7 +122,7 @@ impl IndexFile {
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.entries >= self.capacity
+        self.entries >= self.max_entries
     }
 
     pub(crate) fn entry(&self, i: usize) -> &[u8] {
@@ -90,14 +131,19 @@ impl IndexFile {
         &mmap[i * self.entry_bytes..(i + 1) * self.entry_bytes]
     }
 
-    /// Appends one entry; the caller checked `is_full` and ordering.
-    pub(crate) fn push(&mut self, entry: &[u8]) {
+    /// Appends one entry; the caller checked `is_full` and ordering. The
+    /// first append after opening grows the file to its limit.
+    pub(crate) fn push(&mut self, entry: &[u8]) -> io::Result<()> {
         assert_eq!(entry.len(), self.entry_bytes);
-        assert!(!self.is_full(), "index {} is full", self.path.display());
+        if self.entries >= self.capacity {
+            assert!(self.entries < self.max_entries, "index {} is full", self.path.display());
+            self.resize_entries(self.max_entries)?;
+        }
         let start = self.entries * self.entry_bytes;
         let mmap = self.mmap.as_mut().expect("an index with capacity is mapped");
         mmap[start..start + self.entry_bytes].copy_from_slice(entry);
         self.entries += 1;
+        Ok(())
     }
 
     /// Forgets entries from `keep` on (and zeroes them, so a preallocated tail

@@ -53,7 +53,7 @@ impl OffsetIndex {
     }
 
     /// Adds an entry; offsets and positions must increase.
-    pub fn append(&mut self, offset: i64, position: u32) {
+    pub fn append(&mut self, offset: i64, position: u32) -> io::Result<()> {
         assert!(self.can_append_offset(offset), "offset {offset} out of range for base {}", self.base_offset);
         if let Some(last) = self.last_entry() {
             assert!(offset > last.offset && position > last.position, "index entries must increase");
@@ -61,7 +61,7 @@ impl OffsetIndex {
         let mut raw = [0u8; OFFSET_INDEX_ENTRY_BYTES];
         raw[..4].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
         raw[4..].copy_from_slice(&position.to_be_bytes());
-        self.file.push(&raw);
+        self.file.push(&raw)
     }
 
     /// The entry with the largest offset <= `target`, or the segment start.
@@ -92,6 +92,25 @@ impl OffsetIndex {
 
     pub fn reset(&mut self) {
         self.file.truncate_entries(0);
+    }
+
+    /// Kafka's O(1) sanity check, run on every open: whole entries, the last
+    /// one after the first and within the data. A preallocated tail of zeros
+    /// left by a crash fails it.
+    pub fn quick_check(&self, log_size_bytes: u64) -> Result<(), String> {
+        if self.file.has_partial_entry() {
+            return Err("index length is not a whole number of entries".into());
+        }
+        let (Some(first), Some(last)) = ((self.entries() > 0).then(|| self.entry(0)), self.last_entry()) else {
+            return Ok(());
+        };
+        if last.offset < self.base_offset || u64::from(last.position) >= log_size_bytes.max(1) {
+            return Err(format!("last entry {last:?} is outside the segment"));
+        }
+        if self.entries() > 1 && (last.offset <= first.offset || last.position <= first.position) {
+            return Err(format!("last entry {last:?} does not follow the first {first:?}"));
+        }
+        Ok(())
     }
 
     /// Entries must increase strictly and stay within the segment's size.
@@ -149,7 +168,7 @@ mod tests {
         let path = dir.path().join("00000000000000000100.index");
         let mut index = OffsetIndex::open(&path, 100, Some(1024)).unwrap();
         for i in 0..10 {
-            index.append(100 + i * 10, (i as u32 + 1) * 4096);
+            index.append(100 + i * 10, (i as u32 + 1) * 4096).unwrap();
         }
         assert_eq!(index.lookup(99), OffsetPosition { offset: 100, position: 0 });
         assert_eq!(index.lookup(100), OffsetPosition { offset: 100, position: 4096 });
@@ -173,7 +192,7 @@ mod tests {
         let mut index = OffsetIndex::open(&dir.path().join("0.index"), 0, Some(8 * 3 + 5)).unwrap();
         for i in 0..3 {
             assert!(!index.is_full());
-            index.append(i, i as u32 + 1);
+            index.append(i, i as u32 + 1).unwrap();
         }
         assert!(index.is_full());
     }

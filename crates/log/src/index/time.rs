@@ -50,24 +50,42 @@ impl TimeIndex {
     /// Adds an entry when `timestamp` is newer than the last one. A full
     /// index or an offset that does not move forward is skipped: the index
     /// is sparse, and the segment rolls when it fills.
-    pub fn maybe_append(&mut self, timestamp: i64, offset: i64) {
-        if self.is_full() || offset < self.base_offset || offset - self.base_offset > i64::from(u32::MAX) {
-            return;
+    pub fn maybe_append(&mut self, timestamp: i64, offset: i64) -> io::Result<()> {
+        if self.is_full() {
+            return Ok(());
+        }
+        self.append_if_newer(timestamp, offset)
+    }
+
+    /// Kafka's last entry when a segment stops taking appends (roll, close,
+    /// recovery): the segment's largest timestamp, even past the size limit,
+    /// so its max timestamp can be read without a scan.
+    pub fn append_final(&mut self, timestamp: i64, offset: i64) -> io::Result<()> {
+        if self.last_entry().is_some_and(|last| timestamp <= last.timestamp) || timestamp < 0 {
+            return Ok(());
+        }
+        self.file.reserve_one()?;
+        self.append_if_newer(timestamp, offset)
+    }
+
+    fn append_if_newer(&mut self, timestamp: i64, offset: i64) -> io::Result<()> {
+        if offset < self.base_offset || offset - self.base_offset > i64::from(u32::MAX) {
+            return Ok(());
         }
         if let Some(last) = self.last_entry() {
             if timestamp <= last.timestamp || offset < last.offset {
-                return;
+                return Ok(());
             }
             if offset == last.offset {
                 // Same offset, newer timestamp (a later batch could not have
                 // the same offset; this comes from re-indexing): keep the first.
-                return;
+                return Ok(());
             }
         }
         let mut raw = [0u8; TIME_INDEX_ENTRY_BYTES];
         raw[..8].copy_from_slice(&timestamp.to_be_bytes());
         raw[8..].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
-        self.file.push(&raw);
+        self.file.push(&raw)
     }
 
     /// The entry with the largest timestamp <= `target`; `None` when every
@@ -87,6 +105,25 @@ impl TimeIndex {
 
     pub fn reset(&mut self) {
         self.file.truncate_entries(0);
+    }
+
+    /// Kafka's O(1) sanity check: whole entries, the last one in the segment.
+    pub fn quick_check(&self, next_offset: i64) -> Result<(), String> {
+        if self.file.has_partial_entry() {
+            return Err("time index length is not a whole number of entries".into());
+        }
+        match ((self.entries() > 0).then(|| self.entry(0)), self.last_entry()) {
+            (Some(first), Some(last)) => {
+                if last.offset < self.base_offset || last.offset >= next_offset.max(self.base_offset + 1) {
+                    return Err(format!("last entry {last:?} is outside the segment"));
+                }
+                if self.entries() > 1 && last.timestamp <= first.timestamp {
+                    return Err(format!("last entry {last:?} does not follow the first {first:?}"));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Both columns must not decrease and offsets must sit in the segment.
@@ -140,11 +177,11 @@ mod tests {
     fn only_newer_timestamps_are_indexed() {
         let dir = tempfile::tempdir().unwrap();
         let mut index = TimeIndex::open(&dir.path().join("0.timeindex"), 50, Some(12 * 100)).unwrap();
-        index.maybe_append(1000, 50);
-        index.maybe_append(900, 55); // older: skipped
-        index.maybe_append(1000, 57); // same: skipped
-        index.maybe_append(2000, 60);
-        index.maybe_append(3000, 70);
+        index.maybe_append(1000, 50).unwrap();
+        index.maybe_append(900, 55).unwrap(); // older: skipped
+        index.maybe_append(1000, 57).unwrap(); // same: skipped
+        index.maybe_append(2000, 60).unwrap();
+        index.maybe_append(3000, 70).unwrap();
         assert_eq!(index.entries(), 3);
         assert_eq!(index.lookup(999), None);
         assert_eq!(index.lookup(1500), Some(TimestampOffset { timestamp: 1000, offset: 50 }));
