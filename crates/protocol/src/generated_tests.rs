@@ -10,27 +10,36 @@ use crate::testing::Rng;
 
 const CASES_PER_VERSION: u64 = 24;
 
-/// decode(encode(m)) == m and encode(decode(bytes)) == bytes, for random `m`.
+/// decode(encode(m)) == m and encode(decode(bytes)) == bytes, for random `m`:
+/// proptest draws the seeds, each generated message is valid at its version.
 fn round_trip<T: Message>(random: fn(&mut Rng, i16) -> T) {
+    use proptest::test_runner::{Config, TestRunner};
     for version in T::MIN_VERSION..=T::MAX_VERSION {
-        for seed in 0..CASES_PER_VERSION {
-            let mut rng = Rng::new(seed ^ ((version as u64) << 32));
-            let message = random(&mut rng, version);
-            let mut buf = BytesMut::new();
-            message
-                .encode(&mut buf, version)
-                .unwrap_or_else(|e| panic!("{} v{version} seed {seed}: encode failed: {e}", T::NAME));
-            let encoded = buf.freeze();
-            let mut input = encoded.clone();
-            let decoded = T::decode(&mut input, version)
-                .unwrap_or_else(|e| panic!("{} v{version} seed {seed}: decode failed: {e}", T::NAME));
-            assert!(input.is_empty(), "{} v{version}: {} bytes left after decode", T::NAME, input.len());
-            assert_eq!(decoded, message, "{} v{version} seed {seed}", T::NAME);
-            let mut again = BytesMut::new();
-            decoded.encode(&mut again, version).unwrap();
-            assert_eq!(&again[..], &encoded[..], "{} v{version} seed {seed}: re-encoding differs", T::NAME);
-        }
+        let mut runner = TestRunner::new(Config { cases: CASES_PER_VERSION as u32, ..Config::default() });
+        let outcome = runner.run(&proptest::prelude::any::<u64>(), |seed| {
+            round_trip_one(random, version, seed);
+            Ok(())
+        });
+        outcome.unwrap_or_else(|e| panic!("{} v{version}: {e}", T::NAME));
     }
+}
+
+fn round_trip_one<T: Message>(random: fn(&mut Rng, i16) -> T, version: i16, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let message = random(&mut rng, version);
+    let mut buf = BytesMut::new();
+    message
+        .encode(&mut buf, version)
+        .unwrap_or_else(|e| panic!("{} v{version} seed {seed}: encode failed: {e}", T::NAME));
+    let encoded = buf.freeze();
+    let mut input = encoded.clone();
+    let decoded = T::decode(&mut input, version)
+        .unwrap_or_else(|e| panic!("{} v{version} seed {seed}: decode failed: {e}", T::NAME));
+    assert!(input.is_empty(), "{} v{version}: {} bytes left after decode", T::NAME, input.len());
+    assert_eq!(decoded, message, "{} v{version} seed {seed}", T::NAME);
+    let mut again = BytesMut::new();
+    decoded.encode(&mut again, version).unwrap();
+    assert_eq!(&again[..], &encoded[..], "{} v{version} seed {seed}: re-encoding differs", T::NAME);
 }
 
 /// Every strict prefix of a valid encoding is an error, never a panic or a
