@@ -50,7 +50,7 @@ impl IndexFile {
             entries,
             capacity: entries,
             max_entries: entries,
-            partial_entry: length % entry_bytes != 0,
+            partial_entry: !length.is_multiple_of(entry_bytes),
         };
         index.set_max_bytes(max_index_bytes);
         index.remap(&file, length)?;
