@@ -179,25 +179,7 @@ impl Segment {
     ) -> io::Result<Self> {
         let log_path = segment_path(dir, base_offset, LOG_SUFFIX);
         let log = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&log_path)?;
-        let offset_index =
-            OffsetIndex::open(&segment_path(dir, base_offset, INDEX_SUFFIX), base_offset, Some(max_index_bytes))?;
-        let time_index =
-            TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, Some(max_index_bytes))?;
-        Ok(Segment {
-            base_offset,
-            dir: dir.to_path_buf(),
-            log: Arc::new(log),
-            size_bytes: 0,
-            offset_index,
-            time_index,
-            next_offset: base_offset,
-            max_timestamp: TimestampOffset { timestamp: -1, offset: base_offset },
-            rolling_timestamp: None,
-            bytes_since_last_index_entry: 0,
-            index_interval_bytes,
-            max_index_bytes,
-            created_ms: now_ms,
-        })
+        Self::with_files(dir, base_offset, log, max_index_bytes, true, index_interval_bytes, now_ms)
     }
 
     /// Opens an existing segment: the next offset and max timestamp come from
@@ -211,19 +193,35 @@ impl Segment {
         index_interval_bytes: u64,
         now_ms: i64,
     ) -> io::Result<Self> {
-        let growth = active.then_some(max_index_bytes);
         let log_path = segment_path(dir, base_offset, LOG_SUFFIX);
         let log = OpenOptions::new().read(true).write(true).open(&log_path)?;
-        let size_bytes = log.metadata()?.len();
         let created_ms = log
             .metadata()?
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(now_ms, |d| d.as_millis() as i64);
+        let mut segment =
+            Self::with_files(dir, base_offset, log, max_index_bytes, active, index_interval_bytes, created_ms)?;
+        segment.load_tail_state()?;
+        Ok(segment)
+    }
+
+    /// The segment over an open `.log`, its indexes opened beside it.
+    fn with_files(
+        dir: &Path,
+        base_offset: i64,
+        log: File,
+        max_index_bytes: usize,
+        active: bool,
+        index_interval_bytes: u64,
+        created_ms: i64,
+    ) -> io::Result<Self> {
+        let growth = active.then_some(max_index_bytes);
+        let size_bytes = log.metadata()?.len();
         let offset_index = OffsetIndex::open(&segment_path(dir, base_offset, INDEX_SUFFIX), base_offset, growth)?;
         let time_index = TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, growth)?;
-        let mut segment = Segment {
+        Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
             log: Arc::new(log),
@@ -237,9 +235,7 @@ impl Segment {
             index_interval_bytes,
             max_index_bytes,
             created_ms,
-        };
-        segment.load_tail_state()?;
-        Ok(segment)
+        })
     }
 
     /// Recomputes the next offset, max timestamp and first timestamp from the
