@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::checkpoint::TopicPartition;
 use crate::config::{LogConfig, TimestampPolicy};
 use crate::fsutil::fsync_dir;
+use crate::index::AbortedTxn;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{
     increment_sequence, ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck,
@@ -162,6 +163,7 @@ impl PartitionLog {
         let interval = log.config.index_interval_bytes;
         let recover_from = base_offsets.iter().rev().find(|&&b| b <= recovery_point).copied().unwrap_or(i64::MIN);
         let mut truncated_at: Option<i64> = None;
+        let mut first_recovered: Option<i64> = None;
         for &base in &base_offsets {
             if truncated_at.is_some() {
                 // Everything after a truncated segment is unreachable: drop it.
@@ -181,6 +183,7 @@ impl PartitionLog {
                     warn!(partition = %log.topic_partition.dir_name(), base, "rebuilding a corrupt index");
                 }
                 report.recovered_segments += 1;
+                first_recovered.get_or_insert(base);
                 if let Some(truncation) = segment.recover(|_| {})? {
                     warn!(
                         partition = %log.topic_partition.dir_name(),
@@ -217,7 +220,7 @@ impl PartitionLog {
             log.recovery_point = end;
             log.leader_epochs.truncate_from_end(end)?;
         }
-        log.rebuild_producer_state()?;
+        log.rebuild_producer_state(first_recovered.unwrap_or(i64::MAX))?;
         if report.recovered_segments > 0 {
             info!(partition = %log.topic_partition.dir_name(), ?report, "recovered log");
         }
@@ -369,9 +372,7 @@ impl PartitionLog {
             self.leader_epochs.assign(leader_epoch, first_offset)?;
         }
         let bytes = self.append_prepared(&prepared, now_ms)?;
-        for producer_batch in &producer_batches {
-            self.producer_state.update(producer_batch);
-        }
+        self.update_producer_state(&producer_batches)?;
         self.after_append(record_count, now_ms)?;
         Ok(AppendInfo {
             first_offset,
@@ -406,9 +407,7 @@ impl PartitionLog {
             prepared.push(PreparedBatch::unchanged(&batch));
         }
         let bytes = self.append_prepared(&prepared, now_ms)?;
-        for producer_batch in &producer_batches {
-            self.producer_state.update(producer_batch);
-        }
+        self.update_producer_state(&producer_batches)?;
         self.after_append(record_count, now_ms)?;
         Ok(AppendInfo { first_offset, last_offset: expected - 1, log_append_time_ms: -1, record_count, bytes })
     }
@@ -617,7 +616,7 @@ impl PartitionLog {
         self.active_mut().resize_indexes(index_bytes)?;
         self.recovery_point = self.recovery_point.min(offset);
         self.leader_epochs.truncate_from_end(offset)?;
-        self.rebuild_producer_state()?;
+        self.rebuild_producer_state(offset)?;
         self.delete_pending_files()?;
         fsync_dir(&self.dir)?;
         Ok(removed)
@@ -761,12 +760,59 @@ impl PartitionLog {
         self.producer_state.first_unstable_offset()
     }
 
-    /// Loads the newest producer snapshot at or below the log end and replays
-    /// the batches after it (all of them when there is none).
-    fn rebuild_producer_state(&mut self) -> Result<(), LogError> {
+    /// Applies appended batches to the producer state; an abort marker goes
+    /// into the `.txnindex` of the segment that holds it.
+    fn update_producer_state(&mut self, batches: &[ProducerBatch]) -> Result<(), LogError> {
+        for batch in batches {
+            let Some(completed) = self.producer_state.update(batch) else { continue };
+            if !completed.aborted {
+                continue;
+            }
+            // Kafka's LSO for the entry: the oldest other open transaction, or
+            // just past this marker.
+            let last_stable_offset = self
+                .producer_state
+                .first_unstable_offset()
+                .unwrap_or(completed.last_offset + 1)
+                .min(completed.last_offset + 1);
+            let txn = AbortedTxn {
+                producer_id: completed.producer_id,
+                first_offset: completed.first_offset,
+                last_offset: completed.last_offset,
+                last_stable_offset,
+            };
+            if let Some((_, segment)) = self.segments.range_mut(..=completed.last_offset).next_back() {
+                segment.index_aborted_txn(txn)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The aborted transactions a READ_COMMITTED fetch of [fetch_offset,
+    /// upper_bound) must report, from every segment the range touches.
+    pub fn aborted_transactions(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let start = self.segments.range(..=fetch_offset).next_back().map_or(i64::MIN, |(base, _)| *base);
+        self.segments
+            .range(start..upper_bound.max(start))
+            .flat_map(|(_, segment)| segment.txn_index().overlapping(fetch_offset, upper_bound).copied())
+            .collect()
+    }
+
+    /// The last stable offset: no READ_COMMITTED consumer reads past an open
+    /// transaction or the high watermark.
+    pub fn last_stable_offset(&self, high_watermark: i64) -> i64 {
+        self.first_unstable_offset().map_or(high_watermark, |first| first.min(high_watermark))
+    }
+
+    /// Loads the newest producer snapshot and replays the batches after it
+    /// (all of them when there is none).
+    /// Only snapshots at or below `replay_from` are used, so every batch
+    /// after it (a recovered segment's markers, say) is replayed.
+    fn rebuild_producer_state(&mut self, replay_from: i64) -> Result<(), LogError> {
         let end = self.log_end_offset();
+        let snapshot_limit = replay_from.min(end);
         let mut offset =
-            self.producer_state.load_latest_snapshot(self.log_start_offset, end)?.max(self.log_start_offset);
+            self.producer_state.load_latest_snapshot(self.log_start_offset, snapshot_limit)?.max(self.log_start_offset);
         while offset < end {
             let info = self.read(offset, 1 << 20, end, true)?;
             let Some(slice) = info.slice else { break };
@@ -774,7 +820,7 @@ impl PartitionLog {
             for batch in RecordBatches::new(slice.read_to_bytes()?) {
                 let Ok(batch) = batch else { break };
                 if batch.last_offset() >= offset {
-                    self.producer_state.update(&ProducerBatch::from_batch(&batch, batch.base_offset())?);
+                    self.update_producer_state(&[ProducerBatch::from_batch(&batch, batch.base_offset())?])?;
                 }
                 offset = batch.next_offset();
                 progressed = true;

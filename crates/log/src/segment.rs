@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::records::{RecordBatch, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH};
 
-use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
+use crate::index::{AbortedTxn, OffsetIndex, TimeIndex, TimestampOffset, TransactionIndex};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
@@ -147,6 +147,7 @@ pub struct Segment {
     size_bytes: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TransactionIndex,
     /// The offset after the last batch (equal to the base when empty).
     next_offset: i64,
     /// Largest timestamp in the segment and the last offset of its batch.
@@ -221,6 +222,7 @@ impl Segment {
         let size_bytes = log.metadata()?.len();
         let offset_index = OffsetIndex::open(&segment_path(dir, base_offset, INDEX_SUFFIX), base_offset, growth)?;
         let time_index = TimeIndex::open(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), base_offset, growth)?;
+        let txn_index = TransactionIndex::open(&segment_path(dir, base_offset, TXN_INDEX_SUFFIX))?;
         Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -228,6 +230,7 @@ impl Segment {
             size_bytes,
             offset_index,
             time_index,
+            txn_index,
             next_offset: base_offset,
             max_timestamp: TimestampOffset { timestamp: -1, offset: base_offset },
             rolling_timestamp: None,
@@ -329,6 +332,19 @@ impl Segment {
 
     pub fn time_index(&self) -> &TimeIndex {
         &self.time_index
+    }
+
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+
+    /// Records an aborted transaction whose marker is in this segment
+    /// (once: replays after recovery may see the marker again).
+    pub fn index_aborted_txn(&mut self, txn: AbortedTxn) -> io::Result<()> {
+        if self.txn_index.contains(&txn) {
+            return Ok(());
+        }
+        self.txn_index.append(txn)
     }
 
     /// Appends batches whose offsets were assigned, in one vectored write
@@ -478,6 +494,7 @@ impl Segment {
             scan += u64::from(header.size_bytes);
         }
         self.time_index.truncate_to(keep_until);
+        self.txn_index.truncate_to(keep_until)?;
         if self.size_bytes == 0 {
             self.rolling_timestamp = None;
         }
@@ -495,6 +512,8 @@ impl Segment {
         self.resize_indexes(self.max_index_bytes)?;
         self.offset_index.reset();
         self.time_index.reset();
+        // Markers are re-read by the producer-state replay, which re-indexes them.
+        self.txn_index.reset()?;
         self.max_timestamp = TimestampOffset { timestamp: -1, offset: self.base_offset };
         self.rolling_timestamp = None;
         self.bytes_since_last_index_entry = 0;
@@ -579,7 +598,8 @@ impl Segment {
     pub fn flush(&self) -> io::Result<()> {
         self.log.sync_data()?;
         self.offset_index.flush()?;
-        self.time_index.flush()
+        self.time_index.flush()?;
+        self.txn_index.sync()
     }
 
     /// When the segment stops taking appends (roll, close, after recovery):
@@ -612,10 +632,9 @@ impl Segment {
         let time_deleted = with_suffix(self.time_index.path(), DELETED_SUFFIX);
         self.time_index.rename(&time_deleted)?;
         renamed.push(time_deleted);
-        let txn = segment_path(&self.dir, self.base_offset, TXN_INDEX_SUFFIX);
-        if txn.exists() {
-            let txn_deleted = with_suffix(&txn, DELETED_SUFFIX);
-            std::fs::rename(&txn, &txn_deleted)?;
+        if !self.txn_index.entries().is_empty() {
+            let txn_deleted = with_suffix(&segment_path(&self.dir, self.base_offset, TXN_INDEX_SUFFIX), DELETED_SUFFIX);
+            self.txn_index.rename(&txn_deleted)?;
             renamed.push(txn_deleted);
         }
         Ok(renamed)

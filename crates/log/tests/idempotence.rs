@@ -77,3 +77,74 @@ fn producer_state_survives_clean_and_unclean_restarts() {
     let next = log.append_as_leader(&producer_batch(7, 0, 30, 2), 0, NOW).unwrap();
     assert_eq!(next.first_offset, 30);
 }
+
+fn transactional_batch(producer_id: i64, first_seq: i32, count: usize) -> Bytes {
+    let mut builder =
+        RecordBatchBuilder::new(Compression::None).with_producer(producer_id, 0, first_seq).with_transactional(true);
+    for i in 0..count {
+        let value = format!("txn-{producer_id}-{i}");
+        builder
+            .append(&NewRecord { timestamp_ms: NOW, key: None, value: Some(value.as_bytes()), headers: &[] })
+            .unwrap();
+    }
+    builder.build().unwrap().into_bytes()
+}
+
+/// A control batch with one marker record: key (version 0, type 0 abort or
+/// 1 commit), value (version 0, coordinator epoch).
+fn marker(producer_id: i64, commit: bool, coordinator_epoch: i32) -> Bytes {
+    let key = [0u8, 0, 0, u8::from(commit)];
+    let mut value = vec![0u8, 0];
+    value.extend_from_slice(&coordinator_epoch.to_be_bytes());
+    let mut builder = RecordBatchBuilder::new(Compression::None)
+        .with_producer(producer_id, 0, -1)
+        .with_transactional(true)
+        .with_control(true);
+    builder.append(&NewRecord { timestamp_ms: NOW, key: Some(&key), value: Some(&value), headers: &[] }).unwrap();
+    builder.build().unwrap().into_bytes()
+}
+
+#[test]
+fn aborted_transactions_are_indexed_and_bound_the_last_stable_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let (mut log, _) = PartitionLog::open(&path, small_segments(), 0, 0, true, NOW).unwrap();
+    log.append_as_leader(&producer_batch(1, 0, 0, 2), 0, NOW).unwrap(); // 0-1, not transactional
+    log.append_as_leader(&transactional_batch(5, 0, 3), 0, NOW).unwrap(); // 2-4
+    log.append_as_leader(&transactional_batch(6, 0, 2), 0, NOW).unwrap(); // 5-6
+    assert_eq!(log.first_unstable_offset(), Some(2));
+    assert_eq!(log.last_stable_offset(100), 2);
+    log.append_as_follower(
+        &{
+            let mut m = marker(5, false, 3).to_vec();
+            m[..8].copy_from_slice(&7i64.to_be_bytes());
+            Bytes::from(m)
+        },
+        NOW,
+    )
+    .unwrap(); // abort of producer 5 at offset 7
+    assert_eq!(log.first_unstable_offset(), Some(5));
+    let aborted = log.aborted_transactions(0, 100);
+    assert_eq!(aborted.len(), 1);
+    assert_eq!((aborted[0].producer_id, aborted[0].first_offset, aborted[0].last_offset), (5, 2, 7));
+    assert_eq!(aborted[0].last_stable_offset, 5, "producer 6's transaction is still open");
+    log.append_as_leader(&marker(6, true, 3), 0, NOW).unwrap(); // commit of producer 6 at 8
+    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(log.last_stable_offset(9), 9);
+    assert_eq!(log.aborted_transactions(0, 100).len(), 1);
+    assert!(log.aborted_transactions(8, 100).is_empty());
+    drop(log); // crash: recovery must rebuild the .txnindex from the markers
+
+    let (log, report) = PartitionLog::open(&path, small_segments(), 0, 0, false, NOW).unwrap();
+    assert!(report.recovered_segments > 0);
+    assert_eq!(log.aborted_transactions(0, 100).len(), 1);
+    let txn_files = std::fs::read_dir(&path)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".txnindex"))
+        .count();
+    assert_eq!(txn_files, 1);
+    let mut log = log;
+    log.truncate_to(7).unwrap();
+    assert!(log.aborted_transactions(0, 100).is_empty());
+    assert_eq!(log.first_unstable_offset(), Some(2));
+}

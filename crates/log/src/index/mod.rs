@@ -5,6 +5,7 @@
 
 pub mod offset;
 pub mod time;
+pub mod txn;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -14,6 +15,7 @@ use memmap2::MmapMut;
 
 pub use offset::{OffsetIndex, OffsetPosition};
 pub use time::{TimeIndex, TimestampOffset};
+pub use txn::{AbortedTxn, TransactionIndex};
 
 /// A file of fixed-size entries mapped into memory. The entry count is the
 /// file length divided by the entry size, so a trimmed file needs no header.
