@@ -10,6 +10,28 @@ pub enum TimestampPolicy {
     LogAppendTime,
 }
 
+/// `cleanup.policy`: what happens to old segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CleanupPolicy {
+    /// `delete`: `retention.ms` / `retention.bytes` remove whole segments.
+    #[default]
+    Delete,
+    /// `compact`: the cleaner keeps the latest record per key.
+    Compact,
+    /// `compact,delete`: both.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    pub fn compacts(self) -> bool {
+        matches!(self, CleanupPolicy::Compact | CleanupPolicy::CompactDelete)
+    }
+
+    pub fn deletes(self) -> bool {
+        matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactDelete)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogConfig {
     /// `segment.bytes`: roll when the active segment would grow past this.
@@ -35,6 +57,15 @@ pub struct LogConfig {
     /// Cap on one batch's decompressed size when the log must look inside it
     /// (timestamp lookups); protects memory from a compressed bomb on disk.
     pub max_decompressed_batch_bytes: usize,
+    /// `cleanup.policy`.
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms`: how long tombstones outlive the segment they are in.
+    pub delete_retention_ms: i64,
+    /// `min.cleanable.dirty.ratio`: clean only when this share of the
+    /// cleanable bytes is past the cleaner checkpoint.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: records newer than this are never compacted.
+    pub min_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -51,6 +82,10 @@ impl Default for LogConfig {
             max_message_bytes: 1024 * 1024 + 12,
             timestamp_policy: TimestampPolicy::CreateTime,
             max_decompressed_batch_bytes: 64 * 1024 * 1024,
+            cleanup_policy: CleanupPolicy::Delete,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! log to sockets.
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod config;
 pub mod fsutil;
 pub mod index;
@@ -16,6 +17,7 @@ pub mod log;
 pub mod producer_state;
 pub mod segment;
 
-pub use crate::config::{LogConfig, TimestampPolicy};
+pub use crate::cleaner::CleanReport;
+pub use crate::config::{CleanupPolicy, LogConfig, TimestampPolicy};
 pub use crate::log::{AppendInfo, LogError, OpenReport, PartitionLog, ReadInfo};
 pub use crate::segment::FileSlice;

@@ -79,17 +79,20 @@ pub struct OpenReport {
 }
 
 pub struct PartitionLog {
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     topic_partition: TopicPartition,
-    config: LogConfig,
-    segments: BTreeMap<i64, Segment>,
-    log_start_offset: i64,
+    pub(crate) config: LogConfig,
+    pub(crate) segments: BTreeMap<i64, Segment>,
+    pub(crate) log_start_offset: i64,
     recovery_point: i64,
     leader_epochs: LeaderEpochCache,
     producer_state: ProducerStateManager,
     unflushed_records: i64,
     last_flush_ms: i64,
-    pending_deletes: Vec<PathBuf>,
+    pub(crate) pending_deletes: Vec<PathBuf>,
+    /// The cleaner's progress: offsets below it were compacted (the broker
+    /// persists it in the log dir's `cleaner-offset-checkpoint`).
+    pub(crate) cleaner_checkpoint: i64,
 }
 
 fn parse_base_offset(file_name: &str, suffix: &str) -> Option<i64> {
@@ -118,6 +121,8 @@ impl PartitionLog {
                 fsync_dir(parent)?;
             }
         }
+        // A compaction a crash interrupted: drop `.cleaned`, finish `.swap`.
+        let swapped = crate::cleaner::recover_leftovers(dir)?;
         let mut base_offsets = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
@@ -156,6 +161,7 @@ impl PartitionLog {
             unflushed_records: 0,
             last_flush_ms: now_ms,
             pending_deletes: Vec::new(),
+            cleaner_checkpoint: 0,
         };
         let mut report = OpenReport { segments: base_offsets.len(), ..Default::default() };
         let last_base = base_offsets.last().copied();
@@ -176,7 +182,7 @@ impl PartitionLog {
             }
             let active = Some(base) == last_base;
             let mut segment = Segment::open(dir, base, index_bytes, active, interval, now_ms)?;
-            let needs_recovery = !clean_shutdown && base >= recover_from;
+            let needs_recovery = (!clean_shutdown && base >= recover_from) || swapped.contains(&base);
             let index_broken = segment.quick_check_indexes().is_err();
             if needs_recovery || index_broken {
                 if index_broken {
@@ -669,8 +675,12 @@ impl PartitionLog {
         Ok(self.log_start_offset)
     }
 
-    /// Applies `retention.ms` and `retention.bytes`; returns segments deleted.
+    /// Applies `retention.ms` and `retention.bytes` (only when `cleanup.policy`
+    /// includes `delete`); returns segments deleted.
     pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        if !self.config.cleanup_policy.deletes() {
+            return Ok(0);
+        }
         let retention_ms = self.config.retention_ms;
         let mut deleted = 0;
         if retention_ms >= 0 {
@@ -749,6 +759,22 @@ impl PartitionLog {
             }
         }
         Ok(count)
+    }
+
+    /// The cleaner checkpoint: the first offset not yet compacted.
+    pub fn cleaner_checkpoint(&self) -> i64 {
+        self.cleaner_checkpoint
+    }
+
+    /// Restores the cleaner checkpoint (read from `cleaner-offset-checkpoint`).
+    pub fn set_cleaner_checkpoint(&mut self, offset: i64) {
+        self.cleaner_checkpoint = offset;
+    }
+
+    /// One compaction pass (`cleanup.policy=compact`) over the inactive
+    /// segments below `upper_bound` (the high watermark); see [`crate::cleaner`].
+    pub fn clean(&mut self, now_ms: i64, upper_bound: i64) -> Result<crate::cleaner::CleanReport, LogError> {
+        crate::cleaner::clean(self, now_ms, upper_bound)
     }
 
     pub fn producer_state(&self) -> &ProducerStateManager {
