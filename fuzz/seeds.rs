@@ -1,0 +1,261 @@
+//! Writes seed corpora for the fuzz targets into `fuzz/corpus/<target>/`.
+//!
+//! ```text
+//! cargo run --manifest-path fuzz/Cargo.toml --example seeds [CAPTURED_DIR] [OUT_DIR]
+//! ```
+//!
+//! CAPTURED_DIR (default `crates/protocol/tests/corpus`) holds frames captured
+//! from real clients, one `NNNN-<Api>-v<N>-{request,response}.bin` file per
+//! frame with the size prefix removed; it may be missing. Besides those, the
+//! seeds are synthesized: a minimal request and response body for every API
+//! and version that has one, record batches from the builder with every
+//! codec and batch kind, the batches found inside captured Produce requests
+//! and Fetch responses, and compressed data for every codec.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+use krabka_protocol::compression::{compress, Compression};
+use krabka_protocol::frame::{parse_response_header, RequestFrame};
+use krabka_protocol::records::{NewHeader, NewRecord, RecordBatchBuilder};
+use krabka_protocol::{
+    ApiKey, FetchResponse, Message, ProduceRequest, RequestBody, RequestHeader, ResponseBody, API_TABLE,
+};
+
+struct Corpus {
+    dir: PathBuf,
+    written: BTreeSet<Vec<u8>>,
+}
+
+impl Corpus {
+    fn new(root: &Path, target: &str) -> Corpus {
+        let dir = root.join(target);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        Corpus { dir, written: BTreeSet::new() }
+    }
+
+    /// Writes one seed, skipping duplicates.
+    fn add(&mut self, name: &str, data: &[u8]) {
+        if !self.written.insert(data.to_vec()) {
+            return;
+        }
+        let path = self.dir.join(format!("seed-{:04}-{name}", self.written.len()));
+        fs::write(&path, data).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+}
+
+/// The response target's 4-byte selector: index into `ApiKey::ALL`, then the
+/// version as an offset from the API's minimum.
+fn response_selector(api_key: ApiKey, version: i16) -> [u8; 4] {
+    let index = ApiKey::ALL.iter().position(|&k| k == api_key).expect("every key is in ALL") as u16;
+    let offset = (version - api_key.info().min_version) as u16;
+    let mut selector = [0u8; 4];
+    selector[..2].copy_from_slice(&index.to_be_bytes());
+    selector[2..].copy_from_slice(&offset.to_be_bytes());
+    selector
+}
+
+/// Small bodies that decode as something for most messages: zeros read as
+/// empty strings and arrays in classic versions, 0x01 bytes as empty compact
+/// strings and arrays in flexible ones.
+fn filler_bodies() -> [Bytes; 2] {
+    [Bytes::from(vec![0u8; 512]), Bytes::from(vec![1u8; 512])]
+}
+
+/// "0031-Produce-v13-request.bin" -> ("Produce", 13, "request").
+fn parse_captured_name(name: &str) -> Option<(&str, i16, &str)> {
+    let stem = name.strip_suffix(".bin")?;
+    let mut parts = stem.splitn(2, '-');
+    parts.next()?;
+    let rest = parts.next()?;
+    let (rest, direction) = rest.rsplit_once('-')?;
+    let (api, version) = rest.rsplit_once("-v")?;
+    Some((api, version.parse().ok()?, direction))
+}
+
+fn api_key_named(name: &str) -> Option<ApiKey> {
+    API_TABLE.iter().find(|info| info.name == name).map(|info| info.key)
+}
+
+fn captured_frames(dir: &Path) -> Vec<(PathBuf, ApiKey, i16, String)> {
+    let mut frames = Vec::new();
+    let Ok(clients) = fs::read_dir(dir) else {
+        eprintln!("no captured frames at {}", dir.display());
+        return frames;
+    };
+    let mut client_dirs: Vec<PathBuf> = clients.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    client_dirs.sort();
+    for client_dir in client_dirs {
+        let mut files: Vec<PathBuf> =
+            fs::read_dir(&client_dir).into_iter().flatten().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        files.sort();
+        for path in files {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            let Some((api, version, direction)) = parse_captured_name(name) else { continue };
+            let Some(api_key) = api_key_named(api) else { continue };
+            frames.push((path.clone(), api_key, version, direction.to_owned()));
+        }
+    }
+    frames
+}
+
+fn sample_batches() -> Vec<(String, Bytes)> {
+    let mut batches = Vec::new();
+    let headers = [NewHeader { key: b"trace-id", value: Some(b"abc123") }, NewHeader { key: b"empty", value: None }];
+    let text = b"the quick brown fox jumps over the lazy dog ".repeat(8);
+    for codec in Compression::ALL {
+        // Plain, with keys, nulls and headers.
+        let mut builder = RecordBatchBuilder::new(codec).with_base_offset(100).with_partition_leader_epoch(3);
+        builder.append(&NewRecord { timestamp_ms: 1_700_000_000_000, key: Some(b"k1"), value: Some(b"v1"), headers: &[] }).unwrap();
+        builder.append(&NewRecord { timestamp_ms: 1_700_000_000_005, key: None, value: Some(&text), headers: &headers }).unwrap();
+        builder.append(&NewRecord { timestamp_ms: 1_699_999_999_000, key: Some(b""), value: None, headers: &[] }).unwrap();
+        batches.push((format!("plain-{codec}"), builder.build().unwrap().into_bytes()));
+
+        // Idempotent, transactional, with an offset gap (as after compaction).
+        let mut builder =
+            RecordBatchBuilder::new(codec).with_producer(4000, 2, 17).with_transactional(true).with_base_offset(7);
+        builder.append_with_offset(7, &NewRecord { timestamp_ms: 5, key: Some(b"a"), value: Some(b"1"), headers: &[] }).unwrap();
+        builder.append_with_offset(9, &NewRecord { timestamp_ms: 6, key: Some(b"b"), value: Some(b"2"), headers: &headers }).unwrap();
+        batches.push((format!("txn-{codec}"), builder.build().unwrap().into_bytes()));
+
+        // LogAppendTime, and a compacted batch with a delete horizon.
+        let mut builder = RecordBatchBuilder::new(codec).with_log_append_time(1_800_000_000_000);
+        builder.append(&NewRecord { timestamp_ms: 10, key: Some(b"x"), value: Some(b"y"), headers: &[] }).unwrap();
+        batches.push((format!("log-append-time-{codec}"), builder.build().unwrap().into_bytes()));
+        let mut builder = RecordBatchBuilder::new(codec).with_delete_horizon_ms(1_750_000_000_000);
+        builder.append(&NewRecord { timestamp_ms: 1_750_000_000_100, key: Some(b"tomb"), value: None, headers: &[] }).unwrap();
+        batches.push((format!("delete-horizon-{codec}"), builder.build().unwrap().into_bytes()));
+    }
+    // A transaction marker: a control batch whose record key is (version 0, type 1 = COMMIT)
+    // and whose value is (version 0, coordinator epoch 5).
+    let mut builder = RecordBatchBuilder::new(Compression::None).with_producer(4000, 2, -1).with_transactional(true).with_control(true);
+    builder.append(&NewRecord { timestamp_ms: 20, key: Some(&[0, 0, 0, 1]), value: Some(&[0, 0, 0, 0, 0, 5]), headers: &[] }).unwrap();
+    batches.push(("commit-marker".to_owned(), builder.build().unwrap().into_bytes()));
+    // An empty batch (Kafka writes these after compaction removes every record).
+    batches.push(("empty".to_owned(), RecordBatchBuilder::new(Compression::None).build().unwrap().into_bytes()));
+    batches
+}
+
+fn main() {
+    let fuzz_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut args = std::env::args().skip(1);
+    let captured_dir =
+        args.next().map(PathBuf::from).unwrap_or_else(|| fuzz_dir.join("../crates/protocol/tests/corpus"));
+    let out_dir = args.next().map(PathBuf::from).unwrap_or_else(|| fuzz_dir.join("corpus"));
+
+    let mut requests = Corpus::new(&out_dir, "request");
+    let mut responses = Corpus::new(&out_dir, "response");
+    let mut record_batches = Corpus::new(&out_dir, "record_batch");
+    let mut compressed = Corpus::new(&out_dir, "decompress");
+
+    // Captured frames, and the record batches inside them.
+    let mut found_batches: Vec<(String, Bytes)> = Vec::new();
+    for (path, api_key, version, direction) in captured_frames(&captured_dir) {
+        let raw = Bytes::from(fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())));
+        let client = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("captured");
+        let name = format!("{client}-{}", path.file_name().unwrap().to_string_lossy());
+        match direction.as_str() {
+            "request" => {
+                requests.add(&name, &raw);
+                if let Ok(frame) = RequestFrame::parse(raw.clone()) {
+                    if let Ok(RequestBody::Produce(produce)) = frame.decode_body() {
+                        found_batches.extend(produce_batches(&produce).into_iter().map(|b| (name.clone(), b)));
+                    }
+                }
+            }
+            "response" => {
+                let mut body = raw.clone();
+                if parse_response_header(api_key, version, &mut body).is_err() {
+                    continue;
+                }
+                responses.add(&name, &[&response_selector(api_key, version)[..], &body].concat());
+                if api_key == ApiKey::Fetch {
+                    if let Ok(fetch) = FetchResponse::decode(&mut body.clone(), version) {
+                        found_batches.extend(fetch_batches(&fetch).into_iter().map(|b| (name.clone(), b)));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // A minimal body for every API and version that has one.
+    for info in API_TABLE {
+        for version in info.min_version..=info.max_version {
+            for filler in filler_bodies() {
+                if let Ok(body) = RequestBody::decode(info.key, version, &mut filler.clone()) {
+                    let header = RequestHeader {
+                        request_api_key: info.key as i16,
+                        request_api_version: version,
+                        correlation_id: 1,
+                        client_id: Some("seed".to_owned()),
+                        ..Default::default()
+                    };
+                    let mut frame = BytesMut::new();
+                    let encoded = header.encode(&mut frame, info.request_header_version(version)).is_ok()
+                        && body.encode(&mut frame, version).is_ok();
+                    if encoded {
+                        requests.add(&format!("synth-{}-v{version}", info.name), &frame);
+                    }
+                }
+                if let Ok(body) = ResponseBody::decode(info.key, version, &mut filler.clone()) {
+                    let mut encoded = BytesMut::new();
+                    if body.encode(&mut encoded, version).is_ok() {
+                        let seed = [&response_selector(info.key, version)[..], &encoded].concat();
+                        responses.add(&format!("synth-{}-v{version}", info.name), &seed);
+                    }
+                }
+            }
+        }
+    }
+
+    // Record batches: flag byte 0 keeps the CRC as is, 1 recomputes it.
+    let samples = sample_batches();
+    for (name, batch) in samples.iter().chain(&found_batches) {
+        record_batches.add(name, &[&[0u8][..], batch].concat());
+        record_batches.add(name, &[&[1u8][..], batch].concat());
+    }
+    let two: Vec<u8> = samples.iter().take(2).flat_map(|(_, b)| b.to_vec()).collect();
+    record_batches.add("two-batches", &[&[0u8][..], &two].concat());
+
+    // Compressed data: the records sections of the sample batches, and text.
+    let text = b"Kafka-compatible broker, Kafka-compatible broker, records records records".repeat(20);
+    let mut plain: Vec<Vec<u8>> = samples.iter().map(|(_, b)| b[61..].to_vec()).collect();
+    plain.push(text);
+    plain.push(Vec::new());
+    for codec in Compression::ALL {
+        for data in &plain {
+            let mut out = vec![codec.id()];
+            compress(codec, data, &mut out).unwrap();
+            compressed.add(&format!("{codec}"), &out);
+            // Round-trip mode seeds (bit 7).
+            compressed.add(&format!("roundtrip-{codec}"), &[&[0x80 | codec.id()][..], data].concat());
+        }
+    }
+
+    for corpus in [&requests, &responses, &record_batches, &compressed] {
+        println!("{}: {} seeds", corpus.dir.display(), corpus.written.len());
+    }
+}
+
+fn produce_batches(produce: &ProduceRequest) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    for topic in &produce.topic_data {
+        for partition in &topic.partition_data {
+            out.extend(partition.records.iter().filter(|r| !r.is_empty()).cloned());
+        }
+    }
+    out
+}
+
+fn fetch_batches(fetch: &FetchResponse) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    for topic in &fetch.responses {
+        for partition in &topic.partitions {
+            out.extend(partition.records.iter().filter(|r| !r.is_empty()).cloned());
+        }
+    }
+    out
+}
