@@ -85,7 +85,8 @@ fn captured_frames(dir: &Path) -> Vec<(PathBuf, ApiKey, i16, String)> {
         eprintln!("no captured frames at {}", dir.display());
         return frames;
     };
-    let mut client_dirs: Vec<PathBuf> = clients.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut client_dirs: Vec<PathBuf> =
+        clients.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
     client_dirs.sort();
     for client_dir in client_dirs {
         let mut files: Vec<PathBuf> =
@@ -108,16 +109,29 @@ fn sample_batches() -> Vec<(String, Bytes)> {
     for codec in Compression::ALL {
         // Plain, with keys, nulls and headers.
         let mut builder = RecordBatchBuilder::new(codec).with_base_offset(100).with_partition_leader_epoch(3);
-        builder.append(&NewRecord { timestamp_ms: 1_700_000_000_000, key: Some(b"k1"), value: Some(b"v1"), headers: &[] }).unwrap();
-        builder.append(&NewRecord { timestamp_ms: 1_700_000_000_005, key: None, value: Some(&text), headers: &headers }).unwrap();
-        builder.append(&NewRecord { timestamp_ms: 1_699_999_999_000, key: Some(b""), value: None, headers: &[] }).unwrap();
+        builder
+            .append(&NewRecord { timestamp_ms: 1_700_000_000_000, key: Some(b"k1"), value: Some(b"v1"), headers: &[] })
+            .unwrap();
+        builder
+            .append(&NewRecord { timestamp_ms: 1_700_000_000_005, key: None, value: Some(&text), headers: &headers })
+            .unwrap();
+        builder
+            .append(&NewRecord { timestamp_ms: 1_699_999_999_000, key: Some(b""), value: None, headers: &[] })
+            .unwrap();
         batches.push((format!("plain-{codec}"), builder.build().unwrap().into_bytes()));
 
         // Idempotent, transactional, with an offset gap (as after compaction).
         let mut builder =
             RecordBatchBuilder::new(codec).with_producer(4000, 2, 17).with_transactional(true).with_base_offset(7);
-        builder.append_with_offset(7, &NewRecord { timestamp_ms: 5, key: Some(b"a"), value: Some(b"1"), headers: &[] }).unwrap();
-        builder.append_with_offset(9, &NewRecord { timestamp_ms: 6, key: Some(b"b"), value: Some(b"2"), headers: &headers }).unwrap();
+        builder
+            .append_with_offset(7, &NewRecord { timestamp_ms: 5, key: Some(b"a"), value: Some(b"1"), headers: &[] })
+            .unwrap();
+        builder
+            .append_with_offset(
+                9,
+                &NewRecord { timestamp_ms: 6, key: Some(b"b"), value: Some(b"2"), headers: &headers },
+            )
+            .unwrap();
         batches.push((format!("txn-{codec}"), builder.build().unwrap().into_bytes()));
 
         // LogAppendTime, and a compacted batch with a delete horizon.
@@ -125,13 +139,25 @@ fn sample_batches() -> Vec<(String, Bytes)> {
         builder.append(&NewRecord { timestamp_ms: 10, key: Some(b"x"), value: Some(b"y"), headers: &[] }).unwrap();
         batches.push((format!("log-append-time-{codec}"), builder.build().unwrap().into_bytes()));
         let mut builder = RecordBatchBuilder::new(codec).with_delete_horizon_ms(1_750_000_000_000);
-        builder.append(&NewRecord { timestamp_ms: 1_750_000_000_100, key: Some(b"tomb"), value: None, headers: &[] }).unwrap();
+        builder
+            .append(&NewRecord { timestamp_ms: 1_750_000_000_100, key: Some(b"tomb"), value: None, headers: &[] })
+            .unwrap();
         batches.push((format!("delete-horizon-{codec}"), builder.build().unwrap().into_bytes()));
     }
     // A transaction marker: a control batch whose record key is (version 0, type 1 = COMMIT)
     // and whose value is (version 0, coordinator epoch 5).
-    let mut builder = RecordBatchBuilder::new(Compression::None).with_producer(4000, 2, -1).with_transactional(true).with_control(true);
-    builder.append(&NewRecord { timestamp_ms: 20, key: Some(&[0, 0, 0, 1]), value: Some(&[0, 0, 0, 0, 0, 5]), headers: &[] }).unwrap();
+    let mut builder = RecordBatchBuilder::new(Compression::None)
+        .with_producer(4000, 2, -1)
+        .with_transactional(true)
+        .with_control(true);
+    builder
+        .append(&NewRecord {
+            timestamp_ms: 20,
+            key: Some(&[0, 0, 0, 1]),
+            value: Some(&[0, 0, 0, 0, 0, 5]),
+            headers: &[],
+        })
+        .unwrap();
     batches.push(("commit-marker".to_owned(), builder.build().unwrap().into_bytes()));
     // An empty batch (Kafka writes these after compaction removes every record).
     batches.push(("empty".to_owned(), RecordBatchBuilder::new(Compression::None).build().unwrap().into_bytes()));

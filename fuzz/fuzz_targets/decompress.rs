@@ -35,7 +35,11 @@ fn decompress_untrusted(codec: Compression, input: &[u8]) {
     match decompress(codec, input, MAX_OUTPUT_BYTES) {
         Ok(output) => {
             assert!(output.len() <= MAX_OUTPUT_BYTES);
-            assert_eq!(decompress(codec, input, output.len()).as_ref(), Ok(&output), "{codec}: cap of exactly the output size");
+            assert_eq!(
+                decompress(codec, input, output.len()).as_ref(),
+                Ok(&output),
+                "{codec}: cap of exactly the output size"
+            );
             if let Some(smaller) = output.len().checked_sub(1) {
                 assert_eq!(
                     decompress(codec, input, smaller),
@@ -58,7 +62,8 @@ fn decompress_untrusted(codec: Compression, input: &[u8]) {
 fn round_trip(codec: Compression, input: &[u8]) {
     let mut compressed = Vec::new();
     compress(codec, input, &mut compressed).unwrap_or_else(|e| panic!("{codec}: compress failed: {e}"));
-    let output = decompress(codec, &compressed, input.len()).unwrap_or_else(|e| panic!("{codec}: round trip failed: {e}"));
+    let output =
+        decompress(codec, &compressed, input.len()).unwrap_or_else(|e| panic!("{codec}: round trip failed: {e}"));
     assert_eq!(output, input, "{codec}: round trip changed the data");
     if let Some(smaller) = input.len().checked_sub(1) {
         assert_eq!(

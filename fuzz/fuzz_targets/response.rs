@@ -21,7 +21,8 @@ fuzz_target!(|data: &[u8]| {
     let api_key = ApiKey::ALL[index];
     let info = api_key.info();
     let span = i32::from(info.max_version) - i32::from(info.min_version) + 1;
-    let version = (i32::from(info.min_version) + i32::from(u16::from_be_bytes([selector[2], selector[3]])) % span) as i16;
+    let version =
+        (i32::from(info.min_version) + i32::from(u16::from_be_bytes([selector[2], selector[3]])) % span) as i16;
 
     let Ok(decoded) = ResponseBody::decode(api_key, version, &mut Bytes::copy_from_slice(body)) else { return };
     assert_eq!(decoded.api_key(), api_key);

@@ -106,7 +106,10 @@ mod tests {
         let text = r#"A { x: 1, unknown_tagged_fields: [RawTaggedField { tag: 5, data: b"\"\\ }" }, RawTaggedField { tag: 1, data: b"" }] }"#;
         let (rest, fields) = split_raw_tagged_fields(text);
         assert_eq!(rest, b"A { x: 1, unknown_tagged_fields: [RawTaggedField, RawTaggedField] }");
-        assert_eq!(fields, [&br#"RawTaggedField { tag: 5, data: b"\"\\ }" }"#[..], &br#"RawTaggedField { tag: 1, data: b"" }"#[..]]);
+        assert_eq!(
+            fields,
+            [&br#"RawTaggedField { tag: 5, data: b"\"\\ }" }"#[..], &br#"RawTaggedField { tag: 1, data: b"" }"#[..]]
+        );
     }
 
     #[test]
