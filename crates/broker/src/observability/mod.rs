@@ -1,0 +1,1 @@
+//! Metrics, logs and profiles (placeholder, being filled in).
