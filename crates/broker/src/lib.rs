@@ -7,4 +7,11 @@
 //! never acknowledge a record the log has not accepted.
 
 pub mod config;
+pub mod connection;
+pub mod errors;
+pub mod handlers;
+pub mod log_manager;
+pub mod metadata;
 pub mod observability;
+pub mod replica_manager;
+pub mod server;

@@ -1,16 +1,17 @@
-//! `krabka-broker server.properties`: the broker binary.
-//!
-//! Skeleton stage: it reads the config, checks the log directory is formatted,
-//! binds the listener and answers nothing yet. The real server (network layer,
-//! request dispatch, handlers) arrives with the single-node broker issue.
+//! `krabka-broker server.properties [--override key=value]...`: the broker
+//! binary, started like `kafka-server-start.sh`.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use krabka_format::{properties, MetaProperties};
+use krabka_broker::config::BrokerConfig;
+use krabka_broker::observability;
+use krabka_broker::server::Broker;
+use krabka_format::properties;
+use tokio::net::TcpListener;
 
 #[derive(Parser)]
 #[command(name = "krabka-broker", version, about = "An Apache Kafka-compatible broker")]
@@ -22,36 +23,69 @@ struct Cli {
     overrides: Vec<String>,
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+fn load_config(cli: &Cli) -> anyhow::Result<(BrokerConfig, Vec<String>)> {
     let text = std::fs::read_to_string(&cli.config).with_context(|| format!("reading {}", cli.config.display()))?;
-    let mut config: BTreeMap<String, String> = properties::parse(&text);
+    let mut props: BTreeMap<String, String> = properties::parse(&text);
     for entry in &cli.overrides {
         let Some((key, value)) = entry.split_once('=') else { bail!("--override takes key=value, got {entry:?}") };
-        config.insert(key.trim().to_string(), value.to_string());
+        props.insert(key.trim().to_string(), value.to_string());
     }
-    let log_dir = config
-        .get("log.dirs")
-        .or_else(|| config.get("log.dir"))
-        .map(|dirs| dirs.split(',').next().unwrap_or_default().trim().to_string())
-        .unwrap_or_else(|| "/tmp/kafka-logs".into());
-    let Some(meta) = MetaProperties::read(log_dir.as_ref())? else {
-        bail!("{log_dir} is not formatted: run krabka-format format -c {}", cli.config.display())
-    };
-    let listener = config.get("listeners").map(String::as_str).unwrap_or("PLAINTEXT://:9092");
-    let address = listener.split(',').next().unwrap_or_default();
-    let address = address.split_once("://").map(|(_, a)| a).unwrap_or(address);
-    let address = if address.starts_with(':') { format!("0.0.0.0{address}") } else { address.to_string() };
-    let socket = TcpListener::bind(&address).with_context(|| format!("binding {address}"))?;
-    println!(
-        "krabka-broker skeleton: node {} of cluster {} bound {}; not serving Kafka requests yet",
-        meta.node_id,
-        meta.cluster_id,
-        socket.local_addr()?
+    Ok(BrokerConfig::from_properties(props)?)
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let (config, warnings) = load_config(&cli).context("invalid configuration")?;
+    observability::init_tracing(&config.log_level, config.log_format_json)?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.num_network_threads.max(1))
+        .thread_name("krabka-worker")
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(config))
+}
+
+async fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    let listener_config = config
+        .listeners
+        .iter()
+        .find(|l| !config.controller_listener_names.contains(&l.name))
+        .context("no client listener in listeners")?
+        .clone();
+    let host = if listener_config.host.is_empty() { "0.0.0.0" } else { listener_config.host.as_str() };
+    let address = format!("{host}:{}", listener_config.port);
+    let metrics_listener = config.metrics_listener.clone();
+    let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
+    let listener = TcpListener::bind(&address).await.with_context(|| format!("binding {address}"))?;
+    if let Some(metrics_address) = metrics_listener {
+        let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
+        tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
+        tokio::spawn(observability::http::serve(http, broker.metrics.clone(), broker.shutdown_signal()));
+    }
+    tracing::info!(
+        node_id = broker.node_id,
+        cluster_id = %broker.cluster_id,
+        address = %listener.local_addr()?,
+        "krabka broker serving"
     );
-    // Accept and close: clients see a refused conversation, not a hang.
-    for stream in socket.incoming() {
-        drop(stream);
-    }
+    spawn_signal_handler(broker.clone())?;
+    broker.run(listener).await
+}
+
+/// SIGTERM and SIGINT start a graceful shutdown.
+fn spawn_signal_handler(broker: Arc<Broker>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+        }
+        broker.begin_shutdown();
+    });
     Ok(())
 }

@@ -869,6 +869,13 @@ impl PartitionLog {
     /// Flushes and trims the active segment's indexes: the state a clean
     /// shutdown leaves, which lets the next open skip recovery.
     pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
+        self.prepare_clean_shutdown(now_ms)
+    }
+
+    /// What [`PartitionLog::close`] does, for a log shared behind a lock:
+    /// afterwards the files are in their clean-shutdown state (an append
+    /// would still work, growing the trimmed indexes again).
+    pub fn prepare_clean_shutdown(&mut self, now_ms: i64) -> Result<(), LogError> {
         self.flush(now_ms)?;
         self.producer_state.take_snapshot()?;
         self.active_mut().seal()?;

@@ -1,0 +1,185 @@
+//! One client connection: size-prefixed request frames in, responses out in
+//! request order.
+//!
+//! The reader runs each request's handler in turn (so one producer's batches
+//! reach the log in the order it sent them), and hands the writer either a
+//! finished response or a task still working on one (a long-polling fetch).
+//! The writer sends responses strictly in request order; a fetch parked for
+//! `fetch.max.wait.ms` therefore never stalls the requests read after it from
+//! being handled, only their responses from overtaking it. Fetched records go
+//! from segment files to the socket with sendfile(2).
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use krabka_log::FileSlice;
+use krabka_protocol::frame::{FrameError, RequestFrame};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::handlers;
+use crate::server::Broker;
+
+/// A piece of a response frame.
+pub enum Chunk {
+    Bytes(Bytes),
+    /// Record bytes sent straight from a segment file.
+    File(FileSlice),
+}
+
+/// A complete response frame (size prefix included), in pieces.
+pub struct Response {
+    pub chunks: Vec<Chunk>,
+}
+
+impl Response {
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        Response { chunks: vec![Chunk::Bytes(bytes)] }
+    }
+}
+
+/// What a handler gives the writer.
+pub enum Reply {
+    Now(Response),
+    /// A response still being worked on (long poll).
+    Later(JoinHandle<Response>),
+    /// No response at all (produce with acks=0).
+    Nothing,
+}
+
+/// Why the connection must close (Kafka closes rather than answering).
+#[derive(Debug)]
+pub struct Close(pub String);
+
+/// Requests read ahead of the writer, per connection: bounds the memory one
+/// pipelining client can hold (Kafka's clients keep at most five in flight).
+const MAX_QUEUED_RESPONSES: usize = 32;
+
+/// Connection details handlers may use.
+pub struct ConnectionInfo {
+    pub peer: SocketAddr,
+}
+
+pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    let (tx, rx) = mpsc::channel(MAX_QUEUED_RESPONSES);
+    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let info = ConnectionInfo { peer };
+    if let Err(Close(reason)) = read_loop(reader, &broker, &info, tx).await {
+        tracing::info!(%peer, %reason, "closing connection");
+    }
+    match writer_task.await {
+        Ok(Err(e)) if e.kind() != io::ErrorKind::BrokenPipe && e.kind() != io::ErrorKind::ConnectionReset => {
+            tracing::debug!(%peer, error = %e, "connection write failed")
+        }
+        _ => {}
+    }
+}
+
+async fn read_loop(
+    mut reader: OwnedReadHalf,
+    broker: &Arc<Broker>,
+    info: &ConnectionInfo,
+    tx: mpsc::Sender<Reply>,
+) -> Result<(), Close> {
+    let max_request_bytes = broker.config.socket_request_max_bytes;
+    let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let mut size = [0u8; 4];
+        tokio::select! {
+            read = tokio::time::timeout(idle, reader.read_exact(&mut size)) => match read {
+                Err(_) => return Err(Close("idle past connections.max.idle.ms".into())),
+                Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                Ok(Err(e)) => return Err(Close(format!("read failed: {e}"))),
+                Ok(Ok(_)) => {}
+            },
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+        }
+        let size = i32::from_be_bytes(size);
+        if size < 0 || size as u32 > max_request_bytes {
+            // Kafka's InvalidReceiveException: the frame cannot be skipped safely.
+            return Err(Close(format!(
+                "request size {size} is outside [0, socket.request.max.bytes = {max_request_bytes}]"
+            )));
+        }
+        let mut frame = BytesMut::zeroed(size as usize);
+        match reader.read_exact(&mut frame).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(Close("truncated request".into())),
+            Err(e) => return Err(Close(format!("read failed: {e}"))),
+        }
+        let reply = match RequestFrame::parse(frame.freeze()) {
+            Ok(request) => handlers::handle(broker, info, request)?,
+            Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id }) => {
+                handlers::unsupported_version(broker, api_key, api_version, correlation_id)?
+            }
+            Err(e) => return Err(Close(format!("invalid request: {e}"))),
+        };
+        if tx.send(reply).await.is_err() {
+            return Err(Close("writer gone".into()));
+        }
+    }
+}
+
+async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>) -> io::Result<()> {
+    while let Some(reply) = rx.recv().await {
+        let response = match reply {
+            Reply::Now(response) => response,
+            Reply::Later(task) => match task.await {
+                Ok(response) => response,
+                Err(e) => return Err(io::Error::other(format!("request task failed: {e}"))),
+            },
+            Reply::Nothing => continue,
+        };
+        for chunk in response.chunks {
+            match chunk {
+                Chunk::Bytes(bytes) => writer.write_all(&bytes).await?,
+                Chunk::File(slice) => send_file(&writer, &slice).await?,
+            }
+        }
+    }
+    writer.shutdown().await
+}
+
+/// Sends `slice` from its segment file with sendfile(2), waiting for the
+/// socket to drain when it is full.
+async fn send_file(writer: &OwnedWriteHalf, slice: &FileSlice) -> io::Result<()> {
+    let stream: &TcpStream = writer.as_ref();
+    let socket_fd = stream.as_raw_fd();
+    let file_fd = slice.file.as_raw_fd();
+    let mut offset = slice.position as libc::off_t;
+    let end = slice.position + u64::from(slice.length);
+    while (offset as u64) < end {
+        stream.writable().await?;
+        let remaining = (end - offset as u64) as usize;
+        let sent = stream.try_io(Interest::WRITABLE, || {
+            // SAFETY: both descriptors are open for the duration of the call
+            // (the FileSlice holds its file; the stream is borrowed) and
+            // `offset` is a valid out-parameter.
+            let n = unsafe { libc::sendfile(socket_fd, file_fd, &mut offset, remaining) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match sent {
+            // The file ended early: it was truncated after the read was
+            // planned. The frame's length is already promised; close.
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "segment file shorter than planned")),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,288 @@
+//! The smaller admin APIs: DeleteRecords, DescribeCluster, DescribeLogDirs,
+//! OffsetForLeaderEpoch, DescribeProducers and DescribeQuorum.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use krabka_protocol::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
+use krabka_protocol::describe_log_dirs_response::{DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic};
+use krabka_protocol::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
+use krabka_protocol::describe_quorum_response::{self, ReplicaState};
+use krabka_protocol::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use krabka_protocol::{
+    DeleteRecordsRequest, DeleteRecordsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeLogDirsRequest, DescribeLogDirsResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeQuorumRequest, DescribeQuorumResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+};
+
+use super::RequestContext;
+use crate::errors::{code, log_error_code};
+use crate::metadata::store::{now_ms, METADATA_LOG_DIR_NAME};
+
+/// DeleteRecords' "up to the high watermark".
+const HIGH_WATERMARK: i64 = -1;
+
+pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+    let broker = ctx.broker;
+    let now = now_ms();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut out = DeleteRecordsPartitionResult {
+                        partition_index: p.partition_index,
+                        low_watermark: -1,
+                        ..Default::default()
+                    };
+                    let Some(partition) = broker.replicas.partition(&topic.name, p.partition_index) else {
+                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+                        return out;
+                    };
+                    let high_watermark = partition.high_watermark();
+                    let offset = if p.offset == HIGH_WATERMARK { high_watermark } else { p.offset };
+                    if offset < 0 || offset > high_watermark {
+                        out.error_code = code::OFFSET_OUT_OF_RANGE;
+                        return out;
+                    }
+                    match partition.lock_log().delete_records_before(offset, now) {
+                        Ok(low_watermark) => out.low_watermark = low_watermark,
+                        Err(e) => out.error_code = log_error_code(&e),
+                    }
+                    out
+                })
+                .collect();
+            DeleteRecordsTopicResult { name: topic.name, partitions, ..Default::default() }
+        })
+        .collect();
+    DeleteRecordsResponse { topics, ..Default::default() }
+}
+
+/// DescribeCluster's endpoint types (KIP-919).
+const ENDPOINT_BROKERS: i8 = 1;
+
+pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterRequest) -> DescribeClusterResponse {
+    let broker = ctx.broker;
+    let listener = broker.config.advertised_listener();
+    let mut response = DescribeClusterResponse {
+        endpoint_type: ENDPOINT_BROKERS,
+        cluster_id: broker.cluster_id.clone(),
+        controller_id: broker.node_id,
+        brokers: vec![DescribeClusterBroker {
+            broker_id: broker.node_id,
+            host: listener.host.clone(),
+            port: i32::from(listener.port),
+            rack: None,
+            is_fenced: false,
+            ..Default::default()
+        }],
+        cluster_authorized_operations: i32::MIN,
+        ..Default::default()
+    };
+    if ctx.api_version >= 1 && request.endpoint_type != ENDPOINT_BROKERS {
+        response.error_code = code::UNSUPPORTED_VERSION;
+        response.error_message = Some("The request was sent to an endpoint of type BROKER".into());
+        response.endpoint_type = ENDPOINT_BROKERS;
+    }
+    if request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = 0b0001_1111_1111_1000;
+    }
+    response
+}
+
+/// (total, usable) bytes of the file system holding `path`.
+fn disk_space(path: &Path) -> (i64, i64) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return (-1, -1) };
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c_path is a valid NUL-terminated string and stat a valid out-parameter.
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
+        return (-1, -1);
+    }
+    let block = stat.f_frsize as i64;
+    (stat.f_blocks as i64 * block, stat.f_bavail as i64 * block)
+}
+
+pub fn describe_log_dirs(ctx: &RequestContext<'_>, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+    let broker = ctx.broker;
+    let wanted = |topic: &str, partition: i32| match &request.topics {
+        None => true,
+        Some(topics) => topics.iter().any(|t| t.topic == topic && t.partitions.contains(&partition)),
+    };
+    let mut by_dir: BTreeMap<std::path::PathBuf, BTreeMap<String, Vec<DescribeLogDirsPartition>>> =
+        broker.replicas.log_manager().log_dirs().into_iter().map(|d| (d, BTreeMap::new())).collect();
+    for partition in broker.replicas.all_partitions() {
+        if !wanted(&partition.topic, partition.index) {
+            continue;
+        }
+        let size = partition.lock_log().size_bytes() as i64;
+        if let Some(topics) = by_dir.get_mut(&partition.log_dir) {
+            topics.entry(partition.topic.to_string()).or_default().push(DescribeLogDirsPartition {
+                partition_index: partition.index,
+                partition_size: size,
+                offset_lag: 0,
+                is_future_key: false,
+                ..Default::default()
+            });
+        }
+    }
+    let results = by_dir
+        .into_iter()
+        .map(|(dir, topics)| {
+            let (total_bytes, usable_bytes) = disk_space(&dir);
+            DescribeLogDirsResult {
+                log_dir: dir.display().to_string(),
+                topics: topics
+                    .into_iter()
+                    .map(|(name, mut partitions)| {
+                        partitions.sort_by_key(|p| p.partition_index);
+                        DescribeLogDirsTopic { name, partitions, ..Default::default() }
+                    })
+                    .collect(),
+                total_bytes: if ctx.api_version >= 4 { total_bytes } else { -1 },
+                usable_bytes: if ctx.api_version >= 4 { usable_bytes } else { -1 },
+                ..Default::default()
+            }
+        })
+        .collect();
+    DescribeLogDirsResponse { results, ..Default::default() }
+}
+
+pub fn offset_for_leader_epoch(
+    ctx: &RequestContext<'_>,
+    request: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
+    let broker = ctx.broker;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut out = EpochEndOffset {
+                        partition: p.partition,
+                        leader_epoch: -1,
+                        end_offset: -1,
+                        ..Default::default()
+                    };
+                    let Some(partition) = broker.replicas.partition(&topic.topic, p.partition) else {
+                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+                        return out;
+                    };
+                    let epoch = partition.leader_epoch();
+                    if p.current_leader_epoch >= 0 && p.current_leader_epoch != epoch {
+                        out.error_code = if p.current_leader_epoch > epoch {
+                            code::UNKNOWN_LEADER_EPOCH
+                        } else {
+                            code::FENCED_LEADER_EPOCH
+                        };
+                        return out;
+                    }
+                    let log = partition.lock_log();
+                    if let Some((leader_epoch, end_offset)) = log.end_offset_for_epoch(p.leader_epoch) {
+                        out.leader_epoch = leader_epoch;
+                        out.end_offset = end_offset;
+                    } else if log.leader_epochs().entries().is_empty() {
+                        // An empty log: its end offset closes every epoch.
+                        out.leader_epoch = epoch;
+                        out.end_offset = log.log_end_offset();
+                    }
+                    out
+                })
+                .collect();
+            OffsetForLeaderTopicResult { topic: topic.topic, partitions, ..Default::default() }
+        })
+        .collect();
+    OffsetForLeaderEpochResponse { topics, ..Default::default() }
+}
+
+pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRequest) -> DescribeProducersResponse {
+    let broker = ctx.broker;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partition_indexes
+                .iter()
+                .map(|&index| {
+                    let mut out = PartitionResponse { partition_index: index, ..Default::default() };
+                    let Some(partition) = broker.replicas.partition(&topic.name, index) else {
+                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+                        return out;
+                    };
+                    let log = partition.lock_log();
+                    let mut producers: Vec<ProducerState> = log
+                        .producer_state()
+                        .producers()
+                        .values()
+                        .map(|p| ProducerState {
+                            producer_id: p.producer_id,
+                            producer_epoch: i32::from(p.epoch),
+                            last_sequence: p.last_seq(),
+                            last_timestamp: p.last_timestamp,
+                            coordinator_epoch: p.coordinator_epoch,
+                            current_txn_start_offset: p.current_txn_first_offset.unwrap_or(-1),
+                            ..Default::default()
+                        })
+                        .collect();
+                    producers.sort_by_key(|p| p.producer_id);
+                    out.active_producers = producers;
+                    out
+                })
+                .collect();
+            TopicResponse { name: topic.name, partitions, ..Default::default() }
+        })
+        .collect();
+    DescribeProducersResponse { topics, ..Default::default() }
+}
+
+pub fn describe_quorum(ctx: &RequestContext<'_>, _request: DescribeQuorumRequest) -> DescribeQuorumResponse {
+    let broker = ctx.broker;
+    let end = broker.metadata.log_end_offset();
+    let now = now_ms();
+    let voter = ReplicaState {
+        replica_id: broker.node_id,
+        log_end_offset: end,
+        last_fetch_timestamp: now,
+        last_caught_up_timestamp: now,
+        ..Default::default()
+    };
+    let listener = broker.config.advertised_listener();
+    DescribeQuorumResponse {
+        topics: vec![describe_quorum_response::TopicData {
+            topic_name: METADATA_LOG_DIR_NAME.trim_end_matches("-0").to_string(),
+            partitions: vec![describe_quorum_response::PartitionData {
+                partition_index: 0,
+                leader_id: broker.node_id,
+                leader_epoch: 1,
+                high_watermark: end,
+                current_voters: vec![voter],
+                observers: Vec::new(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        nodes: if ctx.api_version >= 2 {
+            vec![describe_quorum_response::Node {
+                node_id: broker.node_id,
+                listeners: vec![describe_quorum_response::Listener {
+                    name: listener.name.clone(),
+                    host: listener.host.clone(),
+                    port: listener.port,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }]
+        } else {
+            Vec::new()
+        },
+        ..Default::default()
+    }
+}

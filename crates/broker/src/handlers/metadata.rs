@@ -1,0 +1,116 @@
+//! Metadata: brokers, the cluster id, topics and their partitions' leaders.
+//! Unknown topics are created when the client allows it and
+//! `auto.create.topics.enable` is on.
+
+use krabka_protocol::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use krabka_protocol::{MetadataRequest, MetadataResponse};
+
+use super::topics::{auto_create_topics, validate_topic_name};
+use super::RequestContext;
+use crate::errors::code;
+use crate::metadata::{MetadataImage, TopicImage};
+
+/// Every operation a topic or cluster allows (no ACLs: all are allowed).
+/// Bits of Kafka's AclOperation codes READ(3)..DESCRIBE_CONFIGS(10) etc.
+const ALL_TOPIC_OPERATIONS: i32 = 0b0000_1111_1111_1000;
+const ALL_CLUSTER_OPERATIONS: i32 = 0b0001_1111_1111_1000;
+
+pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataResponse {
+    let broker = ctx.broker;
+    let mut image = broker.metadata.image();
+    let mut topics = Vec::new();
+    match request.topics {
+        None => {
+            let mut names: Vec<&String> = image.topics.keys().collect();
+            names.sort();
+            for name in names {
+                topics.push(describe(&image.topics[name], &image, ctx, request.include_topic_authorized_operations));
+            }
+        }
+        Some(requested) => {
+            let wanted_creation = request.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
+            if wanted_creation {
+                let missing: Vec<String> = requested
+                    .iter()
+                    .filter_map(|t| t.name.clone())
+                    .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
+                    .collect();
+                if !missing.is_empty() {
+                    if let Some(created) = auto_create_topics(broker, &missing) {
+                        image = created;
+                    }
+                }
+            }
+            for wanted in requested {
+                let found = match &wanted.name {
+                    Some(name) => image.topic(name),
+                    None => image.topic_by_id(&wanted.topic_id),
+                };
+                match found {
+                    Some(topic) => {
+                        topics.push(describe(topic, &image, ctx, request.include_topic_authorized_operations))
+                    }
+                    None => {
+                        let error_code = match &wanted.name {
+                            Some(name) if validate_topic_name(name).is_err() => code::INVALID_TOPIC_EXCEPTION,
+                            Some(_) => code::UNKNOWN_TOPIC_OR_PARTITION,
+                            None => code::UNKNOWN_TOPIC_ID,
+                        };
+                        topics.push(MetadataResponseTopic {
+                            error_code,
+                            name: wanted.name.clone(),
+                            topic_id: wanted.topic_id,
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let listener = broker.config.advertised_listener();
+    MetadataResponse {
+        brokers: vec![MetadataResponseBroker {
+            node_id: broker.node_id,
+            host: listener.host.clone(),
+            port: i32::from(listener.port),
+            rack: None,
+            ..Default::default()
+        }],
+        cluster_id: Some(broker.cluster_id.clone()),
+        controller_id: broker.node_id,
+        topics,
+        cluster_authorized_operations: if request.include_cluster_authorized_operations && ctx.api_version <= 10 {
+            ALL_CLUSTER_OPERATIONS
+        } else {
+            i32::MIN
+        },
+        ..Default::default()
+    }
+}
+
+fn describe(topic: &TopicImage, _image: &MetadataImage, ctx: &RequestContext<'_>, operations: bool) -> MetadataResponseTopic {
+    let node = ctx.broker.node_id;
+    MetadataResponseTopic {
+        error_code: code::NONE,
+        name: Some(topic.name.clone()),
+        topic_id: topic.id,
+        is_internal: topic.is_internal(),
+        partitions: topic
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(index, p)| MetadataResponsePartition {
+                error_code: code::NONE,
+                partition_index: index as i32,
+                leader_id: node,
+                leader_epoch: p.leader_epoch,
+                replica_nodes: p.replicas.clone(),
+                isr_nodes: p.isr.clone(),
+                offline_replicas: Vec::new(),
+                ..Default::default()
+            })
+            .collect(),
+        topic_authorized_operations: if operations { ALL_TOPIC_OPERATIONS } else { i32::MIN },
+        ..Default::default()
+    }
+}

@@ -1,0 +1,175 @@
+//! Request dispatch: decode the body, call the API's handler, encode the
+//! response frame. One module per API family; each handler takes the
+//! decoded request and returns the response body.
+
+pub mod admin;
+pub mod api_versions;
+pub mod configs;
+pub mod fetch;
+pub mod fetch_session;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod producer_ids;
+pub mod topics;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{BufMut, BytesMut};
+use krabka_protocol::frame::RequestFrame;
+use krabka_protocol::{ApiKey, Message, RequestBody, ResponseBody, ResponseHeader};
+
+use crate::connection::{Close, ConnectionInfo, Reply, Response};
+use crate::server::Broker;
+
+/// What a handler knows about the request it serves.
+pub struct RequestContext<'a> {
+    pub broker: &'a Arc<Broker>,
+    pub connection: &'a ConnectionInfo,
+    pub api_key: ApiKey,
+    pub api_version: i16,
+    pub correlation_id: i32,
+    pub client_id: Option<&'a str>,
+    pub started: Instant,
+}
+
+impl RequestContext<'_> {
+    /// Encodes a complete response frame for this request.
+    pub fn encode(&self, body: &ResponseBody) -> Response {
+        Response::from_bytes(encode_frame(self.api_key, self.api_version, self.correlation_id, body).freeze())
+    }
+
+    pub fn reply(&self, body: ResponseBody) -> Reply {
+        let response = self.encode(&body);
+        self.broker.metrics.request_completed(self.api_key.info().name, 0, self.started.elapsed());
+        Reply::Now(response)
+    }
+}
+
+/// size | response header | body, with the header version the API uses.
+pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(128);
+    buf.put_i32(0);
+    let header_version = api_key.info().response_header_version(api_version);
+    let header = ResponseHeader { correlation_id, ..Default::default() };
+    let encoded = header.encode(&mut buf, header_version).and_then(|_| body.encode(&mut buf, api_version));
+    // Handlers only set fields their version has: a failure is a bug, and the
+    // client is better served by a closed connection than a wrong frame.
+    assert!(encoded.is_ok(), "{api_key:?} v{api_version} response does not encode: {encoded:?}");
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    buf
+}
+
+/// The APIs krabka serves, with the highest version it speaks of each
+/// (Kafka 4.3.1's, unless noted in docs/compatibility.md).
+pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
+    use ApiKey::*;
+    let keys = [
+        Produce,
+        Fetch,
+        ListOffsets,
+        Metadata,
+        ApiVersions,
+        CreateTopics,
+        DeleteTopics,
+        DeleteRecords,
+        InitProducerId,
+        OffsetForLeaderEpoch,
+        DescribeConfigs,
+        AlterConfigs,
+        DescribeLogDirs,
+        CreatePartitions,
+        IncrementalAlterConfigs,
+        DescribeCluster,
+        DescribeProducers,
+        DescribeTopicPartitions,
+        DescribeQuorum,
+    ];
+    keys.iter()
+        .map(|&key| {
+            let info = key.info();
+            let max = if info.latest_version_unstable { info.max_version - 1 } else { info.max_version };
+            (key, info.min_version, max)
+        })
+        .collect()
+}
+
+fn is_supported(api_key: ApiKey, version: i16) -> bool {
+    supported_apis().iter().any(|&(key, min, max)| key == api_key && (min..=max).contains(&version))
+}
+
+pub fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: RequestFrame) -> Result<Reply, Close> {
+    let api_key = request.api_key;
+    let api_version = request.api_version();
+    if !is_supported(api_key, api_version) {
+        if api_key == ApiKey::ApiVersions {
+            return unsupported_version(broker, api_key, api_version, request.correlation_id());
+        }
+        // Kafka drops the connection of a request it cannot parse.
+        return Err(Close(format!("{api_key:?} v{api_version} is not supported")));
+    }
+    let body = request
+        .decode_body()
+        .map_err(|e| Close(format!("cannot decode {api_key:?} v{api_version} request: {e}")))?;
+    let ctx = RequestContext {
+        broker,
+        connection,
+        api_key,
+        api_version,
+        correlation_id: request.correlation_id(),
+        client_id: request.header.client_id.as_deref(),
+        started: Instant::now(),
+    };
+    let response = match body {
+        RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r)),
+        RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
+        RequestBody::ApiVersions(_) => ResponseBody::ApiVersions(Box::new(api_versions::response(0))),
+        RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r))),
+        RequestBody::ListOffsets(r) => ResponseBody::ListOffsets(Box::new(list_offsets::handle(&ctx, *r))),
+        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r))),
+        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(&ctx, *r))),
+        RequestBody::CreatePartitions(r) => {
+            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(&ctx, *r)))
+        }
+        RequestBody::DescribeTopicPartitions(r) => {
+            ResponseBody::DescribeTopicPartitions(Box::new(topics::describe_topic_partitions(&ctx, *r)))
+        }
+        RequestBody::InitProducerId(r) => ResponseBody::InitProducerId(Box::new(producer_ids::handle(&ctx, *r))),
+        RequestBody::DescribeConfigs(r) => ResponseBody::DescribeConfigs(Box::new(configs::describe(&ctx, *r))),
+        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(&ctx, *r))),
+        RequestBody::IncrementalAlterConfigs(r) => {
+            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(&ctx, *r)))
+        }
+        RequestBody::DeleteRecords(r) => ResponseBody::DeleteRecords(Box::new(admin::delete_records(&ctx, *r))),
+        RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(Box::new(admin::describe_cluster(&ctx, *r))),
+        RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(Box::new(admin::describe_log_dirs(&ctx, *r))),
+        RequestBody::OffsetForLeaderEpoch(r) => {
+            ResponseBody::OffsetForLeaderEpoch(Box::new(admin::offset_for_leader_epoch(&ctx, *r)))
+        }
+        RequestBody::DescribeProducers(r) => {
+            ResponseBody::DescribeProducers(Box::new(admin::describe_producers(&ctx, *r)))
+        }
+        RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(&ctx, *r))),
+        other => return Err(Close(format!("{:?} is not served", other.api_key()))),
+    };
+    Ok(ctx.reply(response))
+}
+
+/// ApiVersions at a version the broker does not know: answer v0 with
+/// UNSUPPORTED_VERSION and the supported ranges, so the client can retry
+/// with one it shares (KIP-511). Any other API: close, as Kafka does.
+pub fn unsupported_version(
+    broker: &Arc<Broker>,
+    api_key: ApiKey,
+    api_version: i16,
+    correlation_id: i32,
+) -> Result<Reply, Close> {
+    if api_key != ApiKey::ApiVersions {
+        return Err(Close(format!("{api_key:?} v{api_version} is not supported")));
+    }
+    let body = ResponseBody::ApiVersions(Box::new(api_versions::response(crate::errors::code::UNSUPPORTED_VERSION)));
+    broker.metrics.request_completed("ApiVersions", crate::errors::code::UNSUPPORTED_VERSION, Default::default());
+    Ok(Reply::Now(Response::from_bytes(encode_frame(api_key, 0, correlation_id, &body).freeze())))
+}

@@ -1,0 +1,521 @@
+//! CreateTopics, DeleteTopics, CreatePartitions, DescribeTopicPartitions and
+//! auto-creation from Metadata. Changes are metadata records committed in
+//! one batch per request, then the hosted partitions follow the new image.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
+use krabka_protocol::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use krabka_protocol::delete_topics_response::DeletableTopicResult;
+use krabka_protocol::describe_topic_partitions_response::{
+    Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
+};
+use krabka_protocol::{
+    ConfigRecord, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+    PartitionRecord, RemoveTopicRecord, TopicRecord, Uuid,
+};
+
+use super::configs::config_source_code;
+use super::RequestContext;
+use crate::config::topic::{describe_topic, validate_topic_configs};
+use crate::errors::code;
+use crate::metadata::records::CONFIG_RESOURCE_TOPIC;
+use crate::metadata::{MetadataError, MetadataImage, MetadataRecord};
+use crate::server::Broker;
+
+/// Kafka's limit on topic name length (so partition directory names fit).
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+
+/// An error code and message for one topic of a request.
+#[derive(Debug)]
+pub struct TopicError {
+    pub code: i16,
+    pub message: String,
+}
+
+impl TopicError {
+    pub fn new(code: i16, message: impl Into<String>) -> Self {
+        TopicError { code, message: message.into() }
+    }
+}
+
+impl From<MetadataError> for TopicError {
+    fn from(e: MetadataError) -> Self {
+        tracing::error!(error = %e, "metadata commit failed");
+        TopicError::new(code::KAFKA_STORAGE_ERROR, e.to_string())
+    }
+}
+
+/// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    let invalid = |why: String| Err(TopicError::new(code::INVALID_TOPIC_EXCEPTION, why));
+    if name.is_empty() {
+        return invalid("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return invalid("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > MAX_TOPIC_NAME_LENGTH {
+        return invalid(format!(
+            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
+        ));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
+        return invalid(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// A topic to create, validated.
+struct NewTopic {
+    name: String,
+    partitions: i32,
+    configs: BTreeMap<String, String>,
+}
+
+fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, TopicError> {
+    let topic_id = Uuid::random()
+        .map_err(|e| TopicError::new(code::UNKNOWN_SERVER_ERROR, format!("no random topic id: {e}")))?;
+    let mut records = vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
+    records.extend((0..topic.partitions).map(|p| partition_record(node_id, topic_id, p)));
+    records.extend(topic.configs.iter().map(|(name, value)| {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: CONFIG_RESOURCE_TOPIC,
+            resource_name: topic.name.clone(),
+            name: name.clone(),
+            value: Some(value.clone()),
+            ..Default::default()
+        })
+    }));
+    Ok(records)
+}
+
+fn partition_record(node_id: i32, topic_id: Uuid, partition_id: i32) -> MetadataRecord {
+    MetadataRecord::Partition(PartitionRecord {
+        partition_id,
+        topic_id,
+        replicas: vec![node_id],
+        isr: vec![node_id],
+        leader: node_id,
+        leader_epoch: 0,
+        partition_epoch: 0,
+        ..Default::default()
+    })
+}
+
+/// Opens the logs of what a commit created and drops what it deleted.
+fn apply_to_replicas(broker: &Broker, image: &MetadataImage) {
+    if let Err(e) = broker.replicas.sync_with_image(image) {
+        tracing::error!(error = %e, "could not open or delete partition logs");
+    }
+}
+
+/// Validates the replication factor against the one-node cluster.
+fn check_replication_factor(requested: i16, default: i16) -> Result<(), TopicError> {
+    let factor = if requested == -1 { default } else { requested };
+    if factor <= 0 {
+        return Err(TopicError::new(
+            code::INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ));
+    }
+    if factor > 1 {
+        return Err(TopicError::new(
+            code::INVALID_REPLICATION_FACTOR,
+            format!(
+                "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} \
+                 cannot be reached because only 1 broker(s) are registered."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
+    let broker = ctx.broker;
+    let config = &broker.config;
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<String> =
+        request.topics.iter().filter(|t| !seen.insert(t.name.clone())).map(|t| t.name.clone()).collect();
+    let mut planned: Vec<(String, Result<NewTopic, TopicError>)> = Vec::new();
+    for topic in &request.topics {
+        let result = (|| {
+            if duplicates.contains(&topic.name) {
+                return Err(TopicError::new(code::INVALID_REQUEST, "Duplicate topic name."));
+            }
+            validate_topic_name(&topic.name)?;
+            let partitions = if !topic.assignments.is_empty() {
+                if topic.num_partitions != -1 || topic.replication_factor != -1 {
+                    return Err(TopicError::new(
+                        code::INVALID_REQUEST,
+                        "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+                    ));
+                }
+                for (i, assignment) in topic.assignments.iter().enumerate() {
+                    if assignment.partition_index != i as i32 || assignment.broker_ids != [broker.node_id] {
+                        return Err(TopicError::new(
+                            code::INVALID_REPLICA_ASSIGNMENT,
+                            format!("Invalid replica assignment for partition {}", assignment.partition_index),
+                        ));
+                    }
+                }
+                topic.assignments.len() as i32
+            } else {
+                check_replication_factor(topic.replication_factor, config.default_replication_factor)?;
+                match topic.num_partitions {
+                    -1 => config.num_partitions,
+                    n if n <= 0 => {
+                        return Err(TopicError::new(
+                            code::INVALID_PARTITIONS,
+                            "Number of partitions was set to an invalid non-positive value.",
+                        ))
+                    }
+                    n => n,
+                }
+            };
+            let mut configs = BTreeMap::new();
+            for entry in &topic.configs {
+                let Some(value) = &entry.value else {
+                    return Err(TopicError::new(
+                        code::INVALID_CONFIG,
+                        format!("Null value not supported for topic configs: {}", entry.name),
+                    ));
+                };
+                configs.insert(entry.name.clone(), value.clone());
+            }
+            validate_topic_configs(&configs).map_err(|e| TopicError::new(code::INVALID_CONFIG, e.to_string()))?;
+            Ok(NewTopic { name: topic.name.clone(), partitions, configs })
+        })();
+        planned.push((topic.name.clone(), result));
+    }
+    let node_id = broker.node_id;
+    let commit = broker.metadata.commit(|image| {
+        let mut records = Vec::new();
+        let mut outcomes = Vec::new();
+        for (name, plan) in &planned {
+            let outcome = match plan {
+                Err(e) => Err(TopicError::new(e.code, e.message.clone())),
+                Ok(_) if image.topic(name).is_some() => {
+                    Err(TopicError::new(code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
+                }
+                Ok(topic) => {
+                    if !request.validate_only {
+                        records.extend(topic_records(node_id, topic)?);
+                    }
+                    Ok(())
+                }
+            };
+            outcomes.push(outcome);
+        }
+        Ok::<_, TopicError>((records, outcomes))
+    });
+    let (image, outcomes) = match commit {
+        Ok(done) => done,
+        Err(e) => {
+            let topics = planned
+                .iter()
+                .map(|(name, _)| CreatableTopicResult {
+                    name: name.clone(),
+                    error_code: e.code,
+                    error_message: Some(e.message.clone()),
+                    ..Default::default()
+                })
+                .collect();
+            return CreateTopicsResponse { topics, ..Default::default() };
+        }
+    };
+    apply_to_replicas(broker, &image);
+    let topics = planned
+        .iter()
+        .zip(outcomes)
+        .map(|((name, plan), outcome)| match (plan, outcome) {
+            (Ok(topic), Ok(())) => {
+                let entries = describe_topic(config, &topic.configs);
+                CreatableTopicResult {
+                    name: name.clone(),
+                    topic_id: image.topic(name).map_or(Uuid::ZERO, |t| t.id),
+                    num_partitions: topic.partitions,
+                    replication_factor: 1,
+                    configs: (ctx.api_version >= 5).then(|| {
+                        entries
+                            .into_iter()
+                            .map(|e| CreatableTopicConfigs {
+                                name: e.name,
+                                value: e.value,
+                                read_only: e.read_only,
+                                config_source: config_source_code(e.source),
+                                is_sensitive: e.sensitive,
+                                ..Default::default()
+                            })
+                            .collect()
+                    }),
+                    ..Default::default()
+                }
+            }
+            (Err(e), _) => CreatableTopicResult {
+                name: name.clone(),
+                error_code: e.code,
+                error_message: Some(e.message.clone()),
+                num_partitions: -1,
+                replication_factor: -1,
+                ..Default::default()
+            },
+            (_, Err(e)) => CreatableTopicResult {
+                name: name.clone(),
+                error_code: e.code,
+                error_message: Some(e.message),
+                num_partitions: -1,
+                replication_factor: -1,
+                ..Default::default()
+            },
+        })
+        .collect();
+    CreateTopicsResponse { topics, ..Default::default() }
+}
+
+/// Creates topics a Metadata request asked for; returns the new image.
+pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<MetadataImage>> {
+    let config = &broker.config;
+    if check_replication_factor(-1, config.default_replication_factor).is_err() {
+        return None;
+    }
+    let node_id = broker.node_id;
+    let commit = broker.metadata.commit(|image| {
+        let mut records = Vec::new();
+        for name in names.iter().filter(|n| image.topic(n).is_none()) {
+            let topic = NewTopic { name: name.clone(), partitions: config.num_partitions, configs: BTreeMap::new() };
+            records.extend(topic_records(node_id, &topic)?);
+            tracing::info!(topic = %name, partitions = config.num_partitions, "auto-creating topic");
+        }
+        Ok::<_, TopicError>((records, ()))
+    });
+    match commit {
+        Ok((image, ())) => {
+            apply_to_replicas(broker, &image);
+            Some(image)
+        }
+        Err(_) => None,
+    }
+}
+
+pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    let broker = ctx.broker;
+    // v6 names topics by name or id; older versions by name only.
+    let wanted: Vec<(Option<String>, Uuid)> = if ctx.api_version >= 6 {
+        request.topics.iter().map(|t| (t.name.clone(), t.topic_id)).collect()
+    } else {
+        request.topic_names.iter().map(|n| (Some(n.clone()), Uuid::ZERO)).collect()
+    };
+    let deletion_enabled = broker.config.delete_topic_enable;
+    let commit = broker.metadata.commit(|image| {
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        let mut removed = HashSet::new();
+        for (name, id) in &wanted {
+            let found = match name {
+                Some(name) => image.topic(name),
+                None => image.topic_by_id(id),
+            };
+            let mut result = DeletableTopicResult { name: name.clone(), topic_id: *id, ..Default::default() };
+            match found {
+                _ if !deletion_enabled => {
+                    result.error_code = code::TOPIC_DELETION_DISABLED;
+                    result.error_message = Some("Topic deletion is disabled.".into());
+                }
+                Some(topic) => {
+                    result.name = Some(topic.name.clone());
+                    result.topic_id = topic.id;
+                    if removed.insert(topic.id) {
+                        records.push(MetadataRecord::RemoveTopic(RemoveTopicRecord {
+                            topic_id: topic.id,
+                            ..Default::default()
+                        }));
+                    }
+                }
+                None => {
+                    let (error, message) = match name {
+                        Some(_) => (code::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
+                        None => (code::UNKNOWN_TOPIC_ID, "This server does not host this topic ID."),
+                    };
+                    result.error_code = error;
+                    result.error_message = Some(message.into());
+                }
+            }
+            results.push(result);
+        }
+        Ok::<_, TopicError>((records, results))
+    });
+    match commit {
+        Ok((image, mut results)) => {
+            apply_to_replicas(broker, &image);
+            for result in &mut results {
+                if let Some(name) = &result.name {
+                    broker.metrics.remove_topic(name);
+                }
+                if ctx.api_version < 5 {
+                    result.error_message = None;
+                }
+            }
+            DeleteTopicsResponse { responses: results, ..Default::default() }
+        }
+        Err(e) => DeleteTopicsResponse {
+            responses: wanted
+                .into_iter()
+                .map(|(name, topic_id)| DeletableTopicResult {
+                    name,
+                    topic_id,
+                    error_code: e.code,
+                    error_message: (ctx.api_version >= 5).then(|| e.message.clone()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+    }
+}
+
+pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
+    let broker = ctx.broker;
+    let node_id = broker.node_id;
+    let commit = broker.metadata.commit(|image| {
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        let mut seen = HashSet::new();
+        for topic in &request.topics {
+            let outcome = (|| {
+                if !seen.insert(topic.name.clone()) {
+                    return Err(TopicError::new(code::INVALID_REQUEST, "Duplicate topic name."));
+                }
+                let Some(existing) = image.topic(&topic.name) else {
+                    return Err(TopicError::new(
+                        code::UNKNOWN_TOPIC_OR_PARTITION,
+                        "This server does not host this topic-partition.",
+                    ));
+                };
+                let current = existing.partitions.len() as i32;
+                if topic.count == current {
+                    return Err(TopicError::new(
+                        code::INVALID_PARTITIONS,
+                        format!("Topic already has {current} partition(s)."),
+                    ));
+                }
+                if topic.count < current {
+                    return Err(TopicError::new(
+                        code::INVALID_PARTITIONS,
+                        format!(
+                            "The topic {} currently has {current} partition(s); {} would not be an increase.",
+                            topic.name, topic.count
+                        ),
+                    ));
+                }
+                if let Some(assignments) = &topic.assignments {
+                    if assignments.len() as i32 != topic.count - current
+                        || assignments.iter().any(|a| a.broker_ids != [node_id])
+                    {
+                        return Err(TopicError::new(code::INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."));
+                    }
+                }
+                if !request.validate_only {
+                    records.extend((current..topic.count).map(|p| partition_record(node_id, existing.id, p)));
+                }
+                Ok(())
+            })();
+            let (error_code, error_message) = match outcome {
+                Ok(()) => (code::NONE, None),
+                Err(e) => (e.code, Some(e.message)),
+            };
+            results.push(CreatePartitionsTopicResult {
+                name: topic.name.clone(),
+                error_code,
+                error_message,
+                ..Default::default()
+            });
+        }
+        Ok::<_, TopicError>((records, results))
+    });
+    match commit {
+        Ok((image, results)) => {
+            apply_to_replicas(broker, &image);
+            CreatePartitionsResponse { results, ..Default::default() }
+        }
+        Err(e) => CreatePartitionsResponse {
+            results: request
+                .topics
+                .iter()
+                .map(|t| CreatePartitionsTopicResult {
+                    name: t.name.clone(),
+                    error_code: e.code,
+                    error_message: Some(e.message.clone()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+    }
+}
+
+pub fn describe_topic_partitions(
+    ctx: &RequestContext<'_>,
+    request: DescribeTopicPartitionsRequest,
+) -> DescribeTopicPartitionsResponse {
+    let broker = ctx.broker;
+    let image = broker.metadata.image();
+    let mut names: Vec<String> = if request.topics.is_empty() {
+        image.topics.keys().cloned().collect()
+    } else {
+        request.topics.iter().map(|t| t.name.clone()).collect()
+    };
+    names.sort();
+    names.dedup();
+    let (start_topic, start_partition) = match &request.cursor {
+        Some(cursor) => (Some(cursor.topic_name.clone()), cursor.partition_index.max(0) as usize),
+        None => (None, 0),
+    };
+    let mut budget = request.response_partition_limit.max(1) as usize;
+    let mut topics = Vec::new();
+    let mut next_cursor = None;
+    for name in names.iter().filter(|n| start_topic.as_ref().is_none_or(|s| *n >= s)) {
+        let Some(topic) = image.topic(name) else {
+            topics.push(DescribeTopicPartitionsResponseTopic {
+                error_code: code::UNKNOWN_TOPIC_OR_PARTITION,
+                name: Some(name.clone()),
+                ..Default::default()
+            });
+            continue;
+        };
+        let first = if start_topic.as_deref() == Some(name.as_str()) { start_partition } else { 0 };
+        let mut partitions = Vec::new();
+        for (index, p) in topic.partitions.iter().enumerate().skip(first) {
+            if budget == 0 {
+                next_cursor = Some(Cursor { topic_name: name.clone(), partition_index: index as i32, ..Default::default() });
+                break;
+            }
+            budget -= 1;
+            partitions.push(DescribeTopicPartitionsResponsePartition {
+                partition_index: index as i32,
+                leader_id: broker.node_id,
+                leader_epoch: p.leader_epoch,
+                replica_nodes: p.replicas.clone(),
+                isr_nodes: p.isr.clone(),
+                eligible_leader_replicas: Some(Vec::new()),
+                last_known_elr: Some(Vec::new()),
+                ..Default::default()
+            });
+        }
+        topics.push(DescribeTopicPartitionsResponseTopic {
+            name: Some(name.clone()),
+            topic_id: topic.id,
+            is_internal: topic.is_internal(),
+            partitions,
+            ..Default::default()
+        });
+        if next_cursor.is_some() {
+            break;
+        }
+    }
+    DescribeTopicPartitionsResponse { topics, next_cursor, ..Default::default() }
+}

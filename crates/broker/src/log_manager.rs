@@ -1,0 +1,226 @@
+//! The log directories: which partition lives where, the per-directory
+//! checkpoint files Kafka keeps (`recovery-point-offset-checkpoint`,
+//! `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
+//! `cleaner-offset-checkpoint`) and the clean-shutdown marker that lets the
+//! next start skip recovery.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use krabka_log::checkpoint::{self, TopicPartition};
+use krabka_log::fsutil::fsync_dir;
+use krabka_log::{LogConfig, LogError, OpenReport, PartitionLog};
+use krabka_protocol::Uuid;
+
+use crate::metadata::store::METADATA_LOG_DIR_NAME;
+
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+/// Kafka's marker of a clean shutdown; present means "segments are trustworthy".
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+
+/// What one log directory said when the broker started.
+struct LogDir {
+    path: PathBuf,
+    clean_shutdown: bool,
+    recovery_points: BTreeMap<TopicPartition, i64>,
+    log_start_offsets: BTreeMap<TopicPartition, i64>,
+    cleaner_offsets: BTreeMap<TopicPartition, i64>,
+    /// Partition directories found on start (name -> topic id, if recorded).
+    found: HashMap<TopicPartition, Option<Uuid>>,
+    partition_count: usize,
+}
+
+/// The offsets the broker checkpoints for one partition.
+pub struct PartitionCheckpoint {
+    pub topic_partition: TopicPartition,
+    pub log_dir: PathBuf,
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub cleaner_offset: i64,
+}
+
+pub struct LogManager {
+    dirs: Mutex<Vec<LogDir>>,
+}
+
+fn read_or_empty(path: &Path) -> BTreeMap<TopicPartition, i64> {
+    match checkpoint::read_offsets(path) {
+        Ok(offsets) => offsets,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
+        Err(e) => {
+            // A damaged checkpoint only costs a longer recovery.
+            tracing::warn!(path = %path.display(), error = %e, "ignoring unreadable checkpoint");
+            BTreeMap::new()
+        }
+    }
+}
+
+impl LogManager {
+    /// Reads every log directory's checkpoints and marker, then removes the
+    /// marker: from now on a crash must be treated as unclean.
+    pub fn open(log_dirs: &[PathBuf]) -> io::Result<Self> {
+        let mut dirs = Vec::new();
+        for path in log_dirs {
+            std::fs::create_dir_all(path)?;
+            let marker = path.join(CLEAN_SHUTDOWN_FILE);
+            let clean_shutdown = marker.exists();
+            let mut found = HashMap::new();
+            for entry in std::fs::read_dir(path)? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !entry.file_type()?.is_dir() || name == METADATA_LOG_DIR_NAME || name.ends_with("-delete") {
+                    continue;
+                }
+                if let Some(tp) = TopicPartition::from_dir_name(&name) {
+                    let id = checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
+                    found.insert(tp, id);
+                }
+            }
+            dirs.push(LogDir {
+                clean_shutdown,
+                recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT)),
+                log_start_offsets: read_or_empty(&path.join(LOG_START_OFFSET_CHECKPOINT)),
+                cleaner_offsets: read_or_empty(&path.join(CLEANER_OFFSET_CHECKPOINT)),
+                partition_count: found.len(),
+                found,
+                path: path.clone(),
+            });
+            if clean_shutdown {
+                std::fs::remove_file(&marker)?;
+                fsync_dir(path)?;
+            }
+        }
+        Ok(LogManager { dirs: Mutex::new(dirs) })
+    }
+
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        self.dirs.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|d| d.path.clone()).collect()
+    }
+
+    /// Partition directories found on start whose topic is not `is_live`
+    /// (deleted while the broker was down, or recreated with a new id).
+    pub fn stray_partitions(&self, is_live: impl Fn(&TopicPartition, Option<&Uuid>) -> bool) -> Vec<PathBuf> {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for dir in dirs.iter() {
+            for (tp, id) in &dir.found {
+                if !is_live(tp, id.as_ref()) {
+                    out.push(dir.path.join(tp.dir_name()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Opens (creating if new) the log of `tp`, in the directory that holds
+    /// it or else the least loaded one.
+    pub fn open_log(
+        &self,
+        tp: &TopicPartition,
+        topic_id: &Uuid,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<(PartitionLog, OpenReport, i64), LogError> {
+        let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match dirs.iter().position(|d| d.found.contains_key(tp)) {
+            Some(index) => index,
+            None => {
+                let index = (0..dirs.len()).min_by_key(|&i| dirs[i].partition_count).unwrap_or(0);
+                dirs[index].partition_count += 1;
+                dirs[index].found.insert(tp.clone(), Some(*topic_id));
+                index
+            }
+        };
+        let dir = &dirs[index];
+        let log_dir = dir.path.join(tp.dir_name());
+        let log_start = dir.log_start_offsets.get(tp).copied().unwrap_or(0);
+        let recovery_point = dir.recovery_points.get(tp).copied().unwrap_or(0);
+        let cleaner_offset = dir.cleaner_offsets.get(tp).copied().unwrap_or(0);
+        let (mut log, report) = PartitionLog::open(&log_dir, config, log_start, recovery_point, dir.clean_shutdown, now_ms)?;
+        log.set_cleaner_checkpoint(cleaner_offset);
+        let metadata_path = log_dir.join("partition.metadata");
+        if checkpoint::read_partition_metadata(&metadata_path).ok().flatten().as_ref() != Some(topic_id) {
+            checkpoint::write_partition_metadata(&metadata_path, topic_id)?;
+        }
+        Ok((log, report, cleaner_offset))
+    }
+
+    /// Forgets a deleted partition's directory and removes it from disk:
+    /// renamed first (atomic, so a crash leaves a `-delete` dir the next start
+    /// removes), then deleted.
+    pub fn delete_partition_dir(&self, log_dir: &Path) -> io::Result<()> {
+        let Some(name) = log_dir.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Ok(()) };
+        if let Some(tp) = TopicPartition::from_dir_name(&name) {
+            let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+            for dir in dirs.iter_mut() {
+                if dir.found.remove(&tp).is_some() {
+                    dir.partition_count = dir.partition_count.saturating_sub(1);
+                }
+            }
+        }
+        if !log_dir.exists() {
+            return Ok(());
+        }
+        // Kafka names it `<dir>.<unique>-delete`; the unique part only has to
+        // keep a recreated topic's directory from colliding with this one.
+        let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let doomed = log_dir.with_file_name(format!("{name}.{unique:x}-delete"));
+        std::fs::rename(log_dir, &doomed)?;
+        if let Some(parent) = log_dir.parent() {
+            fsync_dir(parent)?;
+        }
+        std::fs::remove_dir_all(&doomed)
+    }
+
+    /// Removes `-delete` directories a crash left behind.
+    pub fn remove_leftover_deletions(&self) {
+        for path in self.log_dirs() {
+            let Ok(entries) = std::fs::read_dir(&path) else { continue };
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().ends_with("-delete") {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+
+    /// Writes the four offset checkpoints of every log directory atomically.
+    pub fn write_checkpoints(&self, partitions: &[PartitionCheckpoint]) -> io::Result<()> {
+        for path in self.log_dirs() {
+            let mut recovery = BTreeMap::new();
+            let mut log_start = BTreeMap::new();
+            let mut replication = BTreeMap::new();
+            let mut cleaner = BTreeMap::new();
+            for p in partitions.iter().filter(|p| p.log_dir == path) {
+                recovery.insert(p.topic_partition.clone(), p.recovery_point);
+                log_start.insert(p.topic_partition.clone(), p.log_start_offset);
+                replication.insert(p.topic_partition.clone(), p.high_watermark);
+                if p.cleaner_offset > 0 {
+                    cleaner.insert(p.topic_partition.clone(), p.cleaner_offset);
+                }
+            }
+            checkpoint::write_offsets(&path.join(RECOVERY_POINT_CHECKPOINT), &recovery)?;
+            checkpoint::write_offsets(&path.join(LOG_START_OFFSET_CHECKPOINT), &log_start)?;
+            checkpoint::write_offsets(&path.join(REPLICATION_OFFSET_CHECKPOINT), &replication)?;
+            checkpoint::write_offsets(&path.join(CLEANER_OFFSET_CHECKPOINT), &cleaner)?;
+        }
+        Ok(())
+    }
+
+    /// Marks every directory cleanly shut down (after all logs are closed).
+    pub fn mark_clean_shutdown(&self) -> io::Result<()> {
+        for path in self.log_dirs() {
+            let marker = path.join(CLEAN_SHUTDOWN_FILE);
+            std::fs::write(&marker, b"{\"version\":0,\"brokerEpoch\":0}")?;
+            std::fs::File::open(&marker)?.sync_all()?;
+            fsync_dir(&path)?;
+        }
+        Ok(())
+    }
+}

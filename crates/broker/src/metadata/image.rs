@@ -1,0 +1,135 @@
+//! The in-memory metadata image: what the metadata log says, applied.
+//! Handlers read an `Arc<MetadataImage>` snapshot; changes build a new one.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use krabka_protocol::Uuid;
+
+use super::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionImage {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopicImage {
+    pub name: String,
+    pub id: Uuid,
+    /// Indexed by partition id.
+    pub partitions: Vec<PartitionImage>,
+    /// Topic config overrides (`ConfigRecord`s of this topic).
+    pub configs: BTreeMap<String, String>,
+}
+
+impl TopicImage {
+    /// Internal topics as Kafka marks them in Metadata responses.
+    pub fn is_internal(&self) -> bool {
+        self.name == "__consumer_offsets" || self.name == "__transaction_state" || self.name == "__share_group_state"
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MetadataImage {
+    pub topics: HashMap<String, Arc<TopicImage>>,
+    pub topic_names_by_id: HashMap<Uuid, String>,
+    /// Dynamic broker configs (`ConfigRecord`s of a broker resource).
+    pub broker_configs: BTreeMap<String, String>,
+    /// The first producer id not yet handed out in a block.
+    pub next_producer_id_block: i64,
+    /// Offset of the last applied record (the image's "epoch").
+    pub offset: i64,
+}
+
+impl MetadataImage {
+    pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
+        self.topics.get(name)
+    }
+
+    pub fn topic_by_id(&self, id: &Uuid) -> Option<&Arc<TopicImage>> {
+        self.topic_names_by_id.get(id).and_then(|name| self.topics.get(name))
+    }
+
+    /// Applies one record. Records that refer to unknown topics are skipped
+    /// with an error the caller logs: a damaged log must not stop the broker.
+    pub fn apply(&mut self, record: &MetadataRecord) -> Result<(), String> {
+        match record {
+            MetadataRecord::Topic(r) => {
+                let topic = TopicImage { name: r.name.clone(), id: r.topic_id, partitions: Vec::new(), configs: BTreeMap::new() };
+                self.topic_names_by_id.insert(r.topic_id, r.name.clone());
+                self.topics.insert(r.name.clone(), Arc::new(topic));
+            }
+            MetadataRecord::Partition(r) => {
+                let topic = self.topic_mut_by_id(&r.topic_id)?;
+                let index = usize::try_from(r.partition_id).map_err(|_| format!("partition id {}", r.partition_id))?;
+                let partition = PartitionImage {
+                    leader: r.leader,
+                    leader_epoch: r.leader_epoch,
+                    partition_epoch: r.partition_epoch,
+                    replicas: r.replicas.clone(),
+                    isr: r.isr.clone(),
+                };
+                if index < topic.partitions.len() {
+                    topic.partitions[index] = partition;
+                } else if index == topic.partitions.len() {
+                    topic.partitions.push(partition);
+                } else {
+                    return Err(format!("partition {index} of {} skips ids", topic.name));
+                }
+            }
+            MetadataRecord::PartitionChange(r) => {
+                let topic = self.topic_mut_by_id(&r.topic_id)?;
+                let Some(partition) = usize::try_from(r.partition_id).ok().and_then(|i| topic.partitions.get_mut(i))
+                else {
+                    return Err(format!("change of unknown partition {} of {}", r.partition_id, topic.name));
+                };
+                // Leader -2 means "unchanged", as in KRaft.
+                if r.leader != -2 {
+                    partition.leader = r.leader;
+                    partition.leader_epoch += 1;
+                }
+                if let Some(isr) = &r.isr {
+                    partition.isr = isr.clone();
+                }
+                if let Some(replicas) = &r.replicas {
+                    partition.replicas = replicas.clone();
+                }
+                partition.partition_epoch += 1;
+            }
+            MetadataRecord::Config(r) => {
+                let configs = match r.resource_type {
+                    CONFIG_RESOURCE_TOPIC => match self.topics.get_mut(&r.resource_name) {
+                        Some(topic) => &mut Arc::make_mut(topic).configs,
+                        None => return Err(format!("config of unknown topic {}", r.resource_name)),
+                    },
+                    CONFIG_RESOURCE_BROKER => &mut self.broker_configs,
+                    other => return Err(format!("config of resource type {other}")),
+                };
+                match &r.value {
+                    Some(value) => configs.insert(r.name.clone(), value.clone()),
+                    None => configs.remove(&r.name),
+                };
+            }
+            MetadataRecord::ProducerIds(r) => self.next_producer_id_block = r.next_producer_id,
+            MetadataRecord::RemoveTopic(r) => {
+                let Some(name) = self.topic_names_by_id.remove(&r.topic_id) else {
+                    return Err(format!("removal of unknown topic id {}", r.topic_id));
+                };
+                self.topics.remove(&name);
+            }
+            MetadataRecord::FeatureLevel(_) | MetadataRecord::Other { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn topic_mut_by_id(&mut self, id: &Uuid) -> Result<&mut TopicImage, String> {
+        let name = self.topic_names_by_id.get(id).ok_or_else(|| format!("unknown topic id {id}"))?;
+        let topic = self.topics.get_mut(name).ok_or_else(|| format!("unknown topic {name}"))?;
+        Ok(Arc::make_mut(topic))
+    }
+}

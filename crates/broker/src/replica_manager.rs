@@ -1,0 +1,235 @@
+//! The partitions this broker hosts: their logs, high watermarks and leader
+//! epochs, kept in step with the metadata image. On a single node every
+//! partition is led here and the ISR is this node alone, so the high
+//! watermark is the log end offset as soon as an append returns.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use bytes::Bytes;
+use krabka_log::checkpoint::TopicPartition;
+use krabka_log::{AppendInfo, LogError, PartitionLog};
+use krabka_protocol::Uuid;
+use tokio::sync::watch;
+
+use crate::config::topic::log_config;
+use crate::config::BrokerConfig;
+use crate::log_manager::{LogManager, PartitionCheckpoint};
+use crate::metadata::{MetadataImage, TopicImage};
+use crate::metadata::store::now_ms;
+
+pub struct Partition {
+    pub topic: Arc<str>,
+    pub topic_id: Uuid,
+    pub index: i32,
+    pub log_dir: PathBuf,
+    log: Mutex<PartitionLog>,
+    leader_epoch: AtomicI32,
+    high_watermark: AtomicI64,
+}
+
+impl Partition {
+    pub fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Appends a producer's records as leader and moves the high watermark.
+    pub fn append(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
+        let mut log = self.lock_log();
+        let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
+        let end = log.log_end_offset();
+        self.high_watermark.store(end, Ordering::Release);
+        Ok((info, log.log_start_offset()))
+    }
+
+    fn checkpoint(&self) -> PartitionCheckpoint {
+        let log = self.lock_log();
+        PartitionCheckpoint {
+            topic_partition: log.topic_partition().clone(),
+            log_dir: self.log_dir.clone(),
+            recovery_point: log.recovery_point(),
+            log_start_offset: log.log_start_offset(),
+            high_watermark: self.high_watermark(),
+            cleaner_offset: log.cleaner_checkpoint(),
+        }
+    }
+}
+
+/// The partitions of one topic, indexed by partition id.
+pub struct HostedTopic {
+    pub id: Uuid,
+    pub partitions: Vec<Arc<Partition>>,
+}
+
+pub struct ReplicaManager {
+    config: Arc<BrokerConfig>,
+    log_manager: LogManager,
+    topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
+    /// Bumped after every append: long-polling fetches wait on it.
+    appended: watch::Sender<u64>,
+}
+
+impl ReplicaManager {
+    pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager) -> Self {
+        ReplicaManager { config, log_manager, topics: RwLock::new(HashMap::new()), appended: watch::channel(0).0 }
+    }
+
+    pub fn log_manager(&self) -> &LogManager {
+        &self.log_manager
+    }
+
+    pub fn topic(&self, name: &str) -> Option<Arc<HostedTopic>> {
+        self.topics.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        let topic = self.topic(topic)?;
+        usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned()
+    }
+
+    pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        topics.values().flat_map(|t| t.partitions.iter().cloned()).collect()
+    }
+
+    /// A receiver that changes whenever any partition is appended to.
+    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+
+    pub fn notify_appended(&self) {
+        self.appended.send_modify(|generation| *generation = generation.wrapping_add(1));
+    }
+
+    /// Makes the hosted partitions match `image`: opens logs of new topics
+    /// and partitions, applies changed configs, deletes removed topics.
+    pub fn sync_with_image(&self, image: &MetadataImage) -> Result<(), LogError> {
+        let now = now_ms();
+        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        // Removed (or recreated under a new id) topics.
+        let removed: Vec<String> = topics
+            .iter()
+            .filter(|(name, hosted)| image.topic(name).is_none_or(|t| t.id != hosted.id))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in removed {
+            if let Some(hosted) = topics.remove(&name) {
+                for partition in &hosted.partitions {
+                    let dir = partition.lock_log().dir().to_path_buf();
+                    if let Err(e) = self.log_manager.delete_partition_dir(&dir) {
+                        tracing::error!(dir = %dir.display(), error = %e, "could not delete partition directory");
+                    }
+                }
+                tracing::info!(topic = %name, "topic deleted");
+            }
+        }
+        for topic in image.topics.values() {
+            let existing = topics.get(&topic.name).cloned();
+            let have = existing.as_ref().map_or(0, |h| h.partitions.len());
+            let config = log_config(&self.config, &topic.configs);
+            if let Some(hosted) = &existing {
+                for partition in &hosted.partitions {
+                    let mut log = partition.lock_log();
+                    if *log.config() != config {
+                        log.set_config(config.clone());
+                    }
+                }
+            }
+            if have >= topic.partitions.len() {
+                continue;
+            }
+            let mut partitions = existing.map(|h| h.partitions.clone()).unwrap_or_default();
+            for index in have..topic.partitions.len() {
+                partitions.push(Arc::new(self.open_partition(topic, index as i32, config.clone(), now)?));
+            }
+            topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions }));
+        }
+        Ok(())
+    }
+
+    fn open_partition(
+        &self,
+        topic: &TopicImage,
+        index: i32,
+        config: krabka_log::LogConfig,
+        now: i64,
+    ) -> Result<Partition, LogError> {
+        let tp = TopicPartition::new(topic.name.clone(), index);
+        let (log, report, _) = self.log_manager.open_log(&tp, &topic.id, config, now)?;
+        if report.recovered_segments > 0 || report.truncated_bytes > 0 {
+            tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
+        }
+        let leader_epoch = topic.partitions.get(index as usize).map_or(0, |p| p.leader_epoch);
+        let log_dir = log.dir().parent().map(PathBuf::from).unwrap_or_default();
+        let high_watermark = log.log_end_offset();
+        Ok(Partition {
+            topic: Arc::from(topic.name.as_str()),
+            topic_id: topic.id,
+            index,
+            log_dir,
+            log: Mutex::new(log),
+            leader_epoch: AtomicI32::new(leader_epoch),
+            high_watermark: AtomicI64::new(high_watermark),
+        })
+    }
+
+    pub fn write_checkpoints(&self) -> std::io::Result<()> {
+        let checkpoints: Vec<PartitionCheckpoint> = self.all_partitions().iter().map(|p| p.checkpoint()).collect();
+        self.log_manager.write_checkpoints(&checkpoints)
+    }
+
+    /// Periodic log housekeeping: retention, time-based flush, unlinking of
+    /// deleted segments, compaction of compacted topics.
+    pub fn housekeeping(&self, retention: bool, clean: bool) {
+        let now = now_ms();
+        for partition in self.all_partitions() {
+            let mut log = partition.lock_log();
+            let hw = partition.high_watermark();
+            if let Err(e) = log.maybe_flush_on_time(now) {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "flush failed");
+            }
+            if retention {
+                if let Err(e) = log.enforce_retention(now) {
+                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed");
+                }
+            }
+            if clean && log.config().cleanup_policy.compacts() {
+                if let Err(e) = log.clean(now, hw) {
+                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed");
+                }
+            }
+            drop(log);
+            let mut log = partition.lock_log();
+            if let Err(e) = log.delete_pending_files() {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "segment delete failed");
+            }
+        }
+    }
+
+    /// Closes every log (flushing it) and writes the checkpoints; the caller
+    /// marks the clean shutdown after this succeeds.
+    pub fn shutdown(&self) -> Result<(), LogError> {
+        let now = now_ms();
+        for partition in self.all_partitions() {
+            partition.lock_log().prepare_clean_shutdown(now)?;
+        }
+        self.write_checkpoints()?;
+        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        for (_, hosted) in topics.drain() {
+            for partition in &hosted.partitions {
+                let _ = partition.lock_log().delete_pending_files();
+            }
+        }
+        Ok(())
+    }
+}
