@@ -1,35 +1,15 @@
-//! Metrics, logs and profiles (placeholder, being filled in).
-#![allow(unused_variables)]
+//! Metrics, logs and profiles of the broker.
+//!
+//! - [`init_tracing`] installs the process-wide log subscriber (stderr, text or JSON).
+//! - [`Metrics`] owns a Prometheus registry that the network layer and the handlers update on
+//!   their hot paths; share it as `Arc<Metrics>`.
+//! - [`http::serve`] exposes `/metrics`, `/healthz` and `/debug/pprof/profile` over a small
+//!   HTTP/1.1 server of its own.
 
-use std::time::Duration;
+pub mod http;
+mod metrics;
+mod profile;
+mod tracing_setup;
 
-#[derive(Default)]
-pub struct Metrics;
-
-impl Metrics {
-    pub fn new() -> Self {
-        Metrics
-    }
-    pub fn request_completed(&self, api: &'static str, error_code: i16, latency: Duration) {}
-    pub fn bytes_in(&self, topic: &str, bytes: u64) {}
-    pub fn bytes_out(&self, topic: &str, bytes: u64) {}
-    pub fn messages_in(&self, topic: &str, records: u64) {}
-    pub fn connection_opened(&self) {}
-    pub fn connection_closed(&self) {}
-    pub fn connection_rejected(&self) {}
-    pub fn set_partition_state(&self, topic: &str, partition: i32, size: u64, start: i64, end: i64) {}
-    pub fn remove_topic(&self, topic: &str) {}
-}
-
-pub fn init_tracing(level: &str, json: bool) -> anyhow::Result<()> {
-    Ok(())
-}
-
-pub mod http {
-    pub async fn serve(
-        listener: tokio::net::TcpListener,
-        metrics: std::sync::Arc<super::Metrics>,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-    ) {
-    }
-}
+pub use metrics::Metrics;
+pub use tracing_setup::init_tracing;

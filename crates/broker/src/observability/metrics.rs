@@ -1,0 +1,473 @@
+//! The broker's Prometheus metrics.
+//!
+//! Every [`Metrics`] owns its own [`Registry`] rather than using the global default one, so
+//! tests (and several brokers in one process) do not see each other's series.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write as _;
+use std::sync::{Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{
+    Counter, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+/// Request latency buckets in seconds: 50µs (a metadata request served from memory) to 10s
+/// (a produce waiting on a slow disk).
+const LATENCY_BUCKETS: [f64; 17] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The broker's metrics. Create once, share as `Arc<Metrics>`; every method takes `&self`.
+///
+/// The per-request and per-batch methods do not allocate once a label combination has been
+/// seen: series are looked up by borrowed label values and numbers are formatted on the stack.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    request_errors: IntCounterVec,
+    request_latency: HistogramVec,
+    /// Resolved children of `requests` and `request_latency` per API, so that a completed
+    /// request costs one read-locked lookup instead of one per metric.
+    per_api: RwLock<HashMap<&'static str, ApiSeries>>,
+    topic_bytes_in: IntCounterVec,
+    topic_bytes_out: IntCounterVec,
+    topic_messages_in: IntCounterVec,
+    connections: IntGauge,
+    connections_accepted: IntCounter,
+    connections_rejected: IntCounter,
+    log_size: IntGaugeVec,
+    log_start_offset: IntGaugeVec,
+    log_end_offset: IntGaugeVec,
+    /// The partitions that have log gauges, by topic, so that `remove_topic` can find them:
+    /// Prometheus vectors cannot delete by a subset of labels.
+    partitions: Mutex<HashMap<String, BTreeSet<i32>>>,
+}
+
+#[derive(Debug, Clone)]
+struct ApiSeries {
+    requests: IntCounter,
+    latency: Histogram,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let requests = counter_vec(&registry, "kafka_requests_total", "Requests completed, by API.", &["api"]);
+        let request_errors = counter_vec(
+            &registry,
+            "kafka_request_errors_total",
+            "Requests completed with a non-zero top-level error code, by API and code.",
+            &["api", "error"],
+        );
+        let request_latency = HistogramVec::new(
+            HistogramOpts::new("kafka_request_latency_seconds", "Time from a request's arrival to its response.")
+                .buckets(LATENCY_BUCKETS.to_vec()),
+            &["api"],
+        )
+        .expect("static histogram definition");
+        register(&registry, request_latency.clone());
+
+        let topic_bytes_in =
+            counter_vec(&registry, "kafka_topic_bytes_in_total", "Record bytes produced, by topic.", &["topic"]);
+        let topic_bytes_out =
+            counter_vec(&registry, "kafka_topic_bytes_out_total", "Record bytes fetched, by topic.", &["topic"]);
+        let topic_messages_in =
+            counter_vec(&registry, "kafka_topic_messages_in_total", "Records produced, by topic.", &["topic"]);
+
+        let connections = IntGauge::new("kafka_connections", "Open client connections.").expect("static gauge");
+        register(&registry, connections.clone());
+        let connections_accepted = IntCounter::new("kafka_connections_accepted_total", "Client connections accepted.")
+            .expect("static counter");
+        register(&registry, connections_accepted.clone());
+        let connections_rejected = IntCounter::new(
+            "kafka_connections_rejected_total",
+            "Client connections refused, e.g. over the connection limit.",
+        )
+        .expect("static counter");
+        register(&registry, connections_rejected.clone());
+
+        let partition = &["topic", "partition"];
+        let log_size = gauge_vec(&registry, "kafka_log_size_bytes", "Bytes on disk of a partition's log.", partition);
+        let log_start_offset =
+            gauge_vec(&registry, "kafka_log_start_offset", "First offset still in a partition's log.", partition);
+        let log_end_offset =
+            gauge_vec(&registry, "kafka_log_end_offset", "Offset the next record of a partition will get.", partition);
+
+        register(&registry, ProcessCollector::new());
+
+        Metrics {
+            registry,
+            requests,
+            request_errors,
+            request_latency,
+            per_api: RwLock::new(HashMap::new()),
+            topic_bytes_in,
+            topic_bytes_out,
+            topic_messages_in,
+            connections,
+            connections_accepted,
+            connections_rejected,
+            log_size,
+            log_start_offset,
+            log_end_offset,
+            partitions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// One request answered: `error_code` is the response's top-level Kafka error code (0 for none).
+    pub fn request_completed(&self, api: &'static str, error_code: i16, latency: Duration) {
+        let series = self.api_series(api);
+        series.requests.inc();
+        series.latency.observe(latency.as_secs_f64());
+        if error_code != 0 {
+            let code = IntLabel::new(error_code.into());
+            self.request_errors.with_label_values(&[api, code.as_str()]).inc();
+        }
+    }
+
+    fn api_series(&self, api: &'static str) -> ApiSeries {
+        if let Some(series) = self.per_api.read().unwrap_or_else(PoisonError::into_inner).get(api) {
+            return series.clone();
+        }
+        let mut per_api = self.per_api.write().unwrap_or_else(PoisonError::into_inner);
+        per_api
+            .entry(api)
+            .or_insert_with(|| ApiSeries {
+                requests: self.requests.with_label_values(&[api]),
+                latency: self.request_latency.with_label_values(&[api]),
+            })
+            .clone()
+    }
+
+    /// Record bytes appended to `topic` by producers.
+    pub fn bytes_in(&self, topic: &str, bytes: u64) {
+        self.topic_bytes_in.with_label_values(&[topic]).inc_by(bytes);
+    }
+
+    /// Record bytes sent to fetchers (consumers and followers) from `topic`.
+    pub fn bytes_out(&self, topic: &str, bytes: u64) {
+        self.topic_bytes_out.with_label_values(&[topic]).inc_by(bytes);
+    }
+
+    /// Records appended to `topic` by producers.
+    pub fn messages_in(&self, topic: &str, records: u64) {
+        self.topic_messages_in.with_label_values(&[topic]).inc_by(records);
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections.inc();
+        self.connections_accepted.inc();
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections.dec();
+    }
+
+    pub fn connection_rejected(&self) {
+        self.connections_rejected.inc();
+    }
+
+    /// The current size and offsets of one partition's log, published as gauges.
+    pub fn set_partition_state(
+        &self,
+        topic: &str,
+        partition: i32,
+        size_bytes: u64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    ) {
+        let id = IntLabel::new(partition.into());
+        let labels = [topic, id.as_str()];
+        self.log_size.with_label_values(&labels).set(i64::try_from(size_bytes).unwrap_or(i64::MAX));
+        self.log_start_offset.with_label_values(&labels).set(log_start_offset);
+        self.log_end_offset.with_label_values(&labels).set(log_end_offset);
+
+        let mut partitions = self.partitions.lock().unwrap_or_else(PoisonError::into_inner);
+        match partitions.get_mut(topic) {
+            Some(known) => {
+                known.insert(partition);
+            }
+            None => {
+                partitions.insert(topic.to_string(), BTreeSet::from([partition]));
+            }
+        }
+    }
+
+    /// Drops a partition's log gauges (the partition was deleted or moved away).
+    pub fn remove_partition(&self, topic: &str, partition: i32) {
+        let mut partitions = self.partitions.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = partitions.get_mut(topic) {
+            known.remove(&partition);
+            if known.is_empty() {
+                partitions.remove(topic);
+            }
+        }
+        drop(partitions);
+        self.remove_partition_gauges(topic, partition);
+    }
+
+    /// Drops every series of a deleted topic: its traffic counters and its partitions' gauges.
+    pub fn remove_topic(&self, topic: &str) {
+        let known = self.partitions.lock().unwrap_or_else(PoisonError::into_inner).remove(topic);
+        for partition in known.into_iter().flatten() {
+            self.remove_partition_gauges(topic, partition);
+        }
+        for counters in [&self.topic_bytes_in, &self.topic_bytes_out, &self.topic_messages_in] {
+            // Absent when the topic never saw that kind of traffic.
+            let _ = counters.remove_label_values(&[topic]);
+        }
+    }
+
+    fn remove_partition_gauges(&self, topic: &str, partition: i32) {
+        let id = IntLabel::new(partition.into());
+        for gauges in [&self.log_size, &self.log_start_offset, &self.log_end_offset] {
+            // Absent when the partition never reported its state; nothing to remove then.
+            let _ = gauges.remove_label_values(&[topic, id.as_str()]);
+        }
+    }
+
+    /// All metrics in the Prometheus text exposition format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let mut text = String::with_capacity(16 * 1024);
+        if let Err(err) = TextEncoder::new().encode_utf8(&self.registry.gather(), &mut text) {
+            // Only possible with an inconsistent metric family, which would be a bug here; a
+            // partial page is more useful to the scraper than none.
+            tracing::error!(error = %err, "encoding metrics");
+        }
+        text
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn register(registry: &Registry, collector: impl Collector + 'static) {
+    // Names are constants and each Metrics has a fresh registry, so this cannot collide.
+    registry.register(Box::new(collector)).expect("metric registered once in a fresh registry");
+}
+
+fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let vec = IntCounterVec::new(Opts::new(name, help), labels).expect("static counter definition");
+    register(registry, vec.clone());
+    vec
+}
+
+fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let vec = IntGaugeVec::new(Opts::new(name, help), labels).expect("static gauge definition");
+    register(registry, vec.clone());
+    vec
+}
+
+/// An integer formatted on the stack, for use as a label value without allocating.
+struct IntLabel {
+    buf: [u8; 20],
+    len: usize,
+}
+
+impl IntLabel {
+    fn new(value: i64) -> Self {
+        // 20 bytes hold i64::MIN ("-9223372036854775808"), so the write cannot run out of room.
+        let mut buf = [0u8; 20];
+        let mut rest = &mut buf[..];
+        let _ = write!(rest, "{value}");
+        let len = 20 - rest.len();
+        IntLabel { buf, len }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
+
+/// `process_resident_memory_bytes` and `process_cpu_seconds_total`, read from /proc at scrape
+/// time. Prometheus' own process collector needs its "process" feature (and procfs), which
+/// this crate does not enable; two /proc reads are all it takes.
+struct ProcessCollector {
+    resident: IntGauge,
+    cpu: Counter,
+    /// Serialises scrapes: the CPU counter is reset and re-filled on each.
+    update: Mutex<()>,
+}
+
+impl ProcessCollector {
+    fn new() -> Self {
+        ProcessCollector {
+            resident: IntGauge::new("process_resident_memory_bytes", "Resident memory size in bytes.")
+                .expect("static gauge"),
+            cpu: Counter::new("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")
+                .expect("static counter"),
+            update: Mutex::new(()),
+        }
+    }
+}
+
+impl Collector for ProcessCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.resident.desc().into_iter().chain(self.cpu.desc()).collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let _serial = self.update.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut families = Vec::with_capacity(2);
+        // Off Linux (or without /proc) the series are simply absent.
+        if let Some(bytes) = read_resident_bytes() {
+            self.resident.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+            families.extend(self.resident.collect());
+        }
+        if let Some(seconds) = read_cpu_seconds() {
+            self.cpu.reset();
+            self.cpu.inc_by(seconds);
+            families.extend(self.cpu.collect());
+        }
+        families
+    }
+}
+
+/// Resident set size: the second field of /proc/self/statm, in pages.
+fn read_resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages.saturating_mul(u64::try_from(page_size).ok().filter(|&size| size > 0)?))
+}
+
+/// utime + stime from /proc/self/stat, converted from clock ticks to seconds.
+fn read_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may itself contain spaces and
+    // parentheses, so count fields from the last ')': field 3 (state) comes first after it.
+    let (_, fields) = stat.rsplit_once(')')?;
+    let mut fields = fields.split_ascii_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks_per_second <= 0 {
+        return None;
+    }
+    Some((utime + stime) as f64 / ticks_per_second as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sample line `name{labels} value` of `text`, if present.
+    fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
+        text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+    }
+
+    #[test]
+    fn requests_errors_and_latency() {
+        let metrics = Metrics::new();
+        metrics.request_completed("Produce", 0, Duration::from_micros(30));
+        metrics.request_completed("Produce", 6, Duration::from_millis(3));
+        metrics.request_completed("Fetch", -1, Duration::from_secs(20));
+        let text = metrics.render();
+
+        assert_eq!(sample(&text, r#"kafka_requests_total{api="Produce"}"#), Some("2"), "{text}");
+        assert_eq!(sample(&text, r#"kafka_requests_total{api="Fetch"}"#), Some("1"));
+        assert_eq!(sample(&text, r#"kafka_request_errors_total{api="Produce",error="6"}"#), Some("1"));
+        assert_eq!(sample(&text, r#"kafka_request_errors_total{api="Fetch",error="-1"}"#), Some("1"));
+        // Successful requests do not create an error series.
+        assert!(!text.contains(r#"error="0""#));
+        assert_eq!(sample(&text, r#"kafka_request_latency_seconds_bucket{api="Produce",le="0.00005"}"#), Some("1"));
+        assert_eq!(sample(&text, r#"kafka_request_latency_seconds_bucket{api="Produce",le="0.005"}"#), Some("2"));
+        assert_eq!(sample(&text, r#"kafka_request_latency_seconds_bucket{api="Fetch",le="10"}"#), Some("0"));
+        assert_eq!(sample(&text, r#"kafka_request_latency_seconds_count{api="Fetch"}"#), Some("1"));
+        assert!(text.contains("# TYPE kafka_request_latency_seconds histogram"));
+    }
+
+    #[test]
+    fn topics_and_connections() {
+        let metrics = Metrics::new();
+        metrics.bytes_in("orders", 100);
+        metrics.bytes_in("orders", 50);
+        metrics.messages_in("orders", 3);
+        metrics.bytes_out("orders", 7);
+        metrics.bytes_in("payments", 1);
+        metrics.connection_opened();
+        metrics.connection_opened();
+        metrics.connection_closed();
+        metrics.connection_rejected();
+        let text = metrics.render();
+
+        assert_eq!(sample(&text, r#"kafka_topic_bytes_in_total{topic="orders"}"#), Some("150"), "{text}");
+        assert_eq!(sample(&text, r#"kafka_topic_messages_in_total{topic="orders"}"#), Some("3"));
+        assert_eq!(sample(&text, r#"kafka_topic_bytes_out_total{topic="orders"}"#), Some("7"));
+        assert_eq!(sample(&text, "kafka_connections"), Some("1"));
+        assert_eq!(sample(&text, "kafka_connections_accepted_total"), Some("2"));
+        assert_eq!(sample(&text, "kafka_connections_rejected_total"), Some("1"));
+
+        metrics.remove_topic("orders");
+        let text = metrics.render();
+        assert!(!text.contains(r#"topic="orders""#), "{text}");
+        assert_eq!(sample(&text, r#"kafka_topic_bytes_in_total{topic="payments"}"#), Some("1"));
+    }
+
+    #[test]
+    fn partition_gauges_and_their_removal() {
+        let metrics = Metrics::new();
+        metrics.set_partition_state("orders", 0, 4096, 10, 250);
+        metrics.set_partition_state("orders", 1, 0, 0, 0);
+        metrics.set_partition_state("orders", 0, 8192, 10, 300);
+        metrics.set_partition_state("payments", 0, 1, 2, 3);
+        let text = metrics.render();
+        assert_eq!(sample(&text, r#"kafka_log_size_bytes{partition="0",topic="orders"}"#), Some("8192"), "{text}");
+        assert_eq!(sample(&text, r#"kafka_log_start_offset{partition="0",topic="orders"}"#), Some("10"));
+        assert_eq!(sample(&text, r#"kafka_log_end_offset{partition="0",topic="orders"}"#), Some("300"));
+        assert_eq!(sample(&text, r#"kafka_log_end_offset{partition="1",topic="orders"}"#), Some("0"));
+
+        metrics.remove_partition("orders", 0);
+        metrics.remove_partition("orders", 7); // never reported: a no-op
+        let text = metrics.render();
+        assert!(!text.contains(r#"{partition="0",topic="orders"}"#), "{text}");
+        assert_eq!(sample(&text, r#"kafka_log_size_bytes{partition="1",topic="orders"}"#), Some("0"));
+
+        metrics.bytes_in("orders", 5);
+        metrics.remove_topic("orders");
+        let text = metrics.render();
+        assert!(!text.contains(r#"topic="orders""#), "{text}");
+        assert_eq!(sample(&text, r#"kafka_log_end_offset{partition="0",topic="payments"}"#), Some("3"));
+    }
+
+    #[test]
+    fn registries_are_independent() {
+        let first = Metrics::new();
+        let second = Metrics::new();
+        first.bytes_in("orders", 1);
+        assert!(!second.render().contains("orders"));
+    }
+
+    #[test]
+    fn process_metrics_are_rendered() {
+        let text = Metrics::new().render();
+        if cfg!(target_os = "linux") {
+            let resident: u64 = sample(&text, "process_resident_memory_bytes")
+                .and_then(|value| value.parse().ok())
+                .unwrap_or_else(|| panic!("no resident memory in {text}"));
+            assert!(resident > 0);
+            let cpu: f64 = sample(&text, "process_cpu_seconds_total")
+                .and_then(|value| value.parse().ok())
+                .unwrap_or_else(|| panic!("no cpu seconds in {text}"));
+            assert!(cpu >= 0.0);
+            assert!(text.contains("# TYPE process_cpu_seconds_total counter"));
+        }
+    }
+
+    #[test]
+    fn int_labels() {
+        for value in [0, 7, -1, 32767, i64::MIN, i64::MAX] {
+            assert_eq!(IntLabel::new(value).as_str(), value.to_string());
+        }
+    }
+}
