@@ -58,8 +58,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let host = if listener_config.host.is_empty() { "0.0.0.0" } else { listener_config.host.as_str() };
     let address = format!("{host}:{}", listener_config.port);
     let metrics_listener = config.metrics_listener.clone();
-    let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     let listener = TcpListener::bind(&address).await.with_context(|| format!("binding {address}"))?;
+    let mut config = config;
+    // Port 0 binds any free port; advertise the one the kernel chose.
+    let bound_port = listener.local_addr()?.port();
+    for advertised in config.advertised_listeners.iter_mut().filter(|l| l.name == listener_config.name && l.port == 0) {
+        advertised.port = bound_port;
+    }
+    let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
         tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");

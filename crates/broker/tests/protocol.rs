@@ -1,0 +1,358 @@
+//! Black-box protocol tests over raw sockets against the real broker binary:
+//! produce and fetch byte for byte, restarts after SIGTERM and SIGKILL,
+//! idempotence errors, long polling, pipelining, and every kind of bad input
+//! (each answered as Kafka 4.3.1 answers it, with nothing acknowledged lost).
+
+mod support;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use krabka_protocol::compression::Compression;
+use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use krabka_protocol::fetch_request::{FetchPartition, FetchTopic};
+use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
+use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
+use krabka_protocol::*;
+use support::{BrokerProcess, RawClient};
+
+const TOPIC: &str = "raw";
+
+fn create_topic(client: &mut RawClient, name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreateTopicsResponse {
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            configs: configs
+                .iter()
+                .map(|(k, v)| CreatableTopicConfig { name: k.to_string(), value: Some(v.to_string()), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    client.request(ApiKey::CreateTopics, 7, &request)
+}
+
+fn batch(producer: Option<(i64, i16, i32)>, first_value: u32, count: u32, compression: Compression) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(compression);
+    if let Some((id, epoch, sequence)) = producer {
+        builder = builder.with_producer(id, epoch, sequence);
+    }
+    for i in first_value..first_value + count {
+        let value = format!("value-{i}");
+        let key = format!("key-{i}");
+        builder
+            .append(&NewRecord {
+                timestamp_ms: 1_700_000_000_000 + i64::from(i),
+                key: Some(key.as_bytes()),
+                value: Some(value.as_bytes()),
+                headers: &[],
+            })
+            .expect("append");
+    }
+    builder.build().expect("build").into_bytes()
+}
+
+fn produce(client: &mut RawClient, topic: &str, partition: i32, records: Bytes) -> produce_response::PartitionProduceResponse {
+    let request = ProduceRequest {
+        acks: -1,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData { index: partition, records: Some(records), ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: ProduceResponse = client.request(ApiKey::Produce, 11, &request);
+    response.responses[0].partition_responses[0].clone()
+}
+
+fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32, min_bytes: i32) -> FetchRequest {
+    FetchRequest {
+        max_wait_ms,
+        min_bytes,
+        max_bytes: 50 * 1024 * 1024,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition,
+                fetch_offset: offset,
+                partition_max_bytes: 10 * 1024 * 1024,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+fn fetch(client: &mut RawClient, topic: &str, partition: i32, offset: i64) -> fetch_response::PartitionData {
+    let response: FetchResponse = client.request(ApiKey::Fetch, 12, &fetch_request(topic, partition, offset, 0, 0));
+    assert_eq!(response.error_code, 0);
+    response.responses[0].partitions[0].clone()
+}
+
+/// Every record value in a fetched partition, in offset order.
+fn values(data: &fetch_response::PartitionData) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    for batch in RecordBatches::new(data.records.clone().unwrap_or_default()) {
+        let batch = batch.expect("valid batch");
+        batch.validate().expect("crc");
+        for record in batch.records(usize::MAX).expect("records") {
+            let record = record.expect("record");
+            out.push((record.offset, String::from_utf8(record.value.unwrap_or_default().to_vec()).unwrap()));
+        }
+    }
+    out
+}
+
+fn init_producer_id(client: &mut RawClient) -> (i64, i16) {
+    let response: InitProducerIdResponse = client.request(
+        ApiKey::InitProducerId,
+        5,
+        &InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(response.error_code, 0);
+    (response.producer_id, response.producer_epoch)
+}
+
+#[test]
+fn api_versions_lists_served_apis_and_answers_unknown_versions_with_v0() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let response: ApiVersionsResponse = client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(response.error_code, 0);
+    let produce = response.api_keys.iter().find(|k| k.api_key == ApiKey::Produce as i16).expect("produce");
+    assert_eq!((produce.min_version, produce.max_version), (3, 13));
+    let fetch = response.api_keys.iter().find(|k| k.api_key == ApiKey::Fetch as i16).expect("fetch");
+    assert_eq!(fetch.min_version, 4);
+    // An ApiVersions version from the future: v0 error response with the ranges.
+    let mut raw = bytes::BytesMut::new();
+    use bytes::BufMut;
+    raw.put_i32(0);
+    raw.put_i16(ApiKey::ApiVersions as i16);
+    raw.put_i16(99);
+    raw.put_i32(7);
+    raw.put_i16(-1);
+    let size = (raw.len() - 4) as i32;
+    raw[..4].copy_from_slice(&size.to_be_bytes());
+    client.stream.write_all(&raw).unwrap();
+    let mut frame = client.read_frame().unwrap();
+    let header = frame::parse_response_header(ApiKey::ApiVersions, 0, &mut frame).unwrap();
+    assert_eq!(header.correlation_id, 7);
+    let response = ApiVersionsResponse::decode(&mut frame, 0).unwrap();
+    assert_eq!(response.error_code, 35, "UNSUPPORTED_VERSION");
+    assert!(!response.api_keys.is_empty());
+}
+
+#[test]
+fn produce_and_fetch_survive_sigterm_and_sigkill_restarts() {
+    let mut broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let created = create_topic(&mut client, TOPIC, 2, &[]);
+    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+    let (producer_id, epoch) = init_producer_id(&mut client);
+    let codecs = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    let mut sent = Vec::new();
+    for (i, codec) in codecs.iter().enumerate() {
+        let records = batch(Some((producer_id, epoch, i as i32 * 10)), i as u32 * 10, 10, *codec);
+        let response = produce(&mut client, TOPIC, 0, records.clone());
+        assert_eq!(response.error_code, 0, "{:?}", response.error_message);
+        assert_eq!(response.base_offset, i as i64 * 10);
+        sent.push(records);
+    }
+    let expected: Vec<(i64, String)> = (0..50).map(|i| (i, format!("value-{i}"))).collect();
+    let data = fetch(&mut client, TOPIC, 0, 0);
+    assert_eq!(data.high_watermark, 50);
+    assert_eq!(values(&data), expected);
+    // The stored bytes are the producer's, with only the base offset patched.
+    let stored = data.records.clone().unwrap();
+    assert_eq!(stored.len(), sent.iter().map(Bytes::len).sum::<usize>());
+
+    // Graceful stop: exit 0 and the clean-shutdown marker.
+    drop(client);
+    let status = broker.stop();
+    assert!(status.success(), "exit status {status}\n{}", broker.log());
+    assert!(broker.data_dir().join(".kafka_cleanshutdown").exists());
+    assert!(broker.data_dir().join("recovery-point-offset-checkpoint").exists());
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    assert_eq!(values(&fetch(&mut client, TOPIC, 0, 0)), expected);
+
+    // The producer's state survived: a retry of its last batch is a duplicate
+    // answered with the original offsets; the next sequence appends.
+    let retry = produce(&mut client, TOPIC, 0, sent[4].clone());
+    assert_eq!((retry.error_code, retry.base_offset), (0, 40));
+    let next = produce(&mut client, TOPIC, 0, batch(Some((producer_id, epoch, 50)), 50, 5, Compression::Lz4));
+    assert_eq!((next.error_code, next.base_offset), (0, 50));
+
+    // SIGKILL: every acknowledged record is still there after recovery.
+    drop(client);
+    broker.kill9();
+    assert!(!broker.data_dir().join(".kafka_cleanshutdown").exists());
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let after = values(&fetch(&mut client, TOPIC, 0, 0));
+    assert_eq!(after.len(), 55);
+    assert_eq!(after[54], (54, "value-54".to_string()));
+    let metadata: MetadataResponse = client.request(ApiKey::Metadata, 12, &MetadataRequest { topics: None, ..Default::default() });
+    let topic = metadata.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)).expect("topic survives");
+    assert_eq!(topic.partitions.len(), 2);
+    // Producer ids are never reused across restarts.
+    let (new_id, _) = init_producer_id(&mut client);
+    assert_ne!(new_id, producer_id);
+}
+
+#[test]
+fn idempotence_errors_match_kafka() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut client, TOPIC, 1, &[]);
+    let (id, epoch) = init_producer_id(&mut client);
+    assert_eq!(produce(&mut client, TOPIC, 0, batch(Some((id, epoch, 0)), 0, 3, Compression::None)).error_code, 0);
+    // A gap in sequence numbers.
+    let gap = produce(&mut client, TOPIC, 0, batch(Some((id, epoch, 7)), 3, 3, Compression::None));
+    assert_eq!(gap.error_code, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    // A newer epoch fences the old one.
+    assert_eq!(produce(&mut client, TOPIC, 0, batch(Some((id, epoch + 1, 0)), 3, 1, Compression::None)).error_code, 0);
+    let fenced = produce(&mut client, TOPIC, 0, batch(Some((id, epoch, 3)), 4, 1, Compression::None));
+    assert_eq!(fenced.error_code, 47, "INVALID_PRODUCER_EPOCH");
+    assert_eq!(values(&fetch(&mut client, TOPIC, 0, 0)).len(), 4);
+}
+
+#[test]
+fn long_poll_is_woken_by_an_append_and_responses_keep_request_order() {
+    let broker = BrokerProcess::start(&[]);
+    let mut consumer = RawClient::connect(&broker.bootstrap());
+    let mut producer = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut producer, TOPIC, 1, &[]);
+    // Wait expires: an empty answer after about max_wait_ms.
+    let started = Instant::now();
+    let response: FetchResponse = consumer.request(ApiKey::Fetch, 12, &fetch_request(TOPIC, 0, 0, 300, 1));
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert!(response.responses[0].partitions[0].records.as_ref().is_none_or(|r| r.is_empty()));
+    // A parked fetch, then ApiVersions pipelined behind it on the same connection.
+    let started = Instant::now();
+    let fetch_id = consumer.send(ApiKey::Fetch, 12, &fetch_request(TOPIC, 0, 0, 20_000, 1));
+    let versions_id = consumer.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(produce(&mut producer, TOPIC, 0, batch(None, 0, 1, Compression::None)).error_code, 0);
+    let response: FetchResponse = consumer.receive(ApiKey::Fetch, 12, fetch_id);
+    assert!(started.elapsed() < Duration::from_secs(10), "the append woke the fetch");
+    assert_eq!(values(&response.responses[0].partitions[0]), vec![(0, "value-0".to_string())]);
+    let versions: ApiVersionsResponse = consumer.receive(ApiKey::ApiVersions, 3, versions_id);
+    assert_eq!(versions.error_code, 0);
+}
+
+/// Sends raw bytes on a fresh connection and reports whether the broker closed it.
+fn closes_on(broker: &BrokerProcess, bytes: &[u8]) -> bool {
+    let mut client = RawClient::connect(&broker.bootstrap());
+    client.stream.write_all(bytes).unwrap();
+    client.is_closed()
+}
+
+#[test]
+fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
+    let mut broker = BrokerProcess::start(&["socket.request.max.bytes=1000000", "message.max.bytes=20000"]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut client, TOPIC, 1, &[]);
+    assert_eq!(produce(&mut client, TOPIC, 0, batch(None, 0, 5, Compression::None)).error_code, 0);
+
+    // Garbage: a plausible size then noise that is no request header.
+    let mut garbage = 64i32.to_be_bytes().to_vec();
+    garbage.extend((0..64u8).map(|i| i.wrapping_mul(97) ^ 0x5a));
+    assert!(closes_on(&broker, &garbage), "garbage closes the connection");
+    // A size prefix past socket.request.max.bytes.
+    assert!(closes_on(&broker, &2_000_000i32.to_be_bytes()), "oversized frame closes");
+    assert!(closes_on(&broker, &(-5i32).to_be_bytes()), "negative size closes");
+    // An unknown API key, and a known API at an unknown version.
+    let mut unknown = Vec::new();
+    unknown.extend(10i32.to_be_bytes());
+    unknown.extend(999i16.to_be_bytes());
+    unknown.extend(0i16.to_be_bytes());
+    unknown.extend(1i32.to_be_bytes());
+    unknown.extend((-1i16).to_be_bytes());
+    assert!(closes_on(&broker, &unknown), "unknown api key closes");
+    let mut future = Vec::new();
+    future.extend(10i32.to_be_bytes());
+    future.extend((ApiKey::Metadata as i16).to_be_bytes());
+    future.extend(99i16.to_be_bytes());
+    future.extend(1i32.to_be_bytes());
+    future.extend((-1i16).to_be_bytes());
+    assert!(closes_on(&broker, &future), "unsupported version closes");
+    // A truncated request: the client hangs up mid-frame.
+    {
+        let mut c = RawClient::connect(&broker.bootstrap());
+        c.stream.write_all(&100i32.to_be_bytes()).unwrap();
+        c.stream.write_all(&[0, 3, 0, 12]).unwrap();
+    }
+    // A body that does not decode (Metadata v12 with a truncated topic array).
+    let mut body = Vec::new();
+    body.extend((ApiKey::Metadata as i16).to_be_bytes());
+    body.extend(12i16.to_be_bytes());
+    body.extend(5i32.to_be_bytes());
+    body.extend((-1i16).to_be_bytes());
+    body.push(0); // header tagged fields
+    body.push(9); // 8 topics follow... but nothing does
+    let mut framed = (body.len() as i32).to_be_bytes().to_vec();
+    framed.extend(body);
+    assert!(closes_on(&broker, &framed), "undecodable body closes");
+
+    // A batch with a flipped CRC byte: CORRUPT_MESSAGE.
+    let mut corrupt = batch(None, 100, 3, Compression::None).to_vec();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0xff;
+    let response = produce(&mut client, TOPIC, 0, Bytes::from(corrupt));
+    assert_eq!(response.error_code, 2, "CORRUPT_MESSAGE");
+    // A batch over message.max.bytes: MESSAGE_TOO_LARGE.
+    let big = vec![b'x'; 30_000];
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(&big), headers: &[] }).unwrap();
+    let response = produce(&mut client, TOPIC, 0, builder.build().unwrap().into_bytes());
+    assert_eq!(response.error_code, 10, "MESSAGE_TOO_LARGE");
+    // A batch exactly at the limit is accepted (the limit counts the whole batch).
+    let mut at_limit = 20_000 - 61 - 20;
+    let accepted = loop {
+        let value = vec![b'y'; at_limit];
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(&value), headers: &[] }).unwrap();
+        let bytes = builder.build().unwrap().into_bytes();
+        if bytes.len() == 20_000 {
+            break bytes;
+        }
+        at_limit = (at_limit as i64 + 20_000 - bytes.len() as i64) as usize;
+    };
+    assert_eq!(produce(&mut client, TOPIC, 0, accepted).error_code, 0, "a batch of exactly message.max.bytes");
+    // An invalid topic name: INVALID_TOPIC_EXCEPTION.
+    let created = create_topic(&mut client, "bad/name", 1, &[]);
+    assert_eq!(created.topics[0].error_code, 17);
+    let created = create_topic(&mut client, &"x".repeat(250), 1, &[]);
+    assert_eq!(created.topics[0].error_code, 17);
+    // An unknown topic config: INVALID_CONFIG.
+    let created = create_topic(&mut client, "configs", 1, &[("no.such.config", "1")]);
+    assert_eq!(created.topics[0].error_code, 40);
+    // Replication factor 3 on one node: INVALID_REPLICATION_FACTOR.
+    let mut request = CreateTopicsRequest::default();
+    request.topics.push(CreatableTopic { name: "rf3".into(), num_partitions: 1, replication_factor: 3, ..Default::default() });
+    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &request);
+    assert_eq!(response.topics[0].error_code, 38);
+
+    // Through all of it, the first connection and the acknowledged data are fine.
+    let data = values(&fetch(&mut client, TOPIC, 0, 0));
+    assert_eq!(data.len(), 6);
+    assert_eq!(data[4], (4, "value-4".to_string()));
+    assert!(broker.is_running());
+    let status = broker.stop();
+    assert!(status.success());
+}

@@ -1,0 +1,206 @@
+//! Black-box test support: a real `krabka-broker` process on a temporary
+//! data directory, restartable with SIGTERM or SIGKILL, and a minimal Kafka
+//! client over a plain socket built on krabka-protocol.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use krabka_protocol::frame::{encode_request, parse_response_header};
+use krabka_protocol::{ApiKey, Message};
+
+pub struct BrokerProcess {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    child: Option<Child>,
+    extra: Vec<String>,
+    pub log_path: PathBuf,
+}
+
+impl BrokerProcess {
+    /// Formats a fresh data directory and starts a broker on a free port.
+    pub fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        krabka_format::format_log_dir(&data, "a1b2c3d4e5f6g7h8i9j0kw", 1).expect("format");
+        let properties = format!(
+            "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:1\n\
+             listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n\
+             log.dirs={}\nkrabka.log.level=info\n",
+            data.display()
+        );
+        std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
+        let log_path = dir.path().join("broker.log");
+        let mut broker = BrokerProcess {
+            dir,
+            port: 0,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            log_path,
+        };
+        broker.spawn();
+        broker
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn spawn(&mut self) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krabka-broker"));
+        command.arg(self.dir.path().join("server.properties"));
+        if self.port != 0 {
+            command.arg("--override").arg(format!("listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:0", self.port));
+        }
+        for extra in &self.extra {
+            command.arg("--override").arg(extra);
+        }
+        let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn krabka-broker");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        let log_path = self.log_path.clone();
+        std::thread::spawn(move || {
+            let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).expect("log file");
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = writeln!(log, "{line}");
+                if !sent {
+                    if let Some(rest) = line.split("krabka broker serving").nth(1) {
+                        if let Some(address) = rest.split("address=").nth(1) {
+                            let port = address.split_whitespace().next().and_then(|a| a.rsplit(':').next());
+                            if let Some(port) = port.and_then(|p| p.parse::<u16>().ok()) {
+                                let _ = tx.send(port);
+                                sent = true;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        let port = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(port) => port,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("broker did not start:\n{}", std::fs::read_to_string(&self.log_path).unwrap_or_default());
+            }
+        };
+        self.port = port;
+        self.child = Some(child);
+    }
+
+    /// SIGTERM, wait for the process to exit; returns its exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "broker did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+    }
+
+    /// Starts again on the same port and data directory.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none());
+        self.spawn();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+}
+
+impl Drop for BrokerProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A blocking Kafka client for raw protocol tests.
+pub struct RawClient {
+    pub stream: TcpStream,
+    correlation_id: i32,
+}
+
+impl RawClient {
+    pub fn connect(bootstrap: &str) -> Self {
+        let stream = TcpStream::connect(bootstrap).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        RawClient { stream, correlation_id: 0 }
+    }
+
+    pub fn send<M: Message>(&mut self, api_key: ApiKey, version: i16, request: &M) -> i32 {
+        self.correlation_id += 1;
+        let mut buf = BytesMut::new();
+        encode_request(&mut buf, api_key, version, self.correlation_id, Some("raw-test"), request).expect("encode");
+        self.stream.write_all(&buf).expect("write");
+        self.correlation_id
+    }
+
+    pub fn read_frame(&mut self) -> std::io::Result<Bytes> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size)?;
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut frame)?;
+        Ok(Bytes::from(frame))
+    }
+
+    pub fn receive<R: Message>(&mut self, api_key: ApiKey, version: i16, correlation_id: i32) -> R {
+        let mut frame = self.read_frame().expect("response frame");
+        let header = parse_response_header(api_key, version, &mut frame).expect("response header");
+        assert_eq!(header.correlation_id, correlation_id, "correlation id");
+        let response = R::decode(&mut frame, version).expect("decode response");
+        assert!(frame.is_empty(), "{} bytes left after the response", frame.len());
+        response
+    }
+
+    pub fn request<M: Message, R: Message>(&mut self, api_key: ApiKey, version: i16, request: &M) -> R {
+        let id = self.send(api_key, version, request);
+        self.receive(api_key, version, id)
+    }
+
+    /// True when the broker closed the connection (EOF within the timeout).
+    pub fn is_closed(&mut self) -> bool {
+        self.stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
+
+pub fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
