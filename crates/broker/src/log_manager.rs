@@ -78,7 +78,8 @@ impl LogManager {
                     continue;
                 }
                 if let Some(tp) = TopicPartition::from_dir_name(&name) {
-                    let id = checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
+                    let id =
+                        checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
                     found.insert(tp, id);
                 }
             }
@@ -142,7 +143,8 @@ impl LogManager {
         let log_start = dir.log_start_offsets.get(tp).copied().unwrap_or(0);
         let recovery_point = dir.recovery_points.get(tp).copied().unwrap_or(0);
         let cleaner_offset = dir.cleaner_offsets.get(tp).copied().unwrap_or(0);
-        let (mut log, report) = PartitionLog::open(&log_dir, config, log_start, recovery_point, dir.clean_shutdown, now_ms)?;
+        let (mut log, report) =
+            PartitionLog::open(&log_dir, config, log_start, recovery_point, dir.clean_shutdown, now_ms)?;
         log.set_cleaner_checkpoint(cleaner_offset);
         let metadata_path = log_dir.join("partition.metadata");
         if checkpoint::read_partition_metadata(&metadata_path).ok().flatten().as_ref() != Some(topic_id) {

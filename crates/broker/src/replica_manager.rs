@@ -17,8 +17,8 @@ use tokio::sync::watch;
 use crate::config::topic::log_config;
 use crate::config::BrokerConfig;
 use crate::log_manager::{LogManager, PartitionCheckpoint};
-use crate::metadata::{MetadataImage, TopicImage};
 use crate::metadata::store::now_ms;
+use crate::metadata::{MetadataImage, TopicImage};
 
 pub struct Partition {
     pub topic: Arc<str>,

@@ -16,8 +16,8 @@ use tokio::task::JoinSet;
 use crate::config::BrokerConfig;
 use crate::connection;
 use crate::log_manager::LogManager;
-use crate::metadata::MetadataStore;
 use crate::metadata::store::now_ms;
+use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
 use crate::replica_manager::ReplicaManager;
 
@@ -65,9 +65,9 @@ impl Broker {
             .context("opening the metadata log")?;
         let image = metadata.image();
         for stray in log_manager.stray_partitions(|tp, id| {
-            image.topic(&tp.topic).is_some_and(|t| {
-                (tp.partition as usize) < t.partitions.len() && id.is_none_or(|id| *id == t.id)
-            })
+            image
+                .topic(&tp.topic)
+                .is_some_and(|t| (tp.partition as usize) < t.partitions.len() && id.is_none_or(|id| *id == t.id))
         }) {
             tracing::info!(dir = %stray.display(), "removing the log of a deleted topic");
             log_manager.delete_partition_dir(&stray)?;
@@ -139,10 +139,8 @@ impl Broker {
         }
         drop(listener);
         tracing::info!(open = connections.len(), "shutting down: finishing in-flight requests");
-        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
+        let drained =
+            tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;
         if drained.is_err() {
             tracing::warn!("connections still open after the grace period; closing them");
             connections.abort_all();

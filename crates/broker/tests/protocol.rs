@@ -27,7 +27,11 @@ fn create_topic(client: &mut RawClient, name: &str, partitions: i32, configs: &[
             replication_factor: 1,
             configs: configs
                 .iter()
-                .map(|(k, v)| CreatableTopicConfig { name: k.to_string(), value: Some(v.to_string()), ..Default::default() })
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: k.to_string(),
+                    value: Some(v.to_string()),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         }],
@@ -57,13 +61,22 @@ fn batch(producer: Option<(i64, i16, i32)>, first_value: u32, count: u32, compre
     builder.build().expect("build").into_bytes()
 }
 
-fn produce(client: &mut RawClient, topic: &str, partition: i32, records: Bytes) -> produce_response::PartitionProduceResponse {
+fn produce(
+    client: &mut RawClient,
+    topic: &str,
+    partition: i32,
+    records: Bytes,
+) -> produce_response::PartitionProduceResponse {
     let request = ProduceRequest {
         acks: -1,
         timeout_ms: 10_000,
         topic_data: vec![TopicProduceData {
             name: topic.into(),
-            partition_data: vec![PartitionProduceData { index: partition, records: Some(records), ..Default::default() }],
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(records),
+                ..Default::default()
+            }],
             ..Default::default()
         }],
         ..Default::default()
@@ -206,7 +219,8 @@ fn produce_and_fetch_survive_sigterm_and_sigkill_restarts() {
     let after = values(&fetch(&mut client, TOPIC, 0, 0));
     assert_eq!(after.len(), 55);
     assert_eq!(after[54], (54, "value-54".to_string()));
-    let metadata: MetadataResponse = client.request(ApiKey::Metadata, 12, &MetadataRequest { topics: None, ..Default::default() });
+    let metadata: MetadataResponse =
+        client.request(ApiKey::Metadata, 12, &MetadataRequest { topics: None, ..Default::default() });
     let topic = metadata.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)).expect("topic survives");
     assert_eq!(topic.partitions.len(), 2);
     // Producer ids are never reused across restarts.
@@ -344,7 +358,12 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     assert_eq!(created.topics[0].error_code, 40);
     // Replication factor 3 on one node: INVALID_REPLICATION_FACTOR.
     let mut request = CreateTopicsRequest::default();
-    request.topics.push(CreatableTopic { name: "rf3".into(), num_partitions: 1, replication_factor: 3, ..Default::default() });
+    request.topics.push(CreatableTopic {
+        name: "rf3".into(),
+        num_partitions: 1,
+        replication_factor: 3,
+        ..Default::default()
+    });
     let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &request);
     assert_eq!(response.topics[0].error_code, 38);
 

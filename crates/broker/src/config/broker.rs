@@ -132,7 +132,8 @@ impl BrokerConfig {
 fn parse_listeners(text: &str) -> Result<Vec<Listener>, ConfigError> {
     let mut out = Vec::new();
     for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let bad = || ConfigError::Invalid { key: "listeners".into(), value: text.into(), reason: "bad listener".into() };
+        let bad =
+            || ConfigError::Invalid { key: "listeners".into(), value: text.into(), reason: "bad listener".into() };
         let (name, address) = entry.split_once("://").ok_or_else(bad)?;
         let (host, port) = address.rsplit_once(':').ok_or_else(bad)?;
         out.push(Listener { name: name.into(), host: host.into(), port: port.parse().map_err(|_| bad())? });

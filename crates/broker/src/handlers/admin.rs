@@ -6,7 +6,9 @@ use std::path::Path;
 
 use krabka_protocol::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
 use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
-use krabka_protocol::describe_log_dirs_response::{DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic};
+use krabka_protocol::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
 use krabka_protocol::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
 use krabka_protocol::describe_quorum_response::{self, ReplicaState};
 use krabka_protocol::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};

@@ -157,7 +157,9 @@ fn alter_topics(
         for (index, (resource_type, name)) in resources.iter().enumerate() {
             let outcome = match *resource_type {
                 CONFIG_RESOURCE_TOPIC => match image.topic(name) {
-                    None => Err(TopicError::new(code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic {name} does not exist."))),
+                    None => {
+                        Err(TopicError::new(code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic {name} does not exist.")))
+                    }
                     Some(topic) => change(index, &topic.configs)
                         .and_then(|wanted| topic_config_records(name, &topic.configs, &wanted)),
                 },
@@ -228,7 +230,10 @@ const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 
-pub fn incremental_alter(ctx: &RequestContext<'_>, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+pub fn incremental_alter(
+    ctx: &RequestContext<'_>,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
     let outcomes = alter_topics(ctx, resources, request.validate_only, |index, current| {

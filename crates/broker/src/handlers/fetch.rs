@@ -147,9 +147,14 @@ impl FetchPlan {
                 log_start_offset: -1,
                 ..Default::default()
             };
-            let partition = if topic.name.is_empty() { None } else { self.broker.replicas.partition(&topic.name, wanted.partition) };
+            let partition = if topic.name.is_empty() {
+                None
+            } else {
+                self.broker.replicas.partition(&topic.name, wanted.partition)
+            };
             let Some(partition) = partition else {
-                data.error_code = if self.api_version >= 13 { code::UNKNOWN_TOPIC_ID } else { code::UNKNOWN_TOPIC_OR_PARTITION };
+                data.error_code =
+                    if self.api_version >= 13 { code::UNKNOWN_TOPIC_ID } else { code::UNKNOWN_TOPIC_OR_PARTITION };
                 errors = true;
                 results.push(PartitionResult { topic_index: wanted.topic_index, data, slice: None });
                 continue;
@@ -336,13 +341,18 @@ mod tests {
         for version in 4..=FetchResponse::MAX_VERSION {
             let slice = |position: u64, length: u32| FileSlice { file: file.clone(), position, length };
             let topics = vec![
-                ResponseTopic { name: "alpha".into(), id: Uuid::random() },
-                ResponseTopic { name: "beta".into(), id: Uuid::random() },
+                ResponseTopic { name: "alpha".into(), id: Uuid::random().unwrap() },
+                ResponseTopic { name: "beta".into(), id: Uuid::random().unwrap() },
             ];
             let results = vec![
                 PartitionResult {
                     topic_index: 0,
-                    data: PartitionData { partition_index: 0, high_watermark: 10, last_stable_offset: 10, ..Default::default() },
+                    data: PartitionData {
+                        partition_index: 0,
+                        high_watermark: 10,
+                        last_stable_offset: 10,
+                        ..Default::default()
+                    },
                     slice: Some(slice(5, 100)),
                 },
                 PartitionResult {
@@ -354,7 +364,11 @@ mod tests {
                     topic_index: 0,
                     data: PartitionData {
                         partition_index: 1,
-                        aborted_transactions: Some(vec![AbortedTransaction { producer_id: 4, first_offset: 2, ..Default::default() }]),
+                        aborted_transactions: Some(vec![AbortedTransaction {
+                            producer_id: 4,
+                            first_offset: 2,
+                            ..Default::default()
+                        }]),
                         ..Default::default()
                     },
                     slice: Some(slice(150, 150)),
@@ -368,15 +382,14 @@ mod tests {
                     Chunk::File(s) => ours.extend_from_slice(&s.read_to_bytes().unwrap()),
                 }
             }
-            let records = |r: &PartitionResult| {
-                Some(r.slice.as_ref().map(|s| s.read_to_bytes().unwrap()).unwrap_or_default())
-            };
+            let records =
+                |r: &PartitionResult| Some(r.slice.as_ref().map(|s| s.read_to_bytes().unwrap()).unwrap_or_default());
             let expected_body = FetchResponse {
                 session_id: if version >= 7 { 9 } else { 0 },
                 responses: (0..2)
                     .map(|t| FetchableTopicResponse {
                         topic: if version < 13 { topics[t].name.clone() } else { String::new() },
-                        topic_id: if version >= 13 { topics[t].id } else { Uuid::default() },
+                        topic_id: if version >= 13 { topics[t].id } else { Uuid::ZERO },
                         partitions: results
                             .iter()
                             .filter(|r| r.topic_index == t)

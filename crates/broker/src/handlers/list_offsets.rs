@@ -68,11 +68,8 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
                         Ok(Some((timestamp, offset))) => {
                             out.timestamp = timestamp;
                             out.offset = offset;
-                            out.leader_epoch = if offset >= 0 && offset < log.log_end_offset() {
-                                epoch_of(offset)
-                            } else {
-                                epoch
-                            };
+                            out.leader_epoch =
+                                if offset >= 0 && offset < log.log_end_offset() { epoch_of(offset) } else { epoch };
                         }
                         Ok(None) => {}
                         Err(e) => out.error_code = log_error_code(&e),

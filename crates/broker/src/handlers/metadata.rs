@@ -19,7 +19,10 @@ pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataRes
     let broker = ctx.broker;
     let mut image = broker.metadata.image();
     let mut topics = Vec::new();
-    match request.topics {
+    let all_topics =
+        request.topics.is_none() || (ctx.api_version == 0 && request.topics.as_ref().is_some_and(Vec::is_empty));
+    let requested_topics = if all_topics { None } else { request.topics };
+    match requested_topics {
         None => {
             let mut names: Vec<&String> = image.topics.keys().collect();
             names.sort();
@@ -88,7 +91,12 @@ pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataRes
     }
 }
 
-fn describe(topic: &TopicImage, _image: &MetadataImage, ctx: &RequestContext<'_>, operations: bool) -> MetadataResponseTopic {
+fn describe(
+    topic: &TopicImage,
+    _image: &MetadataImage,
+    ctx: &RequestContext<'_>,
+    operations: bool,
+) -> MetadataResponseTopic {
     let node = ctx.broker.node_id;
     MetadataResponseTopic {
         error_code: code::NONE,

@@ -11,6 +11,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
+pub mod recompress;
 pub mod topics;
 
 use std::sync::Arc;
@@ -110,9 +111,8 @@ pub fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: Reques
         // Kafka drops the connection of a request it cannot parse.
         return Err(Close(format!("{api_key:?} v{api_version} is not supported")));
     }
-    let body = request
-        .decode_body()
-        .map_err(|e| Close(format!("cannot decode {api_key:?} v{api_version} request: {e}")))?;
+    let body =
+        request.decode_body().map_err(|e| Close(format!("cannot decode {api_key:?} v{api_version} request: {e}")))?;
     let ctx = RequestContext {
         broker,
         connection,

@@ -6,10 +6,15 @@
 use krabka_protocol::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use krabka_protocol::{ProduceRequest, ProduceResponse, ResponseBody, Uuid};
 
+use super::recompress::{forced_codec, recompress};
 use super::RequestContext;
+use crate::config::topic::topic_compression;
 use crate::connection::Reply;
 use crate::errors::{code, log_error_code};
 use crate::metadata::store::now_ms;
+
+/// The most a batch may decompress to when the broker rewrites it.
+const MAX_RECOMPRESS_BYTES: usize = 64 * 1024 * 1024;
 
 fn failed(index: i32, error_code: i16, message: Option<String>) -> PartitionProduceResponse {
     PartitionProduceResponse {
@@ -39,11 +44,22 @@ pub fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
             .or_else(|| broker.config.raw.get("min.insync.replicas"))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(1);
+        let forced = topic.and_then(|t| forced_codec(topic_compression(&broker.config, &t.configs)));
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for data in topic_data.partition_data {
             let index = data.index;
             let partition = hosted.as_ref().and_then(|h| usize::try_from(index).ok().and_then(|i| h.partitions.get(i)));
-            let response = match (partition, data.records) {
+            let records = match (forced, data.records) {
+                (Some(codec), Some(records)) => match recompress(&records, codec, MAX_RECOMPRESS_BYTES) {
+                    Ok(rewritten) => Some(rewritten),
+                    Err(e) => {
+                        partition_responses.push(failed(index, code::CORRUPT_MESSAGE, Some(e.to_string())));
+                        continue;
+                    }
+                },
+                (_, records) => records,
+            };
+            let response = match (partition, records) {
                 _ if !matches!(request.acks, -1..=1) => failed(index, code::INVALID_REQUIRED_ACKS, None),
                 _ if request.transactional_id.is_some() => failed(
                     index,
@@ -55,7 +71,9 @@ pub fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
                 (Some(_), _) if request.acks == -1 && min_isr > 1 => failed(
                     index,
                     code::NOT_ENOUGH_REPLICAS,
-                    Some(format!("The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {min_isr}")),
+                    Some(format!(
+                        "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {min_isr}"
+                    )),
                 ),
                 (Some(_), None) => failed(index, code::INVALID_RECORD, Some("no records".into())),
                 (Some(partition), Some(records)) => match partition.append(&records, now) {

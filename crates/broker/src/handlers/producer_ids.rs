@@ -8,8 +8,7 @@ use super::RequestContext;
 use crate::errors::code;
 
 pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
-    let mut response =
-        InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
+    let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
     if let Some(transactional_id) = &request.transactional_id {
         tracing::warn!(%transactional_id, "transactional producers are not supported yet");
         response.error_code = code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;

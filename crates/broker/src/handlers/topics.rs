@@ -78,9 +78,10 @@ struct NewTopic {
 }
 
 fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, TopicError> {
-    let topic_id = Uuid::random()
-        .map_err(|e| TopicError::new(code::UNKNOWN_SERVER_ERROR, format!("no random topic id: {e}")))?;
-    let mut records = vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
+    let topic_id =
+        Uuid::random().map_err(|e| TopicError::new(code::UNKNOWN_SERVER_ERROR, format!("no random topic id: {e}")))?;
+    let mut records =
+        vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
     records.extend((0..topic.partitions).map(|p| partition_record(node_id, topic_id, p)));
     records.extend(topic.configs.iter().map(|(name, value)| {
         MetadataRecord::Config(ConfigRecord {
@@ -338,7 +339,9 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
                 }
                 None => {
                     let (error, message) = match name {
-                        Some(_) => (code::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
+                        Some(_) => {
+                            (code::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+                        }
                         None => (code::UNKNOWN_TOPIC_ID, "This server does not host this topic ID."),
                     };
                     result.error_code = error;
@@ -491,7 +494,8 @@ pub fn describe_topic_partitions(
         let mut partitions = Vec::new();
         for (index, p) in topic.partitions.iter().enumerate().skip(first) {
             if budget == 0 {
-                next_cursor = Some(Cursor { topic_name: name.clone(), partition_index: index as i32, ..Default::default() });
+                next_cursor =
+                    Some(Cursor { topic_name: name.clone(), partition_index: index as i32, ..Default::default() });
                 break;
             }
             budget -= 1;

@@ -60,7 +60,12 @@ impl MetadataImage {
     pub fn apply(&mut self, record: &MetadataRecord) -> Result<(), String> {
         match record {
             MetadataRecord::Topic(r) => {
-                let topic = TopicImage { name: r.name.clone(), id: r.topic_id, partitions: Vec::new(), configs: BTreeMap::new() };
+                let topic = TopicImage {
+                    name: r.name.clone(),
+                    id: r.topic_id,
+                    partitions: Vec::new(),
+                    configs: BTreeMap::new(),
+                };
                 self.topic_names_by_id.insert(r.topic_id, r.name.clone());
                 self.topics.insert(r.name.clone(), Arc::new(topic));
             }

@@ -38,7 +38,10 @@ pub enum MetadataRecord {
     FeatureLevel(FeatureLevelRecord),
     /// A record type krabka does not apply (written by a newer version, or a
     /// KRaft control record); replay skips it.
-    Other { record_type: u32, version: u32 },
+    Other {
+        record_type: u32,
+        version: u32,
+    },
 }
 
 /// The version krabka writes of each record type.
@@ -108,7 +111,11 @@ mod tests {
 
     #[test]
     fn records_round_trip_with_kraft_framing() {
-        let topic = MetadataRecord::Topic(TopicRecord { name: "t".into(), topic_id: Uuid::random(), ..Default::default() });
+        let topic = MetadataRecord::Topic(TopicRecord {
+            name: "t".into(),
+            topic_id: Uuid::random().unwrap(),
+            ..Default::default()
+        });
         let bytes = topic.encode();
         // frame version 1, type 2 (TopicRecord), version 0
         assert_eq!(&bytes[..3], &[1, 2, 0]);

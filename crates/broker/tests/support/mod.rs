@@ -37,13 +37,8 @@ impl BrokerProcess {
         );
         std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
         let log_path = dir.path().join("broker.log");
-        let mut broker = BrokerProcess {
-            dir,
-            port: 0,
-            child: None,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            log_path,
-        };
+        let mut broker =
+            BrokerProcess { dir, port: 0, child: None, extra: extra.iter().map(|s| s.to_string()).collect(), log_path };
         broker.spawn();
         broker
     }
@@ -60,7 +55,9 @@ impl BrokerProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_krabka-broker"));
         command.arg(self.dir.path().join("server.properties"));
         if self.port != 0 {
-            command.arg("--override").arg(format!("listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:0", self.port));
+            command
+                .arg("--override")
+                .arg(format!("listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:0", self.port));
         }
         for extra in &self.extra {
             command.arg("--override").arg(extra);
