@@ -375,3 +375,43 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     let status = broker.stop();
     assert!(status.success());
 }
+
+#[test]
+fn incremental_fetch_sessions_send_only_changes() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut client, TOPIC, 2, &[]);
+    assert_eq!(produce(&mut client, TOPIC, 0, batch(None, 0, 3, Compression::None)).error_code, 0);
+    // Open a session over both partitions: a full response.
+    let mut request = fetch_request(TOPIC, 0, 0, 0, 0);
+    request.session_epoch = 0;
+    let mut p1 = request.topics[0].partitions[0].clone();
+    p1.partition = 1;
+    request.topics[0].partitions.push(p1);
+    let full: FetchResponse = client.request(ApiKey::Fetch, 12, &request);
+    assert_ne!(full.session_id, 0, "a session was created");
+    assert_eq!(full.responses[0].partitions.len(), 2);
+    assert_eq!(values(&full.responses[0].partitions[0]).len(), 3);
+    // Incremental, position moved to 3: nothing changed, nothing returned.
+    let mut next = fetch_request(TOPIC, 0, 3, 0, 0);
+    next.session_id = full.session_id;
+    next.session_epoch = 1;
+    let quiet: FetchResponse = client.request(ApiKey::Fetch, 12, &next);
+    assert_eq!(quiet.error_code, 0);
+    assert!(quiet.responses.is_empty(), "{:?}", quiet.responses);
+    // New data on partition 1 (still at offset 0 in the session): only it comes back.
+    assert_eq!(produce(&mut client, TOPIC, 1, batch(None, 10, 2, Compression::None)).error_code, 0);
+    let mut empty = FetchRequest { session_id: full.session_id, session_epoch: 2, ..fetch_request(TOPIC, 0, 3, 0, 0) };
+    empty.topics.clear();
+    let changed: FetchResponse = client.request(ApiKey::Fetch, 12, &empty);
+    assert_eq!(changed.responses.len(), 1);
+    assert_eq!(changed.responses[0].partitions.len(), 1);
+    assert_eq!(changed.responses[0].partitions[0].partition_index, 1);
+    assert_eq!(values(&changed.responses[0].partitions[0]).len(), 2);
+    // A stale epoch and an unknown session are refused as Kafka refuses them.
+    let stale: FetchResponse = client.request(ApiKey::Fetch, 12, &empty);
+    assert_eq!(stale.error_code, 71, "INVALID_FETCH_SESSION_EPOCH");
+    let unknown: FetchResponse =
+        client.request(ApiKey::Fetch, 12, &FetchRequest { session_id: 12345, session_epoch: 1, ..empty.clone() });
+    assert_eq!(unknown.error_code, 70, "FETCH_SESSION_ID_NOT_FOUND");
+}

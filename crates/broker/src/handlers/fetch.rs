@@ -12,6 +12,7 @@ use krabka_protocol::fetch_response::{AbortedTransaction, PartitionData};
 use krabka_protocol::primitives::{put_array_length, put_string, put_unsigned_varint, put_uuid};
 use krabka_protocol::{ApiKey, FetchRequest, Message, ResponseHeader, Uuid};
 
+use super::fetch_session::{SessionContext, SessionPartition};
 use super::RequestContext;
 use crate::connection::{Chunk, Reply, Response};
 use crate::errors::{code, log_error_code};
@@ -21,15 +22,6 @@ use crate::server::Broker;
 const READ_COMMITTED: i8 = 1;
 /// The first Fetch version whose records and strings are compact (flexible).
 const FIRST_FLEXIBLE_VERSION: i16 = 12;
-
-/// One partition a fetch asks for.
-struct Wanted {
-    topic_index: usize,
-    partition: i32,
-    fetch_offset: i64,
-    max_bytes: i32,
-    current_leader_epoch: i32,
-}
 
 /// A topic as the response names it.
 struct ResponseTopic {
@@ -42,12 +34,11 @@ struct FetchPlan {
     broker: Arc<Broker>,
     api_version: i16,
     correlation_id: i32,
-    session_id: i32,
+    session: SessionContext,
     read_committed: bool,
     max_bytes: i32,
     min_bytes: i32,
-    topics: Vec<ResponseTopic>,
-    wanted: Vec<Wanted>,
+    wanted: Vec<SessionPartition>,
     started: Instant,
 }
 
@@ -60,77 +51,51 @@ struct PartitionResult {
 
 pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     let broker = ctx.broker;
-    let session_id = match broker.fetch_sessions.admit(&request) {
-        Ok(id) => id,
-        Err(error_code) => {
-            let plan = FetchPlan::empty(ctx, 0);
-            return Reply::Now(plan.encode(error_code, &[]));
-        }
-    };
+    // Subscribe before the first read so an append racing with it is seen.
+    let mut appended = broker.replicas.subscribe_appends();
     let image = broker.metadata.image();
     let by_id = ctx.api_version >= 13;
-    let mut plan = FetchPlan::empty(ctx, session_id);
-    plan.read_committed = request.isolation_level == READ_COMMITTED;
-    plan.max_bytes = request.max_bytes;
-    plan.min_bytes = request.min_bytes;
-    for topic in &request.topics {
-        let name = if by_id {
-            image.topic_by_id(&topic.topic_id).map(|t| t.name.clone()).unwrap_or_default()
-        } else {
-            topic.topic.clone()
-        };
-        let topic_index = plan.topics.len();
-        plan.topics.push(ResponseTopic { name, id: topic.topic_id });
-        for p in &topic.partitions {
-            plan.wanted.push(Wanted {
-                topic_index,
-                partition: p.partition,
-                fetch_offset: p.fetch_offset,
-                max_bytes: p.partition_max_bytes,
-                current_leader_epoch: p.current_leader_epoch,
-            });
+    let (session, wanted) = match broker.fetch_sessions.admit(&request, by_id, &image) {
+        Ok(admitted) => admitted,
+        Err(error_code) => {
+            return Reply::Now(encode_response(ctx.api_version, ctx.correlation_id, 0, error_code, &[], &[]));
         }
-    }
+    };
+    let plan = FetchPlan {
+        broker: broker.clone(),
+        api_version: ctx.api_version,
+        correlation_id: ctx.correlation_id,
+        session,
+        read_committed: request.isolation_level == READ_COMMITTED,
+        max_bytes: request.max_bytes,
+        min_bytes: request.min_bytes,
+        wanted,
+        started: ctx.started,
+    };
     let (results, bytes, errors) = plan.read();
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     if request.max_wait_ms <= 0 || bytes >= i64::from(plan.min_bytes) || errors || plan.wanted.is_empty() {
-        return Reply::Now(plan.finish(&results));
+        return Reply::Now(plan.finish(results));
     }
-    // Subscribe before re-reading so an append racing with us is not missed.
-    let mut appended = broker.replicas.subscribe_appends();
     Reply::Later(tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + max_wait;
+        let mut latest = results;
         loop {
             tokio::select! {
                 changed = appended.changed() => if changed.is_err() { break },
                 _ = tokio::time::sleep_until(deadline) => break,
             }
-            let (_, bytes, errors) = plan.read();
+            let (results, bytes, errors) = plan.read();
+            latest = results;
             if bytes >= i64::from(plan.min_bytes) || errors {
                 break;
             }
         }
-        let (results, _, _) = plan.read();
-        plan.finish(&results)
+        plan.finish(latest)
     }))
 }
 
 impl FetchPlan {
-    fn empty(ctx: &RequestContext<'_>, session_id: i32) -> Self {
-        FetchPlan {
-            broker: ctx.broker.clone(),
-            api_version: ctx.api_version,
-            correlation_id: ctx.correlation_id,
-            session_id,
-            read_committed: false,
-            max_bytes: i32::MAX,
-            min_bytes: 1,
-            topics: Vec::new(),
-            wanted: Vec::new(),
-            started: Instant::now(),
-        }
-    }
-
     /// Plans every partition's read. Returns the results, the record bytes
     /// found, and whether any partition failed (which answers at once).
     fn read(&self) -> (Vec<PartitionResult>, i64, bool) {
@@ -138,8 +103,7 @@ impl FetchPlan {
         let mut total: i64 = 0;
         let mut errors = false;
         let response_max = i64::from(self.max_bytes.max(0));
-        for wanted in &self.wanted {
-            let topic = &self.topics[wanted.topic_index];
+        for (topic_index, wanted) in self.wanted.iter().enumerate() {
             let mut data = PartitionData {
                 partition_index: wanted.partition,
                 high_watermark: -1,
@@ -147,16 +111,16 @@ impl FetchPlan {
                 log_start_offset: -1,
                 ..Default::default()
             };
-            let partition = if topic.name.is_empty() {
+            let partition = if wanted.topic.is_empty() {
                 None
             } else {
-                self.broker.replicas.partition(&topic.name, wanted.partition)
+                self.broker.replicas.partition(&wanted.topic, wanted.partition)
             };
             let Some(partition) = partition else {
                 data.error_code =
                     if self.api_version >= 13 { code::UNKNOWN_TOPIC_ID } else { code::UNKNOWN_TOPIC_OR_PARTITION };
                 errors = true;
-                results.push(PartitionResult { topic_index: wanted.topic_index, data, slice: None });
+                results.push(PartitionResult { topic_index, data, slice: None });
                 continue;
             };
             let leader_epoch = partition.leader_epoch();
@@ -167,7 +131,7 @@ impl FetchPlan {
                     code::FENCED_LEADER_EPOCH
                 };
                 errors = true;
-                results.push(PartitionResult { topic_index: wanted.topic_index, data, slice: None });
+                results.push(PartitionResult { topic_index, data, slice: None });
                 continue;
             }
             let log = partition.lock_log();
@@ -198,35 +162,78 @@ impl FetchPlan {
                     if let Some(slice) = &read.slice {
                         total += i64::from(slice.length);
                     }
-                    results.push(PartitionResult { topic_index: wanted.topic_index, data, slice: read.slice });
+                    results.push(PartitionResult { topic_index, data, slice: read.slice });
                 }
                 Err(e) => {
                     data.error_code = log_error_code(&e);
                     if !matches!(e, LogError::OffsetOutOfRange { .. }) {
-                        tracing::error!(topic = %topic.name, partition = wanted.partition, error = %e, "fetch read failed");
+                        tracing::error!(topic = %wanted.topic, partition = wanted.partition, error = %e, "fetch read failed");
                     }
                     errors = true;
-                    results.push(PartitionResult { topic_index: wanted.topic_index, data, slice: None });
+                    results.push(PartitionResult { topic_index, data, slice: None });
                 }
             }
         }
         (results, total, errors)
     }
 
-    fn finish(&self, results: &[PartitionResult]) -> Response {
-        let response = self.encode(code::NONE, results);
-        for result in results {
+    /// Picks what the response carries (all of it, or only what changed in
+    /// an incremental session), remembers what the session told the client,
+    /// and encodes the frame.
+    fn finish(&self, results: Vec<PartitionResult>) -> Response {
+        let mut included = Vec::with_capacity(results.len());
+        match &self.session {
+            SessionContext::Sessionless => included = results,
+            SessionContext::Full(session) | SessionContext::Incremental(session) => {
+                let incremental = matches!(self.session, SessionContext::Incremental(_));
+                let mut state = session.lock().unwrap_or_else(|e| e.into_inner());
+                for result in results {
+                    let wanted = &self.wanted[result.topic_index];
+                    let data = &result.data;
+                    let stored = state.partitions.iter_mut().find(|p| {
+                        p.partition == wanted.partition && p.topic_id == wanted.topic_id && p.topic == wanted.topic
+                    });
+                    let changed = stored.as_ref().is_none_or(|p| {
+                        p.sent_high_watermark != data.high_watermark
+                            || p.sent_last_stable_offset != data.last_stable_offset
+                            || p.sent_log_start_offset != data.log_start_offset
+                    });
+                    if let Some(p) = stored {
+                        p.sent_high_watermark = data.high_watermark;
+                        p.sent_last_stable_offset = data.last_stable_offset;
+                        p.sent_log_start_offset = data.log_start_offset;
+                    }
+                    if !incremental || changed || result.slice.is_some() || data.error_code != code::NONE {
+                        included.push(result);
+                    }
+                }
+            }
+        }
+        // Group partitions under their topics, in first-seen order.
+        let mut topics: Vec<ResponseTopic> = Vec::new();
+        let mut grouped: Vec<PartitionResult> = Vec::with_capacity(included.len());
+        for mut result in included {
+            let wanted = &self.wanted[result.topic_index];
+            let index = match topics.iter().position(|t| t.name == wanted.topic && t.id == wanted.topic_id) {
+                Some(index) => index,
+                None => {
+                    topics.push(ResponseTopic { name: wanted.topic.clone(), id: wanted.topic_id });
+                    topics.len() - 1
+                }
+            };
+            result.topic_index = index;
+            grouped.push(result);
+        }
+        let session_id = self.session.session_id();
+        let response =
+            encode_response(self.api_version, self.correlation_id, session_id, code::NONE, &topics, &grouped);
+        for result in &grouped {
             if let Some(slice) = &result.slice {
-                self.broker.metrics.bytes_out(&self.topics[result.topic_index].name, u64::from(slice.length));
+                self.broker.metrics.bytes_out(&topics[result.topic_index].name, u64::from(slice.length));
             }
         }
         self.broker.metrics.request_completed("Fetch", 0, self.started.elapsed());
         response
-    }
-
-    fn encode(&self, error_code: i16, results: &[PartitionResult]) -> Response {
-        let session_id = if error_code == code::NONE { self.session_id } else { 0 };
-        encode_response(self.api_version, self.correlation_id, session_id, error_code, &self.topics, results)
     }
 }
 
