@@ -118,7 +118,7 @@ async fn read_loop(
             Err(e) => return Err(Close(format!("read failed: {e}"))),
         }
         let reply = match RequestFrame::parse(frame.freeze()) {
-            Ok(request) => handlers::handle(broker, info, request)?,
+            Ok(request) => handlers::handle(broker, info, request).await?,
             Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id }) => {
                 handlers::unsupported_version(broker, api_key, api_version, correlation_id)?
             }

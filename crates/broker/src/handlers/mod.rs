@@ -101,7 +101,7 @@ fn is_supported(api_key: ApiKey, version: i16) -> bool {
     supported_apis().iter().any(|&(key, min, max)| key == api_key && (min..=max).contains(&version))
 }
 
-pub fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: RequestFrame) -> Result<Reply, Close> {
+pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: RequestFrame) -> Result<Reply, Close> {
     let api_key = request.api_key;
     let api_version = request.api_version();
     if !is_supported(api_key, api_version) {
@@ -123,7 +123,7 @@ pub fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: Reques
         started: Instant::now(),
     };
     let response = match body {
-        RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r)),
+        RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r).await),
         RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
         RequestBody::ApiVersions(_) => ResponseBody::ApiVersions(Box::new(api_versions::response(0))),
         RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r))),

@@ -6,12 +6,26 @@
 use krabka_protocol::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use krabka_protocol::{ProduceRequest, ProduceResponse, ResponseBody, Uuid};
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+use krabka_log::{AppendInfo, LogError};
+
 use super::recompress::{forced_codec, recompress};
 use super::RequestContext;
 use crate::config::topic::topic_compression;
 use crate::connection::Reply;
 use crate::errors::{code, log_error_code};
 use crate::metadata::store::now_ms;
+use crate::replica_manager::Partition;
+
+/// A partition append decided, waiting to run.
+struct PendingAppend {
+    topic: usize,
+    slot: usize,
+    partition: Arc<Partition>,
+    records: Bytes,
+}
 
 /// The most a batch may decompress to when the broker rewrites it.
 const MAX_RECOMPRESS_BYTES: usize = 64 * 1024 * 1024;
@@ -28,12 +42,12 @@ fn failed(index: i32, error_code: i16, message: Option<String>) -> PartitionProd
     }
 }
 
-pub fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
+pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
     let broker = ctx.broker;
     let image = broker.metadata.image();
     let now = now_ms();
     let by_id = ctx.api_version >= 13;
-    let mut appended = false;
+    let mut appends: Vec<PendingAppend> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
         let topic = if by_id { image.topic_by_id(&topic_data.topic_id) } else { image.topic(&topic_data.name) };
@@ -76,30 +90,10 @@ pub fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
                     )),
                 ),
                 (Some(_), None) => failed(index, code::INVALID_RECORD, Some("no records".into())),
-                (Some(partition), Some(records)) => match partition.append(&records, now) {
-                    Ok((info, log_start_offset)) => {
-                        appended = true;
-                        broker.metrics.bytes_in(&partition.topic, records.len() as u64);
-                        broker.metrics.messages_in(&partition.topic, info.record_count as u64);
-                        PartitionProduceResponse {
-                            index,
-                            error_code: code::NONE,
-                            base_offset: info.first_offset,
-                            log_append_time_ms: info.log_append_time_ms,
-                            log_start_offset,
-                            ..Default::default()
-                        }
-                    }
-                    Err(e) => {
-                        let error_code = log_error_code(&e);
-                        if error_code == code::KAFKA_STORAGE_ERROR {
-                            tracing::error!(topic = %partition.topic, partition = index, error = %e, "append failed");
-                        } else {
-                            tracing::debug!(topic = %partition.topic, partition = index, error = %e, "append refused");
-                        }
-                        failed(index, error_code, Some(e.to_string()))
-                    }
-                },
+                (Some(partition), Some(records)) => {
+                    appends.push(PendingAppend { topic: responses.len(), slot: partition_responses.len(), partition: partition.clone(), records });
+                    failed(index, code::UNKNOWN_SERVER_ERROR, None)
+                }
             };
             partition_responses.push(response);
         }
@@ -109,6 +103,55 @@ pub fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
             partition_responses,
             ..Default::default()
         });
+    }
+    // Partitions are appended in parallel when there are several; the
+    // request is answered (and the next one on this connection read) only
+    // when all are done, so one producer's batches stay in order.
+    let outcomes: Vec<Result<(AppendInfo, i64), LogError>> = if appends.len() > 1 {
+        let tasks: Vec<_> = appends
+            .iter()
+            .map(|a| {
+                let (partition, records) = (a.partition.clone(), a.records.clone());
+                tokio::spawn(async move { partition.append(&records, now) })
+            })
+            .collect();
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            outcomes.push(task.await.unwrap_or_else(|e| Err(LogError::Io(std::io::Error::other(e.to_string())))));
+        }
+        outcomes
+    } else {
+        appends.iter().map(|a| a.partition.append(&a.records, now)).collect()
+    };
+    let mut appended = false;
+    for (append, outcome) in appends.iter().zip(outcomes) {
+        let index = responses[append.topic].partition_responses[append.slot].index;
+        let response = match outcome {
+            Ok((info, log_start_offset)) => {
+                appended = true;
+                broker.metrics.bytes_in(&append.partition.topic, append.records.len() as u64);
+                broker.metrics.messages_in(&append.partition.topic, info.record_count as u64);
+                PartitionProduceResponse {
+                    index,
+                    error_code: code::NONE,
+                    base_offset: info.first_offset,
+                    log_append_time_ms: info.log_append_time_ms,
+                    log_start_offset,
+                    ..Default::default()
+                }
+            }
+            Err(e) => {
+                let error_code = log_error_code(&e);
+                let topic = &append.partition.topic;
+                if error_code == code::KAFKA_STORAGE_ERROR {
+                    tracing::error!(%topic, partition = index, error = %e, "append failed");
+                } else {
+                    tracing::debug!(%topic, partition = index, error = %e, "append refused");
+                }
+                failed(index, error_code, Some(e.to_string()))
+            }
+        };
+        responses[append.topic].partition_responses[append.slot] = response;
     }
     if appended {
         broker.replicas.notify_appended();
