@@ -1,7 +1,18 @@
-//! `server.properties`: the broker's static configuration (placeholder, being filled in).
+//! `server.properties`: the broker's static configuration, KRaft mode only.
+//!
+//! Keys, types, defaults and validation follow Kafka 4.3 so an existing file
+//! loads unchanged; a value Kafka would refuse is refused here too, before the
+//! broker binds anything. Unknown keys are only warned about, as Kafka does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+use super::broker_keys::{broker_key, KeyValues, BROKER_KEYS};
+use super::describe::broker_synonyms;
+use super::listeners::Listeners;
+use super::topic::{ConfigEntry, ConfigSource};
+use super::topic_keys::broker_topic_defaults;
+use super::values::split_list;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -9,6 +20,12 @@ pub enum ConfigError {
     Invalid { key: String, value: String, reason: String },
     #[error("missing required configuration {0}")]
     Missing(String),
+    /// A topic config name Kafka does not define (CreateTopics/AlterConfigs).
+    #[error("Unknown topic config name: {0}")]
+    UnknownTopicConfig(String),
+    /// Values that are each valid but not together.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 /// One `listeners` entry: `NAME://host:port`.
@@ -54,89 +71,175 @@ pub struct BrokerConfig {
     pub log_level: String,
     /// Every key as given (after overrides), for DescribeConfigs.
     pub raw: BTreeMap<String, String>,
+    /// `listener.security.protocol.map` as in effect: listener name to protocol.
+    pub listener_security_protocols: BTreeMap<String, String>,
+    /// The broker-level default of every topic config (by topic config name,
+    /// canonical text), from server.properties or Kafka's defaults.
+    pub topic_defaults: BTreeMap<String, String>,
 }
 
-// Temporary minimal parsing; replaced by the full config module.
+fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
 impl BrokerConfig {
+    /// Builds the config from server.properties entries (overrides applied).
+    /// Returns it with one warning per unknown key.
     pub fn from_properties(props: BTreeMap<String, String>) -> Result<(BrokerConfig, Vec<String>), ConfigError> {
-        fn get<T: std::str::FromStr>(p: &BTreeMap<String, String>, k: &str, d: T) -> Result<T, ConfigError> {
-            match p.get(k) {
-                None => Ok(d),
-                Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
-                    key: k.into(),
-                    value: v.clone(),
-                    reason: "not a number".into(),
-                }),
+        let (values, warnings) = KeyValues::read(&props)?;
+        let node_id = values.set("node.id").ok_or_else(|| ConfigError::Missing("node.id".into()))?;
+        let node_id: i32 = node_id.parse().map_err(|_| invalid("node.id", node_id, "not an INT"))?;
+        if let Some(broker_id) = values.set("broker.id").filter(|id| *id != "-1") {
+            if broker_id != node_id.to_string() {
+                return Err(invalid(
+                    "broker.id",
+                    broker_id,
+                    format!("it must equal node.id ({node_id}) when both are set"),
+                ));
             }
         }
-        let listeners = parse_listeners(props.get("listeners").map(String::as_str).unwrap_or("PLAINTEXT://:9092"))?;
-        let controller: Vec<String> = props
-            .get("controller.listener.names")
-            .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
-            .unwrap_or_default();
-        let advertised = match props.get("advertised.listeners") {
-            Some(v) => parse_listeners(v)?,
-            None => listeners.iter().filter(|l| !controller.contains(&l.name)).cloned().collect(),
-        };
-        let log_dirs: Vec<PathBuf> = props
-            .get("log.dirs")
-            .or_else(|| props.get("log.dir"))
-            .map(String::as_str)
-            .unwrap_or("/tmp/kafka-logs")
-            .split(',')
-            .map(|s| PathBuf::from(s.trim()))
-            .collect();
+        let process_roles = process_roles(&values)?;
+        let controller_role = process_roles.iter().any(|r| r == "controller");
+        check_voters(&values, node_id, controller_role)?;
+        let layout = Listeners::resolve(&values, controller_role)?;
+
+        // log.dirs wins over log.dir; both are validated non-empty lists.
+        let dirs = values.set("log.dirs").or(values.get("log.dir")).unwrap_or_default();
+        let log_dirs: Vec<PathBuf> = split_list(dirs).into_iter().map(PathBuf::from).collect();
+        let metadata_log_dir = values.set("metadata.log.dir").map(PathBuf::from).unwrap_or_else(|| log_dirs[0].clone());
+
+        if values.boolean("remote.log.storage.system.enable") {
+            return Err(invalid("remote.log.storage.system.enable", "true", "krabka has no tiered storage"));
+        }
+        let metrics_listener = metrics_listener(values.set("krabka.metrics.listener"))?;
+        let log_level = values.get("krabka.log.level").unwrap_or("info").to_string();
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {
+            return Err(invalid("krabka.log.level", &log_level, format!("not a tracing filter: {e}")));
+        }
+        let topic_defaults = broker_topic_defaults(&values)?;
+
+        let int = |name| values.int(name);
         let config = BrokerConfig {
-            node_id: get(&props, "node.id", -1)?,
-            process_roles: vec!["broker".into(), "controller".into()],
-            listeners,
-            advertised_listeners: advertised,
-            controller_listener_names: controller,
-            inter_broker_listener_name: "PLAINTEXT".into(),
-            metadata_log_dir: props.get("metadata.log.dir").map(PathBuf::from).unwrap_or_else(|| log_dirs[0].clone()),
+            node_id,
+            process_roles,
+            listeners: layout.listeners,
+            advertised_listeners: layout.advertised,
+            controller_listener_names: layout.controller_names,
+            inter_broker_listener_name: layout.inter_broker,
             log_dirs,
-            num_partitions: get(&props, "num.partitions", 1)?,
-            default_replication_factor: get(&props, "default.replication.factor", 1)?,
-            auto_create_topics_enable: get(&props, "auto.create.topics.enable", true)?,
-            delete_topic_enable: get(&props, "delete.topic.enable", true)?,
-            message_max_bytes: get(&props, "message.max.bytes", 1048588)?,
-            socket_request_max_bytes: get(&props, "socket.request.max.bytes", 104857600)?,
-            num_network_threads: get(&props, "num.network.threads", 3)?,
-            num_io_threads: get(&props, "num.io.threads", 8)?,
-            connections_max_idle_ms: get(&props, "connections.max.idle.ms", 600000)?,
-            max_connections: get(&props, "max.connections", i32::MAX as usize)?,
-            queued_max_requests: get(&props, "queued.max.requests", 500)?,
-            log_retention_check_interval_ms: get(&props, "log.retention.check.interval.ms", 300000)?,
-            log_flush_scheduler_interval_ms: get(&props, "log.flush.scheduler.interval.ms", i64::MAX)?,
-            log_cleaner_enable: get(&props, "log.cleaner.enable", true)?,
-            log_cleaner_backoff_ms: get(&props, "log.cleaner.backoff.ms", 15000)?,
-            group_initial_rebalance_delay_ms: get(&props, "group.initial.rebalance.delay.ms", 3000)?,
-            offsets_topic_num_partitions: get(&props, "offsets.topic.num.partitions", 50)?,
-            metrics_listener: props.get("krabka.metrics.listener").cloned(),
-            log_format_json: props.get("krabka.log.format").is_some_and(|v| v == "json"),
-            log_level: props.get("krabka.log.level").cloned().unwrap_or_else(|| "info".into()),
+            metadata_log_dir,
+            // The key table's ranges make each of these conversions lossless.
+            num_partitions: int("num.partitions") as i32,
+            default_replication_factor: int("default.replication.factor") as i16,
+            auto_create_topics_enable: values.boolean("auto.create.topics.enable"),
+            delete_topic_enable: values.boolean("delete.topic.enable"),
+            message_max_bytes: int("message.max.bytes") as u32,
+            socket_request_max_bytes: int("socket.request.max.bytes") as u32,
+            num_network_threads: int("num.network.threads") as usize,
+            num_io_threads: int("num.io.threads") as usize,
+            connections_max_idle_ms: int("connections.max.idle.ms"),
+            max_connections: int("max.connections") as usize,
+            queued_max_requests: int("queued.max.requests") as usize,
+            log_retention_check_interval_ms: int("log.retention.check.interval.ms"),
+            log_flush_scheduler_interval_ms: int("log.flush.scheduler.interval.ms"),
+            log_cleaner_enable: values.boolean("log.cleaner.enable"),
+            log_cleaner_backoff_ms: int("log.cleaner.backoff.ms"),
+            group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms"),
+            offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
+            metrics_listener,
+            log_format_json: values.get("krabka.log.format") == Some("json"),
+            log_level,
             raw: props,
+            listener_security_protocols: layout.protocols,
+            topic_defaults,
         };
-        Ok((config, Vec::new()))
+        Ok((config, warnings))
     }
 
+    /// The listener clients are told about: the first advertised listener that
+    /// is not a controller listener (validation guarantees there is one).
     pub fn advertised_listener(&self) -> &Listener {
-        &self.advertised_listeners[0]
+        let is_controller = |l: &&Listener| self.controller_listener_names.contains(&l.name);
+        self.advertised_listeners
+            .iter()
+            .find(|l| !is_controller(l))
+            .expect("validated configs advertise at least one broker listener")
     }
 
-    pub fn describe(&self) -> Vec<super::ConfigEntry> {
-        Vec::new()
+    /// The broker's configs for DescribeConfigs on its BROKER resource: every
+    /// known key, sorted by name, read-only unless Kafka can change it at runtime.
+    pub fn describe(&self) -> Vec<ConfigEntry> {
+        let values = KeyValues::lossy(&self.raw);
+        let mut keys: Vec<_> = BROKER_KEYS.iter().collect();
+        keys.sort_by_key(|key| key.name);
+        keys.into_iter()
+            .map(|key| {
+                let sensitive = key.sensitive();
+                let synonyms = broker_synonyms(key.name, &self.raw, sensitive);
+                ConfigEntry {
+                    name: key.name.to_string(),
+                    value: if sensitive { None } else { values.get(key.name).map(str::to_string) },
+                    source: synonyms.first().map_or(ConfigSource::Default, |s| s.2),
+                    read_only: !key.dynamic,
+                    sensitive,
+                    config_type: key.ty,
+                    synonyms,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether `name` is a broker key krabka knows (and so describes).
+    pub fn is_known_key(name: &str) -> bool {
+        broker_key(name).is_some()
     }
 }
 
-fn parse_listeners(text: &str) -> Result<Vec<Listener>, ConfigError> {
-    let mut out = Vec::new();
-    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let bad =
-            || ConfigError::Invalid { key: "listeners".into(), value: text.into(), reason: "bad listener".into() };
-        let (name, address) = entry.split_once("://").ok_or_else(bad)?;
-        let (host, port) = address.rsplit_once(':').ok_or_else(bad)?;
-        out.push(Listener { name: name.into(), host: host.into(), port: port.parse().map_err(|_| bad())? });
+fn process_roles(values: &KeyValues) -> Result<Vec<String>, ConfigError> {
+    let Some(roles) = values.set("process.roles") else {
+        return Err(ConfigError::Missing(
+            "process.roles (krabka runs in KRaft mode: broker or broker,controller)".into(),
+        ));
+    };
+    let roles = split_list(roles);
+    if !roles.iter().any(|r| r == "broker") {
+        return Err(invalid("process.roles", &roles.join(","), "krabka runs the broker role; it must contain broker"));
     }
-    Ok(out)
+    Ok(roles)
 }
+
+/// `controller.quorum.voters` (`id@host:port,...`). krabka keeps its metadata
+/// quorum to itself so it does not require the key, but when given it must
+/// parse and, as in Kafka, list this node exactly when it is a controller.
+fn check_voters(values: &KeyValues, node_id: i32, controller_role: bool) -> Result<(), ConfigError> {
+    let key = "controller.quorum.voters";
+    let text = values.get(key).unwrap_or_default();
+    let mut ids = Vec::new();
+    for entry in split_list(text) {
+        let has_port = |address: &str| address.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+        let id =
+            entry.split_once('@').filter(|(_, address)| has_port(address)).and_then(|(id, _)| id.parse::<i32>().ok());
+        let Some(id) = id else { return Err(invalid(key, text, format!("{entry:?} is not id@host:port"))) };
+        ids.push(id);
+    }
+    if controller_role && !ids.is_empty() && !ids.contains(&node_id) {
+        return Err(invalid(key, text, format!("this controller (node.id {node_id}) must be one of the voters")));
+    }
+    if !controller_role && ids.contains(&node_id) {
+        return Err(invalid(key, text, format!("a broker-only node (node.id {node_id}) must not be a voter")));
+    }
+    Ok(())
+}
+
+/// `krabka.metrics.listener`: `host:port` (`[v6]:port` for IPv6); empty disables it.
+fn metrics_listener(value: Option<&str>) -> Result<Option<String>, ConfigError> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(None) };
+    let port = value.rsplit_once(':').map(|(_, port)| port);
+    if port.and_then(|p| p.parse::<u16>().ok()).is_none() {
+        return Err(invalid("krabka.metrics.listener", value, "expected host:port, e.g. 127.0.0.1:9404"));
+    }
+    Ok(Some(value.to_string()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,20 @@
 //! Broker and topic configuration with Kafka's key names and defaults.
+//!
+//! `broker` reads server.properties into a `BrokerConfig`; `topic` validates
+//! topic overrides and derives each topic's effective `LogConfig`. Both answer
+//! DescribeConfigs the way Kafka 4.3 does. The key tables live in
+//! `broker_keys` and `topic_keys`; `values` holds the typed parsing they share.
 
 pub mod broker;
+mod broker_keys;
+mod describe;
+mod listeners;
 pub mod topic;
+mod topic_keys;
+mod values;
 
 pub use broker::{BrokerConfig, ConfigError, Listener};
-pub use topic::{ConfigEntry, ConfigSource, ConfigType};
+pub use topic::{
+    describe_topic, effective_topic_configs, is_topic_config, log_config, topic_compression, validate_topic_config,
+    validate_topic_configs, ConfigEntry, ConfigSource, ConfigType, TopicCompression,
+};

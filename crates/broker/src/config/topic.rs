@@ -1,4 +1,18 @@
-//! Topic-level configuration (placeholder, being filled in).
+//! Topic-level configuration: validation of overrides, the effective
+//! `LogConfig`, and DescribeConfigs for TOPIC resources.
+//!
+//! A topic config's value comes from the topic's override if it has one, else
+//! from the broker key it falls back on (server.properties), else from Kafka's
+//! default; the table in `topic_keys` holds the names and fallbacks.
+
+use std::collections::BTreeMap;
+
+use krabka_log::{CleanupPolicy, LogConfig, TimestampPolicy};
+
+use super::broker::{BrokerConfig, ConfigError};
+use super::describe::broker_synonyms;
+use super::topic_keys::{check_compaction_lags, topic_key, TOPIC_KEYS};
+use super::values::{int_or, split_list};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
@@ -34,13 +48,10 @@ pub struct ConfigEntry {
     pub synonyms: Vec<(String, Option<String>, ConfigSource)>,
 }
 
-// Temporary minimal topic configs; replaced by the full config module.
-use std::collections::BTreeMap;
-
-use super::{BrokerConfig, ConfigError};
-
+/// `compression.type` of a topic: what the broker stores batches as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TopicCompression {
+    /// Keep the producer's codec.
     Producer,
     Uncompressed,
     Gzip,
@@ -49,43 +60,140 @@ pub enum TopicCompression {
     Zstd,
 }
 
-pub fn validate_topic_configs(configs: &BTreeMap<String, String>) -> Result<(), ConfigError> {
-    for (k, v) in configs {
-        validate_topic_config(k, v)?;
-    }
-    Ok(())
+/// Whether Kafka defines a topic config of this name.
+pub fn is_topic_config(name: &str) -> bool {
+    topic_key(name).is_some()
 }
 
+/// Checks one topic config as CreateTopics/AlterConfigs would.
 pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError> {
-    if name == "retention.ms" && value.parse::<i64>().is_err() {
-        return Err(ConfigError::Invalid { key: name.into(), value: value.into(), reason: "not a number".into() });
+    checked(name, value).map(drop)
+}
+
+/// Checks a set of topic configs: every name first (as Kafka does), then each
+/// value, then the rules that involve two configs.
+pub fn validate_topic_configs(configs: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    if let Some(unknown) = configs.keys().find(|name| !is_topic_config(name)) {
+        return Err(ConfigError::UnknownTopicConfig(unknown.clone()));
     }
-    Ok(())
-}
-
-pub fn log_config(_broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> krabka_log::LogConfig {
-    let mut c = krabka_log::LogConfig::default();
-    if let Some(v) = overrides.get("retention.ms").and_then(|v| v.parse().ok()) {
-        c.retention_ms = v;
+    let mut canonical = BTreeMap::new();
+    for (name, value) in configs {
+        canonical.insert(name.clone(), checked(name, value)?);
     }
-    c
+    check_compaction_lags(&canonical)
 }
 
-pub fn topic_compression(_broker: &BrokerConfig, _overrides: &BTreeMap<String, String>) -> TopicCompression {
-    TopicCompression::Producer
+/// The canonical form of a valid topic config value.
+fn checked(name: &str, value: &str) -> Result<String, ConfigError> {
+    let key = topic_key(name).ok_or_else(|| ConfigError::UnknownTopicConfig(name.to_string()))?;
+    let canonical = key.canonical(value)?;
+    // Kafka refuses remote storage on a broker without tiered storage; krabka has none.
+    if name == "remote.storage.enable" && canonical == "true" {
+        let reason = "tiered storage is not available on this broker, so a topic cannot enable remote storage";
+        return Err(ConfigError::Invalid { key: name.into(), value: value.into(), reason: reason.into() });
+    }
+    Ok(canonical)
 }
 
-pub fn describe_topic(_broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
-    overrides
+/// Every topic config's effective value (canonical text) for a topic with
+/// these overrides. An override that does not parse is ignored: overrides are
+/// validated when they are set, so that only happens to hand-built maps.
+pub fn effective_topic_configs(
+    broker: &BrokerConfig,
+    overrides: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    TOPIC_KEYS
         .iter()
-        .map(|(k, v)| ConfigEntry {
-            name: k.clone(),
-            value: Some(v.clone()),
-            source: ConfigSource::DynamicTopic,
-            read_only: false,
-            sensitive: false,
-            config_type: ConfigType::String,
-            synonyms: Vec::new(),
+        .map(|key| {
+            let from_override = overrides.get(key.name).and_then(|value| key.canonical(value).ok());
+            let value = from_override
+                .or_else(|| broker.topic_defaults.get(key.name).cloned())
+                .unwrap_or_else(|| key.default.to_string());
+            (key.name.to_string(), value)
         })
         .collect()
 }
+
+/// The `LogConfig` of a topic: overrides over server.properties over Kafka's defaults.
+pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> LogConfig {
+    let configs = effective_topic_configs(broker, overrides);
+    let text = |name: &str| configs.get(name).map(String::as_str);
+    let int = |name: &str, fallback: i64| int_or(text(name), fallback);
+    let defaults = LogConfig::default();
+    let policies = split_list(text("cleanup.policy").unwrap_or("delete"));
+    let (compact, delete) = (policies.iter().any(|p| p == "compact"), policies.iter().any(|p| p == "delete"));
+    let cleanup_policy = match (compact, delete) {
+        (true, true) => CleanupPolicy::CompactDelete,
+        (true, false) => CleanupPolicy::Compact,
+        _ => CleanupPolicy::Delete,
+    };
+    // An empty cleanup.policy (allowed since Kafka 4) neither deletes nor
+    // compacts: without tiered storage that means keeping everything.
+    let keep_all = !compact && !delete;
+    LogConfig {
+        segment_bytes: int("segment.bytes", defaults.segment_bytes as i64) as u64,
+        segment_ms: int("segment.ms", defaults.segment_ms),
+        segment_index_bytes: int("segment.index.bytes", defaults.segment_index_bytes as i64) as usize,
+        index_interval_bytes: int("index.interval.bytes", defaults.index_interval_bytes as i64) as u64,
+        flush_messages: int("flush.messages", defaults.flush_messages),
+        flush_ms: int("flush.ms", defaults.flush_ms),
+        retention_ms: if keep_all { -1 } else { int("retention.ms", defaults.retention_ms) },
+        retention_bytes: if keep_all { -1 } else { int("retention.bytes", defaults.retention_bytes) },
+        max_message_bytes: int("max.message.bytes", defaults.max_message_bytes as i64) as u32,
+        timestamp_policy: match text("message.timestamp.type") {
+            Some("LogAppendTime") => TimestampPolicy::LogAppendTime,
+            _ => TimestampPolicy::CreateTime,
+        },
+        max_decompressed_batch_bytes: defaults.max_decompressed_batch_bytes,
+        cleanup_policy,
+        delete_retention_ms: int("delete.retention.ms", defaults.delete_retention_ms),
+        min_cleanable_dirty_ratio: text("min.cleanable.dirty.ratio")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(defaults.min_cleanable_dirty_ratio),
+        min_compaction_lag_ms: int("min.compaction.lag.ms", defaults.min_compaction_lag_ms),
+    }
+}
+
+/// The effective `compression.type` of a topic.
+pub fn topic_compression(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> TopicCompression {
+    match effective_topic_configs(broker, overrides).get("compression.type").map(String::as_str) {
+        Some("uncompressed") => TopicCompression::Uncompressed,
+        Some("gzip") => TopicCompression::Gzip,
+        Some("snappy") => TopicCompression::Snappy,
+        Some("lz4") => TopicCompression::Lz4,
+        Some("zstd") => TopicCompression::Zstd,
+        _ => TopicCompression::Producer,
+    }
+}
+
+/// DescribeConfigs for a TOPIC resource: every topic config, sorted by name,
+/// with Kafka's synonyms (the override, then the broker keys set in
+/// server.properties, then their defaults).
+pub fn describe_topic(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
+    let configs = effective_topic_configs(broker, overrides);
+    TOPIC_KEYS
+        .iter()
+        .map(|key| {
+            let value = configs.get(key.name).cloned();
+            let mut synonyms = Vec::new();
+            if overrides.contains_key(key.name) {
+                synonyms.push((key.name.to_string(), value.clone(), ConfigSource::DynamicTopic));
+            }
+            if let Some((broker_key, _)) = key.broker.first() {
+                synonyms.extend(broker_synonyms(broker_key, &broker.raw, false));
+            }
+            ConfigEntry {
+                name: key.name.to_string(),
+                value,
+                source: synonyms.first().map_or(ConfigSource::Default, |s| s.2),
+                read_only: false,
+                sensitive: false,
+                config_type: key.ty,
+                synonyms,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

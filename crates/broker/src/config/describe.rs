@@ -1,0 +1,73 @@
+//! Config synonyms as DescribeConfigs reports them.
+//!
+//! Kafka lists, for a broker key, every key of its synonym group that is set in
+//! server.properties (STATIC_BROKER_CONFIG) followed by every one that has a
+//! default (DEFAULT_CONFIG), then drops the entries before the described key
+//! itself. So `log.retention.ms` with only `log.retention.hours` set has no
+//! synonyms at all and reports DEFAULT_CONFIG even though the hours apply; we
+//! reproduce that so tools comparing against Kafka see the same answer.
+
+use std::collections::BTreeMap;
+
+use super::broker_keys::broker_key;
+use super::topic::ConfigSource;
+
+/// (name, value, source), most specific first, as in `ConfigEntry::synonyms`.
+pub(crate) type Synonym = (String, Option<String>, ConfigSource);
+
+/// The keys that set the same broker value as `name`, highest precedence first.
+fn synonym_group(name: &str) -> Vec<&str> {
+    match name {
+        "log.roll.ms" | "log.roll.hours" => vec!["log.roll.ms", "log.roll.hours"],
+        "log.roll.jitter.ms" | "log.roll.jitter.hours" => vec!["log.roll.jitter.ms", "log.roll.jitter.hours"],
+        // The scheduler interval is only the fallback of the flush interval, not the reverse.
+        "log.flush.interval.ms" => vec!["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        "log.retention.ms" | "log.retention.minutes" | "log.retention.hours" => {
+            vec!["log.retention.ms", "log.retention.minutes", "log.retention.hours"]
+        }
+        _ => vec![name],
+    }
+}
+
+/// The synonyms of broker key `name` given the properties the broker started with.
+pub(crate) fn broker_synonyms(name: &str, raw: &BTreeMap<String, String>, sensitive: bool) -> Vec<Synonym> {
+    let group = synonym_group(name);
+    let shown = |value: &str| (!sensitive).then(|| value.to_string());
+    let set = group.iter().filter_map(|n| raw.get(*n).map(|v| (n.to_string(), shown(v), ConfigSource::StaticBroker)));
+    let defaults = group.iter().filter_map(|n| {
+        let default = broker_key(n)?.default?;
+        Some((n.to_string(), shown(default), ConfigSource::Default))
+    });
+    set.chain(defaults).skip_while(|(n, _, _)| n != name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn follows_kafkas_synonym_order() {
+        let props = raw(&[("log.retention.ms", "1000"), ("log.retention.hours", "1")]);
+        let synonyms = broker_synonyms("log.retention.ms", &props, false);
+        assert_eq!(
+            synonyms,
+            [
+                ("log.retention.ms".into(), Some("1000".into()), ConfigSource::StaticBroker),
+                ("log.retention.hours".into(), Some("1".into()), ConfigSource::StaticBroker),
+                ("log.retention.hours".into(), Some("168".into()), ConfigSource::Default),
+            ]
+        );
+        // Only a lower-precedence key is set: Kafka reports no synonyms for the primary.
+        assert!(broker_synonyms("log.retention.ms", &raw(&[("log.retention.hours", "1")]), false).is_empty());
+        assert_eq!(
+            broker_synonyms("num.partitions", &raw(&[]), false),
+            [("num.partitions".into(), Some("1".into()), ConfigSource::Default)]
+        );
+        let hidden = broker_synonyms("ssl.key.password", &raw(&[("ssl.key.password", "secret")]), true);
+        assert_eq!(hidden, [("ssl.key.password".into(), None, ConfigSource::StaticBroker)]);
+    }
+}
