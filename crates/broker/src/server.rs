@@ -61,7 +61,12 @@ impl Broker {
         let config = Arc::new(config);
         let log_manager = LogManager::open(&config.log_dirs).context("opening log directories")?;
         log_manager.remove_leftover_deletions();
-        let metadata = MetadataStore::open(&config.metadata_log_dir, config.node_id, now_ms())
+        let snapshot_every_bytes = config
+            .raw
+            .get("metadata.log.max.record.bytes.between.snapshots")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(20 * 1024 * 1024);
+        let metadata = MetadataStore::open(&config.metadata_log_dir, config.node_id, snapshot_every_bytes, now_ms())
             .context("opening the metadata log")?;
         let image = metadata.image();
         for stray in log_manager.stray_partitions(|tp, id| {

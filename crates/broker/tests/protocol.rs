@@ -415,3 +415,57 @@ fn incremental_fetch_sessions_send_only_changes() {
         client.request(ApiKey::Fetch, 12, &FetchRequest { session_id: 12345, session_epoch: 1, ..empty.clone() });
     assert_eq!(unknown.error_code, 70, "FETCH_SESSION_ID_NOT_FOUND");
 }
+
+#[test]
+fn metadata_is_rebuilt_from_a_snapshot_plus_the_log_tail() {
+    let mut broker = BrokerProcess::start(&["metadata.log.max.record.bytes.between.snapshots=1500"]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    for i in 0..40 {
+        let created = create_topic(&mut client, &format!("snap-{i}"), 2, &[("retention.ms", &(1000 + i).to_string())]);
+        assert_eq!(created.topics[0].error_code, 0);
+    }
+    let deleted: DeleteTopicsResponse = client.request(
+        ApiKey::DeleteTopics,
+        5,
+        &DeleteTopicsRequest {
+            topic_names: vec!["snap-3".into(), "snap-39".into()],
+            timeout_ms: 5000,
+            ..Default::default()
+        },
+    );
+    assert!(deleted.responses.iter().all(|r| r.error_code == 0));
+    let (first_id, _) = init_producer_id(&mut client);
+    let metadata_dir = broker.data_dir().join("__cluster_metadata-0");
+    let snapshots = || {
+        std::fs::read_dir(&metadata_dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".checkpoint"))
+            .count()
+    };
+    assert_eq!(snapshots(), 1, "one snapshot kept, older ones removed");
+    drop(client);
+    broker.kill9();
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let metadata: MetadataResponse =
+        client.request(ApiKey::Metadata, 12, &MetadataRequest { topics: None, ..Default::default() });
+    let names: std::collections::BTreeSet<String> = metadata.topics.iter().filter_map(|t| t.name.clone()).collect();
+    assert_eq!(names.len(), 38, "{names:?}");
+    assert!(!names.contains("snap-3") && !names.contains("snap-39") && names.contains("snap-38"));
+    let configs: DescribeConfigsResponse = client.request(
+        ApiKey::DescribeConfigs,
+        4,
+        &DescribeConfigsRequest {
+            resources: vec![describe_configs_request::DescribeConfigsResource {
+                resource_type: 2,
+                resource_name: "snap-17".into(),
+                configuration_keys: Some(vec!["retention.ms".into()]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+    assert_eq!(configs.results[0].configs[0].value.as_deref(), Some("1017"));
+    let (next_id, _) = init_producer_id(&mut client);
+    assert!(next_id > first_id, "producer ids continue after the snapshot");
+}

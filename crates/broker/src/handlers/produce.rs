@@ -91,7 +91,12 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
                 ),
                 (Some(_), None) => failed(index, code::INVALID_RECORD, Some("no records".into())),
                 (Some(partition), Some(records)) => {
-                    appends.push(PendingAppend { topic: responses.len(), slot: partition_responses.len(), partition: partition.clone(), records });
+                    appends.push(PendingAppend {
+                        topic: responses.len(),
+                        slot: partition_responses.len(),
+                        partition: partition.clone(),
+                        records,
+                    });
                     failed(index, code::UNKNOWN_SERVER_ERROR, None)
                 }
             };

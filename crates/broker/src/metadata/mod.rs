@@ -7,6 +7,7 @@
 
 pub mod image;
 pub mod records;
+pub mod snapshot;
 pub mod store;
 
 pub use image::{MetadataImage, PartitionImage, TopicImage};

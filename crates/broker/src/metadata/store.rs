@@ -2,7 +2,7 @@
 //! single combined node is its own controller); readers take the current
 //! `Arc<MetadataImage>` without waiting for writers.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -13,6 +13,7 @@ use krabka_protocol::ProducerIdsRecord;
 
 use super::image::MetadataImage;
 use super::records::MetadataRecord;
+use super::snapshot;
 
 /// The metadata log's directory name inside `metadata.log.dir`, as KRaft's.
 pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
@@ -30,10 +31,18 @@ pub enum MetadataError {
 
 pub struct MetadataStore {
     node_id: i32,
-    log: Mutex<PartitionLog>,
+    dir: PathBuf,
+    log: Mutex<MetadataLog>,
     image: RwLock<Arc<MetadataImage>>,
     /// The current producer-id block: next id to hand out, end (exclusive).
     producer_ids: Mutex<(i64, i64)>,
+}
+
+/// The log and how much was written to it since the last snapshot.
+struct MetadataLog {
+    log: PartitionLog,
+    bytes_since_snapshot: u64,
+    snapshot_every_bytes: u64,
 }
 
 fn metadata_log_config() -> LogConfig {
@@ -43,13 +52,29 @@ fn metadata_log_config() -> LogConfig {
 
 impl MetadataStore {
     /// Opens the metadata log under `metadata_log_dir` and replays it.
-    pub fn open(metadata_log_dir: &Path, node_id: i32, now_ms: i64) -> Result<Self, MetadataError> {
+    /// `snapshot_every_bytes` is `metadata.log.max.record.bytes.between.snapshots`.
+    pub fn open(
+        metadata_log_dir: &Path,
+        node_id: i32,
+        snapshot_every_bytes: u64,
+        now_ms: i64,
+    ) -> Result<Self, MetadataError> {
         let dir = metadata_log_dir.join(METADATA_LOG_DIR_NAME);
+        std::fs::create_dir_all(&dir).map_err(LogError::Io)?;
+        let snapshot = snapshot::load_latest(&dir).map_err(LogError::Io)?;
+        let snapshot_end = snapshot.as_ref().map_or(0, |(end, _)| *end);
         // Every metadata append is fsynced, but a crash can still tear the
-        // tail mid-write: always check the log on open (it is small).
-        let (log, _report) = PartitionLog::open(&dir, metadata_log_config(), 0, 0, false, now_ms)?;
-        let mut image = MetadataImage::default();
-        let mut offset = log.log_start_offset();
+        // tail mid-write: always check the log on open (it is small after a snapshot).
+        let (log, _report) = PartitionLog::open(&dir, metadata_log_config(), snapshot_end, 0, false, now_ms)?;
+        let mut image = snapshot.map(|(_, image)| image).unwrap_or_default();
+        let mut offset = snapshot_end.max(log.log_start_offset());
+        if offset > snapshot_end {
+            return Err(MetadataError::Corrupt {
+                offset: snapshot_end,
+                reason: format!("the metadata log starts at {offset} but no snapshot covers what came before"),
+            });
+        }
+        image.offset = snapshot_end - 1;
         let end = log.log_end_offset();
         while offset < end {
             let read = log.read(offset, 1024 * 1024, end, true)?;
@@ -57,6 +82,7 @@ impl MetadataStore {
             let bytes = slice.read_to_bytes().map_err(LogError::Io)?;
             for batch in RecordBatches::new(bytes) {
                 let batch = batch.map_err(|e| MetadataError::Corrupt { offset, reason: e.to_string() })?;
+                let batch_start = offset;
                 offset = batch.next_offset();
                 if batch.is_control() {
                     continue;
@@ -65,6 +91,9 @@ impl MetadataStore {
                     batch.records(usize::MAX).map_err(|e| MetadataError::Corrupt { offset, reason: e.to_string() })?;
                 for record in records {
                     let record = record.map_err(|e| MetadataError::Corrupt { offset, reason: e.to_string() })?;
+                    if record.offset < batch_start {
+                        continue; // covered by the snapshot
+                    }
                     let value = record.value.unwrap_or_default();
                     let decoded = MetadataRecord::decode(value)
                         .map_err(|reason| MetadataError::Corrupt { offset: record.offset, reason })?;
@@ -78,7 +107,8 @@ impl MetadataStore {
         tracing::info!(topics = image.topics.len(), records_end = end, "metadata image loaded");
         Ok(MetadataStore {
             node_id,
-            log: Mutex::new(log),
+            dir,
+            log: Mutex::new(MetadataLog { log, bytes_since_snapshot: 0, snapshot_every_bytes }),
             image: RwLock::new(Arc::new(image)),
             producer_ids: Mutex::new((0, 0)),
         })
@@ -99,7 +129,7 @@ impl MetadataStore {
     where
         E: From<MetadataError>,
     {
-        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.log.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.image();
         let (records, result) = plan(&current)?;
         if records.is_empty() {
@@ -113,8 +143,9 @@ impl MetadataStore {
             builder.append(&record).map_err(|e| MetadataError::Corrupt { offset: -1, reason: e.to_string() })?;
         }
         let batch = builder.build().map_err(|e| MetadataError::Corrupt { offset: -1, reason: e.to_string() })?;
-        let info = log.append_as_leader(batch.as_bytes(), 0, now_ms).map_err(MetadataError::from)?;
-        log.flush(now_ms).map_err(MetadataError::from)?;
+        let info = guard.log.append_as_leader(batch.as_bytes(), 0, now_ms).map_err(MetadataError::from)?;
+        guard.log.flush(now_ms).map_err(MetadataError::from)?;
+        guard.bytes_since_snapshot += info.bytes;
         let mut next = (*current).clone();
         for record in &records {
             if let Err(reason) = next.apply(record) {
@@ -125,7 +156,26 @@ impl MetadataStore {
         next.offset = info.last_offset;
         let next = Arc::new(next);
         *self.image.write().unwrap_or_else(|e| e.into_inner()) = next.clone();
+        if guard.bytes_since_snapshot >= guard.snapshot_every_bytes {
+            // The change is durable in the log already: a failed snapshot
+            // only means a longer replay next start.
+            if let Err(e) = self.snapshot(&mut guard, &next, now_ms) {
+                tracing::error!(error = %e, "metadata snapshot failed");
+            }
+        }
         Ok((next, result))
+    }
+
+    /// Writes a snapshot of `image` and drops the log and snapshots it replaces.
+    fn snapshot(&self, guard: &mut MetadataLog, image: &MetadataImage, now_ms: i64) -> Result<(), MetadataError> {
+        let end = image.offset + 1;
+        snapshot::write(&self.dir, image, end, now_ms).map_err(LogError::Io)?;
+        guard.log.delete_records_before(end, now_ms)?;
+        guard.log.delete_pending_files()?;
+        snapshot::delete_older(&self.dir, end).map_err(LogError::Io)?;
+        guard.bytes_since_snapshot = 0;
+        tracing::info!(end_offset = end, topics = image.topics.len(), "wrote metadata snapshot");
+        Ok(())
     }
 
     /// Hands out a producer id, reserving a new block in the metadata log
@@ -153,13 +203,13 @@ impl MetadataStore {
 
     /// The metadata log's end offset (DescribeQuorum reports it).
     pub fn log_end_offset(&self) -> i64 {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).log_end_offset()
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).log.log_end_offset()
     }
 
     /// Flushes and closes the metadata log (clean shutdown).
     pub fn close(&self) -> Result<(), MetadataError> {
-        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        log.flush(now_ms())?;
+        let mut guard = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        guard.log.flush(now_ms())?;
         Ok(())
     }
 }
