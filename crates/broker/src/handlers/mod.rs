@@ -173,3 +173,30 @@ pub fn unsupported_version(
     broker.metrics.request_completed("ApiVersions", crate::errors::code::UNSUPPORTED_VERSION, Default::default());
     Ok(Reply::Now(Response::from_bytes(encode_frame(api_key, 0, correlation_id, &body).freeze())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table of served APIs in docs/compatibility.md is the one this
+    /// code serves (the test prints the right table when they differ).
+    #[test]
+    fn compatibility_doc_lists_the_served_apis() {
+        let mut table = String::from("| key | API | versions served | Kafka 4.3.1 |\n|---|---|---|---|\n");
+        for (key, min, max) in supported_apis() {
+            let info = key.info();
+            table.push_str(&format!(
+                "| {} | {} | {min}-{max} | {}-{} |\n",
+                key as i16, info.name, info.min_version, info.max_version
+            ));
+        }
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/compatibility.md")).unwrap();
+        let start = doc.find("<!-- broker-apis:start -->\n").map(|i| i + "<!-- broker-apis:start -->\n".len());
+        let end = doc.find("<!-- broker-apis:end -->");
+        let current = match (start, end) {
+            (Some(start), Some(end)) if start <= end => &doc[start..end],
+            _ => "",
+        };
+        assert_eq!(current, table, "docs/compatibility.md broker-apis table is stale; expected:\n{table}");
+    }
+}
