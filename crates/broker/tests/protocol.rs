@@ -469,3 +469,85 @@ fn metadata_is_rebuilt_from_a_snapshot_plus_the_log_tail() {
     let (next_id, _) = init_producer_id(&mut client);
     assert!(next_id > first_id, "producer ids continue after the snapshot");
 }
+
+/// An ApiVersions v3 request whose frame (after the size prefix) is exactly `size` bytes.
+fn api_versions_frame_of_size(size: usize) -> Vec<u8> {
+    let encode = |name: &str| {
+        let mut buf = bytes::BytesMut::new();
+        let request = ApiVersionsRequest {
+            client_software_name: name.into(),
+            client_software_version: "1".into(),
+            ..Default::default()
+        };
+        frame::encode_request(&mut buf, ApiKey::ApiVersions, 3, 1, Some("limit"), &request).unwrap();
+        buf.to_vec()
+    };
+    let base = encode("a").len() - 4;
+    let mut name = "a".repeat(1 + size - base);
+    // The compact string length varint may grow by a byte: trim to fit.
+    while encode(&name).len() - 4 > size {
+        name.pop();
+    }
+    let frame = encode(&name);
+    assert_eq!(frame.len() - 4, size);
+    frame
+}
+
+#[test]
+fn socket_request_max_bytes_is_inclusive() {
+    let broker = BrokerProcess::start(&["socket.request.max.bytes=1000"]);
+    let mut at_limit = RawClient::connect(&broker.bootstrap());
+    at_limit.stream.write_all(&api_versions_frame_of_size(1000)).unwrap();
+    let mut response = at_limit.read_frame().expect("a request of exactly the limit is served");
+    let header = frame::parse_response_header(ApiKey::ApiVersions, 3, &mut response).unwrap();
+    assert_eq!(header.correlation_id, 1);
+    assert!(closes_on(&broker, &api_versions_frame_of_size(1001)), "one byte over the limit closes");
+}
+
+#[test]
+fn max_connections_and_idle_timeout_are_enforced() {
+    let broker = BrokerProcess::start(&["max.connections=3", "connections.max.idle.ms=1000"]);
+    let mut clients: Vec<RawClient> = (0..3).map(|_| RawClient::connect(&broker.bootstrap())).collect();
+    for client in &mut clients {
+        let response: ApiVersionsResponse = client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+        assert_eq!(response.error_code, 0);
+    }
+    let mut fourth = RawClient::connect(&broker.bootstrap());
+    assert!(fourth.is_closed(), "the connection past max.connections is closed");
+    drop(clients.pop());
+    support::wait_for("a free connection slot", Duration::from_secs(10), || {
+        let mut client = RawClient::connect(&broker.bootstrap());
+        client.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+        client.read_frame().is_ok()
+    });
+    // Idle connections are closed after connections.max.idle.ms.
+    let started = Instant::now();
+    assert!(clients[0].is_closed());
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn metrics_and_cpu_profile_are_served_over_http() {
+    let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut client, TOPIC, 1, &[]);
+    assert_eq!(produce(&mut client, TOPIC, 0, batch(None, 0, 5, Compression::None)).error_code, 0);
+    fetch(&mut client, TOPIC, 0, 0);
+    let (status, body) = broker.http_get("/metrics");
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).unwrap();
+    for expected in [
+        "kafka_requests_total{api=\"Produce\"} 1",
+        "kafka_topic_bytes_in_total{topic=\"raw\"}",
+        "kafka_topic_messages_in_total{topic=\"raw\"} 5",
+        "kafka_topic_bytes_out_total{topic=\"raw\"}",
+        "kafka_request_latency_seconds_bucket{api=\"Fetch\"",
+        "kafka_connections 1",
+        "process_resident_memory_bytes",
+    ] {
+        assert!(text.contains(expected), "missing {expected} in\n{text}");
+    }
+    let (status, profile) = broker.http_get("/debug/pprof/profile?seconds=1");
+    assert_eq!(status, 200);
+    assert!(!profile.is_empty());
+}

@@ -121,6 +121,28 @@ impl BrokerProcess {
         self.spawn();
     }
 
+    /// The port of the HTTP endpoint (`krabka.metrics.listener`), from the log.
+    pub fn metrics_port(&self) -> Option<u16> {
+        let log = self.log();
+        let line = log.lines().rev().find(|l| l.contains("serving /metrics"))?;
+        let address = line.split("address=").nth(1)?.split_whitespace().next()?;
+        address.rsplit(':').next()?.parse().ok()
+    }
+
+    /// A plain HTTP GET; returns (status code, body).
+    pub fn http_get(&self, path: &str) -> (u16, Vec<u8>) {
+        let port = self.metrics_port().expect("metrics listener in the log");
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect http");
+        stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("write");
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).expect("read");
+        let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").expect("http head");
+        let head = String::from_utf8_lossy(&response[..head_end]).into_owned();
+        let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+        (status, response[head_end + 4..].to_vec())
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
