@@ -551,3 +551,55 @@ fn metrics_and_cpu_profile_are_served_over_http() {
     assert_eq!(status, 200);
     assert!(!profile.is_empty());
 }
+
+#[test]
+fn invalid_configuration_is_refused_at_start_and_unknown_keys_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    krabka_format::format_log_dir(&data, "a1b2c3d4e5f6g7h8i9j0kw", 1).unwrap();
+    let config = dir.path().join("server.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "process.roles=broker,controller\nnode.id=1\nlisteners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0\n\
+             controller.listener.names=CONTROLLER\nlog.dirs={}\nno.such.key=1\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_krabka-broker"));
+        command.arg(&config);
+        for e in extra {
+            command.arg("--override").arg(e);
+        }
+        command.output().unwrap()
+    };
+    let bad = run(&["num.partitions=0"]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("num.partitions"), "{stderr}");
+    let bad = run(&["message.max.bytes=lots"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("message.max.bytes"));
+    // A valid config with an unknown key starts (and says so); stop it at once.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_krabka-broker"))
+        .arg(&config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.contains("krabka broker serving") && Instant::now() < deadline {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    assert!(seen.contains("no.such.key"), "{seen}");
+    assert!(seen.contains("krabka broker serving"), "{seen}");
+}
