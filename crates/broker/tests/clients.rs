@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use krabka_protocol::create_topics_request::CreatableTopic;
+use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use krabka_protocol::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use support::{repo_root, BrokerProcess, RawClient};
 
@@ -58,6 +58,13 @@ fn create_topics(broker: &BrokerProcess, names: &[String]) {
                 name: name.clone(),
                 num_partitions: PARTITIONS as i32,
                 replication_factor: 1,
+                // The contract's timestamps are from 2023: keep them past
+                // the default seven-day retention.
+                configs: vec![CreatableTopicConfig {
+                    name: "retention.ms".into(),
+                    value: Some("-1".into()),
+                    ..Default::default()
+                }],
                 ..Default::default()
             })
             .collect(),
