@@ -15,7 +15,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use krabka_log::FileSlice;
 use krabka_protocol::frame::{FrameError, RequestFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
@@ -84,6 +84,25 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     }
 }
 
+/// Bytes asked of the kernel per read when no bigger frame is pending: a
+/// pipelining client's small requests arrive in one read.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Reads into `buf` until it holds `wanted` bytes. Ok(false) on a clean EOF
+/// before any byte of a new frame; Err on a frame cut short.
+async fn fill(reader: &mut OwnedReadHalf, buf: &mut BytesMut, wanted: usize) -> Result<bool, Close> {
+    while buf.len() < wanted {
+        buf.reserve((wanted - buf.len()).max(READ_CHUNK_BYTES.min(wanted)));
+        match reader.read_buf(buf).await {
+            Ok(0) if buf.is_empty() => return Ok(false),
+            Ok(0) => return Err(Close("truncated request".into())),
+            Ok(_) => {}
+            Err(e) => return Err(Close(format!("read failed: {e}"))),
+        }
+    }
+    Ok(true)
+}
+
 async fn read_loop(
     mut reader: OwnedReadHalf,
     broker: &Arc<Broker>,
@@ -93,31 +112,32 @@ async fn read_loop(
     let max_request_bytes = broker.config.socket_request_max_bytes;
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
     let mut shutdown = broker.shutdown_signal();
+    // Frames are split off this buffer without copying; request bodies
+    // (record batches included) stay slices of it until handled.
+    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
     loop {
-        let mut size = [0u8; 4];
         tokio::select! {
-            read = tokio::time::timeout(idle, reader.read_exact(&mut size)) => match read {
+            read = tokio::time::timeout(idle, fill(&mut reader, &mut buf, 4)) => match read {
                 Err(_) => return Err(Close("idle past connections.max.idle.ms".into())),
-                Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-                Ok(Err(e)) => return Err(Close(format!("read failed: {e}"))),
-                Ok(Ok(_)) => {}
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => return Ok(()),
+                Ok(Err(close)) => return Err(close),
             },
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
         }
-        let size = i32::from_be_bytes(size);
+        let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
         if size < 0 || size as u32 > max_request_bytes {
             // Kafka's InvalidReceiveException: the frame cannot be skipped safely.
             return Err(Close(format!(
                 "request size {size} is outside [0, socket.request.max.bytes = {max_request_bytes}]"
             )));
         }
-        let mut frame = BytesMut::zeroed(size as usize);
-        match reader.read_exact(&mut frame).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(Close("truncated request".into())),
-            Err(e) => return Err(Close(format!("read failed: {e}"))),
+        if !fill(&mut reader, &mut buf, 4 + size as usize).await? {
+            return Err(Close("truncated request".into()));
         }
-        let reply = match RequestFrame::parse(frame.freeze()) {
+        buf.advance(4);
+        let frame = buf.split_to(size as usize).freeze();
+        let reply = match RequestFrame::parse(frame) {
             Ok(request) => handlers::handle(broker, info, request).await?,
             Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id }) => {
                 handlers::unsupported_version(broker, api_key, api_version, correlation_id)?

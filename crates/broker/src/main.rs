@@ -71,13 +71,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
         tokio::spawn(observability::http::serve(http, broker.metrics.clone(), broker.shutdown_signal()));
     }
+    // Before announcing: a SIGTERM right after "serving" must shut down cleanly.
+    spawn_signal_handler(broker.clone())?;
     tracing::info!(
         node_id = broker.node_id,
         cluster_id = %broker.cluster_id,
         address = %listener.local_addr()?,
         "krabka broker serving"
     );
-    spawn_signal_handler(broker.clone())?;
     broker.run(listener).await
 }
 
