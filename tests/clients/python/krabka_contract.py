@@ -1,0 +1,236 @@
+"""Shared pieces of the Krabka black-box client checks (Python side).
+
+The deterministic record contract (shared with the Java and Go checkers):
+for global index i in 0..COUNT
+
+  partition = i % PARTITIONS
+  key       = UTF-8 "k-<i>"
+  value     = 1 + (i*37 % 2000) bytes, byte j = (i + j) % 251
+  headers   = [("idx", UTF-8 decimal i), ("h2", b"")]
+  timestamp = 1700000000000 + i  (CreateTime, milliseconds)
+
+Records of one partition are produced in increasing i. A consumer that reads
+every partition from the start must see, in partition p, the indexes
+p, p+PARTITIONS, p+2*PARTITIONS, ... in that order, at consecutive offsets,
+and nothing else.
+
+Every check prints exactly one JSON line on stdout when it passes and exits 0;
+on any error or mismatch it prints a message starting with the program name on
+stderr and exits non-zero (1 = check failed, 2 = usage error).
+"""
+
+import json
+import os
+import sys
+import time
+
+BASE_TIMESTAMP_MS = 1700000000000
+# The contract timestamps are from November 2023: a topic with time-based
+# retention (Kafka's default is 7 days) loses them at its next retention check.
+RETENTION_HINT = (" (if records are missing from the start: contract timestamps are from 2023, "
+                  "so time-based retention deletes them; create topics with retention.ms=-1)")
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+# Seconds a consumer waits for COUNT records before failing; the brief fixes
+# 60 s, the environment variable only exists to make negative tests quicker.
+CONSUME_TIMEOUT_S = float(os.environ.get("KRABKA_CHECK_TIMEOUT_S", "60"))
+# Extra poll time after COUNT records arrived, to catch duplicates/extras.
+LINGER_AFTER_S = float(os.environ.get("KRABKA_CHECK_EXTRA_POLL_S", "1"))
+# Seconds the producer waits for all delivery reports.
+PRODUCE_TIMEOUT_S = float(os.environ.get("KRABKA_CHECK_PRODUCE_TIMEOUT_S", "60"))
+
+
+class CheckFailed(Exception):
+    """A mismatch between what the broker returned and the contract."""
+
+
+def ensure_venv():
+    """Re-exec under <repo>/target/client-venv when started by another Python.
+
+    Lets `tests/clients/python/check_*.py ...` work directly once
+    tests/clients/python/install has run.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.abspath(os.path.join(here, "..", "..", ".."))
+    venv = os.path.join(root, "target", "client-venv")
+    py = os.path.join(venv, "bin", "python")
+    if os.path.realpath(sys.prefix) == os.path.realpath(venv):
+        return
+    if os.environ.get("KRABKA_CHECK_NO_REEXEC"):
+        return
+    if os.path.exists(py):
+        os.environ["KRABKA_CHECK_NO_REEXEC"] = "1"
+        os.execv(py, [py, os.path.abspath(sys.argv[0])] + sys.argv[1:])
+    # else: fall through, the import of the client library will fail loudly
+
+
+def key_of(i):
+    return ("k-%d" % i).encode("utf-8")
+
+
+def value_of(i):
+    n = 1 + (i * 37 % 2000)
+    return bytes((i + j) % 251 for j in range(n))
+
+
+def headers_of(i):
+    return [("idx", str(i).encode("utf-8")), ("h2", b"")]
+
+
+def timestamp_of(i):
+    return BASE_TIMESTAMP_MS + i
+
+
+def partition_of(i, partitions):
+    return i % partitions
+
+
+def expected_per_partition(count, partitions):
+    """Number of records partition p must hold, for each p."""
+    return [len(range(p, count, partitions)) for p in range(partitions)]
+
+
+def _brief(b, limit=40):
+    if b is None:
+        return "None"
+    r = repr(bytes(b))
+    return r if len(r) <= limit else r[:limit] + "...(%d bytes)" % len(b)
+
+
+class Verifier:
+    """Checks consumed records one by one against the contract.
+
+    h2_may_be_none: accept None for the empty "h2" header value. Only for a
+    client that cannot tell an empty header value from a null one.
+    """
+
+    def __init__(self, topic, partitions, count, h2_may_be_none=False):
+        self.topic = topic
+        self.partitions = partitions
+        self.count = count
+        self.h2_may_be_none = h2_may_be_none
+        self.want = expected_per_partition(count, partitions)
+        self.seen = [0] * partitions  # records seen per partition
+        self.next_offset = [None] * partitions
+        self.first_offset = [None] * partitions
+        self.total = 0
+
+    def done(self):
+        return self.total >= self.count
+
+    def check(self, topic, partition, offset, key, value, headers, ts_type_is_create, timestamp):
+        where = "topic %s partition %s offset %s" % (topic, partition, offset)
+        if topic != self.topic:
+            raise CheckFailed("%s: record from unexpected topic" % where)
+        if not (0 <= partition < self.partitions):
+            raise CheckFailed("%s: partition out of range 0..%d" % (where, self.partitions - 1))
+        n = self.seen[partition]
+        if n >= self.want[partition]:
+            raise CheckFailed(
+                "%s: extra record (duplicate or unexpected): partition already has all %d expected "
+                "records; key=%s" % (where, self.want[partition], _brief(key)))
+        i = partition + n * self.partitions
+        where += " (expected index %d)" % i
+        if self.next_offset[partition] is None:
+            self.first_offset[partition] = offset
+        elif offset != self.next_offset[partition]:
+            raise CheckFailed("%s: offset not consecutive, expected %d" % (where, self.next_offset[partition]))
+        if key != key_of(i):
+            raise CheckFailed("%s: key %s, expected %s" % (where, _brief(key), _brief(key_of(i))))
+        exp_value = value_of(i)
+        if value is None or bytes(value) != exp_value:
+            detail = "None" if value is None else "%d bytes" % len(value)
+            if value is not None and len(value) == len(exp_value):
+                j = next(j for j in range(len(value)) if value[j] != exp_value[j])
+                detail += ", first difference at byte %d (%d != %d)" % (j, value[j], exp_value[j])
+            raise CheckFailed("%s: value mismatch: got %s, expected %d bytes" % (where, detail, len(exp_value)))
+        self._check_headers(where, i, headers)
+        if not ts_type_is_create:
+            raise CheckFailed("%s: timestamp type is not CreateTime" % where)
+        if timestamp != timestamp_of(i):
+            raise CheckFailed("%s: timestamp %s, expected %d" % (where, timestamp, timestamp_of(i)))
+        self.seen[partition] = n + 1
+        self.next_offset[partition] = offset + 1
+        self.total += 1
+
+    def _check_headers(self, where, i, headers):
+        got = [(k, None if v is None else bytes(v)) for (k, v) in (headers or [])]
+        exp = headers_of(i)
+        ok = len(got) == len(exp)
+        if ok:
+            for (gk, gv), (ek, ev) in zip(got, exp):
+                if gk != ek:
+                    ok = False
+                elif gv != ev and not (gk == "h2" and gv is None and self.h2_may_be_none):
+                    ok = False
+        if not ok:
+            raise CheckFailed("%s: headers %r, expected %r" % (where, got, exp))
+
+    def finish(self):
+        if self.total != self.count or self.seen != self.want:
+            raise CheckFailed(
+                "consumed %d of %d records; per partition got %s, expected %s%s"
+                % (self.total, self.count, self.seen, self.want,
+                   RETENTION_HINT if self.total < self.count else ""))
+
+
+def check_delivery_offsets(delivered, partitions):
+    """delivered: list indexed by i of (partition, offset). Offsets of one
+    partition must be consecutive in the order of i."""
+    last = [None] * partitions
+    for i, (p, off) in enumerate(delivered):
+        if p != partition_of(i, partitions):
+            raise CheckFailed("record %d was delivered to partition %d, expected %d"
+                              % (i, p, partition_of(i, partitions)))
+        if off is None or off < 0:
+            raise CheckFailed("record %d: delivery report has no offset (%r)" % (i, off))
+        if last[p] is not None and off != last[p] + 1:
+            raise CheckFailed("record %d: partition %d offset %d follows %d, not consecutive"
+                              % (i, p, off, last[p]))
+        last[p] = off
+
+
+def parse_args(prog, argv):
+    usage = ("usage: %s produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC\n"
+             "       %s consume BOOTSTRAP TOPIC PARTITIONS COUNT\n"
+             "CODEC: %s" % (prog, prog, "|".join(CODECS)))
+    try:
+        mode = argv[0]
+        if mode == "produce" and len(argv) == 6:
+            codec = argv[5]
+            if codec not in CODECS:
+                raise ValueError("unknown codec %r" % codec)
+        elif mode == "consume" and len(argv) == 5:
+            codec = None
+        else:
+            raise ValueError("wrong arguments")
+        bootstrap, topic = argv[1], argv[2]
+        partitions, count = int(argv[3]), int(argv[4])
+        if partitions < 1 or count < 0:
+            raise ValueError("PARTITIONS must be >= 1 and COUNT >= 0")
+    except (IndexError, ValueError) as e:
+        sys.stderr.write("%s: %s\n%s\n" % (prog, e, usage))
+        sys.exit(2)
+    return mode, bootstrap, topic, partitions, count, codec
+
+
+def run(prog, produce, consume):
+    """Parses sys.argv, runs produce or consume, prints the JSON line."""
+    mode, bootstrap, topic, partitions, count, codec = parse_args(prog, sys.argv[1:])
+    start = time.monotonic()
+    try:
+        if mode == "produce":
+            produce(bootstrap, topic, partitions, count, codec)
+            result = {"produced": count}
+        else:
+            consume(bootstrap, topic, partitions, count)
+            result = {"consumed": count}
+    except CheckFailed as e:
+        sys.stderr.write("%s %s: FAILED: %s\n" % (prog, mode, e))
+        sys.exit(1)
+    except Exception as e:  # client errors: report them the same way
+        sys.stderr.write("%s %s: ERROR: %s: %s\n" % (prog, mode, type(e).__name__, e))
+        sys.exit(1)
+    sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+    if os.environ.get("KRABKA_CHECK_VERBOSE"):
+        sys.stderr.write("%s %s: ok in %.2fs\n" % (prog, mode, time.monotonic() - start))
