@@ -39,6 +39,17 @@ impl Partition {
         self.leader_epoch.load(Ordering::Acquire)
     }
 
+    /// A client's `current_leader_epoch` against ours (-1 skips the check):
+    /// newer is UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, as Kafka.
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), i16> {
+        let epoch = self.leader_epoch();
+        match current_leader_epoch {
+            requested if requested < 0 || requested == epoch => Ok(()),
+            requested if requested > epoch => Err(crate::errors::code::UNKNOWN_LEADER_EPOCH),
+            _ => Err(crate::errors::code::FENCED_LEADER_EPOCH),
+        }
+    }
+
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark.load(Ordering::Acquire)
     }

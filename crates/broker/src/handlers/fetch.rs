@@ -123,13 +123,8 @@ impl FetchPlan {
                 results.push(PartitionResult { topic_index, data, slice: None });
                 continue;
             };
-            let leader_epoch = partition.leader_epoch();
-            if wanted.current_leader_epoch >= 0 && wanted.current_leader_epoch != leader_epoch {
-                data.error_code = if wanted.current_leader_epoch > leader_epoch {
-                    code::UNKNOWN_LEADER_EPOCH
-                } else {
-                    code::FENCED_LEADER_EPOCH
-                };
+            if let Err(error_code) = partition.check_leader_epoch(wanted.current_leader_epoch) {
+                data.error_code = error_code;
                 errors = true;
                 results.push(PartitionResult { topic_index, data, slice: None });
                 continue;

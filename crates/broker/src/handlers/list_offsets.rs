@@ -37,12 +37,8 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
                         return out;
                     };
                     let epoch = partition.leader_epoch();
-                    if p.current_leader_epoch >= 0 && p.current_leader_epoch != epoch {
-                        out.error_code = if p.current_leader_epoch > epoch {
-                            code::UNKNOWN_LEADER_EPOCH
-                        } else {
-                            code::FENCED_LEADER_EPOCH
-                        };
+                    if let Err(error_code) = partition.check_leader_epoch(p.current_leader_epoch) {
+                        out.error_code = error_code;
                         return out;
                     }
                     let log = partition.lock_log();
