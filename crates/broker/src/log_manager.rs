@@ -100,6 +100,12 @@ impl LogManager {
         Ok(LogManager { dirs: Mutex::new(dirs) })
     }
 
+    /// Whether `dir` (a log directory) was shut down cleanly last time.
+    pub fn was_clean_shutdown(&self, dir: &Path) -> bool {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        dirs.iter().any(|d| d.path == dir && d.clean_shutdown)
+    }
+
     pub fn log_dirs(&self) -> Vec<PathBuf> {
         self.dirs.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|d| d.path.clone()).collect()
     }

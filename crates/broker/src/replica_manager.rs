@@ -20,6 +20,9 @@ use crate::log_manager::{LogManager, PartitionCheckpoint};
 use crate::metadata::store::now_ms;
 use crate::metadata::{MetadataImage, TopicImage};
 
+/// Threads that flush and seal logs at shutdown.
+const SHUTDOWN_FLUSH_THREADS: usize = 8;
+
 pub struct Partition {
     pub topic: Arc<str>,
     pub topic_id: Uuid,
@@ -231,9 +234,22 @@ impl ReplicaManager {
     /// marks the clean shutdown after this succeeds.
     pub fn shutdown(&self) -> Result<(), LogError> {
         let now = now_ms();
-        for partition in self.all_partitions() {
-            partition.lock_log().prepare_clean_shutdown(now)?;
-        }
+        // Each log's flush waits on fsyncs: spread them over a few threads so
+        // a broker with thousands of partitions stops in seconds.
+        let partitions = self.all_partitions();
+        let workers = SHUTDOWN_FLUSH_THREADS.min(partitions.len().max(1));
+        let chunk = partitions.len().div_ceil(workers).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = partitions
+                .chunks(chunk)
+                .map(|group| {
+                    scope.spawn(move || group.iter().try_for_each(|p| p.lock_log().prepare_clean_shutdown(now)))
+                })
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join().unwrap_or_else(|_| Err(LogError::Io(std::io::Error::other("flush thread panicked"))))
+            })
+        })?;
         self.write_checkpoints()?;
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         for (_, hosted) in topics.drain() {

@@ -66,8 +66,15 @@ impl Broker {
             .get("metadata.log.max.record.bytes.between.snapshots")
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(20 * 1024 * 1024);
-        let metadata = MetadataStore::open(&config.metadata_log_dir, config.node_id, snapshot_every_bytes, now_ms())
-            .context("opening the metadata log")?;
+        let metadata_clean = log_manager.was_clean_shutdown(&config.metadata_log_dir);
+        let metadata = MetadataStore::open(
+            &config.metadata_log_dir,
+            config.node_id,
+            snapshot_every_bytes,
+            metadata_clean,
+            now_ms(),
+        )
+        .context("opening the metadata log")?;
         let image = metadata.image();
         for stray in log_manager.stray_partitions(|tp, id| {
             image

@@ -202,6 +202,9 @@ fn produce_and_fetch_survive_sigterm_and_sigkill_restarts() {
     broker.restart();
     let mut client = RawClient::connect(&broker.bootstrap());
     assert_eq!(values(&fetch(&mut client, TOPIC, 0, 0)), expected);
+    // A clean shutdown leaves nothing to repair, the metadata log included.
+    let log = broker.log();
+    assert!(!log.contains("corrupt") && !log.contains("recovered"), "{log}");
 
     // The producer's state survived: a retry of its last batch is a duplicate
     // answered with the original offsets; the next sequence appends.

@@ -57,6 +57,7 @@ impl MetadataStore {
         metadata_log_dir: &Path,
         node_id: i32,
         snapshot_every_bytes: u64,
+        clean_shutdown: bool,
         now_ms: i64,
     ) -> Result<Self, MetadataError> {
         let dir = metadata_log_dir.join(METADATA_LOG_DIR_NAME);
@@ -64,8 +65,10 @@ impl MetadataStore {
         let snapshot = snapshot::load_latest(&dir).map_err(LogError::Io)?;
         let snapshot_end = snapshot.as_ref().map_or(0, |(end, _)| *end);
         // Every metadata append is fsynced, but a crash can still tear the
-        // tail mid-write: always check the log on open (it is small after a snapshot).
-        let (log, _report) = PartitionLog::open(&dir, metadata_log_config(), snapshot_end, 0, false, now_ms)?;
+        // tail mid-write: after an unclean stop the log is checked from the
+        // snapshot on (it is small after a snapshot).
+        let (log, _report) =
+            PartitionLog::open(&dir, metadata_log_config(), snapshot_end, snapshot_end, clean_shutdown, now_ms)?;
         let mut image = snapshot.map(|(_, image)| image).unwrap_or_default();
         let mut offset = snapshot_end.max(log.log_start_offset());
         if offset > snapshot_end {
@@ -209,7 +212,8 @@ impl MetadataStore {
     /// Flushes and closes the metadata log (clean shutdown).
     pub fn close(&self) -> Result<(), MetadataError> {
         let mut guard = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        guard.log.flush(now_ms())?;
+        // Flush, snapshot producer state and trim the indexes, as for any log.
+        guard.log.prepare_clean_shutdown(now_ms())?;
         Ok(())
     }
 }
