@@ -9,6 +9,7 @@
 pub mod config;
 pub mod connection;
 pub mod errors;
+pub mod group;
 pub mod handlers;
 pub mod log_manager;
 pub mod metadata;

@@ -15,6 +15,8 @@ use tokio::task::JoinSet;
 
 use crate::config::BrokerConfig;
 use crate::connection;
+use crate::group::classic::ClassicConfig;
+use crate::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
 use crate::log_manager::LogManager;
 use crate::metadata::store::now_ms;
 use crate::metadata::MetadataStore;
@@ -29,6 +31,7 @@ pub struct Broker {
     pub replicas: ReplicaManager,
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: crate::handlers::fetch_session::FetchSessionCache,
+    pub groups: GroupCoordinator,
     open_connections: AtomicUsize,
     shutdown: watch::Sender<bool>,
 }
@@ -91,7 +94,14 @@ impl Broker {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "storage loaded"
         );
-        Ok(Arc::new(Broker {
+        let groups = GroupCoordinator::new(
+            group_config(&config),
+            image
+                .topic(OFFSETS_TOPIC)
+                .map_or(config.offsets_topic_num_partitions.max(1) as usize, |t| t.partitions.len()),
+        );
+        let broker = Arc::new(Broker {
+            groups,
             node_id: config.node_id,
             cluster_id: meta.cluster_id,
             config,
@@ -101,7 +111,10 @@ impl Broker {
             fetch_sessions: Default::default(),
             open_connections: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
-        }))
+        });
+        let records = broker.groups.load(&broker).map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
+        tracing::info!(records, elapsed_ms = started.elapsed().as_millis() as u64, "groups loaded");
+        Ok(broker)
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -116,6 +129,7 @@ impl Broker {
     /// Serves `listener` until shutdown, then closes the storage cleanly.
     pub async fn run(self: &Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
         let housekeeping = tokio::spawn(housekeeping_loop(self.clone()));
+        let group_clock = tokio::spawn(group_clock_loop(self.clone()));
         let mut connections = JoinSet::new();
         let mut shutdown = self.shutdown_signal();
         loop {
@@ -158,6 +172,7 @@ impl Broker {
             connections.abort_all();
         }
         housekeeping.abort();
+        group_clock.abort();
         self.close_storage()
     }
 
@@ -224,6 +239,41 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
         }
         if gauges {
             last_gauges = now;
+        }
+    }
+}
+
+/// Kafka's `group.*` and `offsets.*` settings.
+fn group_config(config: &BrokerConfig) -> GroupConfig {
+    let raw =
+        |key: &str, default: i64| -> i64 { config.raw.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(default) };
+    GroupConfig {
+        classic: ClassicConfig {
+            min_session_timeout_ms: raw("group.min.session.timeout.ms", 6_000) as i32,
+            max_session_timeout_ms: raw("group.max.session.timeout.ms", 1_800_000) as i32,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            max_size: raw("group.max.size", i64::from(i32::MAX)).max(1) as usize,
+        },
+        offsets_partitions: config.offsets_topic_num_partitions.max(1) as usize,
+        offsets_retention_ms: raw("offsets.retention.minutes", 10_080).saturating_mul(60_000),
+        offset_metadata_max_bytes: raw("offset.metadata.max.bytes", 4_096).max(0) as usize,
+    }
+}
+
+/// Group sessions and rebalance deadlines, and offset expiry.
+async fn group_clock_loop(broker: Arc<Broker>) {
+    let tick = Duration::from_millis(100);
+    let expire_every = Duration::from_millis(
+        broker.config.raw.get("offsets.retention.check.interval.ms").and_then(|v| v.parse().ok()).unwrap_or(600_000u64),
+    );
+    let mut last_expiry = Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        broker.groups.tick(&broker);
+        if last_expiry.elapsed() >= expire_every {
+            last_expiry = Instant::now();
+            let worker = broker.clone();
+            let _ = tokio::task::spawn_blocking(move || worker.groups.expire_offsets(&worker)).await;
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod api_versions;
 pub mod configs;
 pub mod fetch;
 pub mod fetch_session;
+pub mod groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -87,6 +88,17 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         DescribeProducers,
         DescribeTopicPartitions,
         DescribeQuorum,
+        FindCoordinator,
+        JoinGroup,
+        SyncGroup,
+        Heartbeat,
+        LeaveGroup,
+        OffsetCommit,
+        OffsetFetch,
+        ListGroups,
+        DescribeGroups,
+        DeleteGroups,
+        OffsetDelete,
     ];
     keys.iter()
         .map(|&key| {
@@ -152,6 +164,17 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             ResponseBody::DescribeProducers(Box::new(admin::describe_producers(&ctx, *r)))
         }
         RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(&ctx, *r))),
+        RequestBody::FindCoordinator(r) => ResponseBody::FindCoordinator(Box::new(groups::find_coordinator(&ctx, *r))),
+        RequestBody::JoinGroup(r) => return Ok(groups::join_group(&ctx, *r)),
+        RequestBody::SyncGroup(r) => return Ok(groups::sync_group(&ctx, *r)),
+        RequestBody::Heartbeat(r) => ResponseBody::Heartbeat(Box::new(groups::heartbeat(&ctx, *r))),
+        RequestBody::LeaveGroup(r) => ResponseBody::LeaveGroup(Box::new(groups::leave_group(&ctx, *r))),
+        RequestBody::OffsetCommit(r) => ResponseBody::OffsetCommit(Box::new(groups::offset_commit(&ctx, *r))),
+        RequestBody::OffsetFetch(r) => ResponseBody::OffsetFetch(Box::new(groups::offset_fetch(&ctx, *r))),
+        RequestBody::ListGroups(r) => ResponseBody::ListGroups(Box::new(groups::list_groups(&ctx, *r))),
+        RequestBody::DescribeGroups(r) => ResponseBody::DescribeGroups(Box::new(groups::describe_groups(&ctx, *r))),
+        RequestBody::DeleteGroups(r) => ResponseBody::DeleteGroups(Box::new(groups::delete_groups(&ctx, *r))),
+        RequestBody::OffsetDelete(r) => ResponseBody::OffsetDelete(Box::new(groups::offset_delete(&ctx, *r))),
         other => return Err(Close(format!("{:?} is not served", other.api_key()))),
     };
     Ok(ctx.reply(response))

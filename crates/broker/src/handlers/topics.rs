@@ -278,6 +278,35 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     CreateTopicsResponse { topics, ..Default::default() }
 }
 
+/// Creates an internal topic (`__consumer_offsets`) if it does not exist yet.
+pub fn ensure_internal_topic(
+    broker: &Broker,
+    name: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> Result<(), i16> {
+    if broker.metadata.image().topic(name).is_some() && broker.replicas.topic(name).is_some() {
+        return Ok(());
+    }
+    let node_id = broker.node_id;
+    let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let commit = broker.metadata.commit(|image| {
+        if image.topic(name).is_some() {
+            return Ok((Vec::new(), ()));
+        }
+        tracing::info!(topic = %name, partitions, "creating internal topic");
+        let topic = NewTopic { name: name.to_string(), partitions, configs: configs.clone() };
+        Ok::<_, TopicError>((topic_records(node_id, &topic)?, ()))
+    });
+    match commit {
+        Ok((image, ())) => {
+            apply_to_replicas(broker, &image);
+            Ok(())
+        }
+        Err(e) => Err(e.code),
+    }
+}
+
 /// Creates topics a Metadata request asked for; returns the new image.
 pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<MetadataImage>> {
     let config = &broker.config;

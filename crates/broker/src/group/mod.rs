@@ -1,0 +1,648 @@
+//! The group coordinator: consumer groups and their committed offsets,
+//! stored in `__consumer_offsets` in Kafka's record formats.
+//!
+//! Groups are spread over the topic's partitions as Kafka spreads them
+//! (`abs(javaHashCode(group_id)) % partitions`); each partition is a shard
+//! with its own lock, so groups on different shards never wait for each
+//! other. Every change that must survive a restart is appended to the
+//! shard's partition while its lock is held, so the log's order is the
+//! state's order; a start replays those partitions (compaction keeps the
+//! latest record per key). The topic is created on first use, compacted,
+//! with `offsets.topic.num.partitions` partitions.
+
+pub mod classic;
+pub mod codes;
+pub mod records;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use bytes::Bytes;
+use krabka_protocol::compression::Compression;
+use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
+use krabka_protocol::{ConsumerProtocolSubscription, GroupMetadataValue, Message, OffsetCommitValue};
+
+use self::classic::{ClassicConfig, ClassicGroup, GroupState, JoinOutcome, JoinRequest, Member};
+use self::records::CoordinatorRecord;
+use crate::metadata::store::now_ms;
+use crate::server::Broker;
+use krabka_protocol::group_metadata_value::MemberMetadata;
+
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    pub classic: ClassicConfig,
+    /// `offsets.topic.num.partitions`.
+    pub offsets_partitions: usize,
+    /// `offsets.retention.minutes` in ms.
+    pub offsets_retention_ms: i64,
+    /// `offset.metadata.max.bytes`.
+    pub offset_metadata_max_bytes: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp_ms: i64,
+}
+
+/// A group and its offsets.
+struct GroupEntry {
+    group: ClassicGroup,
+    offsets: BTreeMap<(String, i32), CommittedOffset>,
+}
+
+#[derive(Default)]
+struct Shard {
+    groups: HashMap<String, GroupEntry>,
+}
+
+pub struct GroupCoordinator {
+    config: GroupConfig,
+    shards: Vec<Mutex<Shard>>,
+}
+
+/// Java's `String.hashCode` over UTF-16 code units, as Kafka places groups.
+pub fn java_string_hash(text: &str) -> i32 {
+    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+/// One partition of an OffsetCommit: (topic, partition, offset, leader epoch, metadata).
+pub type OffsetToCommit = (String, i32, i64, i32, Option<String>);
+
+/// Committed offsets by topic: (topic, [(partition, offset if committed)]).
+pub type TopicOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
+
+/// What DescribeGroups reports of one group.
+pub struct GroupDescription {
+    pub state: GroupState,
+    pub protocol_type: String,
+    pub protocol_name: String,
+    /// (member id, instance id, client id, client host, metadata, assignment)
+    pub members: Vec<(String, Option<String>, String, String, Bytes, Bytes)>,
+}
+
+impl GroupCoordinator {
+    /// `partitions` is the offsets topic's partition count (from the image
+    /// when it exists, else `offsets.topic.num.partitions`).
+    pub fn new(config: GroupConfig, partitions: usize) -> Self {
+        let shards = (0..partitions.max(1)).map(|_| Mutex::new(Shard::default())).collect();
+        GroupCoordinator { config, shards }
+    }
+
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    pub fn partition_for(&self, group_id: &str) -> usize {
+        ((java_string_hash(group_id) & 0x7fff_ffff) as usize) % self.shards.len()
+    }
+
+    fn shard(&self, group_id: &str) -> (usize, MutexGuard<'_, Shard>) {
+        let index = self.partition_for(group_id);
+        (index, self.shards[index].lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Replays `__consumer_offsets` into memory (on start). Returns the
+    /// number of records read.
+    pub fn load(&self, broker: &Broker) -> Result<usize, String> {
+        let Some(topic) = broker.replicas.topic(OFFSETS_TOPIC) else { return Ok(0) };
+        let now = Instant::now();
+        let mut loaded = 0;
+        for (index, partition) in topic.partitions.iter().enumerate().take(self.shards.len()) {
+            let mut shard = self.shards[index].lock().unwrap_or_else(|e| e.into_inner());
+            let log = partition.lock_log();
+            let end = partition.high_watermark();
+            let mut offset = log.log_start_offset();
+            while offset < end {
+                let read = log.read(offset, 4 * 1024 * 1024, end, true).map_err(|e| e.to_string())?;
+                let Some(slice) = read.slice else { break };
+                let bytes = slice.read_to_bytes().map_err(|e| e.to_string())?;
+                for batch in RecordBatches::new(bytes) {
+                    let batch = batch.map_err(|e| e.to_string())?;
+                    offset = batch.next_offset();
+                    if batch.is_control() {
+                        continue;
+                    }
+                    for record in batch.records(64 * 1024 * 1024).map_err(|e| e.to_string())? {
+                        let record = record.map_err(|e| e.to_string())?;
+                        let Some(key) = record.key else { continue };
+                        match CoordinatorRecord::decode(key, record.value) {
+                            Ok(decoded) => apply(&mut shard, decoded, now),
+                            Err(e) => {
+                                tracing::warn!(partition = index, offset = record.offset, error = %e, "skipping a group record")
+                            }
+                        }
+                        loaded += 1;
+                    }
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// Appends records to the shard's partition (the caller holds the shard lock).
+    fn persist(&self, broker: &Broker, shard: usize, records: &[CoordinatorRecord]) -> Result<(), i16> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let Some(partition) = broker.replicas.partition(OFFSETS_TOPIC, shard as i32) else {
+            return Err(codes::COORDINATOR_NOT_AVAILABLE);
+        };
+        let now = now_ms();
+        let encoded: Vec<(Bytes, Option<Bytes>)> = records.iter().map(CoordinatorRecord::encode).collect();
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for (key, value) in &encoded {
+            let record = NewRecord { timestamp_ms: now, key: Some(key), value: value.as_deref(), headers: &[] };
+            builder.append(&record).map_err(|_| codes::UNKNOWN_SERVER_ERROR)?;
+        }
+        let batch = builder.build().map_err(|_| codes::UNKNOWN_SERVER_ERROR)?;
+        match partition.append(batch.as_bytes(), now) {
+            Ok(_) => {
+                broker.replicas.notify_appended();
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(partition = shard, error = %e, "could not write to __consumer_offsets");
+                Err(crate::errors::log_error_code(&e))
+            }
+        }
+    }
+
+    fn group_record(group: &ClassicGroup) -> CoordinatorRecord {
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        let members = group
+            .members
+            .values()
+            .map(|m| MemberMetadata {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                rebalance_timeout: m.rebalance_timeout_ms,
+                session_timeout: m.session_timeout_ms,
+                subscription: m.metadata_for(&protocol),
+                assignment: m.assignment.clone(),
+                ..Default::default()
+            })
+            .collect();
+        CoordinatorRecord::Group {
+            group: group.group_id.clone(),
+            value: Some(GroupMetadataValue {
+                protocol_type: group.protocol_type.clone().unwrap_or_default(),
+                generation: group.generation_id,
+                protocol: group.protocol_name.clone(),
+                leader: group.leader_id.clone(),
+                current_state_timestamp: group.state_timestamp_ms,
+                members,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Persists a group whose generation or state moved (Stable with its
+    /// assignment, or Empty).
+    fn persist_group(&self, broker: &Broker, shard: usize, group: &ClassicGroup) {
+        if matches!(group.state, GroupState::Stable | GroupState::Empty) {
+            if let Err(code) = self.persist(broker, shard, &[Self::group_record(group)]) {
+                tracing::error!(group = %group.group_id, code, "could not persist group state");
+            }
+        }
+    }
+
+    pub fn join(&self, broker: &Broker, group_id: &str, request: JoinRequest) -> JoinOutcome {
+        let (index, mut shard) = self.shard(group_id);
+        let now_ms = now_ms();
+        let entry = shard
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| GroupEntry { group: ClassicGroup::new(group_id, now_ms), offsets: BTreeMap::new() });
+        let generation = entry.group.generation_id;
+        let outcome = entry.group.join(request, &self.config.classic, Instant::now(), now_ms);
+        if entry.group.generation_id != generation {
+            self.persist_group(broker, index, &entry.group);
+        }
+        outcome
+    }
+
+    pub fn sync(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        member_id: &str,
+        generation_id: i32,
+        assignments: Vec<(String, Bytes)>,
+    ) -> Result<krabka_protocol::SyncGroupResponse, tokio::sync::oneshot::Receiver<krabka_protocol::SyncGroupResponse>>
+    {
+        let (index, mut shard) = self.shard(group_id);
+        let Some(entry) = shard.groups.get_mut(group_id) else {
+            return Ok(krabka_protocol::SyncGroupResponse {
+                error_code: codes::UNKNOWN_MEMBER_ID,
+                ..Default::default()
+            });
+        };
+        let (result, stabilised) = entry.group.sync(member_id, generation_id, assignments, now_ms());
+        if stabilised {
+            self.persist_group(broker, index, &entry.group);
+        }
+        result
+    }
+
+    pub fn heartbeat(&self, group_id: &str, member_id: &str, generation_id: i32) -> i16 {
+        let (_, mut shard) = self.shard(group_id);
+        match shard.groups.get_mut(group_id) {
+            Some(entry) => entry.group.heartbeat(member_id, generation_id, Instant::now()),
+            None => codes::UNKNOWN_MEMBER_ID,
+        }
+    }
+
+    /// LeaveGroup: one code per (member id, instance id).
+    pub fn leave(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<i16>, i16> {
+        let (index, mut shard) = self.shard(group_id);
+        let Some(entry) = shard.groups.get_mut(group_id) else { return Err(codes::UNKNOWN_MEMBER_ID) };
+        let generation = (entry.group.generation_id, entry.group.state);
+        let now = Instant::now();
+        let now_ms = now_ms();
+        let codes = members
+            .iter()
+            .map(|(member, instance)| entry.group.leave(member, instance.as_deref(), &self.config.classic, now, now_ms))
+            .collect();
+        if generation != (entry.group.generation_id, entry.group.state) {
+            self.persist_group(broker, index, &entry.group);
+        }
+        Ok(codes)
+    }
+
+    /// Clock work for every group: sessions, rebalance deadlines.
+    pub fn tick(&self, broker: &Broker) {
+        let now = Instant::now();
+        let now_ms = now_ms();
+        for (index, shard) in self.shards.iter().enumerate() {
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            for entry in shard.groups.values_mut() {
+                if entry.group.tick(&self.config.classic, now, now_ms) {
+                    self.persist_group(broker, index, &entry.group);
+                }
+            }
+        }
+    }
+
+    /// Removes offsets `offsets.retention.minutes` after their group became
+    /// empty (KIP-211), and groups with nothing left.
+    pub fn expire_offsets(&self, broker: &Broker) {
+        let now_ms = now_ms();
+        let retention = self.config.offsets_retention_ms;
+        for (index, shard) in self.shards.iter().enumerate() {
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let mut records = Vec::new();
+            let mut emptied = Vec::new();
+            for (group_id, entry) in shard.groups.iter_mut() {
+                if entry.group.state != GroupState::Empty || now_ms - entry.group.state_timestamp_ms < retention {
+                    continue;
+                }
+                let expired: Vec<(String, i32)> = entry
+                    .offsets
+                    .iter()
+                    .filter(|(_, o)| now_ms - o.commit_timestamp_ms >= retention)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for (topic, partition) in expired {
+                    entry.offsets.remove(&(topic.clone(), partition));
+                    records.push(CoordinatorRecord::offset(group_id, &topic, partition, None));
+                }
+                if entry.offsets.is_empty() {
+                    emptied.push(group_id.clone());
+                    records.push(CoordinatorRecord::Group { group: group_id.clone(), value: None });
+                }
+            }
+            if records.is_empty() {
+                continue;
+            }
+            match self.persist(broker, index, &records) {
+                Ok(()) => {
+                    for group_id in emptied {
+                        shard.groups.remove(&group_id);
+                    }
+                    tracing::info!(partition = index, records = records.len(), "expired committed offsets");
+                }
+                Err(code) => tracing::error!(partition = index, code, "could not expire offsets"),
+            }
+        }
+    }
+
+    /// OffsetCommit: one code per partition, in request order.
+    pub fn commit_offsets(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation_id: i32,
+        offsets: &[OffsetToCommit],
+    ) -> Vec<i16> {
+        let (index, mut shard) = self.shard(group_id);
+        let now_ms = now_ms();
+        let entry = shard
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| GroupEntry { group: ClassicGroup::new(group_id, now_ms), offsets: BTreeMap::new() });
+        let group = &entry.group;
+        let group_error = if group.state == GroupState::Dead {
+            Some(codes::COORDINATOR_NOT_AVAILABLE)
+        } else if generation_id < 0 && member_id.is_empty() && group.is_empty() {
+            None // a commit from outside the group (admin tools, assign() consumers)
+        } else if !group.members.contains_key(member_id) {
+            Some(codes::UNKNOWN_MEMBER_ID)
+        } else if group_instance_id.is_some()
+            && group.members.get(member_id).and_then(|m| m.group_instance_id.as_deref()) != group_instance_id
+        {
+            Some(codes::FENCED_INSTANCE_ID)
+        } else if generation_id != group.generation_id {
+            Some(codes::ILLEGAL_GENERATION)
+        } else if group.state == GroupState::CompletingRebalance {
+            Some(codes::REBALANCE_IN_PROGRESS)
+        } else {
+            None
+        };
+        if let Some(code) = group_error {
+            return vec![code; offsets.len()];
+        }
+        let image = broker.metadata.image();
+        let mut results = Vec::with_capacity(offsets.len());
+        let mut records = Vec::new();
+        let mut accepted = Vec::new();
+        for (topic, partition, offset, leader_epoch, metadata) in offsets {
+            let exists =
+                image.topic(topic).is_some_and(|t| *partition >= 0 && (*partition as usize) < t.partitions.len());
+            let metadata = metadata.clone().unwrap_or_default();
+            let code = if !exists {
+                codes::UNKNOWN_TOPIC_OR_PARTITION
+            } else if metadata.len() > self.config.offset_metadata_max_bytes {
+                codes::OFFSET_METADATA_TOO_LARGE
+            } else {
+                let committed = CommittedOffset {
+                    offset: *offset,
+                    leader_epoch: *leader_epoch,
+                    metadata: metadata.clone(),
+                    commit_timestamp_ms: now_ms,
+                };
+                records.push(CoordinatorRecord::offset(
+                    group_id,
+                    topic,
+                    *partition,
+                    Some(OffsetCommitValue {
+                        offset: *offset,
+                        leader_epoch: *leader_epoch,
+                        metadata,
+                        commit_timestamp: now_ms,
+                        expire_timestamp: -1,
+                        ..Default::default()
+                    }),
+                ));
+                accepted.push(((topic.clone(), *partition), committed));
+                codes::NONE
+            };
+            results.push(code);
+        }
+        if let Err(code) = self.persist(broker, index, &records) {
+            return results.into_iter().map(|c| if c == codes::NONE { code } else { c }).collect();
+        }
+        let entry = shard.groups.get_mut(group_id).expect("group inserted above");
+        entry.offsets.extend(accepted);
+        results
+    }
+
+    /// OffsetFetch: the committed offsets of `topics` (None: all of them).
+    pub fn fetch_offsets(&self, group_id: &str, topics: Option<&[(String, Vec<i32>)]>) -> TopicOffsets {
+        let (_, shard) = self.shard(group_id);
+        let offsets = shard.groups.get(group_id).map(|e| &e.offsets);
+        match topics {
+            Some(topics) => topics
+                .iter()
+                .map(|(topic, partitions)| {
+                    let found = partitions
+                        .iter()
+                        .map(|p| (*p, offsets.and_then(|o| o.get(&(topic.clone(), *p))).cloned()))
+                        .collect();
+                    (topic.clone(), found)
+                })
+                .collect(),
+            None => {
+                let mut by_topic: BTreeMap<String, Vec<(i32, Option<CommittedOffset>)>> = BTreeMap::new();
+                for ((topic, partition), committed) in offsets.into_iter().flatten() {
+                    by_topic.entry(topic.clone()).or_default().push((*partition, Some(committed.clone())));
+                }
+                by_topic.into_iter().collect()
+            }
+        }
+    }
+
+    /// (group id, protocol type, state) of every group.
+    pub fn list_groups(&self) -> Vec<(String, String, GroupState)> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            for (id, entry) in &shard.groups {
+                out.push((id.clone(), entry.group.protocol_type.clone().unwrap_or_default(), entry.group.state));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    pub fn describe_group(&self, group_id: &str) -> Option<GroupDescription> {
+        let (_, shard) = self.shard(group_id);
+        let entry = shard.groups.get(group_id)?;
+        let group = &entry.group;
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        let stable = group.state == GroupState::Stable;
+        let mut members: Vec<_> = group
+            .members
+            .values()
+            .map(|m| {
+                (
+                    m.member_id.clone(),
+                    m.group_instance_id.clone(),
+                    m.client_id.clone(),
+                    m.client_host.clone(),
+                    m.metadata_for(&protocol),
+                    if stable { m.assignment.clone() } else { Bytes::new() },
+                )
+            })
+            .collect();
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(GroupDescription {
+            state: group.state,
+            protocol_type: group.protocol_type.clone().unwrap_or_default(),
+            // Kafka reports the protocol only once the group is Stable.
+            protocol_name: if stable { protocol } else { String::new() },
+            members,
+        })
+    }
+
+    /// DeleteGroups: only empty groups; their offsets go with them.
+    pub fn delete_group(&self, broker: &Broker, group_id: &str) -> i16 {
+        let (index, mut shard) = self.shard(group_id);
+        let Some(entry) = shard.groups.get(group_id) else { return codes::GROUP_ID_NOT_FOUND };
+        if !entry.group.is_empty() {
+            return codes::NON_EMPTY_GROUP;
+        }
+        let mut records: Vec<CoordinatorRecord> = entry
+            .offsets
+            .keys()
+            .map(|(topic, partition)| CoordinatorRecord::offset(group_id, topic, *partition, None))
+            .collect();
+        records.push(CoordinatorRecord::Group { group: group_id.to_string(), value: None });
+        if let Err(code) = self.persist(broker, index, &records) {
+            return code;
+        }
+        shard.groups.remove(group_id);
+        codes::NONE
+    }
+
+    /// OffsetDelete: the group-level code, and one code per partition.
+    pub fn delete_offsets(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        topics: &[(String, Vec<i32>)],
+    ) -> (i16, Vec<Vec<i16>>) {
+        let (index, mut shard) = self.shard(group_id);
+        let Some(entry) = shard.groups.get_mut(group_id) else { return (codes::GROUP_ID_NOT_FOUND, Vec::new()) };
+        let subscribed = subscribed_topics(&entry.group);
+        if !entry.group.is_empty() && entry.group.protocol_type.as_deref() != Some("consumer") {
+            return (codes::NON_EMPTY_GROUP, Vec::new());
+        }
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        for (topic, partitions) in topics {
+            let busy = !entry.group.is_empty() && subscribed.iter().any(|t| t == topic);
+            results.push(
+                partitions
+                    .iter()
+                    .map(|p| {
+                        if busy {
+                            return codes::GROUP_SUBSCRIBED_TO_TOPIC;
+                        }
+                        if entry.offsets.remove(&(topic.clone(), *p)).is_some() {
+                            records.push(CoordinatorRecord::offset(group_id, topic, *p, None));
+                        }
+                        codes::NONE
+                    })
+                    .collect(),
+            );
+        }
+        if let Err(code) = self.persist(broker, index, &records) {
+            return (code, Vec::new());
+        }
+        (codes::NONE, results)
+    }
+}
+
+/// Topics a consumer-protocol group's members subscribe to.
+fn subscribed_topics(group: &ClassicGroup) -> Vec<String> {
+    let protocol = group.protocol_name.clone().unwrap_or_default();
+    let mut topics = Vec::new();
+    for member in group.members.values() {
+        let mut metadata = member.metadata_for(&protocol);
+        if metadata.len() < 2 {
+            continue;
+        }
+        let version = i16::from_be_bytes([metadata[0], metadata[1]]);
+        let _ = bytes::Buf::get_i16(&mut metadata);
+        if let Ok(subscription) = ConsumerProtocolSubscription::decode(&mut metadata, version.clamp(0, 3)) {
+            topics.extend(subscription.topics);
+        }
+    }
+    topics.sort();
+    topics.dedup();
+    topics
+}
+
+/// Applies one loaded record to a shard.
+fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Instant) {
+    match record {
+        CoordinatorRecord::Offset { key, value } => {
+            let entry = shard.groups.entry(key.group.clone()).or_insert_with(|| GroupEntry {
+                group: ClassicGroup::new(&key.group, now_ms()),
+                offsets: BTreeMap::new(),
+            });
+            match value {
+                Some(value) => {
+                    entry.offsets.insert(
+                        (key.topic, key.partition),
+                        CommittedOffset {
+                            offset: value.offset,
+                            leader_epoch: value.leader_epoch,
+                            metadata: value.metadata,
+                            commit_timestamp_ms: value.commit_timestamp,
+                        },
+                    );
+                }
+                None => {
+                    entry.offsets.remove(&(key.topic, key.partition));
+                }
+            }
+        }
+        CoordinatorRecord::Group { group, value: None } => {
+            shard.groups.remove(&group);
+        }
+        CoordinatorRecord::Group { group, value: Some(value) } => {
+            let entry = shard.groups.entry(group.clone()).or_insert_with(|| GroupEntry {
+                group: ClassicGroup::new(&group, value.current_state_timestamp),
+                offsets: BTreeMap::new(),
+            });
+            let mut restored = ClassicGroup::new(&group, value.current_state_timestamp);
+            restored.generation_id = value.generation;
+            restored.protocol_type = (!value.protocol_type.is_empty()).then_some(value.protocol_type.clone());
+            restored.protocol_name = value.protocol.clone();
+            restored.leader_id = value.leader.clone();
+            let protocol = value.protocol.clone().unwrap_or_default();
+            restored.restore(
+                value
+                    .members
+                    .into_iter()
+                    .map(|m| Member {
+                        member_id: m.member_id,
+                        group_instance_id: m.group_instance_id,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        session_timeout_ms: m.session_timeout,
+                        rebalance_timeout_ms: m.rebalance_timeout,
+                        protocol_type: value.protocol_type.clone(),
+                        protocols: vec![(protocol.clone(), m.subscription)],
+                        assignment: m.assignment,
+                        last_heartbeat: now,
+                        join_waiter: None,
+                        sync_waiter: None,
+                    })
+                    .collect(),
+            );
+            entry.group = restored;
+        }
+        CoordinatorRecord::Other => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_land_on_kafkas_partitions() {
+        // Values of Java's "...".hashCode().
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("ab"), 97 * 31 + 98);
+        assert_eq!(java_string_hash("my-group"), -1906497762);
+    }
+}

@@ -1,0 +1,469 @@
+//! The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+//! LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups,
+//! DeleteGroups and OffsetDelete, translated to and from the coordinator
+//! (crate::group). JoinGroup and SyncGroup may answer later: they hand the
+//! connection a task that waits for the rebalance.
+
+use krabka_protocol::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use krabka_protocol::find_coordinator_response::Coordinator;
+use krabka_protocol::leave_group_response::MemberResponse;
+use krabka_protocol::list_groups_response::ListedGroup;
+use krabka_protocol::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use krabka_protocol::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+use krabka_protocol::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+};
+use krabka_protocol::{
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ResponseBody, SyncGroupRequest, SyncGroupResponse, Uuid,
+};
+
+use super::topics::ensure_internal_topic;
+use super::{encode_frame, RequestContext};
+use crate::connection::{Reply, Response};
+use crate::group::classic::{GroupState, JoinOutcome, JoinRequest};
+use crate::group::{codes, CommittedOffset, OFFSETS_TOPIC};
+
+/// FindCoordinator key types.
+const KEY_TYPE_GROUP: i8 = 0;
+
+/// Creates `__consumer_offsets` on first use, as Kafka does.
+fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
+    let partitions = ctx.broker.groups.config().offsets_partitions as i32;
+    let configs = [("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")];
+    ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs)
+}
+
+pub fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
+    let broker = ctx.broker;
+    let listener = broker.config.advertised_listener();
+    let answer = |key: &str| -> Coordinator {
+        let error = if request.key_type != KEY_TYPE_GROUP {
+            // Transactions and share groups are not served yet.
+            Some((codes::COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
+        } else if key.is_empty() && ctx.api_version < 4 {
+            Some((codes::INVALID_GROUP_ID, "The group id is invalid."))
+        } else {
+            ensure_offsets_topic(ctx).err().map(|c| (c, "The coordinator is not available."))
+        };
+        match error {
+            Some((code, message)) => Coordinator {
+                key: key.into(),
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: code,
+                error_message: Some(message.into()),
+                ..Default::default()
+            },
+            None => Coordinator {
+                key: key.into(),
+                node_id: broker.node_id,
+                host: listener.host.clone(),
+                port: i32::from(listener.port),
+                ..Default::default()
+            },
+        }
+    };
+    if ctx.api_version >= 4 {
+        let coordinators = request.coordinator_keys.iter().map(|k| answer(k)).collect();
+        return FindCoordinatorResponse { coordinators, ..Default::default() };
+    }
+    let c = answer(&request.key);
+    FindCoordinatorResponse {
+        error_code: c.error_code,
+        error_message: if ctx.api_version >= 1 { c.error_message } else { None },
+        node_id: c.node_id,
+        host: c.host,
+        port: c.port,
+        ..Default::default()
+    }
+}
+
+fn join_error(ctx: &RequestContext<'_>, member_id: &str, code: i16) -> JoinGroupResponse {
+    normalize_join(
+        ctx.api_version,
+        JoinGroupResponse { error_code: code, generation_id: -1, member_id: member_id.into(), ..Default::default() },
+    )
+}
+
+/// Older JoinGroup versions have a non-nullable protocol name and no protocol type.
+fn normalize_join(version: i16, mut response: JoinGroupResponse) -> JoinGroupResponse {
+    if version < 7 {
+        response.protocol_name = Some(response.protocol_name.unwrap_or_default());
+        response.protocol_type = None;
+    }
+    response
+}
+
+fn normalize_sync(version: i16, mut response: SyncGroupResponse) -> SyncGroupResponse {
+    if version < 5 {
+        response.protocol_type = None;
+        response.protocol_name = None;
+    }
+    response
+}
+
+/// A reply that waits for the coordinator to answer.
+fn later<T: Send + 'static>(
+    ctx: &RequestContext<'_>,
+    receiver: tokio::sync::oneshot::Receiver<T>,
+    gone: T,
+    body: impl FnOnce(T) -> ResponseBody + Send + 'static,
+) -> Reply {
+    let (api_key, version, correlation_id) = (ctx.api_key, ctx.api_version, ctx.correlation_id);
+    let metrics = ctx.broker.metrics.clone();
+    let started = ctx.started;
+    Reply::Later(tokio::spawn(async move {
+        let value = receiver.await.unwrap_or(gone);
+        let frame = encode_frame(api_key, version, correlation_id, &body(value));
+        metrics.request_completed(api_key.info().name, 0, started.elapsed());
+        Response::from_bytes(frame.freeze())
+    }))
+}
+
+pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply {
+    let version = ctx.api_version;
+    if request.group_id.is_empty() {
+        let body = join_error(ctx, &request.member_id, codes::INVALID_GROUP_ID);
+        return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
+    }
+    if let Err(code) = ensure_offsets_topic(ctx) {
+        return ctx.reply(ResponseBody::JoinGroup(Box::new(join_error(ctx, &request.member_id, code))));
+    }
+    let join = JoinRequest {
+        member_id: request.member_id.clone(),
+        group_instance_id: request.group_instance_id.clone(),
+        client_id: ctx.client_id.unwrap_or_default().to_string(),
+        client_host: format!("/{}", ctx.connection.peer.ip()),
+        session_timeout_ms: request.session_timeout_ms,
+        // v0 has no rebalance timeout: it is the session timeout.
+        rebalance_timeout_ms: if version >= 1 { request.rebalance_timeout_ms } else { request.session_timeout_ms },
+        protocol_type: request.protocol_type.clone(),
+        protocols: request.protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect(),
+        require_known_member_id: version >= 4,
+    };
+    match ctx.broker.groups.join(ctx.broker, &request.group_id, join) {
+        JoinOutcome::Now(response) => ctx.reply(ResponseBody::JoinGroup(Box::new(normalize_join(version, response)))),
+        JoinOutcome::Wait(receiver) => {
+            let gone = JoinGroupResponse {
+                error_code: codes::UNKNOWN_MEMBER_ID,
+                generation_id: -1,
+                member_id: request.member_id.clone(),
+                ..Default::default()
+            };
+            later(ctx, receiver, gone, move |r| ResponseBody::JoinGroup(Box::new(normalize_join(version, r))))
+        }
+    }
+}
+
+pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply {
+    let version = ctx.api_version;
+    let assignments = request.assignments.iter().map(|a| (a.member_id.clone(), a.assignment.clone())).collect();
+    let result =
+        ctx.broker.groups.sync(ctx.broker, &request.group_id, &request.member_id, request.generation_id, assignments);
+    match result {
+        Ok(response) => ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, response)))),
+        Err(receiver) => {
+            let gone = SyncGroupResponse { error_code: codes::REBALANCE_IN_PROGRESS, ..Default::default() };
+            later(ctx, receiver, gone, move |r| ResponseBody::SyncGroup(Box::new(normalize_sync(version, r))))
+        }
+    }
+}
+
+pub fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
+    let error_code = ctx.broker.groups.heartbeat(&request.group_id, &request.member_id, request.generation_id);
+    HeartbeatResponse { error_code, ..Default::default() }
+}
+
+pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> LeaveGroupResponse {
+    let members: Vec<(String, Option<String>)> = if ctx.api_version >= 3 {
+        request.members.iter().map(|m| (m.member_id.clone(), m.group_instance_id.clone())).collect()
+    } else {
+        vec![(request.member_id.clone(), None)]
+    };
+    match ctx.broker.groups.leave(ctx.broker, &request.group_id, &members) {
+        Err(code) => LeaveGroupResponse { error_code: code, ..Default::default() },
+        Ok(results) if ctx.api_version >= 3 => LeaveGroupResponse {
+            members: members
+                .into_iter()
+                .zip(results)
+                .map(|((member_id, group_instance_id), error_code)| MemberResponse {
+                    member_id,
+                    group_instance_id,
+                    error_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+        Ok(results) => {
+            LeaveGroupResponse { error_code: results.first().copied().unwrap_or(codes::NONE), ..Default::default() }
+        }
+    }
+}
+
+pub fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
+    let broker = ctx.broker;
+    let image = broker.metadata.image();
+    let by_id = ctx.api_version >= 10;
+    // Topics named by id (v10) are resolved to names; unknown ids fail.
+    let offsets: Vec<(String, i32, i64, i32, Option<String>)> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            let name = if by_id {
+                image.topic_by_id(&t.topic_id).map(|i| i.name.clone()).unwrap_or_default()
+            } else {
+                t.name.clone()
+            };
+            t.partitions.iter().map(move |p| {
+                (
+                    name.clone(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.committed_metadata.clone(),
+                )
+            })
+        })
+        .collect();
+    let codes = if request.group_id.is_empty() {
+        vec![codes::INVALID_GROUP_ID; offsets.len()]
+    } else if let Err(code) = ensure_offsets_topic(ctx) {
+        vec![code; offsets.len()]
+    } else {
+        broker.groups.commit_offsets(
+            broker,
+            &request.group_id,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+            request.generation_id_or_member_epoch,
+            &offsets,
+        )
+    };
+    let mut codes = codes.into_iter();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| OffsetCommitResponseTopic {
+            name: if by_id { String::new() } else { t.name.clone() },
+            topic_id: if by_id { t.topic_id } else { Uuid::ZERO },
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut code = codes.next().unwrap_or(codes::UNKNOWN_SERVER_ERROR);
+                    if by_id && code == codes::UNKNOWN_TOPIC_OR_PARTITION && image.topic_by_id(&t.topic_id).is_none() {
+                        code = crate::errors::code::UNKNOWN_TOPIC_ID;
+                    }
+                    OffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code,
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    OffsetCommitResponse { topics, ..Default::default() }
+}
+
+fn committed_fields(committed: Option<CommittedOffset>) -> (i64, i32, Option<String>) {
+    match committed {
+        Some(c) => (c.offset, c.leader_epoch, Some(c.metadata)),
+        None => (-1, -1, Some(String::new())),
+    }
+}
+
+pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> OffsetFetchResponse {
+    let groups = &ctx.broker.groups;
+    if ctx.api_version < 8 {
+        let wanted: Option<Vec<(String, Vec<i32>)>> = request
+            .topics
+            .as_ref()
+            .map(|ts| ts.iter().map(|t| (t.name.clone(), t.partition_indexes.clone())).collect());
+        let found = groups.fetch_offsets(&request.group_id, wanted.as_deref());
+        let topics = found
+            .into_iter()
+            .map(|(name, partitions)| OffsetFetchResponseTopic {
+                name,
+                partitions: partitions
+                    .into_iter()
+                    .map(|(partition_index, committed)| {
+                        let (committed_offset, committed_leader_epoch, metadata) = committed_fields(committed);
+                        OffsetFetchResponsePartition {
+                            partition_index,
+                            committed_offset,
+                            committed_leader_epoch,
+                            metadata,
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        return OffsetFetchResponse { topics, ..Default::default() };
+    }
+    let image = ctx.broker.metadata.image();
+    let by_id = ctx.api_version >= 10;
+    let results = request
+        .groups
+        .iter()
+        .map(|group| {
+            let wanted: Option<Vec<(String, Vec<i32>)>> = group.topics.as_ref().map(|ts| {
+                ts.iter()
+                    .map(|t| {
+                        let name = if by_id {
+                            image.topic_by_id(&t.topic_id).map(|i| i.name.clone()).unwrap_or_default()
+                        } else {
+                            t.name.clone()
+                        };
+                        (name, t.partition_indexes.clone())
+                    })
+                    .collect()
+            });
+            let found = groups.fetch_offsets(&group.group_id, wanted.as_deref());
+            OffsetFetchResponseGroup {
+                group_id: group.group_id.clone(),
+                topics: found
+                    .into_iter()
+                    .map(|(name, partitions)| OffsetFetchResponseTopics {
+                        topic_id: if by_id { image.topic(&name).map_or(Uuid::ZERO, |t| t.id) } else { Uuid::ZERO },
+                        name: if by_id { String::new() } else { name },
+                        partitions: partitions
+                            .into_iter()
+                            .map(|(partition_index, committed)| {
+                                let (committed_offset, committed_leader_epoch, metadata) = committed_fields(committed);
+                                OffsetFetchResponsePartitions {
+                                    partition_index,
+                                    committed_offset,
+                                    committed_leader_epoch,
+                                    metadata,
+                                    ..Default::default()
+                                }
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    OffsetFetchResponse { groups: results, ..Default::default() }
+}
+
+pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> ListGroupsResponse {
+    let states: Vec<String> = request.states_filter.iter().map(|s| s.to_ascii_lowercase()).collect();
+    let types: Vec<String> = request.types_filter.iter().map(|s| s.to_ascii_lowercase()).collect();
+    let groups = ctx
+        .broker
+        .groups
+        .list_groups()
+        .into_iter()
+        .filter(|(_, _, state)| states.is_empty() || states.contains(&state.name().to_ascii_lowercase()))
+        .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
+        .map(|(group_id, protocol_type, state)| ListedGroup {
+            group_id,
+            protocol_type,
+            group_state: if ctx.api_version >= 4 { state.name().into() } else { String::new() },
+            group_type: if ctx.api_version >= 5 { "classic".into() } else { String::new() },
+            ..Default::default()
+        })
+        .collect();
+    ListGroupsResponse { groups, ..Default::default() }
+}
+
+pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let groups = request
+        .groups
+        .iter()
+        .map(|group_id| match ctx.broker.groups.describe_group(group_id) {
+            Some(described) => DescribedGroup {
+                group_id: group_id.clone(),
+                group_state: described.state.name().into(),
+                protocol_type: described.protocol_type,
+                protocol_data: described.protocol_name,
+                members: described
+                    .members
+                    .into_iter()
+                    .map(
+                        |(member_id, group_instance_id, client_id, client_host, member_metadata, member_assignment)| {
+                            DescribedGroupMember {
+                                member_id,
+                                group_instance_id: if ctx.api_version >= 4 { group_instance_id } else { None },
+                                client_id,
+                                client_host,
+                                member_metadata,
+                                member_assignment,
+                                ..Default::default()
+                            }
+                        },
+                    )
+                    .collect(),
+                ..Default::default()
+            },
+            None => DescribedGroup {
+                group_id: group_id.clone(),
+                // v6 (KIP-1043) reports a missing group as an error.
+                error_code: if ctx.api_version >= 6 { codes::GROUP_ID_NOT_FOUND } else { codes::NONE },
+                error_message: (ctx.api_version >= 6).then(|| format!("Group {group_id} not found.")),
+                group_state: GroupState::Dead.name().into(),
+                ..Default::default()
+            },
+        })
+        .collect();
+    DescribeGroupsResponse { groups, ..Default::default() }
+}
+
+pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let results = request
+        .groups_names
+        .iter()
+        .map(|group_id| krabka_protocol::delete_groups_response::DeletableGroupResult {
+            group_id: group_id.clone(),
+            error_code: ctx.broker.groups.delete_group(ctx.broker, group_id),
+            ..Default::default()
+        })
+        .collect();
+    DeleteGroupsResponse { results, ..Default::default() }
+}
+
+pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let topics: Vec<(String, Vec<i32>)> = request
+        .topics
+        .iter()
+        .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
+        .collect();
+    let (error_code, codes) = ctx.broker.groups.delete_offsets(ctx.broker, &request.group_id, &topics);
+    if error_code != codes::NONE {
+        return OffsetDeleteResponse { error_code, ..Default::default() };
+    }
+    OffsetDeleteResponse {
+        topics: topics
+            .into_iter()
+            .zip(codes)
+            .map(|((name, partitions), codes)| OffsetDeleteResponseTopic {
+                name,
+                partitions: partitions
+                    .into_iter()
+                    .zip(codes)
+                    .map(|(partition_index, error_code)| OffsetDeleteResponsePartition {
+                        partition_index,
+                        error_code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
