@@ -1,0 +1,340 @@
+//! Black-box tests of the group coordinator over raw sockets against the
+//! real broker binary: the classic rebalance protocol step by step, Kafka's
+//! error codes for stale generations, unknown members, unknown partitions
+//! and oversized metadata, session expiry of a member that dies without
+//! leaving, group deletion rules, and committed offsets surviving restarts
+//! (also one in the middle of a rebalance).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use krabka_protocol::join_group_request::JoinGroupRequestProtocol;
+use krabka_protocol::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use krabka_protocol::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+use krabka_protocol::sync_group_request::SyncGroupRequestAssignment;
+use krabka_protocol::*;
+use support::{BrokerProcess, RawClient};
+
+const GROUP: &str = "raw-group";
+const FAST_GROUPS: [&str; 2] = ["group.min.session.timeout.ms=500", "group.initial.rebalance.delay.ms=0"];
+
+fn create_topic(client: &mut RawClient, name: &str, partitions: i32) {
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            configs: vec![CreatableTopicConfig {
+                name: "retention.ms".into(),
+                value: Some("-1".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &request);
+    assert_eq!(response.topics[0].error_code, 0);
+}
+
+fn join_request(member_id: &str, session_timeout_ms: i32) -> JoinGroupRequest {
+    JoinGroupRequest {
+        group_id: GROUP.into(),
+        session_timeout_ms,
+        rebalance_timeout_ms: 5_000,
+        member_id: member_id.into(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![JoinGroupRequestProtocol {
+            name: "range".into(),
+            metadata: Bytes::from_static(b"meta"),
+            ..Default::default()
+        }],
+        reason: None,
+        ..Default::default()
+    }
+}
+
+/// Joins with the KIP-394 two-step: the first join returns the member id.
+fn join(client: &mut RawClient, session_timeout_ms: i32) -> JoinGroupResponse {
+    let first: JoinGroupResponse = client.request(ApiKey::JoinGroup, 9, &join_request("", session_timeout_ms));
+    assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
+    assert!(!first.member_id.is_empty());
+    client.request(ApiKey::JoinGroup, 9, &join_request(&first.member_id, session_timeout_ms))
+}
+
+fn sync(
+    client: &mut RawClient,
+    member_id: &str,
+    generation_id: i32,
+    assignments: &[(&str, &[u8])],
+) -> SyncGroupResponse {
+    let request = SyncGroupRequest {
+        group_id: GROUP.into(),
+        generation_id,
+        member_id: member_id.into(),
+        group_instance_id: None,
+        protocol_type: Some("consumer".into()),
+        protocol_name: Some("range".into()),
+        assignments: assignments
+            .iter()
+            .map(|(m, a)| SyncGroupRequestAssignment {
+                member_id: m.to_string(),
+                assignment: Bytes::copy_from_slice(a),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    client.request(ApiKey::SyncGroup, 5, &request)
+}
+
+fn heartbeat(client: &mut RawClient, member_id: &str, generation_id: i32) -> i16 {
+    let request = HeartbeatRequest {
+        group_id: GROUP.into(),
+        generation_id,
+        member_id: member_id.into(),
+        group_instance_id: None,
+        ..Default::default()
+    };
+    let response: HeartbeatResponse = client.request(ApiKey::Heartbeat, 4, &request);
+    response.error_code
+}
+
+fn commit(
+    client: &mut RawClient,
+    member_id: &str,
+    generation_id: i32,
+    topic: &str,
+    offsets: &[(i32, i64)],
+    metadata: &str,
+) -> Vec<i16> {
+    let request = OffsetCommitRequest {
+        group_id: GROUP.into(),
+        generation_id_or_member_epoch: generation_id,
+        member_id: member_id.into(),
+        group_instance_id: None,
+        topics: vec![OffsetCommitRequestTopic {
+            name: topic.into(),
+            partitions: offsets
+                .iter()
+                .map(|(p, o)| OffsetCommitRequestPartition {
+                    partition_index: *p,
+                    committed_offset: *o,
+                    committed_leader_epoch: -1,
+                    committed_metadata: Some(metadata.into()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 9, &request);
+    response.topics[0].partitions.iter().map(|p| p.error_code).collect()
+}
+
+fn fetch_offsets(client: &mut RawClient, topic: &str, partitions: &[i32]) -> Vec<i64> {
+    let request = OffsetFetchRequest {
+        groups: vec![OffsetFetchRequestGroup {
+            group_id: GROUP.into(),
+            member_id: None,
+            member_epoch: -1,
+            topics: Some(vec![OffsetFetchRequestTopics {
+                name: topic.into(),
+                partition_indexes: partitions.to_vec(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: OffsetFetchResponse = client.request(ApiKey::OffsetFetch, 9, &request);
+    assert_eq!(response.groups[0].error_code, 0);
+    response.groups[0].topics[0].partitions.iter().map(|p| p.committed_offset).collect()
+}
+
+fn describe(client: &mut RawClient) -> describe_groups_response::DescribedGroup {
+    let response: DescribeGroupsResponse = client.request(
+        ApiKey::DescribeGroups,
+        5,
+        &DescribeGroupsRequest { groups: vec![GROUP.into()], ..Default::default() },
+    );
+    response.groups[0].clone()
+}
+
+fn find_coordinator(client: &mut RawClient, port: u16) {
+    let response: FindCoordinatorResponse = client.request(
+        ApiKey::FindCoordinator,
+        4,
+        &FindCoordinatorRequest { key_type: 0, coordinator_keys: vec![GROUP.into()], ..Default::default() },
+    );
+    assert_eq!(response.coordinators[0].error_code, 0);
+    assert_eq!(response.coordinators[0].node_id, 1);
+    assert_eq!(response.coordinators[0].port, i32::from(port));
+}
+
+#[test]
+fn classic_rebalance_and_kafkas_error_codes() {
+    let broker = BrokerProcess::start(&FAST_GROUPS);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut admin, "orders", 4);
+    find_coordinator(&mut admin, broker.port);
+
+    // One member: it leads generation 1 and assigns itself everything.
+    let mut a = RawClient::connect(&broker.bootstrap());
+    let joined = join(&mut a, 10_000);
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(joined.generation_id, 1);
+    assert_eq!(joined.leader, joined.member_id);
+    assert_eq!(joined.members.len(), 1);
+    let a_id = joined.member_id.clone();
+    let synced = sync(&mut a, &a_id, 1, &[(&a_id, b"all")]);
+    assert_eq!((synced.error_code, synced.assignment.as_ref()), (0, &b"all"[..]));
+    assert_eq!(heartbeat(&mut a, &a_id, 1), 0);
+    assert_eq!(describe(&mut admin).group_state, "Stable");
+
+    // Stale generation, unknown member.
+    assert_eq!(heartbeat(&mut a, &a_id, 0), 22, "ILLEGAL_GENERATION");
+    assert_eq!(heartbeat(&mut a, "nobody", 1), 25, "UNKNOWN_MEMBER_ID");
+    assert_eq!(commit(&mut a, &a_id, 7, "orders", &[(0, 5)], ""), vec![22]);
+    assert_eq!(commit(&mut a, "nobody", 1, "orders", &[(0, 5)], ""), vec![25]);
+    // Unknown partitions and oversized metadata, per partition.
+    assert_eq!(commit(&mut a, &a_id, 1, "orders", &[(0, 5), (9, 5)], ""), vec![0, 3]);
+    assert_eq!(commit(&mut a, &a_id, 1, "nope", &[(0, 5)], ""), vec![3]);
+    assert_eq!(commit(&mut a, &a_id, 1, "orders", &[(1, 6)], &"m".repeat(4097)), vec![12], "OFFSET_METADATA_TOO_LARGE");
+    assert_eq!(commit(&mut a, &a_id, 1, "orders", &[(1, 6)], &"m".repeat(4096)), vec![0], "metadata at the limit");
+    assert_eq!(fetch_offsets(&mut admin, "orders", &[0, 1, 2]), vec![5, 6, -1]);
+
+    // A second member joins: the first learns of the rebalance by heartbeat,
+    // rejoins, and both form generation 2 with one leader.
+    let mut b = RawClient::connect(&broker.bootstrap());
+    let first: JoinGroupResponse = b.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
+    let b_id = first.member_id.clone();
+    let b_join = b.send(ApiKey::JoinGroup, 9, &join_request(&b_id, 10_000));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(heartbeat(&mut a, &a_id, 1), 27, "REBALANCE_IN_PROGRESS");
+    assert_eq!(
+        commit(&mut a, &a_id, 1, "orders", &[(0, 7)], ""),
+        vec![0],
+        "commits of the old generation still count while preparing"
+    );
+    let a_rejoined: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request(&a_id, 10_000));
+    let b_joined: JoinGroupResponse = b.receive(ApiKey::JoinGroup, 9, b_join);
+    assert_eq!((a_rejoined.generation_id, b_joined.generation_id), (2, 2));
+    assert_eq!(a_rejoined.leader, a_id, "the leader stays");
+    assert_eq!(a_rejoined.members.len(), 2);
+    assert!(b_joined.members.is_empty(), "followers get no member list");
+    // The follower's SyncGroup waits for the leader's assignment.
+    let b_sync = b.send(
+        ApiKey::SyncGroup,
+        5,
+        &SyncGroupRequest { group_id: GROUP.into(), generation_id: 2, member_id: b_id.clone(), ..Default::default() },
+    );
+    let leader_sync = sync(&mut a, &a_id, 2, &[(&a_id, b"p0p1"), (&b_id, b"p2p3")]);
+    assert_eq!(leader_sync.assignment.as_ref(), b"p0p1");
+    let follower_sync: SyncGroupResponse = b.receive(ApiKey::SyncGroup, 5, b_sync);
+    assert_eq!(follower_sync.assignment.as_ref(), b"p2p3");
+    assert_eq!(describe(&mut admin).members.len(), 2);
+
+    // Deleting a group with members is refused.
+    let deleted: DeleteGroupsResponse = admin.request(
+        ApiKey::DeleteGroups,
+        2,
+        &DeleteGroupsRequest { groups_names: vec![GROUP.into()], ..Default::default() },
+    );
+    assert_eq!(deleted.results[0].error_code, 68, "NON_EMPTY_GROUP");
+
+    // Member b dies without leaving: after its session timeout, a rebalance
+    // drops it and a carries on alone.
+    drop(b);
+    let started = Instant::now();
+    let mut generation = 2;
+    loop {
+        let code = heartbeat(&mut a, &a_id, generation);
+        if code == 27 {
+            let rejoined: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request(&a_id, 10_000));
+            generation = rejoined.generation_id;
+            assert_eq!(rejoined.members.len(), 1, "the dead member is gone");
+            assert_eq!(sync(&mut a, &a_id, generation, &[(&a_id, b"all")]).error_code, 0);
+            break;
+        }
+        assert_eq!(code, 0);
+        assert!(started.elapsed() < Duration::from_secs(30), "b never expired");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(started.elapsed() >= Duration::from_secs(9), "not before b's 10 s session timeout");
+    assert_eq!(generation, 3);
+
+    // Leaving empties the group; then it can be deleted with its offsets.
+    let left: LeaveGroupResponse = a.request(
+        ApiKey::LeaveGroup,
+        5,
+        &LeaveGroupRequest {
+            group_id: GROUP.into(),
+            members: vec![leave_group_request::MemberIdentity { member_id: a_id.clone(), ..Default::default() }],
+            ..Default::default()
+        },
+    );
+    assert_eq!(left.members[0].error_code, 0);
+    assert_eq!(describe(&mut admin).group_state, "Empty");
+    let listed: ListGroupsResponse = admin.request(ApiKey::ListGroups, 5, &ListGroupsRequest::default());
+    assert!(listed.groups.iter().any(|g| g.group_id == GROUP && g.group_state == "Empty"));
+    let deleted: DeleteGroupsResponse = admin.request(
+        ApiKey::DeleteGroups,
+        2,
+        &DeleteGroupsRequest { groups_names: vec![GROUP.into()], ..Default::default() },
+    );
+    assert_eq!(deleted.results[0].error_code, 0);
+    assert_eq!(fetch_offsets(&mut admin, "orders", &[0, 1]), vec![-1, -1]);
+    let gone: DescribeGroupsResponse = admin.request(
+        ApiKey::DescribeGroups,
+        6,
+        &DescribeGroupsRequest { groups: vec![GROUP.into()], ..Default::default() },
+    );
+    assert_eq!(gone.groups[0].error_code, 69, "GROUP_ID_NOT_FOUND");
+}
+
+#[test]
+fn committed_offsets_survive_restarts_even_mid_rebalance() {
+    let mut broker = BrokerProcess::start(&FAST_GROUPS);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut admin, "ledger", 3);
+    find_coordinator(&mut admin, broker.port);
+    // An admin-style commit (no member, generation -1) to an empty group.
+    assert_eq!(commit(&mut admin, "", -1, "ledger", &[(0, 10), (1, 20), (2, 30)], "note"), vec![0, 0, 0]);
+    let mut a = RawClient::connect(&broker.bootstrap());
+    let joined = join(&mut a, 10_000);
+    let a_id = joined.member_id.clone();
+    assert_eq!(sync(&mut a, &a_id, joined.generation_id, &[(&a_id, b"x")]).error_code, 0);
+    assert_eq!(commit(&mut a, &a_id, joined.generation_id, "ledger", &[(0, 11)], ""), vec![0]);
+    // A second member starts a rebalance; the broker is killed mid-way.
+    let mut b = RawClient::connect(&broker.bootstrap());
+    let first: JoinGroupResponse = b.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
+    b.send(ApiKey::JoinGroup, 9, &join_request(&first.member_id, 10_000));
+    std::thread::sleep(Duration::from_millis(200));
+    drop((a, b, admin));
+    broker.kill9();
+    broker.restart();
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    assert_eq!(fetch_offsets(&mut admin, "ledger", &[0, 1, 2]), vec![11, 20, 30]);
+    // And after a clean restart too.
+    assert!(broker.stop().success());
+    broker.restart();
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    assert_eq!(fetch_offsets(&mut admin, "ledger", &[0, 1, 2]), vec![11, 20, 30]);
+    // The restored group lets its old member rejoin or expire; either way
+    // the group works: a new member can join and commit.
+    let mut c = RawClient::connect(&broker.bootstrap());
+    let first: JoinGroupResponse = c.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
+    let c_join = c.send(ApiKey::JoinGroup, 9, &join_request(&first.member_id, 10_000));
+    let joined: JoinGroupResponse = c.receive(ApiKey::JoinGroup, 9, c_join);
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(sync(&mut c, &joined.member_id, joined.generation_id, &[(&joined.member_id, b"y")]).error_code, 0);
+    assert_eq!(commit(&mut c, &joined.member_id, joined.generation_id, "ledger", &[(2, 31)], ""), vec![0]);
+    assert_eq!(fetch_offsets(&mut admin, "ledger", &[2]), vec![31]);
+}
