@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use crate::config::BrokerConfig;
 use crate::connection;
 use crate::group::classic::ClassicConfig;
+use crate::group::consumer::ConsumerConfig;
 use crate::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
 use crate::log_manager::LogManager;
 use crate::metadata::store::now_ms;
@@ -253,6 +254,11 @@ fn group_config(config: &BrokerConfig) -> GroupConfig {
             max_session_timeout_ms: raw("group.max.session.timeout.ms", 1_800_000) as i32,
             initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
             max_size: raw("group.max.size", i64::from(i32::MAX)).max(1) as usize,
+        },
+        consumer: ConsumerConfig {
+            session_timeout_ms: raw("group.consumer.session.timeout.ms", 45_000),
+            heartbeat_interval_ms: raw("group.consumer.heartbeat.interval.ms", 5_000) as i32,
+            max_size: raw("group.consumer.max.size", i64::from(i32::MAX)).max(1) as usize,
         },
         offsets_partitions: config.offsets_topic_num_partitions.max(1) as usize,
         offsets_retention_ms: raw("offsets.retention.minutes", 10_080).saturating_mul(60_000),

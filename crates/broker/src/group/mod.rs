@@ -10,8 +10,10 @@
 //! latest record per key). The topic is created on first use, compacted,
 //! with `offsets.topic.num.partitions` partitions.
 
+pub mod assignor;
 pub mod classic;
 pub mod codes;
+pub mod consumer;
 pub mod records;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +26,7 @@ use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
 use krabka_protocol::{ConsumerProtocolSubscription, GroupMetadataValue, Message, OffsetCommitValue};
 
 use self::classic::{ClassicConfig, ClassicGroup, GroupState, JoinOutcome, JoinRequest, Member};
+use self::consumer::{ConsumerConfig, ConsumerGroup, HeartbeatRequest, HeartbeatResponse};
 use self::records::CoordinatorRecord;
 use crate::metadata::store::now_ms;
 use crate::server::Broker;
@@ -34,6 +37,7 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 #[derive(Clone, Debug)]
 pub struct GroupConfig {
     pub classic: ClassicConfig,
+    pub consumer: ConsumerConfig,
     /// `offsets.topic.num.partitions`.
     pub offsets_partitions: usize,
     /// `offsets.retention.minutes` in ms.
@@ -50,10 +54,26 @@ pub struct CommittedOffset {
     pub commit_timestamp_ms: i64,
 }
 
-/// A group and its offsets.
+/// A group and its offsets. A group id is either a classic group or, once
+/// a KIP-848 member joined it while it had no classic members, a consumer group.
 struct GroupEntry {
     group: ClassicGroup,
+    consumer: Option<ConsumerGroup>,
     offsets: BTreeMap<(String, i32), CommittedOffset>,
+}
+
+impl GroupEntry {
+    fn new(group_id: &str, now_ms: i64) -> Self {
+        GroupEntry { group: ClassicGroup::new(group_id, now_ms), consumer: None, offsets: BTreeMap::new() }
+    }
+
+    fn has_members(&self) -> bool {
+        !self.group.is_empty() || self.consumer.as_ref().is_some_and(|c| !c.is_empty())
+    }
+
+    fn is_consumer_group(&self) -> bool {
+        self.consumer.is_some() && self.group.is_empty()
+    }
 }
 
 #[derive(Default)]
@@ -79,7 +99,7 @@ pub type TopicOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
 
 /// What DescribeGroups reports of one group.
 pub struct GroupDescription {
-    pub state: GroupState,
+    pub state: String,
     pub protocol_type: String,
     pub protocol_name: String,
     /// (member id, instance id, client id, client host, metadata, assignment)
@@ -217,10 +237,18 @@ impl GroupCoordinator {
     pub fn join(&self, broker: &Broker, group_id: &str, request: JoinRequest) -> JoinOutcome {
         let (index, mut shard) = self.shard(group_id);
         let now_ms = now_ms();
-        let entry = shard
-            .groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| GroupEntry { group: ClassicGroup::new(group_id, now_ms), offsets: BTreeMap::new() });
+        let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
+        if entry.consumer.as_ref().is_some_and(|c| !c.is_empty()) {
+            // No upgrade/downgrade path between protocols while members are active.
+            let response = krabka_protocol::JoinGroupResponse {
+                error_code: codes::INCONSISTENT_GROUP_PROTOCOL,
+                generation_id: -1,
+                member_id: request.member_id,
+                ..Default::default()
+            };
+            return JoinOutcome::Now(response);
+        }
+        entry.consumer = None;
         let generation = entry.group.generation_id;
         let outcome = entry.group.join(request, &self.config.classic, Instant::now(), now_ms);
         if entry.group.generation_id != generation {
@@ -292,6 +320,9 @@ impl GroupCoordinator {
                 if entry.group.tick(&self.config.classic, now, now_ms) {
                     self.persist_group(broker, index, &entry.group);
                 }
+                if let Some(consumer) = entry.consumer.as_mut() {
+                    consumer.tick(&self.config.consumer, now, now_ms);
+                }
             }
         }
     }
@@ -306,7 +337,11 @@ impl GroupCoordinator {
             let mut records = Vec::new();
             let mut emptied = Vec::new();
             for (group_id, entry) in shard.groups.iter_mut() {
-                if entry.group.state != GroupState::Empty || now_ms - entry.group.state_timestamp_ms < retention {
+                let empty_since = match &entry.consumer {
+                    Some(consumer) if entry.group.is_empty() => consumer.state_timestamp_ms,
+                    _ => entry.group.state_timestamp_ms,
+                };
+                if entry.has_members() || entry.group.state != GroupState::Empty || now_ms - empty_since < retention {
                     continue;
                 }
                 let expired: Vec<(String, i32)> = entry
@@ -339,6 +374,35 @@ impl GroupCoordinator {
         }
     }
 
+    /// ConsumerGroupHeartbeat (KIP-848).
+    pub fn consumer_heartbeat(&self, broker: &Broker, group_id: &str, request: HeartbeatRequest) -> HeartbeatResponse {
+        let (_, mut shard) = self.shard(group_id);
+        let now_ms = now_ms();
+        let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
+        if !entry.group.is_empty() {
+            return HeartbeatResponse {
+                error_code: codes::GROUP_ID_NOT_FOUND,
+                error_message: Some(format!("Group {group_id} is not a consumer group.")),
+                member_id: request.member_id,
+                member_epoch: -1,
+                assignment: None,
+            };
+        }
+        let consumer = entry.consumer.get_or_insert_with(|| ConsumerGroup::new(group_id, now_ms));
+        let image = broker.metadata.image();
+        consumer.heartbeat(request, &image, &self.config.consumer, Instant::now(), now_ms)
+    }
+
+    /// Runs `describe` on a consumer group (KIP-848); Err when the group is
+    /// missing or classic.
+    pub fn with_consumer_group<T>(&self, group_id: &str, describe: impl FnOnce(&ConsumerGroup) -> T) -> Result<T, i16> {
+        let (_, shard) = self.shard(group_id);
+        match shard.groups.get(group_id) {
+            Some(entry) if entry.is_consumer_group() => Ok(describe(entry.consumer.as_ref().expect("consumer group"))),
+            _ => Err(codes::GROUP_ID_NOT_FOUND),
+        }
+    }
+
     /// OffsetCommit: one code per partition, in request order.
     pub fn commit_offsets(
         &self,
@@ -351,12 +415,15 @@ impl GroupCoordinator {
     ) -> Vec<i16> {
         let (index, mut shard) = self.shard(group_id);
         let now_ms = now_ms();
-        let entry = shard
-            .groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| GroupEntry { group: ClassicGroup::new(group_id, now_ms), offsets: BTreeMap::new() });
+        let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
         let group = &entry.group;
-        let group_error = if group.state == GroupState::Dead {
+        let consumer_check = match &entry.consumer {
+            Some(consumer) if !consumer.is_empty() => Some(consumer.validate_commit(member_id, generation_id)),
+            _ => None,
+        };
+        let group_error = if let Some(check) = consumer_check {
+            check.err()
+        } else if group.state == GroupState::Dead {
             Some(codes::COORDINATOR_NOT_AVAILABLE)
         } else if generation_id < 0 && member_id.is_empty() && group.is_empty() {
             None // a commit from outside the group (admin tools, assign() consumers)
@@ -446,13 +513,23 @@ impl GroupCoordinator {
         }
     }
 
-    /// (group id, protocol type, state) of every group.
-    pub fn list_groups(&self) -> Vec<(String, String, GroupState)> {
+    /// (group id, protocol type, state name, group type) of every group.
+    pub fn list_groups(&self) -> Vec<(String, String, String, &'static str)> {
         let mut out = Vec::new();
         for shard in &self.shards {
             let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
             for (id, entry) in &shard.groups {
-                out.push((id.clone(), entry.group.protocol_type.clone().unwrap_or_default(), entry.group.state));
+                match &entry.consumer {
+                    Some(consumer) if entry.is_consumer_group() => {
+                        out.push((id.clone(), "consumer".to_string(), consumer.state_name().to_string(), "consumer"))
+                    }
+                    _ => out.push((
+                        id.clone(),
+                        entry.group.protocol_type.clone().unwrap_or_default(),
+                        entry.group.state.name().to_string(),
+                        "classic",
+                    )),
+                }
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -462,6 +539,27 @@ impl GroupCoordinator {
     pub fn describe_group(&self, group_id: &str) -> Option<GroupDescription> {
         let (_, shard) = self.shard(group_id);
         let entry = shard.groups.get(group_id)?;
+        if let Some(consumer) = entry.consumer.as_ref().filter(|_| entry.is_consumer_group()) {
+            return Some(GroupDescription {
+                state: consumer.state_name().into(),
+                protocol_type: "consumer".into(),
+                protocol_name: String::new(),
+                members: consumer
+                    .members
+                    .values()
+                    .map(|m| {
+                        (
+                            m.member_id.clone(),
+                            m.instance_id.clone(),
+                            m.client_id.clone(),
+                            m.client_host.clone(),
+                            Bytes::new(),
+                            Bytes::new(),
+                        )
+                    })
+                    .collect(),
+            });
+        }
         let group = &entry.group;
         let protocol = group.protocol_name.clone().unwrap_or_default();
         let stable = group.state == GroupState::Stable;
@@ -481,7 +579,7 @@ impl GroupCoordinator {
             .collect();
         members.sort_by(|a, b| a.0.cmp(&b.0));
         Some(GroupDescription {
-            state: group.state,
+            state: group.state.name().into(),
             protocol_type: group.protocol_type.clone().unwrap_or_default(),
             // Kafka reports the protocol only once the group is Stable.
             protocol_name: if stable { protocol } else { String::new() },
@@ -493,7 +591,7 @@ impl GroupCoordinator {
     pub fn delete_group(&self, broker: &Broker, group_id: &str) -> i16 {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get(group_id) else { return codes::GROUP_ID_NOT_FOUND };
-        if !entry.group.is_empty() {
+        if entry.has_members() {
             return codes::NON_EMPTY_GROUP;
         }
         let mut records: Vec<CoordinatorRecord> = entry
@@ -518,14 +616,17 @@ impl GroupCoordinator {
     ) -> (i16, Vec<Vec<i16>>) {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get_mut(group_id) else { return (codes::GROUP_ID_NOT_FOUND, Vec::new()) };
-        let subscribed = subscribed_topics(&entry.group);
+        let mut subscribed = subscribed_topics(&entry.group);
+        if let Some(consumer) = &entry.consumer {
+            subscribed.extend(consumer.subscribed_topic_names());
+        }
         if !entry.group.is_empty() && entry.group.protocol_type.as_deref() != Some("consumer") {
             return (codes::NON_EMPTY_GROUP, Vec::new());
         }
         let mut records = Vec::new();
         let mut results = Vec::new();
         for (topic, partitions) in topics {
-            let busy = !entry.group.is_empty() && subscribed.iter().any(|t| t == topic);
+            let busy = entry.has_members() && subscribed.iter().any(|t| t == topic);
             results.push(
                 partitions
                     .iter()
@@ -572,10 +673,7 @@ fn subscribed_topics(group: &ClassicGroup) -> Vec<String> {
 fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Instant) {
     match record {
         CoordinatorRecord::Offset { key, value } => {
-            let entry = shard.groups.entry(key.group.clone()).or_insert_with(|| GroupEntry {
-                group: ClassicGroup::new(&key.group, now_ms()),
-                offsets: BTreeMap::new(),
-            });
+            let entry = shard.groups.entry(key.group.clone()).or_insert_with(|| GroupEntry::new(&key.group, now_ms()));
             match value {
                 Some(value) => {
                     entry.offsets.insert(
@@ -597,10 +695,10 @@ fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Instant) {
             shard.groups.remove(&group);
         }
         CoordinatorRecord::Group { group, value: Some(value) } => {
-            let entry = shard.groups.entry(group.clone()).or_insert_with(|| GroupEntry {
-                group: ClassicGroup::new(&group, value.current_state_timestamp),
-                offsets: BTreeMap::new(),
-            });
+            let entry = shard
+                .groups
+                .entry(group.clone())
+                .or_insert_with(|| GroupEntry::new(&group, value.current_state_timestamp));
             let mut restored = ClassicGroup::new(&group, value.current_state_timestamp);
             restored.generation_id = value.generation;
             restored.protocol_type = (!value.protocol_type.is_empty()).then_some(value.protocol_type.clone());

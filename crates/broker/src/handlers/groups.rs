@@ -25,7 +25,9 @@ use krabka_protocol::{
 use super::topics::ensure_internal_topic;
 use super::{encode_frame, RequestContext};
 use crate::connection::{Reply, Response};
+use crate::group::assignor::Assignment;
 use crate::group::classic::{GroupState, JoinOutcome, JoinRequest};
+use crate::group::consumer::HeartbeatRequest as ConsumerHeartbeat;
 use crate::group::{codes, CommittedOffset, OFFSETS_TOPIC};
 
 /// FindCoordinator key types.
@@ -368,13 +370,13 @@ pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> List
         .groups
         .list_groups()
         .into_iter()
-        .filter(|(_, _, state)| states.is_empty() || states.contains(&state.name().to_ascii_lowercase()))
-        .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
-        .map(|(group_id, protocol_type, state)| ListedGroup {
+        .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
+        .filter(|(_, _, _, kind)| types.is_empty() || types.iter().any(|t| t == kind))
+        .map(|(group_id, protocol_type, state, kind)| ListedGroup {
             group_id,
             protocol_type,
-            group_state: if ctx.api_version >= 4 { state.name().into() } else { String::new() },
-            group_type: if ctx.api_version >= 5 { "classic".into() } else { String::new() },
+            group_state: if ctx.api_version >= 4 { state } else { String::new() },
+            group_type: if ctx.api_version >= 5 { kind.into() } else { String::new() },
             ..Default::default()
         })
         .collect();
@@ -388,7 +390,7 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
         .map(|group_id| match ctx.broker.groups.describe_group(group_id) {
             Some(described) => DescribedGroup {
                 group_id: group_id.clone(),
-                group_state: described.state.name().into(),
+                group_state: described.state,
                 protocol_type: described.protocol_type,
                 protocol_data: described.protocol_name,
                 members: described
@@ -466,4 +468,139 @@ pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> 
             .collect(),
         ..Default::default()
     }
+}
+
+fn assignment_from(partitions: &[krabka_protocol::consumer_group_heartbeat_request::TopicPartitions]) -> Assignment {
+    let mut out = Assignment::new();
+    for tp in partitions {
+        out.entry(tp.topic_id).or_default().extend(tp.partitions.iter().copied());
+    }
+    out.retain(|_, set| !set.is_empty());
+    out
+}
+
+pub fn consumer_group_heartbeat(
+    ctx: &RequestContext<'_>,
+    request: krabka_protocol::ConsumerGroupHeartbeatRequest,
+) -> krabka_protocol::ConsumerGroupHeartbeatResponse {
+    use krabka_protocol::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
+    use krabka_protocol::ConsumerGroupHeartbeatResponse;
+    let fail = |code: i16, message: &str| ConsumerGroupHeartbeatResponse {
+        error_code: code,
+        error_message: Some(message.into()),
+        member_id: None,
+        member_epoch: -1,
+        ..Default::default()
+    };
+    if request.group_id.is_empty() {
+        return fail(codes::INVALID_GROUP_ID, "GroupId can't be empty.");
+    }
+    // v1 clients make their member id (KIP-1082); v0 ones get one on joining.
+    let mut member_id = request.member_id.clone();
+    if member_id.is_empty() {
+        if ctx.api_version >= 1 || request.member_epoch != 0 {
+            return fail(codes::INVALID_REQUEST, "MemberId can't be empty.");
+        }
+        member_id = Uuid::random().map(|u| u.to_string()).unwrap_or_else(|_| format!("member-{}", ctx.correlation_id));
+    }
+    if let Err(code) = ensure_offsets_topic(ctx) {
+        return fail(code, "The coordinator is not available.");
+    }
+    let heartbeat = ConsumerHeartbeat {
+        member_id,
+        member_epoch: request.member_epoch,
+        instance_id: request.instance_id.clone(),
+        rack_id: request.rack_id.clone(),
+        rebalance_timeout_ms: request.rebalance_timeout_ms,
+        subscribed_topic_names: request.subscribed_topic_names.clone(),
+        subscribed_topic_regex: request.subscribed_topic_regex.clone(),
+        server_assignor: request.server_assignor.clone(),
+        owned: request.topic_partitions.as_deref().map(assignment_from),
+        client_id: ctx.client_id.unwrap_or_default().to_string(),
+        client_host: format!("/{}", ctx.connection.peer.ip()),
+    };
+    let response = ctx.broker.groups.consumer_heartbeat(ctx.broker, &request.group_id, heartbeat);
+    ConsumerGroupHeartbeatResponse {
+        error_code: response.error_code,
+        error_message: response.error_message,
+        member_id: Some(response.member_id),
+        member_epoch: response.member_epoch,
+        heartbeat_interval_ms: ctx.broker.groups.config().consumer.heartbeat_interval_ms,
+        assignment: response.assignment.map(|a| WireAssignment {
+            topic_partitions: a
+                .into_iter()
+                .map(|(topic_id, set)| TopicPartitions {
+                    topic_id,
+                    partitions: set.into_iter().collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+pub fn consumer_group_describe(
+    ctx: &RequestContext<'_>,
+    request: krabka_protocol::ConsumerGroupDescribeRequest,
+) -> krabka_protocol::ConsumerGroupDescribeResponse {
+    use krabka_protocol::consumer_group_describe_response::{
+        Assignment as WireAssignment, DescribedGroup, Member, TopicPartitions,
+    };
+    let image = ctx.broker.metadata.image();
+    let wire = |assignment: &Assignment| WireAssignment {
+        topic_partitions: assignment
+            .iter()
+            .map(|(id, set)| TopicPartitions {
+                topic_id: *id,
+                topic_name: image.topic_by_id(id).map(|t| t.name.clone()).unwrap_or_default(),
+                partitions: set.iter().copied().collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let groups = request
+        .group_ids
+        .iter()
+        .map(|group_id| {
+            let described = ctx.broker.groups.with_consumer_group(group_id, |group| DescribedGroup {
+                group_id: group_id.clone(),
+                group_state: group.state_name().into(),
+                group_epoch: group.group_epoch,
+                assignment_epoch: group.assignment_epoch,
+                assignor_name: group.assignor.clone(),
+                members: group
+                    .members
+                    .values()
+                    .map(|m| Member {
+                        member_id: m.member_id.clone(),
+                        instance_id: m.instance_id.clone(),
+                        rack_id: m.rack_id.clone(),
+                        member_epoch: m.member_epoch,
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        subscribed_topic_names: m.subscribed_topic_names.iter().cloned().collect(),
+                        subscribed_topic_regex: m.subscribed_topic_regex.clone(),
+                        assignment: wire(&m.assigned),
+                        target_assignment: wire(group.target.get(&m.member_id).unwrap_or(&Assignment::new())),
+                        member_type: if ctx.api_version >= 1 { 1 } else { -1 },
+                        ..Default::default()
+                    })
+                    .collect(),
+                authorized_operations: i32::MIN,
+                ..Default::default()
+            });
+            described.unwrap_or_else(|code| DescribedGroup {
+                group_id: group_id.clone(),
+                error_code: code,
+                error_message: Some(format!("Group {group_id} is not a consumer group.")),
+                group_state: GroupState::Dead.name().into(),
+                authorized_operations: i32::MIN,
+                ..Default::default()
+            })
+        })
+        .collect();
+    krabka_protocol::ConsumerGroupDescribeResponse { groups, ..Default::default() }
 }

@@ -99,6 +99,8 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         DescribeGroups,
         DeleteGroups,
         OffsetDelete,
+        ConsumerGroupHeartbeat,
+        ConsumerGroupDescribe,
     ];
     keys.iter()
         .map(|&key| {
@@ -175,6 +177,12 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::DescribeGroups(r) => ResponseBody::DescribeGroups(Box::new(groups::describe_groups(&ctx, *r))),
         RequestBody::DeleteGroups(r) => ResponseBody::DeleteGroups(Box::new(groups::delete_groups(&ctx, *r))),
         RequestBody::OffsetDelete(r) => ResponseBody::OffsetDelete(Box::new(groups::offset_delete(&ctx, *r))),
+        RequestBody::ConsumerGroupHeartbeat(r) => {
+            ResponseBody::ConsumerGroupHeartbeat(Box::new(groups::consumer_group_heartbeat(&ctx, *r)))
+        }
+        RequestBody::ConsumerGroupDescribe(r) => {
+            ResponseBody::ConsumerGroupDescribe(Box::new(groups::consumer_group_describe(&ctx, *r)))
+        }
         other => return Err(Close(format!("{:?} is not served", other.api_key()))),
     };
     Ok(ctx.reply(response))
