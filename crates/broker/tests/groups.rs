@@ -338,3 +338,28 @@ fn committed_offsets_survive_restarts_even_mid_rebalance() {
     assert_eq!(commit(&mut c, &joined.member_id, joined.generation_id, "ledger", &[(2, 31)], ""), vec![0]);
     assert_eq!(fetch_offsets(&mut admin, "ledger", &[2]), vec![31]);
 }
+
+#[test]
+fn group_max_size_is_enforced_at_the_limit() {
+    let broker = BrokerProcess::start(&[
+        "group.min.session.timeout.ms=500",
+        "group.initial.rebalance.delay.ms=0",
+        "group.max.size=2",
+    ]);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut admin, "sized", 1);
+    let mut first = RawClient::connect(&broker.bootstrap());
+    let joined = join(&mut first, 10_000);
+    assert_eq!(sync(&mut first, &joined.member_id, 1, &[(&joined.member_id, b"a")]).error_code, 0);
+    // The second member (the limit) gets in; the third is refused.
+    let mut second = RawClient::connect(&broker.bootstrap());
+    let id2: JoinGroupResponse = second.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
+    let pending = second.send(ApiKey::JoinGroup, 9, &join_request(&id2.member_id, 10_000));
+    let mut third = RawClient::connect(&broker.bootstrap());
+    let refused: JoinGroupResponse = third.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
+    assert_eq!(refused.error_code, 81, "GROUP_MAX_SIZE_REACHED");
+    let rejoined: JoinGroupResponse = first.request(ApiKey::JoinGroup, 9, &join_request(&joined.member_id, 10_000));
+    assert_eq!(rejoined.members.len(), 2);
+    let second_joined: JoinGroupResponse = second.receive(ApiKey::JoinGroup, 9, pending);
+    assert_eq!(second_joined.error_code, 0);
+}
