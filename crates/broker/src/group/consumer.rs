@@ -315,7 +315,10 @@ impl ConsumerGroup {
         {
             let member = self.members.get_mut(&member_id).expect("member present");
             member.last_heartbeat = now;
-            member.rebalance_timeout_ms = request.rebalance_timeout_ms.max(member.rebalance_timeout_ms.min(0));
+            // -1 means "unchanged" after the first heartbeat.
+            if request.rebalance_timeout_ms >= 0 {
+                member.rebalance_timeout_ms = request.rebalance_timeout_ms;
+            }
             if let Some(names) = &request.subscribed_topic_names {
                 let names: BTreeSet<String> = names.iter().cloned().collect();
                 if names != member.subscribed_topic_names {
@@ -501,7 +504,8 @@ mod tests {
             member_epoch: epoch,
             instance_id: None,
             rack_id: None,
-            rebalance_timeout_ms: 10_000,
+            // Clients send -1 ("unchanged") after joining.
+            rebalance_timeout_ms: if epoch == 0 { 10_000 } else { -1 },
             subscribed_topic_names: (epoch == 0).then(|| vec!["t".to_string()]),
             subscribed_topic_regex: None,
             server_assignor: None,
@@ -530,6 +534,8 @@ mod tests {
         let a_now = a2.assignment.clone().unwrap();
         assert_eq!(assignor::count(&a_now), 2);
         assert_eq!(group.state_name(), "Reconciling");
+        // While a revokes, its rebalance timeout (10 s) protects it.
+        assert!(!group.tick(&config, now + Duration::from_secs(1), 0));
         // a confirms (owns only the two it kept): epoch 2; then b gets the rest.
         let a3 = group.heartbeat(request("a", 1, Some(a_now.clone())), &image, &config, now, 0);
         assert_eq!(a3.member_epoch, 2);
