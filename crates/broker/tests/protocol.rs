@@ -606,3 +606,62 @@ fn invalid_configuration_is_refused_at_start_and_unknown_keys_are_warned_about()
     assert!(seen.contains("no.such.key"), "{seen}");
     assert!(seen.contains("krabka broker serving"), "{seen}");
 }
+
+#[test]
+fn fetch_sessions_by_topic_id_keep_serving_after_forgetting_partitions() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let created = create_topic(&mut client, TOPIC, 3, &[]);
+    let topic_id = created.topics[0].topic_id;
+    for p in 0..3 {
+        assert_eq!(produce(&mut client, TOPIC, p, batch(None, 0, 2, Compression::None)).error_code, 0);
+    }
+    let partition = |p: i32, offset: i64| FetchPartition {
+        partition: p,
+        fetch_offset: offset,
+        partition_max_bytes: 1 << 20,
+        ..Default::default()
+    };
+    let topic = |partitions: Vec<FetchPartition>| FetchTopic { topic_id, partitions, ..Default::default() };
+    let full = FetchRequest {
+        session_epoch: 0,
+        max_bytes: 1 << 24,
+        topics: vec![topic((0..3).map(|p| partition(p, 0)).collect())],
+        ..Default::default()
+    };
+    let response: FetchResponse = client.request(ApiKey::Fetch, 16, &full);
+    assert_ne!(response.session_id, 0);
+    assert_eq!(response.responses[0].partitions.len(), 3);
+    // Forget partitions 1 and 2, move 0 to its end.
+    let forget = FetchRequest {
+        session_id: response.session_id,
+        session_epoch: 1,
+        max_bytes: 1 << 24,
+        topics: vec![topic(vec![partition(0, 2)])],
+        forgotten_topics_data: vec![fetch_request::ForgottenTopic {
+            topic_id,
+            partitions: vec![1, 2],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let quiet: FetchResponse = client.request(ApiKey::Fetch, 16, &forget);
+    assert_eq!(quiet.error_code, 0);
+    assert!(quiet.responses.iter().all(|t| t.partitions.iter().all(|p| p.partition_index == 0)));
+    // New data on 0 (still in the session) and 1 (forgotten).
+    assert_eq!(produce(&mut client, TOPIC, 0, batch(None, 2, 3, Compression::None)).error_code, 0);
+    assert_eq!(produce(&mut client, TOPIC, 1, batch(None, 2, 3, Compression::None)).error_code, 0);
+    let next = FetchRequest {
+        session_id: response.session_id,
+        session_epoch: 2,
+        max_bytes: 1 << 24,
+        topics: Vec::new(),
+        ..Default::default()
+    };
+    let changed: FetchResponse = client.request(ApiKey::Fetch, 16, &next);
+    assert_eq!(changed.responses.len(), 1);
+    assert_eq!(changed.responses[0].topic_id, topic_id);
+    assert_eq!(changed.responses[0].partitions.len(), 1);
+    assert_eq!(changed.responses[0].partitions[0].partition_index, 0);
+    assert_eq!(values(&changed.responses[0].partitions[0]).len(), 3);
+}
