@@ -417,6 +417,18 @@ fn incremental_fetch_sessions_send_only_changes() {
     let unknown: FetchResponse =
         client.request(ApiKey::Fetch, 12, &FetchRequest { session_id: 12345, session_epoch: 1, ..empty.clone() });
     assert_eq!(unknown.error_code, 70, "FETCH_SESSION_ID_NOT_FOUND");
+    // Epoch 0 with the old id: the old session closes and a new one opens
+    // (how clients reset after INVALID_FETCH_SESSION_EPOCH).
+    let mut reset = fetch_request(TOPIC, 0, 0, 0, 0);
+    reset.session_id = full.session_id;
+    reset.session_epoch = 0;
+    let renewed: FetchResponse = client.request(ApiKey::Fetch, 12, &reset);
+    assert_eq!(renewed.error_code, 0);
+    assert_ne!(renewed.session_id, 0);
+    assert_ne!(renewed.session_id, full.session_id);
+    assert_eq!(values(&renewed.responses[0].partitions[0]).len(), 3);
+    let old: FetchResponse = client.request(ApiKey::Fetch, 12, &FetchRequest { session_epoch: 3, ..empty.clone() });
+    assert_eq!(old.error_code, 70, "the old session is gone");
 }
 
 #[test]

@@ -127,7 +127,11 @@ impl FetchSessionCache {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         match (request.session_id, request.session_epoch) {
             (0, FINAL_EPOCH) => Ok((SessionContext::Sessionless, requested)),
-            (0, 0) => {
+            (id, 0) => {
+                // Epoch 0 asks for a new session; a named old one is closed first.
+                if id != 0 {
+                    sessions.remove(&id);
+                }
                 if self.max_sessions == 0 {
                     return Ok((SessionContext::Sessionless, requested));
                 }
