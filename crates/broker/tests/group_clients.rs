@@ -95,6 +95,11 @@ fn franz_go_classic_group() {
 }
 
 #[test]
+fn franz_go_consumer_protocol_group() {
+    scenario("franz", "consumer");
+}
+
+#[test]
 fn java_resumes_from_committed_offsets_after_sigterm() {
     resume_across_restart("java", "classic", false);
 }
