@@ -1,12 +1,15 @@
 // franz-check: black-box checks of a Kafka-compatible broker with franz-go.
 //
 //	franz-check produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC
+//	franz-check produce-range BOOTSTRAP TOPIC PARTITIONS FIRST COUNT CODEC
 //	franz-check consume BOOTSTRAP TOPIC PARTITIONS COUNT
 //	franz-check admin BOOTSTRAP
+//	franz-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
 //
 // Each prints one JSON line on stdout and exits 0 when the check passes; on
 // any error or mismatch it prints "franz-check MODE: ..." on stderr and exits
-// 1 (2 for a usage error). The record contract is in contract.go and in
+// 1 (2 for a usage error). group-member (group.go) is a long-running consumer
+// group member for the scenarios in tests/clients/groups/. The record contract is in contract.go and in
 // tests/clients/README-python-go.md.
 package main
 
@@ -26,9 +29,12 @@ import (
 )
 
 const usage = `usage: franz-check produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC
+       franz-check produce-range BOOTSTRAP TOPIC PARTITIONS FIRST COUNT CODEC
        franz-check consume BOOTSTRAP TOPIC PARTITIONS COUNT
        franz-check admin BOOTSTRAP
-CODEC: none|gzip|snappy|lz4|zstd`
+       franz-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
+CODEC: none|gzip|snappy|lz4|zstd
+PROTOCOL: classic|consumer (KIP-848)`
 
 // checkFailed marks a mismatch against the contract (as opposed to a client
 // or broker error); both exit 1.
@@ -70,6 +76,19 @@ func main() {
 		usageExit("missing mode")
 	}
 	mode := args[0]
+	if mode == "group-member" {
+		if len(args) != 6 && len(args) != 7 {
+			usageExit("wrong arguments")
+		}
+		var idle time.Duration
+		if len(args) == 7 {
+			idle = time.Duration(atoiArg(args[6], 1)) * time.Second
+		}
+		if args[4] != "classic" && args[4] != "consumer" {
+			usageExit(fmt.Sprintf("PROTOCOL must be classic or consumer, got %q", args[4]))
+		}
+		os.Exit(groupMember(args[1], args[2], args[3], args[4], args[5], idle))
+	}
 	var (
 		result any
 		err    error
@@ -82,8 +101,23 @@ func main() {
 		if !ok {
 			usageExit(fmt.Sprintf("unknown codec %q", args[5]))
 		}
-		err = produce(args[1], topic, int32(partitions), count, codec)
+		_, err = produce(args[1], topic, int32(partitions), 0, count, codec)
 		result = map[string]int{"produced": count}
+	case mode == "produce-range" && len(args) == 7:
+		topic, partitions, first, count := args[2], atoiArg(args[3], 1), atoiArg(args[4], 0), atoiArg(args[5], 0)
+		codec, ok := codecs[args[6]]
+		if !ok {
+			usageExit(fmt.Sprintf("unknown codec %q", args[6]))
+		}
+		var last map[int32]int64
+		last, err = produce(args[1], topic, int32(partitions), first, count, codec)
+		// Last acknowledged offset per partition that got records: the
+		// scenarios derive the expected log end offsets from it.
+		lastOffsets := make(map[string]int64, len(last))
+		for p, o := range last {
+			lastOffsets[strconv.Itoa(int(p))] = o
+		}
+		result = map[string]any{"produced": count, "first": first, "last_offsets": lastOffsets}
 	case mode == "consume" && len(args) == 5:
 		topic, partitions, count := args[2], atoiArg(args[3], 1), atoiArg(args[4], 0)
 		err = consume(args[1], topic, int32(partitions), count)
@@ -152,10 +186,13 @@ type delivery struct {
 	err       error
 }
 
-func produce(bootstrap, topic string, partitions int32, count int, codec kgo.CompressionCodec) error {
+// produce sends the contract records first..first+count-1 (record i to
+// partition i % partitions) and returns the last acknowledged offset of every
+// partition that got records.
+func produce(bootstrap, topic string, partitions int32, first, count int, codec kgo.CompressionCodec) (map[int32]int64, error) {
 	cl, err := kgo.NewClient(append(baseOpts(bootstrap), producerOpts(codec)...)...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), produceTimeout)
@@ -163,36 +200,37 @@ func produce(bootstrap, topic string, partitions int32, count int, codec kgo.Com
 
 	delivered := make([]delivery, count)
 	var wg sync.WaitGroup
-	for i := 0; i < count; i++ {
+	for k := 0; k < count; k++ {
 		wg.Add(1)
-		cl.Produce(ctx, contractRecord(topic, i, partitions), func(r *kgo.Record, err error) {
-			delivered[i] = delivery{r.Partition, r.Offset, err}
+		cl.Produce(ctx, contractRecord(topic, first+k, partitions), func(r *kgo.Record, err error) {
+			delivered[k] = delivery{r.Partition, r.Offset, err}
 			wg.Done()
 		})
 	}
 	if err := cl.Flush(ctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
+		return nil, fmt.Errorf("flush: %w", err)
 	}
 	wg.Wait()
 
 	last := make(map[int32]int64)
-	for i, d := range delivered {
+	for k, d := range delivered {
+		i := first + k
 		if d.err != nil {
-			return failf("record %d: delivery failed: %v", i, d.err)
+			return nil, failf("record %d: delivery failed: %v", i, d.err)
 		}
 		want := partitionOf(i, partitions)
 		if d.partition != want {
-			return failf("record %d delivered to partition %d, expected %d", i, d.partition, want)
+			return nil, failf("record %d delivered to partition %d, expected %d", i, d.partition, want)
 		}
 		if d.offset < 0 {
-			return failf("record %d: no offset in the acknowledgement (%d)", i, d.offset)
+			return nil, failf("record %d: no offset in the acknowledgement (%d)", i, d.offset)
 		}
 		if prev, ok := last[d.partition]; ok && d.offset != prev+1 {
-			return failf("record %d: partition %d offset %d follows %d, not consecutive", i, d.partition, d.offset, prev)
+			return nil, failf("record %d: partition %d offset %d follows %d, not consecutive", i, d.partition, d.offset, prev)
 		}
 		last[d.partition] = d.offset
 	}
-	return nil
+	return last, nil
 }
 
 func consume(bootstrap, topic string, partitions int32, count int) error {

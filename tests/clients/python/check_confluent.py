@@ -3,6 +3,7 @@
 
   check_confluent.py produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC
   check_confluent.py consume BOOTSTRAP TOPIC PARTITIONS COUNT
+  check_confluent.py group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
 
 See krabka_contract.py and tests/clients/README-python-go.md.
 """
@@ -131,5 +132,131 @@ def consume(bootstrap, topic, partitions, count):
         c.close()
 
 
+def group_member(bootstrap, topic, group, protocol, out_path, idle_s):
+    """A consumer group member (group.protocol classic or consumer, KIP-848).
+
+    Loop: consume a batch; append "partition offset key" lines to out_path and
+    fsync; commit every processed-but-uncommitted offset synchronously. A
+    commit that fails (e.g. REBALANCE_IN_PROGRESS) leaves the offsets pending:
+    the next batch's commit retries them and on_revoke commits them before
+    the partitions go, so a graceful rebalance redelivers nothing. Returns
+    the exit status.
+    """
+    st = kc.GroupMemberState("confluent", protocol, out_path, idle_s)
+    errors = []
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "group.protocol": protocol,
+        "client.id": "group-member-confluent-%d" % os.getpid(),
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        "error_cb": _error_cb(errors),
+    }
+    if protocol == "classic":
+        # With group.protocol=consumer the broker decides; librdkafka rejects these.
+        conf["session.timeout.ms"] = 6000
+        conf["heartbeat.interval.ms"] = 1000
+    pending = {}  # partition -> next offset, processed but not committed
+    owned = set()
+
+    def remember_member_id(c):
+        try:
+            mid = c.memberid()
+        except (ck.KafkaException, RuntimeError):
+            mid = None
+        if mid:
+            st.member_id = mid
+
+    def commit(c, offsets, why):
+        """offsets: {partition: next offset}; True when committed."""
+        if not offsets:
+            return True
+        try:
+            c.commit(offsets=[ck.TopicPartition(topic, p, o) for p, o in sorted(offsets.items())],
+                     asynchronous=False)
+        except ck.KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, ck.KafkaError) and err.fatal():
+                raise
+            st.log("commit (%s) of %s failed: %s; kept pending" % (why, offsets, e))
+            return False
+        for p, o in offsets.items():
+            if pending.get(p) == o:
+                del pending[p]
+        return True
+
+    def on_assign(c, parts):
+        owned.update(tp.partition for tp in parts)
+        remember_member_id(c)
+        st.log("assigned %s now %s member %s" % (kc.partitions_str(tp.partition for tp in parts),
+                                                 kc.partitions_str(owned), st.member_id))
+
+    def on_revoke(c, parts):
+        revoked = {tp.partition for tp in parts}
+        owned.difference_update(revoked)
+        todo = {p: o for p, o in pending.items() if p in revoked}
+        st.log("revoked %s now %s%s" % (kc.partitions_str(revoked), kc.partitions_str(owned),
+                                        ", committing pending %s" % todo if todo else ""))
+        try:
+            commit(c, todo, "revoke")
+        except ck.KafkaException as e:  # fatal: reported by the main loop via error_cb
+            st.log("commit (revoke) failed: %s" % e)
+        for p in revoked:
+            pending.pop(p, None)
+
+    def on_lost(c, parts):
+        lost = {tp.partition for tp in parts}
+        owned.difference_update(lost)
+        for p in lost:
+            pending.pop(p, None)
+        st.log("lost %s now %s" % (kc.partitions_str(lost), kc.partitions_str(owned)))
+
+    c = None
+    try:
+        c = ck.Consumer(conf)
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        st.log("subscribed to %s in group %s" % (topic, group))
+        while not st.stop:
+            msgs = c.consume(num_messages=500, timeout=0.5)
+            _raise_fatal(errors)
+            rows = []
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.fatal():
+                        raise kc.CheckFailed("consume error: %s" % err)
+                    st.log("consume error (not fatal): %s" % err)
+                    continue
+                rows.append((m.partition(), m.offset(), m.key()))
+            if not rows:
+                if st.idle_expired():
+                    break
+                continue
+            st.write_batch(rows)
+            for p, off, _ in rows:
+                pending[p] = off + 1
+            commit(c, dict(pending), "batch")
+            remember_member_id(c)
+        if st.stop:
+            st.log("stop requested (signal)")
+        remember_member_id(c)
+        commit(c, dict(pending), "final")
+        c.close()  # revokes the assignment (on_revoke) and leaves the group
+        c = None
+        return st.finish()
+    except Exception as e:  # noqa: BLE001 - any error ends the member with status 1
+        if c is not None:
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001
+                pass
+        return st.finish("%s: %s" % (type(e).__name__, e))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "group-member":
+        sys.exit(group_member(*kc.parse_group_member_args(PROG, sys.argv[2:])))
     kc.run(PROG, produce, consume)

@@ -234,3 +234,118 @@ def run(prog, produce, consume):
     sys.stdout.flush()
     if os.environ.get("KRABKA_CHECK_VERBOSE"):
         sys.stderr.write("%s %s: ok in %.2fs\n" % (prog, mode, time.monotonic() - start))
+
+
+# ---------------------------------------------------------------------------
+# group-member mode (consumer group scenarios, tests/clients/groups/)
+#
+#   PROG group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
+#
+# The client-specific loop lives in check_confluent.py / check_kafka_python.py;
+# this is the shared part: argument parsing, the output file (one line
+# "partition offset key" per record, appended, flushed and fsynced per poll
+# batch before the batch is committed), timestamped stderr logging, SIGTERM
+# and idle-exit handling, and the final {"member":...,"consumed":N} line.
+
+# KRABKA_GROUP_COMMIT_DELAY_MS: a pause between writing a batch and committing
+# it, to widen the processed-but-uncommitted window (the scenarios kill a
+# member inside it).
+GROUP_COMMIT_DELAY_S = max(0.0, float(os.environ.get("KRABKA_GROUP_COMMIT_DELAY_MS") or 0) / 1000)
+
+GROUP_MEMBER_USAGE = ("usage: %s group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE "
+                      "[IDLE_EXIT_SECONDS]\nPROTOCOL: classic|consumer")
+
+
+def parse_group_member_args(prog, argv):
+    """argv after the mode; exits 2 on a usage error."""
+    try:
+        if len(argv) not in (5, 6):
+            raise ValueError("group-member takes 5 or 6 arguments, got %d" % len(argv))
+        bootstrap, topic, group, protocol, out = argv[:5]
+        if protocol not in ("classic", "consumer"):
+            raise ValueError("PROTOCOL must be classic or consumer, got %r" % protocol)
+        idle = None
+        if len(argv) == 6:
+            idle = int(argv[5])
+            if idle < 1:
+                raise ValueError("IDLE_EXIT_SECONDS must be >= 1")
+    except ValueError as e:
+        sys.stderr.write("%s: %s\n%s\n" % (prog, e, GROUP_MEMBER_USAGE % prog))
+        sys.exit(2)
+    return bootstrap, topic, group, protocol, out, idle
+
+
+def utc_stamp():
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+class GroupMemberState:
+    """Output file, stop flag, idle timer and summary of one group member."""
+
+    def __init__(self, client, protocol, out_path, idle_s):
+        import signal
+        self.label = "group-member[%s %s pid %d]" % (client, protocol, os.getpid())
+        self.out = open(out_path, "ab")
+        self.idle_s = idle_s
+        self.consumed = 0
+        self.member_id = ""
+        self.stop = False
+        self.last_record = time.monotonic()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        self.stop = True
+
+    def log(self, msg):
+        sys.stderr.write("%s %s %s\n" % (utc_stamp(), self.label, msg))
+        sys.stderr.flush()
+
+    def write_batch(self, rows):
+        """rows: (partition, offset, key bytes or None). Durable on return
+        (then sleeps KRABKA_GROUP_COMMIT_DELAY_MS, if set, before the caller
+        commits)."""
+        if not rows:
+            return
+        buf = bytearray()
+        for p, off, key in rows:
+            buf += b"%d %d " % (p, off)
+            buf += b"-" if key is None else key
+            buf += b"\n"
+        self.out.write(buf)
+        self.out.flush()
+        os.fsync(self.out.fileno())
+        self.consumed += len(rows)
+        self.last_record = time.monotonic()
+        if GROUP_COMMIT_DELAY_S > 0:
+            time.sleep(GROUP_COMMIT_DELAY_S)
+
+    def idle_expired(self):
+        if self.idle_s is None or self.consumed == 0:
+            return False
+        if time.monotonic() - self.last_record >= self.idle_s:
+            self.log("idle for %d s, exiting" % self.idle_s)
+            return True
+        return False
+
+    def finish(self, error=None):
+        """Prints the summary line; returns the exit status."""
+        try:
+            self.out.close()
+        except OSError as e:
+            self.log("closing the output file: %s" % e)
+        status = 0
+        if error is not None:
+            self.log("FAIL: %s" % error)
+            status = 1
+        else:
+            self.log("closed, consumed %d" % self.consumed)
+        sys.stdout.write(json.dumps({"member": self.member_id, "consumed": self.consumed},
+                                    separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+        return status
+
+
+def partitions_str(parts):
+    return "[%s]" % ",".join(str(p) for p in sorted(parts))

@@ -10,23 +10,31 @@ import java.util.concurrent.ExecutionException;
  *   produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC
  *   consume BOOTSTRAP TOPIC PARTITIONS COUNT
  *   admin   BOOTSTRAP
+ *   group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
  * </pre>
  *
  * Each subcommand prints one JSON line to stdout and exits 0 when every check holds; on a
  * failed check or any client error it prints "client-check SUBCOMMAND: FAIL: ..." to stderr
- * and exits 1. Usage errors exit 2.
+ * and exits 1. Usage errors exit 2. group-member runs until SIGTERM or idle (see GroupMember)
+ * and prints {"member":ID,"consumed":N} however it ends.
  */
 public final class ClientCheck {
     private static final String USAGE = String.join("\n",
             "usage: client-check produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC",
             "       client-check consume BOOTSTRAP TOPIC PARTITIONS COUNT",
             "       client-check admin BOOTSTRAP",
+            "       client-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]",
+            "PROTOCOL: classic | consumer",
             "CODEC: none | gzip | snappy | lz4 | zstd");
 
     private ClientCheck() {}
 
     public static void main(String[] args) {
         String sub = args.length > 0 ? args[0] : "";
+        if (sub.equals("group-member")) {
+            groupMember(args);
+            return;
+        }
         String summary;
         try {
             summary = switch (sub) {
@@ -62,6 +70,29 @@ public final class ClientCheck {
         System.out.println(summary);
         System.out.flush();
         System.exit(0);
+    }
+
+    private static void groupMember(String[] args) {
+        String protocol;
+        Integer idle = null;
+        try {
+            if (args.length != 6 && args.length != 7) {
+                throw new UsageError("group-member takes 5 or 6 arguments, got " + (args.length - 1));
+            }
+            protocol = args[4];
+            if (!protocol.equals("classic") && !protocol.equals("consumer")) {
+                throw new UsageError("PROTOCOL must be classic or consumer, got " + protocol);
+            }
+            if (args.length == 7) {
+                idle = positive(args[6], "IDLE_EXIT_SECONDS");
+            }
+        } catch (UsageError e) {
+            System.err.println("client-check: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+            return;
+        }
+        System.exit(GroupMember.main(args[1], args[2], args[3], protocol, args[5], idle));
     }
 
     /** The message of e and its causes, unwrapping ExecutionException. */
