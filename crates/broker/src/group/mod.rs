@@ -395,11 +395,16 @@ impl GroupCoordinator {
 
     /// Runs `describe` on a consumer group (KIP-848); Err when the group is
     /// missing or classic.
-    pub fn with_consumer_group<T>(&self, group_id: &str, describe: impl FnOnce(&ConsumerGroup) -> T) -> Result<T, i16> {
+    pub fn with_consumer_group<T>(
+        &self,
+        group_id: &str,
+        describe: impl FnOnce(&ConsumerGroup) -> T,
+    ) -> Result<T, (i16, String)> {
         let (_, shard) = self.shard(group_id);
         match shard.groups.get(group_id) {
             Some(entry) if entry.is_consumer_group() => Ok(describe(entry.consumer.as_ref().expect("consumer group"))),
-            _ => Err(codes::GROUP_ID_NOT_FOUND),
+            Some(_) => Err((codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."))),
+            None => Err((codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} not found."))),
         }
     }
 

@@ -592,10 +592,10 @@ pub fn consumer_group_describe(
                 authorized_operations: i32::MIN,
                 ..Default::default()
             });
-            described.unwrap_or_else(|code| DescribedGroup {
+            described.unwrap_or_else(|(code, message)| DescribedGroup {
                 group_id: group_id.clone(),
                 error_code: code,
-                error_message: Some(format!("Group {group_id} is not a consumer group.")),
+                error_message: Some(message),
                 group_state: GroupState::Dead.name().into(),
                 authorized_operations: i32::MIN,
                 ..Default::default()
