@@ -235,3 +235,88 @@ fn kafka_consumer_groups_resets_describes_and_deletes() {
     let listed = cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--list"], None);
     assert!(!listed.lines().any(|l| l.trim() == "tool-group"), "{listed}");
 }
+
+/// Lines (records) written by member output files.
+fn records_in(files: &[std::path::PathBuf]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .flat_map(|f| std::fs::read_to_string(f).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            Some((parts.next()?.to_string(), parts.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// The rolling upgrade of a running classic group to the consumer protocol
+/// (KIP-848 migration): two classic Java members consume; a consumer-protocol
+/// member joins (the group converts, the classic members are rebalanced by
+/// the broker); the classic members leave; the new member takes everything.
+/// Every record is consumed exactly once throughout.
+#[test]
+fn java_group_upgrades_from_classic_to_consumer_protocol_online() {
+    let broker = BrokerProcess::start(&FAST_GROUPS);
+    let bootstrap = broker.bootstrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut admin = support::RawClient::connect(&bootstrap);
+    let request = krabka_protocol::CreateTopicsRequest {
+        topics: vec![krabka_protocol::create_topics_request::CreatableTopic {
+            name: "upgrade".into(),
+            num_partitions: 6,
+            replication_factor: 1,
+            configs: vec![krabka_protocol::create_topics_request::CreatableTopicConfig {
+                name: "retention.ms".into(),
+                value: Some("-1".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let created: krabka_protocol::CreateTopicsResponse =
+        admin.request(krabka_protocol::ApiKey::CreateTopics, 7, &request);
+    assert_eq!(created.topics[0].error_code, 0);
+    let produce = |first: u32| {
+        let status = Command::new(repo_root().join("target/client-bin/franz-check"))
+            .args(["produce-range", &bootstrap, "upgrade", "6", &first.to_string(), "600", "none"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let member = |protocol: &str, out: &std::path::Path| {
+        Command::new(repo_root().join("tests/clients/groups/member"))
+            .args(["java", &bootstrap, "upgrade", "g-upgrade", protocol, &out.display().to_string()])
+            .current_dir(repo_root())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let outs: Vec<std::path::PathBuf> = (1..=3).map(|i| work.path().join(format!("m{i}.out"))).collect();
+    let wait_total = |count: usize, what: &str| {
+        support::wait_for(what, std::time::Duration::from_secs(90), || records_in(&outs).len() >= count)
+    };
+    produce(0);
+    let mut classic = vec![member("classic", &outs[0]), member("classic", &outs[1])];
+    wait_total(600, "the classic members to consume");
+    let mut upgraded = member("consumer", &outs[2]);
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    produce(600);
+    wait_total(1200, "the mixed group to consume");
+    for child in &mut classic {
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        assert!(child.wait().unwrap().success());
+    }
+    produce(1200);
+    wait_total(1800, "the consumer-protocol member to take over");
+    unsafe { libc::kill(upgraded.id() as i32, libc::SIGTERM) };
+    assert!(upgraded.wait().unwrap().success());
+    let records = records_in(&outs);
+    let distinct: std::collections::BTreeSet<_> = records.iter().cloned().collect();
+    assert_eq!(distinct.len(), 1800, "every record consumed");
+    assert_eq!(records.len(), 1800, "and exactly once");
+    assert!(!records_in(&outs[2..]).is_empty(), "the upgraded member consumed");
+    assert!(broker.log().contains("upgrading a classic group to the consumer protocol"));
+}

@@ -588,7 +588,7 @@ impl ClassicGroup {
     }
 }
 
-fn new_member_id(client_id: &str, group_instance_id: Option<&str>) -> String {
+pub fn new_member_id(client_id: &str, group_instance_id: Option<&str>) -> String {
     let prefix = group_instance_id.unwrap_or(client_id);
     let uuid = krabka_protocol::Uuid::random().map(|u| u.to_string()).unwrap_or_else(|_| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos().to_string()

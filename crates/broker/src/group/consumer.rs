@@ -49,6 +49,16 @@ pub struct ConsumerMember {
     last_heartbeat: Instant,
     /// The assignment last sent, so unchanged ones are not resent.
     last_sent: Option<Assignment>,
+    /// Set for a member that speaks the classic protocol (after an upgrade).
+    pub classic: Option<ClassicProtocol>,
+}
+
+/// What a classic member of a consumer group keeps of its protocol.
+#[derive(Clone, Debug)]
+pub struct ClassicProtocol {
+    /// (protocol name, subscription metadata), in preference order.
+    pub protocols: Vec<(String, bytes::Bytes)>,
+    pub session_timeout_ms: i32,
 }
 
 /// One ConsumerGroupHeartbeat, as the group needs it.
@@ -270,6 +280,7 @@ impl ConsumerGroup {
                         revocation_deadline: None,
                         last_heartbeat: now,
                         last_sent: None,
+                        classic: None,
                     },
                 );
                 if rejoin {
@@ -420,9 +431,12 @@ impl ConsumerGroup {
             .members
             .values()
             .filter(|m| {
-                now.saturating_duration_since(m.last_heartbeat)
-                    > Duration::from_millis(config.session_timeout_ms.max(0) as u64)
-                    || m.revocation_deadline.is_some_and(|d| now >= d)
+                // Classic members keep the session timeout they asked for;
+                // their revocations happen by rejoining, under that timeout.
+                let session_ms =
+                    m.classic.as_ref().map_or(config.session_timeout_ms, |c| i64::from(c.session_timeout_ms));
+                now.saturating_duration_since(m.last_heartbeat) > Duration::from_millis(session_ms.max(0) as u64)
+                    || (m.classic.is_none() && m.revocation_deadline.is_some_and(|d| now >= d))
             })
             .map(|m| m.member_id.clone())
             .collect();
@@ -449,6 +463,177 @@ impl ConsumerGroup {
             return Err(codes::STALE_MEMBER_EPOCH);
         }
         Ok(())
+    }
+}
+
+impl ConsumerGroup {
+    /// Converts a Stable classic group of consumers: members keep their
+    /// ids, subscriptions, assignments and generation (as member epoch).
+    pub fn from_classic(
+        classic: &super::classic::ClassicGroup,
+        image: &MetadataImage,
+        now: Instant,
+        now_ms: i64,
+    ) -> Self {
+        let mut group = ConsumerGroup::new(&classic.group_id, now_ms);
+        group.group_epoch = classic.generation_id;
+        group.assignment_epoch = classic.generation_id;
+        let protocol = classic.protocol_name.clone().unwrap_or_default();
+        for member in classic.members.values() {
+            let (topics, _) =
+                super::migration::decode_subscription(member.metadata_for(&protocol), image).unwrap_or_default();
+            let assigned = super::migration::decode_assignment(member.assignment.clone(), image);
+            group.target.insert(member.member_id.clone(), assigned.clone());
+            group.members.insert(
+                member.member_id.clone(),
+                ConsumerMember {
+                    member_id: member.member_id.clone(),
+                    instance_id: member.group_instance_id.clone(),
+                    rack_id: None,
+                    client_id: member.client_id.clone(),
+                    client_host: member.client_host.clone(),
+                    member_epoch: classic.generation_id,
+                    previous_member_epoch: -1,
+                    rebalance_timeout_ms: member.rebalance_timeout_ms,
+                    subscribed_topic_names: topics.into_iter().collect(),
+                    subscribed_topic_regex: None,
+                    last_sent: Some(assigned.clone()),
+                    assigned,
+                    revoking: Assignment::new(),
+                    revocation_deadline: None,
+                    last_heartbeat: now,
+                    classic: Some(ClassicProtocol {
+                        protocols: member.protocols.clone(),
+                        session_timeout_ms: member.session_timeout_ms,
+                    }),
+                },
+            );
+        }
+        group.subscribed_topics = group.topics_for(image);
+        group
+    }
+
+    /// JoinGroup from a classic member: answered at once as a follower of
+    /// the broker's assignment, with its member epoch as the generation.
+    /// Returns (generation, protocol name).
+    pub fn classic_join(
+        &mut self,
+        request: &super::classic::JoinRequest,
+        member_id: &str,
+        image: &MetadataImage,
+        config: &ConsumerConfig,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<(i32, String), i16> {
+        let Some((protocol, metadata)) = request.protocols.first() else {
+            return Err(codes::INCONSISTENT_GROUP_PROTOCOL);
+        };
+        let Some((topics, owned)) = super::migration::decode_subscription(metadata.clone(), image) else {
+            return Err(codes::INCONSISTENT_GROUP_PROTOCOL);
+        };
+        if !self.members.contains_key(member_id) && self.members.len() >= config.max_size {
+            return Err(codes::GROUP_MAX_SIZE_REACHED);
+        }
+        let topics: BTreeSet<String> = topics.into_iter().collect();
+        let mut bump = false;
+        let member = self.members.entry(member_id.to_string()).or_insert_with(|| {
+            bump = true;
+            ConsumerMember {
+                member_id: member_id.to_string(),
+                instance_id: request.group_instance_id.clone(),
+                rack_id: None,
+                client_id: request.client_id.clone(),
+                client_host: request.client_host.clone(),
+                member_epoch: 0,
+                previous_member_epoch: -1,
+                rebalance_timeout_ms: request.rebalance_timeout_ms,
+                subscribed_topic_names: BTreeSet::new(),
+                subscribed_topic_regex: None,
+                assigned: Assignment::new(),
+                revoking: Assignment::new(),
+                revocation_deadline: None,
+                last_heartbeat: now,
+                last_sent: None,
+                classic: None,
+            }
+        });
+        member.classic = Some(ClassicProtocol {
+            protocols: request.protocols.clone(),
+            session_timeout_ms: request.session_timeout_ms,
+        });
+        member.last_heartbeat = now;
+        if member.subscribed_topic_names != topics {
+            member.subscribed_topic_names = topics;
+            bump = true;
+        }
+        // A classic member rejoining holds only what it reports owning
+        // (nothing for eager assignors, which revoke all before joining).
+        let empty = BTreeSet::new();
+        member.assigned = member
+            .assigned
+            .iter()
+            .filter_map(|(id, set)| {
+                let kept: BTreeSet<i32> = set.intersection(owned.get(id).unwrap_or(&empty)).copied().collect();
+                (!kept.is_empty()).then_some((*id, kept))
+            })
+            .collect();
+        member.revoking.clear();
+        let topics = self.topics_for(image);
+        if topics != self.subscribed_topics {
+            self.subscribed_topics = topics;
+            bump = true;
+        }
+        if bump {
+            self.bump_epoch(now_ms);
+        }
+        self.maybe_assign();
+        self.reconcile(member_id, Some(&owned), now);
+        Ok((self.members[member_id].member_epoch, protocol.clone()))
+    }
+
+    /// SyncGroup from a classic member: its current assignment.
+    pub fn classic_sync(
+        &mut self,
+        member_id: &str,
+        generation_id: i32,
+        image: &MetadataImage,
+    ) -> Result<bytes::Bytes, i16> {
+        let member = self.members.get_mut(member_id).ok_or(codes::UNKNOWN_MEMBER_ID)?;
+        if member.member_epoch != generation_id {
+            return Err(codes::ILLEGAL_GENERATION);
+        }
+        member.last_sent = Some(member.assigned.clone());
+        Ok(super::migration::encode_assignment(&member.assigned, image))
+    }
+
+    /// Heartbeat from a classic member: a rejoin is requested whenever its
+    /// assignment has to move.
+    pub fn classic_heartbeat(&mut self, member_id: &str, generation_id: i32, now: Instant) -> i16 {
+        let target = self.target.get(member_id).cloned().unwrap_or_default();
+        let assignment_epoch = self.assignment_epoch;
+        let Some(member) = self.members.get_mut(member_id) else { return codes::UNKNOWN_MEMBER_ID };
+        member.last_heartbeat = now;
+        if generation_id != member.member_epoch {
+            return codes::ILLEGAL_GENERATION;
+        }
+        if member.assigned != target || member.member_epoch != assignment_epoch {
+            return codes::REBALANCE_IN_PROGRESS;
+        }
+        codes::NONE
+    }
+
+    /// LeaveGroup of a classic member.
+    pub fn classic_leave(&mut self, member_id: &str, now_ms: i64) -> i16 {
+        if self.members.remove(member_id).is_none() {
+            return codes::UNKNOWN_MEMBER_ID;
+        }
+        self.target.remove(member_id);
+        self.bump_epoch(now_ms);
+        codes::NONE
+    }
+
+    pub fn has_member(&self, member_id: &str) -> bool {
+        self.members.contains_key(member_id)
     }
 }
 

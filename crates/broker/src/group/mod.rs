@@ -14,6 +14,7 @@ pub mod assignor;
 pub mod classic;
 pub mod codes;
 pub mod consumer;
+pub mod migration;
 pub mod records;
 
 use std::collections::{BTreeMap, HashMap};
@@ -238,15 +239,48 @@ impl GroupCoordinator {
         let (index, mut shard) = self.shard(group_id);
         let now_ms = now_ms();
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
-        if entry.consumer.as_ref().is_some_and(|c| !c.is_empty()) {
-            // No upgrade/downgrade path between protocols while members are active.
-            let response = krabka_protocol::JoinGroupResponse {
-                error_code: codes::INCONSISTENT_GROUP_PROTOCOL,
-                generation_id: -1,
-                member_id: request.member_id,
-                ..Default::default()
+        if let Some(consumer) = entry.consumer.as_mut().filter(|c| !c.is_empty()) {
+            // A classic member of a group that moved to the consumer protocol.
+            let fail = |code: i16, member_id: String| {
+                JoinOutcome::Now(krabka_protocol::JoinGroupResponse {
+                    error_code: code,
+                    generation_id: -1,
+                    member_id,
+                    ..Default::default()
+                })
             };
-            return JoinOutcome::Now(response);
+            if request.protocol_type != migration::CONSUMER_PROTOCOL_TYPE {
+                return fail(codes::INCONSISTENT_GROUP_PROTOCOL, request.member_id);
+            }
+            let member_id = if request.member_id.is_empty() {
+                let id = classic::new_member_id(&request.client_id, request.group_instance_id.as_deref());
+                if request.require_known_member_id {
+                    return fail(codes::MEMBER_ID_REQUIRED, id);
+                }
+                id
+            } else {
+                request.member_id.clone()
+            };
+            let image = broker.metadata.image();
+            return match consumer.classic_join(
+                &request,
+                &member_id,
+                &image,
+                &self.config.consumer,
+                Instant::now(),
+                now_ms,
+            ) {
+                Ok((generation_id, protocol)) => JoinOutcome::Now(krabka_protocol::JoinGroupResponse {
+                    generation_id,
+                    protocol_type: Some(migration::CONSUMER_PROTOCOL_TYPE.into()),
+                    protocol_name: Some(protocol),
+                    // Nobody leads: the broker assigns, the member follows.
+                    leader: String::new(),
+                    member_id,
+                    ..Default::default()
+                }),
+                Err(code) => fail(code, member_id),
+            };
         }
         entry.consumer = None;
         let generation = entry.group.generation_id;
@@ -273,6 +307,22 @@ impl GroupCoordinator {
                 ..Default::default()
             });
         };
+        if let Some(consumer) = entry.consumer.as_mut().filter(|c| c.has_member(member_id)) {
+            let image = broker.metadata.image();
+            let protocol = consumer.members[member_id]
+                .classic
+                .as_ref()
+                .and_then(|c| c.protocols.first().map(|(name, _)| name.clone()));
+            return Ok(match consumer.classic_sync(member_id, generation_id, &image) {
+                Ok(assignment) => krabka_protocol::SyncGroupResponse {
+                    protocol_type: Some(migration::CONSUMER_PROTOCOL_TYPE.into()),
+                    protocol_name: protocol,
+                    assignment,
+                    ..Default::default()
+                },
+                Err(code) => krabka_protocol::SyncGroupResponse { error_code: code, ..Default::default() },
+            });
+        }
         let (result, stabilised) = entry.group.sync(member_id, generation_id, assignments, now_ms());
         if stabilised {
             self.persist_group(broker, index, &entry.group);
@@ -283,7 +333,10 @@ impl GroupCoordinator {
     pub fn heartbeat(&self, group_id: &str, member_id: &str, generation_id: i32) -> i16 {
         let (_, mut shard) = self.shard(group_id);
         match shard.groups.get_mut(group_id) {
-            Some(entry) => entry.group.heartbeat(member_id, generation_id, Instant::now()),
+            Some(entry) => match entry.consumer.as_mut().filter(|c| c.has_member(member_id)) {
+                Some(consumer) => consumer.classic_heartbeat(member_id, generation_id, Instant::now()),
+                None => entry.group.heartbeat(member_id, generation_id, Instant::now()),
+            },
             None => codes::UNKNOWN_MEMBER_ID,
         }
     }
@@ -297,6 +350,10 @@ impl GroupCoordinator {
     ) -> Result<Vec<i16>, i16> {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get_mut(group_id) else { return Err(codes::UNKNOWN_MEMBER_ID) };
+        if let Some(consumer) = entry.consumer.as_mut().filter(|c| !c.is_empty()) {
+            let now_ms = now_ms();
+            return Ok(members.iter().map(|(member, _)| consumer.classic_leave(member, now_ms)).collect());
+        }
         let generation = (entry.group.generation_id, entry.group.state);
         let now = Instant::now();
         let now_ms = now_ms();
@@ -376,9 +433,29 @@ impl GroupCoordinator {
 
     /// ConsumerGroupHeartbeat (KIP-848).
     pub fn consumer_heartbeat(&self, broker: &Broker, group_id: &str, request: HeartbeatRequest) -> HeartbeatResponse {
-        let (_, mut shard) = self.shard(group_id);
+        let (index, mut shard) = self.shard(group_id);
         let now_ms = now_ms();
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
+        let image = broker.metadata.image();
+        let upgradable = entry.group.protocol_type.as_deref() == Some(migration::CONSUMER_PROTOCOL_TYPE);
+        if !entry.group.is_empty() && upgradable && request.member_epoch == 0 {
+            if entry.group.state != GroupState::Stable {
+                // Convert only a settled group; the member retries.
+                return HeartbeatResponse {
+                    error_code: codes::COORDINATOR_NOT_AVAILABLE,
+                    error_message: Some(format!("Group {group_id} is rebalancing; retry.")),
+                    member_id: request.member_id,
+                    member_epoch: -1,
+                    assignment: None,
+                };
+            }
+            tracing::info!(group = %group_id, members = entry.group.members.len(), "upgrading a classic group to the consumer protocol");
+            entry.consumer = Some(ConsumerGroup::from_classic(&entry.group, &image, Instant::now(), now_ms));
+            let generation = entry.group.generation_id;
+            entry.group = ClassicGroup::new(group_id, now_ms);
+            entry.group.generation_id = generation;
+            self.persist_group(broker, index, &entry.group);
+        }
         if !entry.group.is_empty() {
             return HeartbeatResponse {
                 error_code: codes::GROUP_ID_NOT_FOUND,
@@ -389,7 +466,6 @@ impl GroupCoordinator {
             };
         }
         let consumer = entry.consumer.get_or_insert_with(|| ConsumerGroup::new(group_id, now_ms));
-        let image = broker.metadata.image();
         consumer.heartbeat(request, &image, &self.config.consumer, Instant::now(), now_ms)
     }
 

@@ -585,7 +585,14 @@ pub fn consumer_group_describe(
                         subscribed_topic_regex: m.subscribed_topic_regex.clone(),
                         assignment: wire(&m.assigned),
                         target_assignment: wire(group.target.get(&m.member_id).unwrap_or(&Assignment::new())),
-                        member_type: if ctx.api_version >= 1 { 1 } else { -1 },
+                        // KIP-1099: 0 for classic members of a migrated group, 1 for consumer-protocol ones.
+                        member_type: if ctx.api_version < 1 {
+                            -1
+                        } else if m.classic.is_some() {
+                            0
+                        } else {
+                            1
+                        },
                         ..Default::default()
                     })
                     .collect(),
