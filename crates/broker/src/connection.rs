@@ -84,15 +84,18 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     }
 }
 
-/// Bytes asked of the kernel per read when no bigger frame is pending: a
-/// pipelining client's small requests arrive in one read.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Extra room asked of the kernel beyond the frame being read, so the next
+/// small pipelined requests usually arrive in the same read.
+const READ_AHEAD_BYTES: usize = 4 * 1024;
 
 /// Reads into `buf` until it holds `wanted` bytes. Ok(false) on a clean EOF
 /// before any byte of a new frame; Err on a frame cut short.
 async fn fill(reader: &mut OwnedReadHalf, buf: &mut BytesMut, wanted: usize) -> Result<bool, Close> {
     while buf.len() < wanted {
-        buf.reserve((wanted - buf.len()).max(READ_CHUNK_BYTES.min(wanted)));
+        // An idle connection waits for a size prefix with a tiny buffer;
+        // a frame's body gets its full size plus some read-ahead.
+        let ahead = if wanted <= 4 { 0 } else { READ_AHEAD_BYTES };
+        buf.reserve(wanted - buf.len() + ahead);
         match reader.read_buf(buf).await {
             Ok(0) if buf.is_empty() => return Ok(false),
             Ok(0) => return Err(Close("truncated request".into())),
@@ -114,7 +117,7 @@ async fn read_loop(
     let mut shutdown = broker.shutdown_signal();
     // Frames are split off this buffer without copying; request bodies
     // (record batches included) stay slices of it until handled.
-    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    let mut buf = BytesMut::new();
     loop {
         tokio::select! {
             read = tokio::time::timeout(idle, fill(&mut reader, &mut buf, 4)) => match read {
@@ -137,6 +140,11 @@ async fn read_loop(
         }
         buf.advance(4);
         let frame = buf.split_to(size as usize).freeze();
+        if buf.is_empty() {
+            // Nothing pipelined behind this frame: let the frame own the
+            // allocation, so an idle connection keeps no read buffer.
+            buf = BytesMut::new();
+        }
         let reply = match RequestFrame::parse(frame) {
             Ok(request) => handlers::handle(broker, info, request).await?,
             Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id }) => {
