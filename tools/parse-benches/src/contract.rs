@@ -1,0 +1,121 @@
+//! The regression contract: cells, rounds and per-metric budgets.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The contract schema version this crate understands.
+pub const CONTRACT_VERSION: u32 = 1;
+
+/// The four metrics every trial reports, in report order.
+pub const METRICS: [&str; 4] = ["records_per_second", "cpu_us_per_record", "peak_rss_bytes", "p99_latency_ms"];
+
+/// `packaging/performance/regression-contract.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    pub version: u32,
+    #[serde(default)]
+    pub description: String,
+    /// The Apache Kafka release that `pinned_kafka` records compare with.
+    pub kafka_version: String,
+    pub rounds: Rounds,
+    pub cells: Vec<Cell>,
+    pub metrics: BTreeMap<String, MetricRule>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rounds {
+    /// Fewest rounds per cell a record may have.
+    pub minimum: u32,
+    /// Whether consecutive rounds must swap which side runs first.
+    pub alternate_first_side: bool,
+}
+
+/// One workload. Only `name` is used to judge; the rest tells the runner what to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cell {
+    pub name: String,
+    pub record_bytes: u64,
+    /// `random` or `zeros`.
+    pub payload: String,
+    /// `compression.type` of the producer: `none`, `lz4`, ...
+    pub compression: String,
+    pub partitions: u32,
+    /// `saturate`, `rate` (with `target_records_per_second`) or `idle_to_burst`.
+    pub load: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_records_per_second: Option<u64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricRule {
+    pub better: Better,
+    pub unit: String,
+    /// Relative worsening of the candidate median beyond which a material change is a regression.
+    pub regression_budget: f64,
+    /// Largest relative median absolute deviation over the rounds a side may show.
+    pub variance_budget: f64,
+    /// Absolute difference of medians (in `unit`) below which a change is ignored.
+    pub materiality_floor: f64,
+}
+
+impl Contract {
+    /// Parses contract bytes and checks them for consistency.
+    pub fn from_bytes(bytes: &[u8]) -> anyhow::Result<Self> {
+        let contract: Contract = serde_json::from_slice(bytes)?;
+        contract.check()?;
+        Ok(contract)
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.version == CONTRACT_VERSION,
+            "contract version {} is not supported (expected {CONTRACT_VERSION})",
+            self.version
+        );
+        anyhow::ensure!(self.rounds.minimum >= 2, "rounds.minimum must be at least 2");
+        anyhow::ensure!(!self.cells.is_empty(), "contract names no cells");
+        let mut seen = std::collections::BTreeSet::new();
+        for cell in &self.cells {
+            anyhow::ensure!(seen.insert(cell.name.as_str()), "cell {:?} is named twice", cell.name);
+        }
+        for metric in METRICS {
+            anyhow::ensure!(self.metrics.contains_key(metric), "contract lacks metric {metric:?}");
+        }
+        for (name, rule) in &self.metrics {
+            anyhow::ensure!(METRICS.contains(&name.as_str()), "unknown metric {name:?} in contract");
+            for (what, v) in [
+                ("regression_budget", rule.regression_budget),
+                ("variance_budget", rule.variance_budget),
+                ("materiality_floor", rule.materiality_floor),
+            ] {
+                anyhow::ensure!(v.is_finite() && v >= 0.0, "{name}.{what} must be a finite non-negative number");
+            }
+        }
+        Ok(())
+    }
+
+    /// Metric rules in [`METRICS`] order.
+    pub fn rules(&self) -> impl Iterator<Item = (&'static str, &MetricRule)> {
+        METRICS.iter().map(|m| (*m, &self.metrics[*m]))
+    }
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,83 @@
+//! Markdown rendering of a verdict.
+
+use std::fmt::Write;
+
+use crate::judge::{Outcome, Status, Verdict};
+use crate::record::Mode;
+
+/// Renders `verdict` as a markdown report: a header and one table row per cell and metric.
+pub fn markdown(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    let (mode, reference) = match verdict.mode {
+        Mode::BeforeAfter => ("before_after (gating)", "reference krabka".to_string()),
+        Mode::PinnedKafka => ("pinned_kafka (report only)", format!("Apache Kafka {}", verdict.kafka_version)),
+    };
+    let outcome = match verdict.verdict {
+        Outcome::Pass => "**pass**",
+        Outcome::Fail => "**fail**: material regression beyond budget",
+        Outcome::Rejected => "**rejected**: a side varied more than the variance budget allows",
+        Outcome::Report => "**report** (not gated)",
+    };
+    let _ = writeln!(out, "# Performance verdict\n");
+    let _ = writeln!(out, "- verdict: {outcome}");
+    let _ = writeln!(out, "- mode: {mode}");
+    let _ = writeln!(out, "- contract sha256: `{}`", verdict.contract_sha256);
+    let sides = &verdict.sides;
+    let _ = writeln!(out, "- candidate: {} (`{}`)", sides.candidate.label, sides.candidate.binary_sha256);
+    let _ = writeln!(out, "- reference ({reference}): {} (`{}`)", sides.reference.label, sides.reference.binary_sha256);
+    let s = &verdict.summary;
+    let _ = writeln!(
+        out,
+        "- regressions: {}, improvements: {}, rejected for variance: {}\n",
+        s.regressions, s.improvements, s.rejected_for_variance
+    );
+    let _ = writeln!(out, "Ratio is candidate / reference median; rel. MAD is the median absolute deviation over the rounds divided by the median.\n");
+    let _ = writeln!(
+        out,
+        "| cell | metric | candidate median | reference median | ratio | change | candidate rel. MAD | reference rel. MAD | status |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    for cell in &verdict.cells {
+        for m in &cell.metrics {
+            let _ = writeln!(
+                out,
+                "| {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} |",
+                cell.cell,
+                m.metric,
+                m.unit,
+                number(m.candidate.median),
+                number(m.reference.median),
+                m.ratio.map_or("n/a".to_string(), |r| format!("{r:.3}")),
+                m.change.map_or("n/a".to_string(), |c| format!("{:+.1}%", c * 100.0)),
+                percent(m.candidate.relative_mad),
+                percent(m.reference.relative_mad),
+                status(m.status),
+            );
+        }
+    }
+    out
+}
+
+fn status(status: Status) -> &'static str {
+    match status {
+        Status::Regression => "**regression**",
+        Status::Improvement => "improvement",
+        Status::WithinBudget => "within budget",
+        Status::BelowFloor => "below floor",
+        Status::RejectedForVariance => "**rejected for variance**",
+    }
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn number(value: f64) -> String {
+    if value.abs() >= 1000.0 {
+        format!("{value:.0}")
+    } else if value.abs() >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.4}")
+    }
+}

@@ -1,0 +1,303 @@
+//! Hand-made records judged against a small two-cell contract.
+
+use std::collections::BTreeMap;
+
+use crate::contract::{self, Contract, METRICS};
+use crate::judge::{self, Outcome, Status, Verdict};
+use crate::record::{Mode, Record, Refusal, Side, SideInfo, Sides, Trial};
+use crate::report;
+
+const CONTRACT: &str = r#"{
+  "version": 1,
+  "kafka_version": "4.3.1",
+  "rounds": { "minimum": 5, "alternate_first_side": true },
+  "cells": [
+    { "name": "a", "record_bytes": 1024, "payload": "random", "compression": "lz4", "partitions": 12, "load": "saturate" },
+    { "name": "b", "record_bytes": 100, "payload": "zeros", "compression": "none", "partitions": 12, "load": "rate",
+      "target_records_per_second": 20000 }
+  ],
+  "metrics": {
+    "records_per_second": { "better": "higher", "unit": "records/s", "regression_budget": 0.05, "variance_budget": 0.10, "materiality_floor": 1000 },
+    "cpu_us_per_record": { "better": "lower", "unit": "us/record", "regression_budget": 0.05, "variance_budget": 0.10, "materiality_floor": 0.05 },
+    "peak_rss_bytes": { "better": "lower", "unit": "bytes", "regression_budget": 0.10, "variance_budget": 0.10, "materiality_floor": 8388608 },
+    "p99_latency_ms": { "better": "lower", "unit": "ms", "regression_budget": 0.10, "variance_budget": 0.20, "materiality_floor": 1.0 }
+  }
+}"#;
+
+/// Typical values: 100k records/s, 10 µs/record, 200 MB, p99 5 ms.
+const BASE: [f64; 4] = [100_000.0, 10.0, 200e6, 5.0];
+
+fn contract() -> (Contract, String) {
+    (Contract::from_bytes(CONTRACT.as_bytes()).unwrap(), contract::sha256_hex(CONTRACT.as_bytes()))
+}
+
+/// Small deterministic round-to-round jitter: -1%, 0, +1%.
+fn jitter(round: u32) -> f64 {
+    1.0 + 0.01 * (f64::from(round % 3) - 1.0)
+}
+
+/// A record with `rounds` rounds of cells `a` and `b`; the candidate runs first in even rounds.
+fn record(mode: Mode, digest: &str, rounds: u32, values: impl Fn(&str, u32, Side) -> [f64; 4]) -> Record {
+    let mut trials = Vec::new();
+    for cell in ["a", "b"] {
+        for round in 0..rounds {
+            for side in [Side::Candidate, Side::Reference] {
+                let first = if round % 2 == 0 { Side::Candidate } else { Side::Reference };
+                let metrics: BTreeMap<String, f64> =
+                    METRICS.iter().map(|m| m.to_string()).zip(values(cell, round, side)).collect();
+                let order = u8::from(side != first);
+                trials.push(Trial { cell: cell.to_string(), round, side, order, metrics });
+            }
+        }
+    }
+    let info = |label: &str| SideInfo { binary_sha256: "00".repeat(32), label: label.to_string() };
+    Record {
+        version: 1,
+        mode,
+        contract_sha256: digest.to_string(),
+        sides: Sides { candidate: info("krabka candidate"), reference: info("reference") },
+        trials,
+    }
+}
+
+fn same(_: &str, round: u32, _: Side) -> [f64; 4] {
+    BASE.map(|v| v * jitter(round))
+}
+
+fn eval(record: &Record) -> Result<Verdict, Refusal> {
+    let (contract, digest) = contract();
+    judge::evaluate(record, &contract, &digest)
+}
+
+fn status(verdict: &Verdict, cell: &str, metric: &str) -> Status {
+    let cell = verdict.cells.iter().find(|c| c.cell == cell).unwrap();
+    cell.metrics.iter().find(|m| m.metric == metric).unwrap().status
+}
+
+#[test]
+fn before_after_pass() {
+    let (_, digest) = contract();
+    // Candidate 2% faster and 2% cheaper: within budget everywhere.
+    let r = record(Mode::BeforeAfter, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if side == Side::Candidate {
+            v[0] *= 1.02;
+            v[1] *= 0.98;
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(v.verdict, Outcome::Pass);
+    assert_eq!(v.verdict.exit_code(), 0);
+    assert_eq!(v.summary.regressions, 0);
+    assert_eq!(status(&v, "a", "records_per_second"), Status::WithinBudget);
+    let m = &v.cells[0].metrics[0];
+    assert!((m.ratio.unwrap() - 1.02).abs() < 1e-9);
+    assert_eq!(v.cells[0].rounds, 5);
+}
+
+#[test]
+fn before_after_material_regression_fails() {
+    let (_, digest) = contract();
+    // Cell b: candidate throughput 20% lower (20k records/s, far above the 1k floor).
+    let r = record(Mode::BeforeAfter, &digest, 6, |c, round, side| {
+        let mut v = same(c, round, side);
+        if c == "b" && side == Side::Candidate {
+            v[0] *= 0.8;
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(v.verdict, Outcome::Fail);
+    assert_eq!(v.verdict.exit_code(), 1);
+    assert_eq!(v.summary.regressions, 1);
+    assert_eq!(status(&v, "b", "records_per_second"), Status::Regression);
+    assert_eq!(status(&v, "a", "records_per_second"), Status::WithinBudget);
+    let md = report::markdown(&v);
+    assert!(md.contains("| b | records_per_second (records/s) | 80000 | 100000 | 0.800 | -20.0% |"), "{md}");
+    assert!(md.contains("**regression**"));
+}
+
+#[test]
+fn change_below_materiality_floor_passes() {
+    let (_, digest) = contract();
+    // p99 0.5 ms -> 0.7 ms is +40%, but 0.2 ms is below the 1 ms floor.
+    let r = record(Mode::BeforeAfter, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        v[3] = if side == Side::Candidate { 0.7 } else { 0.5 } * jitter(round);
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(v.verdict, Outcome::Pass);
+    assert_eq!(status(&v, "a", "p99_latency_ms"), Status::BelowFloor);
+    assert_eq!(status(&v, "b", "p99_latency_ms"), Status::BelowFloor);
+}
+
+#[test]
+fn improvement_is_not_a_regression() {
+    let (_, digest) = contract();
+    let r = record(Mode::BeforeAfter, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if side == Side::Candidate {
+            v[2] *= 0.5;
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(v.verdict, Outcome::Pass);
+    assert_eq!(status(&v, "a", "peak_rss_bytes"), Status::Improvement);
+    assert_eq!(v.summary.improvements, 2);
+}
+
+#[test]
+fn noisy_side_rejects_for_variance() {
+    let (_, digest) = contract();
+    // Reference throughput of cell a swings between 60k and 140k records/s.
+    let r = record(Mode::BeforeAfter, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if c == "a" && side == Side::Reference {
+            v[0] = [60_000.0, 140_000.0, 100_000.0, 60_000.0, 140_000.0][round as usize];
+        }
+        // A real regression elsewhere does not turn "rejected" into "fail".
+        if c == "b" && side == Side::Candidate {
+            v[0] *= 0.5;
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(v.verdict, Outcome::Rejected);
+    assert_eq!(v.verdict.exit_code(), 3);
+    assert_eq!(status(&v, "a", "records_per_second"), Status::RejectedForVariance);
+    assert_eq!(status(&v, "b", "records_per_second"), Status::Regression);
+    assert_eq!(v.summary.rejected_for_variance, 1);
+    let m = &v.cells[0].metrics[0];
+    assert_eq!(m.reference.median, 100_000.0);
+    assert!((m.reference.relative_mad.unwrap() - 0.4).abs() < 1e-9);
+}
+
+#[test]
+fn digest_mismatch_refused() {
+    let r = record(Mode::BeforeAfter, &"ab".repeat(32), 5, same);
+    match eval(&r) {
+        Err(Refusal::ContractDigest { record, .. }) => assert_eq!(record, "ab".repeat(32)),
+        other => panic!("expected a digest refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn digest_is_compared_case_insensitively() {
+    let (_, digest) = contract();
+    assert!(eval(&record(Mode::BeforeAfter, &digest.to_uppercase(), 5, same)).is_ok());
+}
+
+#[test]
+fn missing_cell_refused() {
+    let (_, digest) = contract();
+    let mut r = record(Mode::BeforeAfter, &digest, 5, same);
+    r.trials.retain(|t| t.cell != "b");
+    assert_eq!(eval(&r).unwrap_err(), Refusal::MissingCell("b".to_string()));
+}
+
+#[test]
+fn unknown_cell_refused() {
+    let (_, digest) = contract();
+    let mut r = record(Mode::BeforeAfter, &digest, 5, same);
+    r.trials[0].cell = "c".to_string();
+    assert_eq!(eval(&r).unwrap_err(), Refusal::UnknownCell("c".to_string()));
+}
+
+#[test]
+fn too_few_rounds_refused() {
+    let (_, digest) = contract();
+    let r = record(Mode::BeforeAfter, &digest, 4, same);
+    assert_eq!(eval(&r).unwrap_err(), Refusal::TooFewRounds { cell: "a".to_string(), rounds: 4, minimum: 5 });
+}
+
+#[test]
+fn non_alternating_order_refused() {
+    let (_, digest) = contract();
+    let mut r = record(Mode::BeforeAfter, &digest, 5, same);
+    // Candidate first in every round of cell b.
+    for t in r.trials.iter_mut().filter(|t| t.cell == "b") {
+        t.order = u8::from(t.side == Side::Reference);
+    }
+    let err = eval(&r).unwrap_err();
+    assert_eq!(err, Refusal::NotAlternating { cell: "b".to_string(), round: 0, first: Side::Candidate });
+    assert!(err.to_string().contains("alternation"));
+}
+
+#[test]
+fn round_without_both_sides_refused() {
+    let (_, digest) = contract();
+    let mut r = record(Mode::BeforeAfter, &digest, 5, same);
+    r.trials[1].side = Side::Candidate;
+    assert!(matches!(eval(&r).unwrap_err(), Refusal::BadRound { round: 0, .. }));
+}
+
+#[test]
+fn missing_metric_refused() {
+    let (_, digest) = contract();
+    let mut r = record(Mode::BeforeAfter, &digest, 5, same);
+    r.trials[3].metrics.remove("peak_rss_bytes");
+    assert!(matches!(eval(&r).unwrap_err(), Refusal::BadMetric { .. }));
+}
+
+#[test]
+fn pinned_kafka_reports_without_gating() {
+    let (_, digest) = contract();
+    // Krabka at half of Kafka's throughput and a third of its memory.
+    let r = record(Mode::PinnedKafka, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if side == Side::Candidate {
+            v[0] *= 0.5;
+            v[2] /= 3.0;
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(v.verdict, Outcome::Report);
+    assert_eq!(v.verdict.exit_code(), 0);
+    assert_eq!(status(&v, "a", "records_per_second"), Status::Regression);
+    assert_eq!(status(&v, "a", "peak_rss_bytes"), Status::Improvement);
+    assert!((v.cells[0].metrics[0].ratio.unwrap() - 0.5).abs() < 1e-9);
+    let md = report::markdown(&v);
+    assert!(md.contains("Apache Kafka 4.3.1"));
+    assert!(md.contains("**report**"));
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(json["verdict"], "report");
+    assert_eq!(json["mode"], "pinned_kafka");
+    assert_eq!(json["cells"][0]["metrics"][0]["status"], "regression");
+}
+
+#[test]
+fn stats_median_and_mad() {
+    let s = judge::stats(vec![1.0, 2.0, 3.0, 4.0, 100.0]);
+    assert_eq!(s.median, 3.0);
+    assert_eq!(s.mad, 1.0);
+    assert!((s.relative_mad.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+    assert_eq!(judge::median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    assert_eq!(judge::stats(vec![0.0, 0.0, 0.0]).relative_mad, Some(0.0));
+    assert_eq!(judge::stats(vec![0.0, 0.0, 1.0, 1.0]).relative_mad, Some(1.0));
+    assert_eq!(judge::stats(vec![-1.0, 0.0, 1.0]).relative_mad, None);
+}
+
+#[test]
+fn shipped_contract_parses() {
+    let bytes = include_bytes!("../../../packaging/performance/regression-contract.json");
+    let c = Contract::from_bytes(bytes).unwrap();
+    let names: Vec<&str> = c.cells.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "1k-random-lz4-p12-saturate",
+            "100b-random-lz4-p12-saturate",
+            "1k-random-none-p12-saturate",
+            "1k-zeros-lz4-p12-saturate",
+            "100k-random-lz4-p12-saturate",
+            "1k-random-lz4-p12-20k-rate",
+            "idle-to-burst",
+        ]
+    );
+    assert!(c.rounds.minimum >= 5 && c.rounds.alternate_first_side);
+    assert_eq!(c.kafka_version, "4.3.1");
+}
