@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use bytes::Bytes;
 use krabka_log::checkpoint::TopicPartition;
 use krabka_log::{AppendInfo, LogError, PartitionLog};
+use krabka_protocol::compression::Compression;
 use krabka_protocol::Uuid;
 use tokio::sync::watch;
 
-use crate::config::topic::log_config;
+use crate::config::topic::{effective_topic_configs, log_config, topic_compression};
 use crate::config::BrokerConfig;
 use crate::log_manager::{LogManager, PartitionCheckpoint};
 use crate::metadata::store::now_ms;
@@ -83,6 +84,27 @@ impl Partition {
 pub struct HostedTopic {
     pub id: Uuid,
     pub partitions: Vec<Arc<Partition>>,
+    pub produce: ProducePolicy,
+}
+
+/// What Produce needs of a topic's configs, worked out when they change
+/// rather than on every request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducePolicy {
+    /// `min.insync.replicas` (override, broker key or default).
+    pub min_insync_replicas: i32,
+    /// The codec `compression.type` forces, None for `producer`.
+    pub forced_codec: Option<Compression>,
+}
+
+impl ProducePolicy {
+    fn of(broker: &BrokerConfig, overrides: &std::collections::BTreeMap<String, String>) -> Self {
+        let effective = effective_topic_configs(broker, overrides);
+        ProducePolicy {
+            min_insync_replicas: effective.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(1),
+            forced_codec: topic_compression(broker, overrides).forced_codec(),
+        }
+    }
 }
 
 pub struct ReplicaManager {
@@ -109,6 +131,15 @@ impl ReplicaManager {
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         let topic = self.topic(topic)?;
         usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned()
+    }
+
+    /// The partition a leader-only request names, checked against the
+    /// client's `current_leader_epoch`: UNKNOWN_TOPIC_OR_PARTITION, or the
+    /// epoch error of [`Partition::check_leader_epoch`].
+    pub fn leader_partition(&self, topic: &str, index: i32, current_leader_epoch: i32) -> Result<Arc<Partition>, i16> {
+        let partition = self.partition(topic, index).ok_or(crate::errors::code::UNKNOWN_TOPIC_OR_PARTITION)?;
+        partition.check_leader_epoch(current_leader_epoch)?;
+        Ok(partition)
     }
 
     pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
@@ -151,6 +182,7 @@ impl ReplicaManager {
             let existing = topics.get(&topic.name).cloned();
             let have = existing.as_ref().map_or(0, |h| h.partitions.len());
             let config = log_config(&self.config, &topic.configs);
+            let produce = ProducePolicy::of(&self.config, &topic.configs);
             if let Some(hosted) = &existing {
                 for partition in &hosted.partitions {
                     let mut log = partition.lock_log();
@@ -160,13 +192,17 @@ impl ReplicaManager {
                 }
             }
             if have >= topic.partitions.len() {
+                if let Some(hosted) = existing.filter(|h| h.produce != produce) {
+                    let partitions = hosted.partitions.clone();
+                    topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions, produce }));
+                }
                 continue;
             }
             let mut partitions = existing.map(|h| h.partitions.clone()).unwrap_or_default();
             for index in have..topic.partitions.len() {
                 partitions.push(Arc::new(self.open_partition(topic, index as i32, config.clone(), now)?));
             }
-            topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions }));
+            topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions, produce }));
         }
         Ok(())
     }

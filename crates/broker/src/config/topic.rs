@@ -155,6 +155,22 @@ pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -
 }
 
 /// The effective `compression.type` of a topic.
+impl TopicCompression {
+    /// The codec the topic forces on producers' batches; None for `producer`
+    /// (keep what came).
+    pub fn forced_codec(self) -> Option<krabka_protocol::compression::Compression> {
+        use krabka_protocol::compression::Compression;
+        match self {
+            TopicCompression::Producer => None,
+            TopicCompression::Uncompressed => Some(Compression::None),
+            TopicCompression::Gzip => Some(Compression::Gzip),
+            TopicCompression::Snappy => Some(Compression::Snappy),
+            TopicCompression::Lz4 => Some(Compression::Lz4),
+            TopicCompression::Zstd => Some(Compression::Zstd),
+        }
+    }
+}
+
 pub fn topic_compression(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> TopicCompression {
     match effective_topic_configs(broker, overrides).get("compression.type").map(String::as_str) {
         Some("uncompressed") => TopicCompression::Uncompressed,

@@ -61,6 +61,38 @@ pub struct ClassicProtocol {
     pub session_timeout_ms: i32,
 }
 
+impl ConsumerMember {
+    /// A member that just joined (epoch 0, nothing assigned); callers set
+    /// what they know beyond the identity.
+    fn joining(
+        member_id: &str,
+        instance_id: Option<String>,
+        client_id: &str,
+        client_host: &str,
+        rebalance_timeout_ms: i32,
+        now: Instant,
+    ) -> Self {
+        ConsumerMember {
+            member_id: member_id.to_string(),
+            instance_id,
+            rack_id: None,
+            client_id: client_id.to_string(),
+            client_host: client_host.to_string(),
+            member_epoch: 0,
+            previous_member_epoch: -1,
+            rebalance_timeout_ms,
+            subscribed_topic_names: BTreeSet::new(),
+            subscribed_topic_regex: None,
+            assigned: Assignment::new(),
+            revoking: Assignment::new(),
+            revocation_deadline: None,
+            last_heartbeat: now,
+            last_sent: None,
+            classic: None,
+        }
+    }
+}
+
 /// One ConsumerGroupHeartbeat, as the group needs it.
 pub struct HeartbeatRequest {
     pub member_id: String,
@@ -265,22 +297,15 @@ impl ConsumerGroup {
                 self.members.insert(
                     member_id.clone(),
                     ConsumerMember {
-                        member_id: member_id.clone(),
-                        instance_id: request.instance_id.clone(),
                         rack_id: request.rack_id.clone(),
-                        client_id: request.client_id.clone(),
-                        client_host: request.client_host.clone(),
-                        member_epoch: 0,
-                        previous_member_epoch: -1,
-                        rebalance_timeout_ms: request.rebalance_timeout_ms,
-                        subscribed_topic_names: BTreeSet::new(),
-                        subscribed_topic_regex: None,
-                        assigned: Assignment::new(),
-                        revoking: Assignment::new(),
-                        revocation_deadline: None,
-                        last_heartbeat: now,
-                        last_sent: None,
-                        classic: None,
+                        ..ConsumerMember::joining(
+                            &member_id,
+                            request.instance_id.clone(),
+                            &request.client_id,
+                            &request.client_host,
+                            request.rebalance_timeout_ms,
+                            now,
+                        )
                     },
                 );
                 if rejoin {
@@ -487,25 +512,22 @@ impl ConsumerGroup {
             group.members.insert(
                 member.member_id.clone(),
                 ConsumerMember {
-                    member_id: member.member_id.clone(),
-                    instance_id: member.group_instance_id.clone(),
-                    rack_id: None,
-                    client_id: member.client_id.clone(),
-                    client_host: member.client_host.clone(),
                     member_epoch: classic.generation_id,
-                    previous_member_epoch: -1,
-                    rebalance_timeout_ms: member.rebalance_timeout_ms,
                     subscribed_topic_names: topics.into_iter().collect(),
-                    subscribed_topic_regex: None,
                     last_sent: Some(assigned.clone()),
                     assigned,
-                    revoking: Assignment::new(),
-                    revocation_deadline: None,
-                    last_heartbeat: now,
                     classic: Some(ClassicProtocol {
                         protocols: member.protocols.clone(),
                         session_timeout_ms: member.session_timeout_ms,
                     }),
+                    ..ConsumerMember::joining(
+                        &member.member_id,
+                        member.group_instance_id.clone(),
+                        &member.client_id,
+                        &member.client_host,
+                        member.rebalance_timeout_ms,
+                        now,
+                    )
                 },
             );
         }
@@ -538,24 +560,14 @@ impl ConsumerGroup {
         let mut bump = false;
         let member = self.members.entry(member_id.to_string()).or_insert_with(|| {
             bump = true;
-            ConsumerMember {
-                member_id: member_id.to_string(),
-                instance_id: request.group_instance_id.clone(),
-                rack_id: None,
-                client_id: request.client_id.clone(),
-                client_host: request.client_host.clone(),
-                member_epoch: 0,
-                previous_member_epoch: -1,
-                rebalance_timeout_ms: request.rebalance_timeout_ms,
-                subscribed_topic_names: BTreeSet::new(),
-                subscribed_topic_regex: None,
-                assigned: Assignment::new(),
-                revoking: Assignment::new(),
-                revocation_deadline: None,
-                last_heartbeat: now,
-                last_sent: None,
-                classic: None,
-            }
+            ConsumerMember::joining(
+                member_id,
+                request.group_instance_id.clone(),
+                &request.client_id,
+                &request.client_host,
+                request.rebalance_timeout_ms,
+                now,
+            )
         });
         member.classic = Some(ClassicProtocol {
             protocols: request.protocols.clone(),

@@ -173,15 +173,15 @@ pub fn offset_for_leader_epoch(
                         end_offset: -1,
                         ..Default::default()
                     };
-                    let Some(partition) = broker.replicas.partition(&topic.topic, p.partition) else {
-                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
-                        return out;
-                    };
+                    let partition =
+                        match broker.replicas.leader_partition(&topic.topic, p.partition, p.current_leader_epoch) {
+                            Ok(partition) => partition,
+                            Err(error_code) => {
+                                out.error_code = error_code;
+                                return out;
+                            }
+                        };
                     let epoch = partition.leader_epoch();
-                    if let Err(error_code) = partition.check_leader_epoch(p.current_leader_epoch) {
-                        out.error_code = error_code;
-                        return out;
-                    }
                     let log = partition.lock_log();
                     if let Some((leader_epoch, end_offset)) = log.end_offset_for_epoch(p.leader_epoch) {
                         out.leader_epoch = leader_epoch;

@@ -4,7 +4,7 @@ use krabka_protocol::list_offsets_response::{ListOffsetsPartitionResponse, ListO
 use krabka_protocol::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::RequestContext;
-use crate::errors::{code, log_error_code};
+use crate::errors::log_error_code;
 
 /// Special timestamps of ListOffsets (KIP-734, KIP-1005, KIP-1023).
 const LATEST: i64 = -1;
@@ -32,15 +32,18 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
                         leader_epoch: -1,
                         ..Default::default()
                     };
-                    let Some(partition) = broker.replicas.partition(&topic.name, p.partition_index) else {
-                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
-                        return out;
+                    let partition = match broker.replicas.leader_partition(
+                        &topic.name,
+                        p.partition_index,
+                        p.current_leader_epoch,
+                    ) {
+                        Ok(partition) => partition,
+                        Err(error_code) => {
+                            out.error_code = error_code;
+                            return out;
+                        }
                     };
                     let epoch = partition.leader_epoch();
-                    if let Err(error_code) = partition.check_leader_epoch(p.current_leader_epoch) {
-                        out.error_code = error_code;
-                        return out;
-                    }
                     let log = partition.lock_log();
                     let high_watermark = partition.high_watermark();
                     let latest = if request.isolation_level == READ_COMMITTED {

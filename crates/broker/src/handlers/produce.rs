@@ -11,9 +11,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
 
-use super::recompress::{forced_codec, recompress};
+use super::recompress::recompress;
 use super::RequestContext;
-use crate::config::topic::topic_compression;
 use crate::connection::Reply;
 use crate::errors::{code, log_error_code};
 use crate::metadata::store::now_ms;
@@ -53,12 +52,8 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         let topic = if by_id { image.topic_by_id(&topic_data.topic_id) } else { image.topic(&topic_data.name) };
         let hosted = topic.and_then(|t| broker.replicas.topic(&t.name).filter(|h| h.id == t.id));
         // min.insync.replicas above 1 cannot be met by a single replica.
-        let min_isr: i32 = topic
-            .and_then(|t| t.configs.get("min.insync.replicas"))
-            .or_else(|| broker.config.raw.get("min.insync.replicas"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(1);
-        let forced = topic.and_then(|t| forced_codec(topic_compression(&broker.config, &t.configs)));
+        let (min_isr, forced) =
+            hosted.as_ref().map_or((1, None), |h| (h.produce.min_insync_replicas, h.produce.forced_codec));
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for data in topic_data.partition_data {
             let index = data.index;

@@ -9,20 +9,6 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewHeader, NewRecord, RecordBatchBuilder, RecordBatches, RecordError};
 
-use crate::config::topic::TopicCompression;
-
-/// The codec a topic forces, or None for `producer` (keep what came).
-pub fn forced_codec(topic: TopicCompression) -> Option<Compression> {
-    match topic {
-        TopicCompression::Producer => None,
-        TopicCompression::Uncompressed => Some(Compression::None),
-        TopicCompression::Gzip => Some(Compression::Gzip),
-        TopicCompression::Snappy => Some(Compression::Snappy),
-        TopicCompression::Lz4 => Some(Compression::Lz4),
-        TopicCompression::Zstd => Some(Compression::Zstd),
-    }
-}
-
 /// Returns `records` unchanged when every batch already uses `target`,
 /// else the batches rewritten in `target`. Invalid input is left for the
 /// log's validation to refuse (with Kafka's error), so it is returned as is.
