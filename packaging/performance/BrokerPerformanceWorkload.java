@@ -61,6 +61,8 @@ public final class BrokerPerformanceWorkload {
     private final boolean random;
     private final long runId = new SplittableRandom().nextLong();
     // -Dworkload.timeline=true: per-second produce latency to stderr at the end.
+    // -Dworkload.idleMillis=N: once producer and consumer are connected, wait N ms
+    // before the first send (the runner's idle-to-burst cell).
     private final long[] sendOffsetNs;
 
     // Producer side: written by the producer's I/O thread (callbacks), read by
@@ -176,6 +178,13 @@ public final class BrokerPerformanceWorkload {
         long produceEnd;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps())) {
             int partitions = producer.partitionsFor(topic).size();
+            long idleMillis = Long.getLong("workload.idleMillis", 0L);
+            if (idleMillis > 0) {
+                // idle-to-burst: connections are open and the consumer is
+                // long-polling; the broker sits idle before the burst starts.
+                say("idle for " + idleMillis + " ms before producing");
+                Thread.sleep(idleMillis);
+            }
             say("topic " + topic + " has " + partitions + " partitions; producing");
             byte[] pool = payloadPool();
             SplittableRandom offsets = new SplittableRandom(POOL_SEED + 1);

@@ -1,0 +1,129 @@
+"""Helpers shared by the performance scripts in this directory: /proc
+readings, process-level limits, building and hashing the release binaries,
+and krabka's single-node configuration."""
+
+import hashlib
+import json
+import os
+import resource
+import shlex
+import socket
+import subprocess
+import sys
+import time
+
+MIB = 1024 * 1024
+WANTED_NOFILE = 131072
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(Exception):
+    pass
+
+
+def say(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def proc_status(pid):
+    """VmRSS, VmHWM, RssAnon, RssFile (bytes) and Threads of a process."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+                fields[key] = int(rest.split()[0]) * 1024
+            elif key == "Threads":
+                fields[key] = int(rest.split()[0])
+    return fields
+
+
+def proc_cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    # Fields after the command name, which is in parentheses and may hold spaces.
+    rest = text[text.rindex(")") + 2:].split()
+    utime, stime = int(rest[11]), int(rest[12])
+    return (utime + stime) / CLK_TCK
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(command, cwd=None, capture=True):
+    result = subprocess.run(command, cwd=cwd, text=True, capture_output=capture)
+    if result.returncode != 0:
+        detail = (result.stdout or "") + (result.stderr or "") if capture else ""
+        raise BenchError(f"{shlex.join(command)} failed with {result.returncode}\n{detail}")
+    return result.stdout if capture else ""
+
+
+def build(repo):
+    say("building: cargo build --release --locked -p krabka-broker -p krabka-format")
+    t0 = time.monotonic()
+    subprocess.run(
+        ["cargo", "build", "--release", "--locked", "-p", "krabka-broker", "-p", "krabka-format"],
+        cwd=repo,
+        check=True,
+        stdout=sys.stderr,
+    )
+    meta = json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps", "--locked"], cwd=repo))
+    target = os.path.join(meta["target_directory"], "release")
+    say(f"built in {time.monotonic() - t0:.0f} s")
+    return os.path.join(target, "krabka-broker"), os.path.join(target, "krabka-format")
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def git_head(repo):
+    try:
+        head = run(["git", "-C", repo, "rev-parse", "HEAD"]).strip()
+        dirty = bool(run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"]).strip())
+        return head + ("+dirty" if dirty else "")
+    except (BenchError, FileNotFoundError):
+        return "unknown"
+
+
+def raise_nofile():
+    """Raises the soft (and, if allowed, hard) fd limit toward 131072; children inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (WANTED_NOFILE, max(hard, WANTED_NOFILE)))
+    except (ValueError, OSError):
+        # Without CAP_SYS_RESOURCE the hard limit caps us.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def write_config(path, port, controller_port, data_dir):
+    with open(path, "w") as f:
+        f.write(
+            "\n".join(
+                [
+                    "# written by packaging/performance (benchlib.write_config)",
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+                    "controller.listener.names=CONTROLLER",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    f"log.dirs={data_dir}",
+                    "num.partitions=1",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "",
+                ]
+            )
+        )

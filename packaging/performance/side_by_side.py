@@ -1,0 +1,607 @@
+"""Side-by-side runner: krabka against Apache Kafka 4.3.1 (or against another
+krabka build), the same Java workload, the same CPU and file limits.
+
+Run through the `side-by-side` wrapper next to this file. For every round and
+every cell of regression-contract.json it starts each side on a fresh data
+directory, pinned to the broker CPU set, creates fresh 12-partition topics,
+warms up, runs BrokerPerformanceWorkload pinned to the client CPU set, and
+samples the broker's CPU time (utime+stime of its process tree) and RSS every
+250 ms. The side that goes first alternates from round to round.
+
+Output directory (--out): runs.csv (one row per trial), summary.md (medians
+and krabka/reference ratios), record.json (the performance record that
+tools/parse-benches judges), and logs/ with every broker and workload log.
+"""
+
+import argparse
+import csv
+import datetime
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from benchlib import (
+    CLK_TCK,
+    MIB,
+    BenchError,
+    build,
+    free_port,
+    git_head,
+    raise_nofile,
+    run,
+    say,
+    sha256,
+    write_config,
+)
+
+SAMPLE_SECONDS = 0.25
+METRICS = ("records_per_second", "cpu_us_per_record", "peak_rss_bytes", "p99_latency_ms")
+
+# Records per cell at --scale 1. Saturating cells are sized to run for
+# roughly 10-30 s on the 2-core machine; the rate cell is 30 s at its rate.
+BASE_RECORDS = {
+    "1k-random-lz4-p12-saturate": 1_000_000,
+    "100b-random-lz4-p12-saturate": 2_000_000,
+    "1k-random-none-p12-saturate": 1_000_000,
+    "1k-zeros-lz4-p12-saturate": 1_000_000,
+    "100k-random-lz4-p12-saturate": 10_000,
+    "idle-to-burst": 500_000,
+}
+RATE_SECONDS = 30
+# Warm-up before each measured run (not for idle-to-burst): this many bytes
+# of values in the cell's shape, to a separate topic on the same broker.
+WARMUP_BYTES = 100 * MIB
+
+
+# --------------------------------------------------------------------------
+# Process tree readings
+
+def process_tree(root_pid):
+    """The pid and all its descendants (scans /proc once)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    tree, stack = [], [root_pid]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, ()))
+    return tree
+
+
+def tree_reading(root_pid):
+    """(cpu seconds, rss bytes) summed over the process tree; reaped children
+    count through cutime/cstime."""
+    cpu, rss = 0.0, 0
+    for pid in process_tree(root_pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read()
+            rest = fields[fields.rindex(")") + 2:].split()
+            cpu += sum(int(v) for v in rest[11:15]) / CLK_TCK
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        rss += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError, IndexError):
+            continue  # exited between the scan and the read
+    return cpu, rss
+
+
+class Sampler:
+    """Samples a broker's process tree every 250 ms; keeps the peak RSS and
+    every (time, cpu, rss) sample."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.samples = []
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        while True:
+            cpu, rss = tree_reading(self.pid)
+            self.samples.append((time.monotonic(), cpu, rss))
+            self.peak_rss = max(self.peak_rss, rss)
+            if self._stop.wait(SAMPLE_SECONDS):
+                return
+
+    def cpu_now(self):
+        return tree_reading(self.pid)[0]
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+
+# --------------------------------------------------------------------------
+# Brokers
+
+def pinned(cpus):
+    cpu_set = set(cpus)
+    return lambda: os.sched_setaffinity(0, cpu_set)
+
+
+def wait_port(port, proc, log_path, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"broker exited with {proc.returncode} before listening; see {log_path}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise BenchError(f"broker not listening on {port} after {timeout} s; see {log_path}")
+
+
+class Side:
+    """One broker implementation: how to start it on a fresh data directory."""
+
+    def __init__(self, kind, label, binary_sha256, start):
+        self.kind, self.label, self.binary_sha256 = kind, label, binary_sha256
+        self._start = start
+
+    def start(self, workdir, cpus, log_path):
+        port, controller_port = free_port(), free_port()
+        while controller_port == port:
+            controller_port = free_port()
+        log = open(log_path, "w")
+        command, env = self._start(workdir, port, controller_port)
+        log.write(f"$ {shlex.join(command)}\n")
+        log.flush()
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=pinned(cpus),
+        )
+        log.close()
+        wait_port(port, proc, log_path)
+        return proc, f"127.0.0.1:{port}"
+
+
+def krabka_side(label, broker_bin, format_bin):
+    def start(workdir, port, controller_port):
+        data = os.path.join(workdir, "data")
+        config = os.path.join(workdir, "server.properties")
+        write_config(config, port, controller_port, data)
+        run([format_bin, "format", "-c", config])
+        return [broker_bin, config], dict(os.environ, KRABKA_LOG="warn")
+
+    return Side("krabka", label, sha256(broker_bin), start)
+
+
+def kafka_side(repo):
+    script = os.path.join(repo, "tools", "kafka-reference", "run-kafka")
+    libs = os.path.join(repo, "target", "kafka-4.3.1", "libs")
+
+    def start(workdir, port, controller_port):
+        env = dict(os.environ, KAFKA_HEAP_OPTS="-Xms1g -Xmx1g", KAFKA_LOG_LEVEL="WARN")
+        return [script, os.path.join(workdir, "kafka"), str(port), str(controller_port)], env
+
+    return Side("kafka", "kafka 4.3.1", classpath_digest(libs), start)
+
+
+def classpath_digest(libs):
+    """Kafka has no single binary: the digest of its jars (name and SHA-256 of
+    each, sorted) identifies the class path it ran from."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(libs)):
+        if name.endswith(".jar"):
+            digest.update(f"{name} {sha256(os.path.join(libs, name))}\n".encode())
+    return digest.hexdigest()
+
+
+def stop_broker(proc, timeout=60):
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+def create_topics(bootstrap, names, partitions, deadline_seconds=90):
+    """Creates fresh topics, retrying while the broker finishes starting."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + deadline_seconds
+    pending = list(names)
+    last = None
+    while pending:
+        futures = admin.create_topics(
+            [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in pending],
+            operation_timeout=30,
+            request_timeout=30,
+        )
+        failed = []
+        for name, future in futures.items():
+            try:
+                future.result()
+            except Exception as e:  # noqa: BLE001 - retried, then reported
+                if "already exists" in str(e).lower() or "TOPIC_ALREADY_EXISTS" in str(e):
+                    continue
+                failed.append(name)
+                last = e
+        pending = failed
+        if pending:
+            if time.monotonic() > deadline:
+                raise BenchError(f"could not create {pending}: {last}")
+            time.sleep(0.5)
+    # Wait until the producer side will see every partition with a leader.
+    while True:
+        metadata = admin.list_topics(timeout=10)
+        ready = all(
+            n in metadata.topics
+            and len(metadata.topics[n].partitions) == partitions
+            and all(p.leader >= 0 for p in metadata.topics[n].partitions.values())
+            for n in names
+        )
+        if ready:
+            return
+        if time.monotonic() > deadline:
+            raise BenchError(f"topics {names} have no leaders after {deadline_seconds} s")
+        time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------
+# The workload
+
+class Workload:
+    def __init__(self, repo, cpus, java, heap):
+        self.repo, self.cpus, self.java, self.heap = repo, cpus, java, heap
+        self.classpath = ":".join(
+            [os.path.join(repo, "target", "perf-workload"), os.path.join(repo, "target", "kafka-4.3.1", "libs", "*")]
+        )
+
+    def run(self, bootstrap, topic, cell, records, rate, log_path, idle_ms=0):
+        timeout = max(120, int(records * max(cell["record_bytes"], 100) / (4 * MIB)) + 120)
+        command = [self.java, f"-Xmx{self.heap}", "-XX:+UseParallelGC"]
+        if idle_ms:
+            command.append(f"-Dworkload.idleMillis={idle_ms}")
+        command += [
+            "-cp",
+            self.classpath,
+            "BrokerPerformanceWorkload",
+            bootstrap,
+            topic,
+            f"{topic}-group",
+            str(records),
+            str(cell["record_bytes"]),
+            str(rate),
+            str(timeout),
+            cell["compression"],
+            cell["payload"],
+        ]
+        with open(log_path, "a") as log:
+            log.write(f"$ {shlex.join(command)}\n")
+            log.flush()
+            result = subprocess.run(
+                command, stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=pinned(self.cpus), cwd=self.repo
+            )
+        lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            raise BenchError(f"workload printed no result (exit {result.returncode}); see {log_path}")
+        return json.loads(lines[-1])
+
+
+# --------------------------------------------------------------------------
+# One trial
+
+def cell_records(cell, scale):
+    if cell["load"] == "rate":
+        return max(1000, int(cell["target_records_per_second"] * RATE_SECONDS * scale))
+    return max(1000, int(BASE_RECORDS[cell["name"]] * scale))
+
+
+def run_trial(args, side, cell, round_no, workload, logs):
+    name = cell["name"]
+    tag = f"r{round_no}-{name}-{side.kind}"
+    workdir = os.path.join(args.workroot, tag)
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    broker_log = os.path.join(logs, f"{tag}-broker.log")
+    workload_log = os.path.join(logs, f"{tag}-workload.log")
+    records = cell_records(cell, args.scale)
+    rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
+    proc, bootstrap = side.start(workdir, args.broker_cpus, broker_log)
+    sampler = None
+    try:
+        warm = cell["load"] != "idle_to_burst"
+        topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
+        create_topics(bootstrap, topics, cell["partitions"])
+        sampler = Sampler(proc.pid)
+        if warm and args.warmup:
+            warm_records = max(100, min(records, WARMUP_BYTES // cell["record_bytes"]))
+            warmup = workload.run(bootstrap, f"warmup-{name}", cell, warm_records, 0, workload_log)
+            if not warmup.get("ok"):
+                say(f"  warm-up not ok: {warmup}")
+        idle_ms = int(args.idle_seconds * 1000) if cell["load"] == "idle_to_burst" else 0
+        cpu_before = sampler.cpu_now()
+        t0 = time.monotonic()
+        result = workload.run(bootstrap, f"bench-{name}", cell, records, rate, workload_log, idle_ms=idle_ms)
+        wall = time.monotonic() - t0
+        cpu_after = sampler.cpu_now()
+    finally:
+        if sampler:
+            sampler.stop()
+        code = stop_broker(proc)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    acked = result["records"] - result["errors"]
+    cpu = cpu_after - cpu_before
+    return {
+        "round": round_no,
+        "cell": name,
+        "side": side.kind,
+        "label": side.label,
+        "binary_sha256": side.binary_sha256,
+        "records": result["records"],
+        "record_bytes": cell["record_bytes"],
+        "compression": cell["compression"],
+        "payload": cell["payload"],
+        "target_rate": rate,
+        "records_per_second": result["records_per_second"],
+        "mib_per_second": result["mib_per_second"],
+        "broker_cpu_seconds": round(cpu, 3),
+        "cpu_us_per_record": cpu / acked * 1e6 if acked else float("nan"),
+        "peak_rss_bytes": sampler.peak_rss,
+        "p50_latency_ms": result["produce_latency_ms"]["p50"],
+        "p95_latency_ms": result["produce_latency_ms"]["p95"],
+        "p99_latency_ms": result["produce_latency_ms"]["p99"],
+        "e2e_p50_ms": result["end_to_end_latency_ms"]["p50"],
+        "e2e_p99_ms": result["end_to_end_latency_ms"]["p99"],
+        "errors": result["errors"],
+        "duplicates": result["duplicates"],
+        "missing": result["missing"],
+        "ok": bool(result.get("ok")),
+        "workload_wall_seconds": round(wall, 2),
+        "broker_exit": code,
+        "samples": len(sampler.samples),
+    }
+
+
+# --------------------------------------------------------------------------
+# Reports
+
+CSV_FIELDS = [
+    "round", "order", "cell", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
+    "payload", "target_rate", "records_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
+    "peak_rss_bytes", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "e2e_p50_ms", "e2e_p99_ms",
+    "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "broker_exit", "samples",
+]
+
+
+def ratios_by_round(rows, cell, metric):
+    by_round = {}
+    for row in rows:
+        if row["cell"] == cell:
+            by_round.setdefault(row["round"], {})[row["role"]] = row[metric]
+    return [
+        pair["candidate"] / pair["reference"]
+        for pair in by_round.values()
+        if "candidate" in pair and "reference" in pair and pair["reference"]
+    ]
+
+
+def summary_markdown(args, rows, cells, candidate, reference, meta):
+    def median(cell, role, metric):
+        values = [r[metric] for r in rows if r["cell"] == cell and r["role"] == role]
+        return statistics.median(values) if values else float("nan")
+
+    def ratio(cell, metric):
+        values = ratios_by_round(rows, cell, metric)
+        return statistics.median(values) if values else float("nan")
+
+    out = [
+        f"# Side by side: {candidate.label} vs {reference.label}",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}, source {meta['git_head']}",
+        f"- candidate `{candidate.label}` sha256 `{candidate.binary_sha256}`",
+        f"- reference `{reference.label}` sha256 `{reference.binary_sha256}`",
+        f"- rounds: {args.rounds} (first side alternates), scale {args.scale}, broker CPUs {meta['broker_cpus']}, "
+        f"client CPUs {meta['client_cpus']}, open-file limit {meta['nofile']}",
+        "",
+        "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios.",
+        "",
+        "| cell | records/s cand | records/s ref | ratio | CPU µs/rec cand | ref | ratio "
+        "| peak RSS MiB cand | ref | ratio | p99 ms cand | ref | ratio | errors/dup/missing |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for cell in cells:
+        name = cell["name"]
+        bad = sum(r["errors"] + r["duplicates"] + r["missing"] for r in rows if r["cell"] == name)
+        cols = [name]
+        for metric, fmt, div in (
+            ("records_per_second", "{:,.0f}", 1),
+            ("cpu_us_per_record", "{:.2f}", 1),
+            ("peak_rss_bytes", "{:,.1f}", MIB),
+            ("p99_latency_ms", "{:.1f}", 1),
+        ):
+            cols.append(fmt.format(median(name, "candidate", metric) / div))
+            cols.append(fmt.format(median(name, "reference", metric) / div))
+            cols.append(f"{ratio(name, metric):.2f}x")
+        cols.append(str(bad))
+        out.append("| " + " | ".join(cols) + " |")
+    out.append("")
+    return "\n".join(out)
+
+
+def performance_record(mode, contract_sha, candidate, reference, rows):
+    trials = [
+        {
+            "cell": r["cell"],
+            "round": r["round"],
+            "side": r["role"],
+            "order": r["order"],
+            "metrics": {m: float(r[m]) for m in METRICS},
+        }
+        for r in rows
+    ]
+    return {
+        "version": 1,
+        "mode": mode,
+        "contract_sha256": contract_sha,
+        "sides": {
+            "candidate": {"binary_sha256": candidate.binary_sha256, "label": candidate.label},
+            "reference": {"binary_sha256": reference.binary_sha256, "label": reference.label},
+        },
+        "trials": trials,
+    }
+
+
+# --------------------------------------------------------------------------
+
+def parse_cpus(text):
+    cpus = set()
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            cpus.update(range(int(lo), int(hi) + 1))
+        elif part:
+            cpus.add(int(part))
+    return sorted(cpus)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--contract", help="default: packaging/performance/regression-contract.json")
+    parser.add_argument("--mode", choices=["pinned_kafka", "before_after"], default="pinned_kafka")
+    parser.add_argument("--candidate-bin", help="krabka-broker to measure (default: build the release one)")
+    parser.add_argument("--reference-bin", help="before_after: the reference krabka-broker")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every cell's record count")
+    parser.add_argument("--cells", help="comma-separated subset of the contract's cells")
+    parser.add_argument("--broker-cpus", default="0", help="CPU list for either broker (taskset -c syntax)")
+    parser.add_argument("--client-cpus", default="1", help="CPU list for the workload")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle-to-burst: idle time before the burst")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false")
+    parser.add_argument("--out", help="output directory (default target/perf-runs/<UTC time>)")
+    parser.add_argument("--workroot", help="where data directories go (default OUT/work)")
+    parser.add_argument("--keep", action="store_true", help="keep data directories")
+    parser.add_argument("--java", default=os.environ.get("JAVA", "java"))
+    parser.add_argument("--client-heap", default="2g")
+    args = parser.parse_args()
+
+    repo = os.path.abspath(args.repo)
+    contract_path = args.contract or os.path.join(repo, "packaging", "performance", "regression-contract.json")
+    with open(contract_path, "rb") as f:
+        contract_bytes = f.read()
+    contract = json.loads(contract_bytes)
+    contract_sha = hashlib.sha256(contract_bytes).hexdigest()
+    cells = contract["cells"]
+    if args.cells:
+        wanted = args.cells.split(",")
+        unknown = set(wanted) - {c["name"] for c in cells}
+        if unknown:
+            parser.error(f"unknown cells: {sorted(unknown)}")
+        cells = [c for c in cells if c["name"] in wanted]
+    args.broker_cpus = parse_cpus(args.broker_cpus)
+    args.client_cpus = parse_cpus(args.client_cpus)
+    if set(args.broker_cpus) & set(args.client_cpus):
+        parser.error("--broker-cpus and --client-cpus must not overlap")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.abspath(args.out or os.path.join(repo, "target", "perf-runs", stamp))
+    logs = os.path.join(out, "logs")
+    os.makedirs(logs, exist_ok=True)
+    args.workroot = os.path.abspath(args.workroot or os.path.join(out, "work"))
+
+    nofile = raise_nofile()[0]
+    run([os.path.join(repo, "packaging", "performance", "build-workload")])
+    if args.candidate_bin:
+        broker_bin = os.path.abspath(args.candidate_bin)
+        format_bin = os.path.join(os.path.dirname(broker_bin), "krabka-format")
+    else:
+        broker_bin, format_bin = build(repo)
+    candidate = krabka_side(f"krabka {git_head(repo)[:12]}", broker_bin, format_bin)
+    if args.mode == "pinned_kafka":
+        reference = kafka_side(repo)
+    else:
+        if not args.reference_bin:
+            parser.error("--mode before_after needs --reference-bin")
+        ref_bin = os.path.abspath(args.reference_bin)
+        reference = krabka_side("krabka reference", ref_bin, os.path.join(os.path.dirname(ref_bin), "krabka-format"))
+    workload = Workload(repo, args.client_cpus, args.java, args.client_heap)
+    meta = {
+        "command": shlex.join(["packaging/performance/side-by-side"] + sys.argv[3:]),
+        "date": stamp,
+        "git_head": git_head(repo),
+        "broker_cpus": ",".join(map(str, args.broker_cpus)),
+        "client_cpus": ",".join(map(str, args.client_cpus)),
+        "nofile": nofile,
+        "contract_sha256": contract_sha,
+    }
+    say(f"output in {out}; candidate {candidate.label} ({candidate.binary_sha256[:12]}), reference {reference.label}")
+
+    rows = []
+    csv_path = os.path.join(out, "runs.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for round_no in range(args.rounds):
+            order = [candidate, reference] if round_no % 2 == 0 else [reference, candidate]
+            for cell in cells:
+                for position, side in enumerate(order):
+                    say(f"round {round_no} {cell['name']} {side.label}")
+                    row = run_trial(args, side, cell, round_no, workload, logs)
+                    row["order"] = position
+                    row["role"] = "candidate" if side is candidate else "reference"
+                    say(
+                        f"  {row['records_per_second']:,.0f} rec/s, {row['cpu_us_per_record']:.2f} µs CPU/rec, "
+                        f"peak RSS {row['peak_rss_bytes'] / MIB:.1f} MiB, p99 {row['p99_latency_ms']:.1f} ms, "
+                        f"ok={row['ok']}"
+                    )
+                    rows.append(row)
+                    writer.writerow(row)
+                    f.flush()
+
+    summary = summary_markdown(args, rows, cells, candidate, reference, meta)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(summary)
+    with open(os.path.join(out, "record.json"), "w") as f:
+        json.dump(performance_record(args.mode, contract_sha, candidate, reference, rows), f, indent=1)
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(summary)
+    failed = [r for r in rows if not r["ok"]]
+    if failed:
+        say(f"{len(failed)} trial(s) had errors, duplicates or missing records: see runs.csv")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        say(f"error: {e}")
+        sys.exit(1)
