@@ -19,6 +19,7 @@ import datetime
 import hashlib
 import json
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -300,16 +301,26 @@ class Workload:
             cell["compression"],
             cell["payload"],
         ]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
         with open(log_path, "a") as log:
             log.write(f"$ {shlex.join(command)}\n")
             log.flush()
             result = subprocess.run(
                 command, stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=pinned(self.cpus), cwd=self.repo
             )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = time.monotonic() - started
+        client_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
         if not lines:
             raise BenchError(f"workload printed no result (exit {result.returncode}); see {log_path}")
-        return json.loads(lines[-1])
+        outcome = json.loads(lines[-1])
+        # Whether the client was the bottleneck: its CPU time over its wall
+        # time, in cores (1.0 = one CPU busy the whole run).
+        outcome["client_cpu_seconds"] = client_cpu
+        outcome["client_cpu_cores"] = client_cpu / wall if wall else 0.0
+        return outcome
 
 
 # --------------------------------------------------------------------------
@@ -383,6 +394,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
         "missing": result["missing"],
         "ok": bool(result.get("ok")),
         "workload_wall_seconds": round(wall, 2),
+        "client_cpu_cores": round(result["client_cpu_cores"], 2),
         "broker_exit": code,
         "samples": len(sampler.samples),
     }
@@ -395,7 +407,7 @@ CSV_FIELDS = [
     "round", "order", "cell", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
     "payload", "target_rate", "records_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
     "peak_rss_bytes", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "e2e_p50_ms", "e2e_p99_ms",
-    "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "broker_exit", "samples",
+    "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "client_cpu_cores", "broker_exit", "samples",
 ]
 
 
@@ -430,11 +442,12 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         f"- rounds: {args.rounds} (first side alternates), scale {args.scale}, broker CPUs {meta['broker_cpus']}, "
         f"client CPUs {meta['client_cpus']}, open-file limit {meta['nofile']}",
         "",
-        "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios.",
+        "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios. "
+        "Client cores: the workload's CPU time over its wall time (1.00 = its CPU set was saturated).",
         "",
         "| cell | records/s cand | records/s ref | ratio | CPU µs/rec cand | ref | ratio "
-        "| peak RSS MiB cand | ref | ratio | p99 ms cand | ref | ratio | errors/dup/missing |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| peak RSS MiB cand | ref | ratio | p99 ms cand | ref | ratio | client cores cand / ref | errors/dup/missing |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for cell in cells:
         name = cell["name"]
@@ -449,6 +462,7 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
             cols.append(fmt.format(median(name, "candidate", metric) / div))
             cols.append(fmt.format(median(name, "reference", metric) / div))
             cols.append(f"{ratio(name, metric):.2f}x")
+        cols.append(f"{median(name, 'candidate', 'client_cpu_cores'):.2f} / {median(name, 'reference', 'client_cpu_cores'):.2f}")
         cols.append(str(bad))
         out.append("| " + " | ".join(cols) + " |")
     out.append("")
@@ -578,7 +592,7 @@ def main():
                     say(
                         f"  {row['records_per_second']:,.0f} rec/s, {row['cpu_us_per_record']:.2f} µs CPU/rec, "
                         f"peak RSS {row['peak_rss_bytes'] / MIB:.1f} MiB, p99 {row['p99_latency_ms']:.1f} ms, "
-                        f"ok={row['ok']}"
+                        f"client {row['client_cpu_cores']:.2f} cores, ok={row['ok']}"
                     )
                     rows.append(row)
                     writer.writerow(row)

@@ -16,3 +16,32 @@ pub mod metadata;
 pub mod observability;
 pub mod replica_manager;
 pub mod server;
+
+/// CPUs this process may run on (its affinity mask, e.g. under `taskset`),
+/// read once.
+pub fn cpus_available() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Tokio worker threads for `num.network.threads`: more workers than CPUs
+/// only adds context switches between them, but two keep the broker
+/// answering while one blocks in a file write or fsync.
+pub fn worker_threads(num_network_threads: usize) -> usize {
+    num_network_threads.clamp(1, cpus_available().max(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_threads_are_capped_by_cpus_but_at_least_two_when_asked() {
+        let cap = cpus_available().max(2);
+        assert_eq!(worker_threads(0), 1);
+        assert_eq!(worker_threads(1), 1);
+        assert_eq!(worker_threads(2), 2);
+        assert_eq!(worker_threads(1000), cap);
+        assert!(worker_threads(3) <= 3);
+    }
+}

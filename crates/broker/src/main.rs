@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
         tracing::warn!("{warning}");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.num_network_threads.max(1))
+        .worker_threads(krabka_broker::worker_threads(config.num_network_threads))
         .thread_name("krabka-worker")
         .enable_all()
         .build()?;

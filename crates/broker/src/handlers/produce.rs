@@ -41,6 +41,17 @@ fn failed(index: i32, error_code: i16, message: Option<String>) -> PartitionProd
     }
 }
 
+/// Below this many record bytes in one request, spawning a task per
+/// partition costs more (task hand-off, a cross-thread wake-up per
+/// partition) than the page-cache copies it would overlap.
+const PARALLEL_APPEND_MIN_BYTES: usize = 512 * 1024;
+
+fn append_in_parallel(appends: &[PendingAppend]) -> bool {
+    appends.len() > 1
+        && crate::cpus_available() > 1
+        && appends.iter().map(|a| a.records.len()).sum::<usize>() >= PARALLEL_APPEND_MIN_BYTES
+}
+
 pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
     let broker = ctx.broker;
     let image = broker.metadata.image();
@@ -104,10 +115,11 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             ..Default::default()
         });
     }
-    // Partitions are appended in parallel when there are several; the
-    // request is answered (and the next one on this connection read) only
-    // when all are done, so one producer's batches stay in order.
-    let outcomes: Vec<Result<(AppendInfo, i64), LogError>> = if appends.len() > 1 {
+    // Large requests spanning several partitions are appended in parallel
+    // when the broker may run on more than one CPU; the request is answered
+    // (and the next one on this connection read) only when all are done, so
+    // one producer's batches stay in order.
+    let outcomes: Vec<Result<(AppendInfo, i64), LogError>> = if append_in_parallel(&appends) {
         let tasks: Vec<_> = appends
             .iter()
             .map(|a| {
