@@ -439,6 +439,15 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         f"- date: {meta['date']}, source {meta['git_head']}",
         f"- candidate `{candidate.label}` sha256 `{candidate.binary_sha256}`",
         f"- reference `{reference.label}` sha256 `{reference.binary_sha256}`",
+    ]
+    for role, entry in sorted(meta.get("builds", {}).items()):
+        source = entry["source"]
+        out.append(
+            f"- {role} build (packaging/builds.json): commit {source['commit'][:12]}"
+            f"{' with uncommitted changes' if source['dirty'] else ''}, inputs sha256 {source['inputs_sha256'][:12]}, "
+            f"{entry['rustc']}"
+        )
+    out += [
         f"- rounds: {args.rounds} (first side alternates), scale {args.scale}, broker CPUs {meta['broker_cpus']}, "
         f"client CPUs {meta['client_cpus']}, open-file limit {meta['nofile']}",
         "",
@@ -574,6 +583,7 @@ def main():
         "nofile": nofile,
         "contract_sha256": contract_sha,
     }
+    meta["builds"] = record_builds(repo, args, broker_bin, format_bin)
     say(f"output in {out}; candidate {candidate.label} ({candidate.binary_sha256[:12]}), reference {reference.label}")
 
     rows = []
@@ -611,6 +621,40 @@ def main():
         say(f"{len(failed)} trial(s) had errors, duplicates or missing records: see runs.csv")
         return 1
     return 0
+
+
+def record_builds(repo, args, broker_bin, format_bin):
+    """Ties the measured krabka binaries to their builds in packaging/builds.json.
+
+    A binary this run built from the working tree is recorded (commit, inputs
+    hash, Cargo.lock hash, rustc, profile). A prebuilt one (--candidate-bin,
+    --reference-bin) is looked up by its SHA-256; one that builds.json does
+    not know is reported, since nothing here says what built it."""
+    sys.path.insert(0, os.path.join(repo, "packaging"))
+    import builds
+
+    found = {}
+    if not args.candidate_bin:
+        entry = builds.describe_build(
+            {"krabka-broker": broker_bin, "krabka-format": format_bin},
+            profile="release",
+            target=builds.host_target(),
+            name="benchmark",
+            root=repo,
+        )
+        builds.record(entry)
+        found["candidate"] = entry
+    known = builds.load()["builds"]
+    for role, path in (("candidate", args.candidate_bin), ("reference", args.reference_bin)):
+        if not path or role in found:
+            continue
+        digest = sha256(path)
+        match = next((e for e in known if digest in e["binaries"].values()), None)
+        if match:
+            found[role] = match
+        else:
+            say(f"warning: the {role} binary {path} (sha256 {digest}) is not in packaging/builds.json")
+    return {role: {"source": e["source"], "binaries": e["binaries"], "rustc": e["rustc"]} for role, e in found.items()}
 
 
 if __name__ == "__main__":
