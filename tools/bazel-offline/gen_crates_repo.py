@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Generate an offline `@crates` repository for Bazel from Cargo's own data.
+
+  gen_crates_repo.py OUT_DIR
+
+Cargo stays the source of truth: `cargo vendor --locked --versioned-dirs`
+copies every crate of Cargo.lock into OUT_DIR, and `cargo metadata
+--filter-platform x86_64-unknown-linux-gnu` tells, for each crate the
+workspace reaches (normal, build and dev dependencies of the workspace
+members, then normal and build dependencies from there), its library target,
+edition, resolved features, dependencies (with renames), build script,
+build-dependencies and `links`. This script writes one BUILD.bazel per crate
+(rust_library or rust_proc_macro, plus a cargo_build_script when the crate has
+a build.rs) and a root BUILD.bazel with the aliases crate_universe's hub
+repository exposes (`@crates//:anyhow`, `@crates//:anyhow-1.0.105`), so the
+workspace's BUILD files are the same online and offline:
+
+  bazel build --override_repository=crates=OUT_DIR ...
+
+It is what crate_universe (`crate.from_cargo`) does online, without the
+cargo-bazel binary, which is not packaged for Debian and cannot be fetched
+here. Run from anywhere inside the Cargo workspace.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+PLATFORM = "x86_64-unknown-linux-gnu"
+EXCLUDE = ["**/* *", "BUILD", "BUILD.bazel", "WORKSPACE", "WORKSPACE.bazel", "REPO.bazel"]
+
+
+def starlark(value, indent=4):
+    """Format a Python str/list/dict/bool as Starlark source."""
+    pad = " " * indent
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        inner = "".join(f"{pad}    {starlark(v, indent + 4)},\n" for v in value)
+        return f"[\n{inner}{pad}]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = "".join(f"{pad}    {starlark(k)}: {starlark(v, indent + 4)},\n" for k, v in sorted(value.items()))
+        return f"{{\n{inner}{pad}}}"
+    raise TypeError(value)
+
+
+def rule(kind, attrs):
+    body = "".join(f"    {key} = {value},\n" for key, value in attrs)
+    return f"{kind}(\n{body})\n"
+
+
+def glob(include, exclude):
+    return f"glob(include = {starlark(include, 8)}, exclude = {starlark(exclude, 8)}, allow_empty = True)"
+
+
+def crate_dir(package):
+    return f"{package['name']}-{package['version']}"
+
+
+def lib_target(package):
+    for target in package["targets"]:
+        if any(kind in ("lib", "rlib", "proc-macro") for kind in target["kind"]):
+            return target
+    return None
+
+
+def label(package):
+    return f"//{crate_dir(package)}:{lib_target(package)['name'].replace('-', '_')}"
+
+
+def relative(package, path):
+    return os.path.relpath(path, os.path.dirname(package["manifest_path"]))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out_dir = os.path.abspath(sys.argv[1])
+    subprocess.run(
+        ["cargo", "vendor", "--locked", "--versioned-dirs", "--quiet", out_dir],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    metadata = json.loads(
+        subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--locked", "--filter-platform", PLATFORM],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    packages = {p["id"]: p for p in metadata["packages"]}
+    nodes = {n["id"]: n for n in metadata["resolve"]["nodes"]}
+    members = set(metadata["workspace_members"])
+
+    # Everything the workspace reaches: all dependency kinds of the members,
+    # then normal and build dependencies (dev-dependencies of third-party
+    # crates are only for their own tests).
+    direct = {}
+    reached = set()
+    stack = []
+    for member in members:
+        for dep in nodes[member]["deps"]:
+            if dep["pkg"] not in members:
+                direct[dep["pkg"]] = packages[dep["pkg"]]
+                stack.append(dep["pkg"])
+    while stack:
+        pkg_id = stack.pop()
+        if pkg_id in reached or pkg_id in members:
+            continue
+        reached.add(pkg_id)
+        for dep in nodes[pkg_id]["deps"]:
+            if any(kind["kind"] in (None, "build") for kind in dep["dep_kinds"]):
+                stack.append(dep["pkg"])
+
+    for pkg_id in sorted(reached):
+        write_crate(out_dir, packages, nodes, pkg_id)
+
+    # The hub: aliases by name (newest version wins, as crate_universe does)
+    # and by name-version, for the workspace's direct dependencies.
+    aliases = {}
+    for package in sorted(direct.values(), key=lambda p: (p["name"], version_key(p["version"]))):
+        aliases[package["name"]] = label(package)
+        aliases[f"{package['name']}-{package['version']}"] = label(package)
+    with open(os.path.join(out_dir, "BUILD.bazel"), "w") as f:
+        f.write("# Generated by tools/bazel-offline/gen_crates_repo.py: do not edit.\n\n")
+        f.write('package(default_visibility = ["//visibility:public"])\n')
+        for name, actual in sorted(aliases.items()):
+            f.write("\n" + rule("alias", [("name", starlark(name)), ("actual", starlark(actual))]))
+    for name in ("REPO.bazel", "WORKSPACE"):
+        open(os.path.join(out_dir, name), "w").close()
+    print(f"{len(reached)} crates, {len(aliases)} aliases -> {out_dir}")
+
+
+def version_key(version):
+    core = version.split("+")[0].split("-")[0]
+    return tuple(int(part) for part in core.split("."))
+
+
+def write_crate(out_dir, packages, nodes, pkg_id):
+    package = packages[pkg_id]
+    node = nodes[pkg_id]
+    lib = lib_target(package)
+    assert lib is not None, f"{package['name']} has no library target"
+    is_proc_macro = "proc-macro" in lib["kind"]
+    build_script = next((t for t in package["targets"] if "custom-build" in t["kind"]), None)
+    features = sorted(node["features"])
+    common = [("edition", starlark(lib["edition"])), ("version", starlark(package["version"]))]
+
+    def dependencies(kind):
+        deps, proc_macro_deps, aliases, link_deps = [], [], {}, []
+        for dep in node["deps"]:
+            if not any(k["kind"] == kind for k in dep["dep_kinds"]):
+                continue
+            dep_package = packages[dep["pkg"]]
+            dep_lib = lib_target(dep_package)
+            target = f"//{crate_dir(dep_package)}:{dep_lib['name'].replace('-', '_')}"
+            if "proc-macro" in dep_lib["kind"]:
+                proc_macro_deps.append(target)
+            else:
+                deps.append(target)
+            if dep["name"] != dep_lib["name"].replace("-", "_"):
+                aliases[target] = dep["name"]
+            if dep_package.get("links"):
+                link_deps.append(target)
+        return sorted(deps), sorted(proc_macro_deps), aliases, sorted(link_deps)
+
+    deps, proc_macro_deps, aliases, link_deps = dependencies(None)
+    text = [
+        f"# Generated by tools/bazel-offline/gen_crates_repo.py from {package['name']} {package['version']}: do not edit.\n\n",
+        'load("@rules_rust//rust:defs.bzl", "rust_library", "rust_proc_macro")\n',
+        'load("@rules_rust//cargo:defs.bzl", "cargo_build_script")\n\n',
+        'package(default_visibility = ["//visibility:public"])\n\n',
+    ]
+    lib_attrs = [
+        ("name", starlark(lib["name"].replace("-", "_"))),
+        ("crate_root", starlark(relative(package, lib["src_path"]))),
+        ("srcs", glob(["**/*.rs"], EXCLUDE)),
+        ("compile_data", glob(["**"], EXCLUDE + ["**/*.rs"])),
+        ("crate_features", starlark(features)),
+        ("rustc_flags", starlark(["--cap-lints=allow"])),
+        ("deps", starlark(deps + ([":_bs"] if build_script else []))),
+        ("proc_macro_deps", starlark(proc_macro_deps)),
+        ("aliases", starlark(aliases)),
+    ] + common
+    text.append(rule("rust_proc_macro" if is_proc_macro else "rust_library", lib_attrs))
+    if build_script:
+        b_deps, b_proc_macro_deps, b_aliases, _ = dependencies("build")
+        bs_attrs = [
+            ("name", starlark("_bs")),
+            ("crate_name", starlark("build_script_build")),
+            ("crate_root", starlark(relative(package, build_script["src_path"]))),
+            ("srcs", glob(["**/*.rs"], EXCLUDE)),
+            ("data", glob(["**"], EXCLUDE)),
+            ("crate_features", starlark(features)),
+            ("rustc_flags", starlark(["--cap-lints=allow"])),
+            ("deps", starlark(b_deps)),
+            ("proc_macro_deps", starlark(b_proc_macro_deps)),
+            ("aliases", starlark(b_aliases)),
+            ("link_deps", starlark(link_deps)),
+            ("pkg_name", starlark(package["name"])),
+            ("visibility", starlark(["//visibility:private"])),
+        ] + common
+        if package.get("links"):
+            bs_attrs.append(("links", starlark(package["links"])))
+        text.append("\n" + rule("cargo_build_script", bs_attrs))
+    with open(os.path.join(out_dir, crate_dir(package), "BUILD.bazel"), "w") as f:
+        f.write("".join(text))
+
+
+if __name__ == "__main__":
+    main()
