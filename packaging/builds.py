@@ -120,7 +120,8 @@ def describe_build(
     """A builds.json entry for binaries built from `root`'s working tree.
 
     binaries: name -> path of each built binary. extra: more fields, e.g.
-    image={...} or linkage="static (musl)".
+    image={...}, linkage="static (musl)" or environment={...} (part of the
+    build key: inputs from outside the source tree).
     """
     root = Path(root)
     entry = {
@@ -137,8 +138,11 @@ def describe_build(
 
 
 def build_key(entry: dict) -> tuple:
-    """Entries with equal keys must have built equal binaries (reproducibility)."""
-    return (entry["name"], entry["source"]["inputs_sha256"], entry["rustc"], entry["profile"], entry["target"])
+    """Entries with equal keys must have built equal binaries (reproducibility).
+    `environment` (optional) holds the other inputs from outside the source
+    tree, e.g. the versions of the system packages an image is made with."""
+    environment = json.dumps(entry.get("environment"), sort_keys=True)
+    return (entry["name"], entry["source"]["inputs_sha256"], entry["rustc"], entry["profile"], entry["target"], environment)
 
 
 def load(path: str | os.PathLike = BUILDS_JSON) -> dict:
