@@ -547,9 +547,18 @@ impl PartitionLog {
     /// ListOffsets by timestamp: the first record with timestamp >= `target`,
     /// as (timestamp, offset); `None` when every record is older.
     pub fn offset_for_timestamp(&self, target: i64) -> Result<Option<(i64, i64)>, LogError> {
-        let Some(segment) = self.segments.values().find(|s| s.max_timestamp().timestamp >= target) else {
-            return Ok(None);
-        };
+        // Usually the first candidate segment answers; a later one does when
+        // compaction left only empty batch headers (which keep their max
+        // timestamp) where the newer records were.
+        for segment in self.segments.values().filter(|s| s.max_timestamp().timestamp >= target) {
+            if let Some(found) = self.offset_for_timestamp_in(segment, target)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn offset_for_timestamp_in(&self, segment: &Segment, target: i64) -> Result<Option<(i64, i64)>, LogError> {
         let from_offset = segment.time_index().lookup(target).map_or(segment.base_offset(), |e| e.offset);
         let start = segment.find_batch(from_offset, 0)?.map_or(0, |h| h.position);
         let mut position = start;

@@ -121,13 +121,17 @@ pub struct ProducerBatch {
     pub transactional: bool,
     /// For control batches: (aborted, coordinator epoch) from the marker.
     pub marker: Option<(bool, i32)>,
+    /// A control batch without its marker record (emptied by compaction).
+    pub empty_control: bool,
 }
 
 impl ProducerBatch {
     /// Reads the fields from a batch (the marker from its one record).
     pub fn from_batch(batch: &RecordBatch, first_offset: i64) -> Result<Self, ProducerStateError> {
         let delta = batch.last_offset_delta();
-        let marker = if batch.is_control() { Some(read_marker(batch)?) } else { None };
+        // A control batch compaction emptied (Kafka's retained empty header)
+        // has no marker: its transaction is long complete.
+        let marker = if batch.is_control() && batch.record_count() > 0 { Some(read_marker(batch)?) } else { None };
         Ok(ProducerBatch {
             producer_id: batch.producer_id(),
             epoch: batch.producer_epoch(),
@@ -138,6 +142,7 @@ impl ProducerBatch {
             max_timestamp: batch.max_timestamp(),
             transactional: batch.is_transactional(),
             marker,
+            empty_control: batch.is_control() && marker.is_none(),
         })
     }
 }
@@ -263,6 +268,12 @@ impl ProducerStateManager {
         }
         // Kafka keeps the last batch's timestamp (producer expiry counts from it).
         entry.last_timestamp = batch.max_timestamp;
+        // A control batch compaction emptied completes nothing, but its epoch
+        // is the producer's latest (compaction keeps it for fencing). Kafka
+        // skips such a batch altogether when rebuilding from the log.
+        if batch.empty_control {
+            return None;
+        }
         if let Some((aborted, coordinator_epoch)) = batch.marker {
             entry.coordinator_epoch = coordinator_epoch;
             let first_offset = entry.current_txn_first_offset.take()?;
@@ -457,6 +468,7 @@ mod tests {
             max_timestamp: 1000 + first_offset,
             transactional: false,
             marker: None,
+            empty_control: false,
         }
     }
 

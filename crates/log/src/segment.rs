@@ -618,6 +618,11 @@ impl Segment {
         self.time_index.resize(max_index_bytes)
     }
 
+    /// Removes the `.txnindex` file and its entries.
+    pub fn remove_txn_index(&mut self) -> io::Result<()> {
+        self.txn_index.reset()
+    }
+
     /// Renames every file of the segment to `*.deleted` (the first step of
     /// deletion, so a crash in between leaves files recovery knows to remove).
     pub fn mark_deleted(&mut self) -> io::Result<Vec<PathBuf>> {
