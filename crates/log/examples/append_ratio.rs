@@ -2,10 +2,12 @@
 //! alternating rounds so both see the same machine load (the criterion bench
 //! runs them one after the other, which a noisy machine skews).
 //!
-//! `cargo run --release -p krabka-log --example append_ratio -- [ROUNDS] [BATCHES_PER_ROUND]`
-//! (defaults 40 and 256: 16 MiB a round). `KRABKA_BENCH_DIR` picks the disk
-//! (default: the system temp dir). Prints the median per-batch time of each
-//! side and the ratio of throughputs (log / write(2)).
+//! `cargo run --release -p krabka-log --example append_ratio -- [ROUNDS] [BATCHES_PER_ROUND] [SEGMENT_MIB]`
+//! (defaults 40, 64 and 64: 4 MiB a round, 160 MiB a side, two rolls; the
+//! log's rolls, with the fsync of the rolled segment, are part of its cost). `KRABKA_BENCH_DIR` picks the disk
+//! (default: the system temp dir). Prints each side's median and mean
+//! per-batch time and the ratios of throughputs (log / write(2)): the
+//! median is the steady state, the mean includes the rounds with a roll.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -22,7 +24,8 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(40);
-    let per_round: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(256);
+    let per_round: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(64);
+    let segment_mib: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(64);
     let dir = match std::env::var("KRABKA_BENCH_DIR") {
         Ok(dir) => tempfile::tempdir_in(dir).unwrap(),
         Err(_) => tempfile::tempdir().unwrap(),
@@ -35,7 +38,7 @@ fn main() {
     }
     let batch = builder.build().unwrap().into_bytes();
 
-    let config = LogConfig { segment_bytes: 256 << 20, ..LogConfig::default() };
+    let config = LogConfig { segment_bytes: segment_mib << 20, ..LogConfig::default() };
     let (mut log, _) = PartitionLog::open(&dir.path().join("ratio-0"), config, 0, 0, true, 0).unwrap();
     let mut file = std::fs::File::create(dir.path().join("plain.log")).unwrap();
     // One untimed round each: first-touch costs (the leader epoch
@@ -58,10 +61,27 @@ fn main() {
             if side == 0 { &mut log_times } else { &mut write_times }.push(per_batch);
         }
     }
+    let mean = |samples: &[Duration]| samples.iter().sum::<Duration>() / samples.len() as u32;
+    let (log_mean, write_mean) = (mean(&log_times), mean(&write_times));
+    let worst = |samples: &[Duration]| samples.iter().max().copied().unwrap_or_default() * per_round;
+    let (log_worst, write_worst) = (worst(&log_times), worst(&write_times));
     let (log_median, write_median) = (median(log_times), median(write_times));
     let mib_s = |d: Duration| batch.len() as f64 / d.as_secs_f64() / (1024.0 * 1024.0);
     println!("batch {} bytes, {rounds} rounds x {per_round} batches each side", batch.len());
-    println!("krabka-log append  median {:>8.2?} per batch  {:>7.0} MiB/s", log_median, mib_s(log_median));
-    println!("plain write(2)     median {:>8.2?} per batch  {:>7.0} MiB/s", write_median, mib_s(write_median));
-    println!("ratio log / write(2): {:.2}", write_median.as_secs_f64() / log_median.as_secs_f64());
+    for (name, median, mean) in
+        [("krabka-log append", log_median, log_mean), ("plain write(2)", write_median, write_mean)]
+    {
+        println!(
+            "{name:<18} median {median:>8.2?} ({:>5.0} MiB/s)  mean {mean:>8.2?} ({:>5.0} MiB/s) per batch",
+            mib_s(median),
+            mib_s(mean)
+        );
+    }
+    println!("slowest round: log {log_worst:.2?}, write(2) {write_worst:.2?}");
+    let ratio = |log: Duration, write: Duration| write.as_secs_f64() / log.as_secs_f64();
+    println!(
+        "ratio log / write(2): median {:.2}, mean {:.2}",
+        ratio(log_median, write_median),
+        ratio(log_mean, write_mean)
+    );
 }

@@ -15,16 +15,30 @@ pub fn fsync_dir(dir: &Path) -> io::Result<()> {
 
 /// Atomically replaces `path` with `contents`.
 pub fn atomic_write(path: &Path, contents: &[u8]) -> io::Result<()> {
+    replace(path, contents, true)
+}
+
+/// Replaces `path` with `contents` through a temporary sibling, without
+/// waiting for the disk: a crash may leave the new file empty or torn, so
+/// only files whose reader checks them (a CRC) and can do without them may
+/// be written so; the caller syncs them (and the directory) later.
+pub fn replace_unsynced(path: &Path, contents: &[u8]) -> io::Result<()> {
+    replace(path, contents, false)
+}
+
+fn replace(path: &Path, contents: &[u8], sync: bool) -> io::Result<()> {
     let mut temp_name = path.file_name().unwrap_or_default().to_os_string();
     temp_name.push(".tmp");
     let temp = path.with_file_name(temp_name);
     {
         let mut file = File::create(&temp)?;
         file.write_all(contents)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
     }
     fs::rename(&temp, path)?;
-    if let Some(dir) = path.parent() {
+    if let (Some(dir), true) = (path.parent(), sync) {
         fsync_dir(dir)?;
     }
     Ok(())

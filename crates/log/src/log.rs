@@ -90,6 +90,8 @@ pub struct PartitionLog {
     /// Where the background flushes of rolled segments got to; replaced (so
     /// a late flush cannot raise the recovery point) whenever it moves down.
     flushed_to: Arc<AtomicI64>,
+    /// A roll created a file whose directory entry is not synced yet.
+    dir_needs_sync: bool,
     leader_epochs: LeaderEpochCache,
     producer_state: ProducerStateManager,
     unflushed_records: i64,
@@ -162,6 +164,7 @@ impl PartitionLog {
             log_start_offset,
             recovery_point,
             flushed_to: Arc::new(AtomicI64::new(i64::MIN)),
+            dir_needs_sync: false,
             leader_epochs,
             producer_state: ProducerStateManager::new(dir),
             unflushed_records: 0,
@@ -462,9 +465,9 @@ impl PartitionLog {
     pub fn roll(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
         let base_offset = base_offset.max(self.log_end_offset());
         self.active_mut().seal()?;
-        self.flush_rolled_in_background();
-        // Kafka snapshots producer state at every roll, named by the new base.
-        self.producer_state.take_snapshot()?;
+        // Kafka snapshots producer state at every roll, named by the new base,
+        // and syncs it with the rolled segment in the background.
+        let snapshot = self.producer_state.take_snapshot_unsynced()?;
         let segment = Segment::create(
             &self.dir,
             base_offset,
@@ -473,7 +476,11 @@ impl PartitionLog {
             now_ms,
         )?;
         self.segments.insert(base_offset, segment);
-        fsync_dir(&self.dir)?;
+        // The new file's directory entry is synced by the background job or
+        // by the next flush, whichever comes first: waiting here would queue
+        // behind the rolled segment's writeback.
+        self.dir_needs_sync = true;
+        self.flush_rolled_in_background(snapshot);
         Ok(())
     }
 
@@ -493,9 +500,9 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Hands the segments not known to be on disk, all now inactive, to the
-    /// background flusher.
-    fn flush_rolled_in_background(&mut self) {
+    /// Hands the segments not known to be on disk, all now inactive, and the
+    /// roll's producer snapshot to the background flusher.
+    fn flush_rolled_in_background(&mut self, snapshot: PathBuf) {
         let recovery_point = self.recovery_point();
         let mut job = FlushJob {
             files: Vec::new(),
@@ -511,9 +518,10 @@ impl PartitionLog {
                 job.paths.push(crate::segment::segment_path(&self.dir, segment.base_offset(), TXN_INDEX_SUFFIX));
             }
         }
-        if !job.files.is_empty() {
-            flush_in_background(job);
-        }
+        // The directory last: the snapshot's rename.
+        job.paths.push(snapshot);
+        job.paths.push(self.dir.clone());
+        flush_in_background(job);
     }
 
     /// fsyncs every segment holding offsets past the recovery point.
@@ -521,6 +529,10 @@ impl PartitionLog {
         let recovery_point = self.recovery_point();
         for segment in self.segments.values().filter(|s| s.next_offset() > recovery_point) {
             segment.flush()?;
+        }
+        if self.dir_needs_sync {
+            fsync_dir(&self.dir)?;
+            self.dir_needs_sync = false;
         }
         self.recovery_point = self.log_end_offset();
         self.unflushed_records = 0;

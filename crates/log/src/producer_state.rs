@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Buf, BufMut, BytesMut};
 use krabka_protocol::records::{crc32c, RecordBatch};
 
-use crate::fsutil::atomic_write;
+use crate::fsutil::{atomic_write, replace_unsynced};
 use crate::segment::file_stem;
 
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
@@ -332,8 +332,22 @@ impl ProducerStateManager {
         Ok(offsets)
     }
 
-    /// Writes `<map end offset>.snapshot` in Kafka's format.
+    /// Writes `<map end offset>.snapshot` in Kafka's format, synced.
     pub fn take_snapshot(&self) -> io::Result<()> {
+        atomic_write(&self.snapshot_path(self.map_end_offset), &self.snapshot_bytes())
+    }
+
+    /// Writes the snapshot without waiting for the disk (a roll: Kafka's
+    /// `takeSnapshot(sync = false)`) and returns its path for a later sync.
+    /// A crash before that sync may leave it torn; loading then deletes it
+    /// (CRC) and falls back to an older one plus the log.
+    pub fn take_snapshot_unsynced(&self) -> io::Result<PathBuf> {
+        let path = self.snapshot_path(self.map_end_offset);
+        replace_unsynced(&path, &self.snapshot_bytes())?;
+        Ok(path)
+    }
+
+    fn snapshot_bytes(&self) -> BytesMut {
         let mut producers: Vec<&ProducerEntry> = self.producers.values().collect();
         producers.sort_by_key(|p| p.producer_id);
         let mut buf = BytesMut::with_capacity(10 + producers.len() * SNAPSHOT_ENTRY_BYTES);
@@ -353,7 +367,7 @@ impl ProducerStateManager {
         }
         let crc = crc32c(&buf[6..]);
         buf[2..6].copy_from_slice(&crc.to_be_bytes());
-        atomic_write(&self.snapshot_path(self.map_end_offset), &buf)
+        buf
     }
 
     /// Reads a snapshot file; corrupt files are errors (the caller deletes them).
