@@ -90,6 +90,16 @@ fn fill(log: &mut PartitionLog, keys: usize, rounds: usize, compression: Compres
     }
 }
 
+/// Deletes the producer snapshots, so an open rebuilds producer state from the log.
+fn remove_producer_snapshots(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "snapshot") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
 fn roll(log: &mut PartitionLog) {
     let end = log.log_end_offset();
     log.roll(end, NOW).unwrap();
@@ -409,12 +419,7 @@ fn idempotent_producer_keeps_its_last_batch_header() {
     assert_eq!(empty.base_sequence(), 1);
     // The producer state survives a rebuild from the log.
     drop(log);
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "snapshot") {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    remove_producer_snapshots(dir.path());
     let log = open(dir.path(), compact_config(), false);
     let producer = &log.producer_state().producers()[&9];
     assert_eq!(producer.batches.back().unwrap().last_seq, 1);
@@ -587,12 +592,7 @@ fn aborted_data_goes_and_markers_go_once_their_transaction_is_gone() {
     // Producer state rebuilt from the cleaned log (no snapshots) still knows
     // both producers' sequences.
     drop(log);
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "snapshot") {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    remove_producer_snapshots(dir.path());
     let log = open(dir.path(), config, false);
     let producers = log.producer_state().producers();
     assert_eq!(producers[&7].batches.back().unwrap().last_seq, 1);
@@ -618,12 +618,7 @@ fn an_emptied_producer_marker_keeps_its_header_and_rebuilds() {
     }
     assert_eq!(markers(&log), [(1, None, 0)], "kept as an empty header");
     drop(log);
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "snapshot") {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    remove_producer_snapshots(dir.path());
     let log = open(dir.path(), config, false);
     assert_eq!(log.producer_state().producers()[&4].epoch, 1);
     assert_eq!(log.first_unstable_offset(), None);
@@ -684,18 +679,22 @@ fn a_full_offset_map_cleans_in_several_passes_to_the_same_result() {
     assert_eq!(log.cleaner_checkpoint(), 0);
 }
 
+/// `segments` one-record segments (a roll after every batch), cycling over `keys` keys.
+fn fill_tiny_segments(log: &mut PartitionLog, segments: usize, keys: usize) {
+    for i in 0..segments {
+        let value = format!("v{i}");
+        log.append_as_leader(&keyed(&[(&format!("k{}", i % keys), Some(&value))], NOW, Compression::None), 0, NOW)
+            .unwrap();
+        roll(log);
+    }
+}
+
 #[test]
 fn small_segments_are_grouped_up_to_segment_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let config = LogConfig { segment_bytes: 4096, ..compact_config() };
     let mut log = open(dir.path(), config.clone(), true);
-    // A roll after every batch: 40 tiny segments.
-    for i in 0..40 {
-        let value = format!("v{i}");
-        log.append_as_leader(&keyed(&[(&format!("k{}", i % 4), Some(&value))], NOW, Compression::None), 0, NOW)
-            .unwrap();
-        roll(&mut log);
-    }
+    fill_tiny_segments(&mut log, 40, 4);
     let before = log.segment_count();
     let size = log.size_bytes();
     let end = log.log_end_offset();
@@ -727,12 +726,7 @@ fn an_interrupted_group_swap_is_completed_on_open() {
     let config = LogConfig { segment_bytes: 4096, ..compact_config() };
     let live = root.path().join("t-0");
     let mut log = open(&live, config.clone(), true);
-    for i in 0..12 {
-        let value = format!("v{i}");
-        log.append_as_leader(&keyed(&[(&format!("k{}", i % 3), Some(&value))], NOW, Compression::None), 0, NOW)
-            .unwrap();
-        roll(&mut log);
-    }
+    fill_tiny_segments(&mut log, 12, 3);
     let bases = log.segment_base_offsets();
     log.close(NOW).unwrap();
     let before = root.path().join("before");
