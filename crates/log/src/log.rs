@@ -459,9 +459,10 @@ impl PartitionLog {
     }
 
     /// Starts a new active segment at `base_offset` (the next offset): the
-    /// old one's indexes are trimmed, the directory synced, and the old
-    /// segment (with any other unflushed one) is fsynced in the background,
-    /// as Kafka does; the recovery point moves when that is done.
+    /// old one's indexes are trimmed, and the old segment (with any other
+    /// unflushed one), the roll's producer snapshot and the directory are
+    /// fsynced in the background, as Kafka does; the recovery point moves to
+    /// the new base when that is done.
     pub fn roll(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
         let base_offset = base_offset.max(self.log_end_offset());
         self.active_mut().seal()?;
