@@ -66,6 +66,10 @@ pub struct LogConfig {
     pub min_cleanable_dirty_ratio: f64,
     /// `min.compaction.lag.ms`: records newer than this are never compacted.
     pub min_compaction_lag_ms: i64,
+    /// `log.cleaner.dedupe.buffer.size` (a broker key): the memory a cleaner
+    /// pass's offset map may use; a pass that fills it cleans up to where it
+    /// stopped and the next pass carries on.
+    pub cleaner_dedupe_buffer_bytes: u64,
 }
 
 impl Default for LogConfig {
@@ -86,6 +90,7 @@ impl Default for LogConfig {
             delete_retention_ms: 24 * 60 * 60 * 1000,
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
+            cleaner_dedupe_buffer_bytes: 128 * 1024 * 1024,
         }
     }
 }

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use krabka_protocol::records::{RecordBatch, RecordBatches, RecordError, BATCH_HEADER_BYTES};
@@ -15,7 +17,7 @@ use tracing::{info, warn};
 
 use crate::checkpoint::TopicPartition;
 use crate::config::{LogConfig, TimestampPolicy};
-use crate::fsutil::fsync_dir;
+use crate::fsutil::{flush_in_background, fsync_dir, FlushJob};
 use crate::index::AbortedTxn;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{
@@ -85,6 +87,11 @@ pub struct PartitionLog {
     pub(crate) segments: BTreeMap<i64, Segment>,
     pub(crate) log_start_offset: i64,
     recovery_point: i64,
+    /// Where the background flushes of rolled segments got to; replaced (so
+    /// a late flush cannot raise the recovery point) whenever it moves down.
+    flushed_to: Arc<AtomicI64>,
+    /// A roll created a file whose directory entry is not synced yet.
+    dir_needs_sync: bool,
     leader_epochs: LeaderEpochCache,
     producer_state: ProducerStateManager,
     unflushed_records: i64,
@@ -156,6 +163,8 @@ impl PartitionLog {
             segments: BTreeMap::new(),
             log_start_offset,
             recovery_point,
+            flushed_to: Arc::new(AtomicI64::new(i64::MIN)),
+            dir_needs_sync: false,
             leader_epochs,
             producer_state: ProducerStateManager::new(dir),
             unflushed_records: 0,
@@ -265,8 +274,17 @@ impl PartitionLog {
         self.log_start_offset
     }
 
+    /// Offsets below it are on disk (fsynced), so a restart after a crash
+    /// re-reads only from there.
     pub fn recovery_point(&self) -> i64 {
-        self.recovery_point
+        self.recovery_point.max(self.flushed_to.load(Ordering::Acquire).min(self.log_end_offset()))
+    }
+
+    /// Keeps what background flushes finished, and forgets those still
+    /// running (the log is shrinking under them).
+    fn reset_background_flushes(&mut self) {
+        self.recovery_point = self.recovery_point();
+        self.flushed_to = Arc::new(AtomicI64::new(i64::MIN));
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -441,17 +459,16 @@ impl PartitionLog {
     }
 
     /// Starts a new active segment at `base_offset` (the next offset): the
-    /// old one is flushed and its indexes trimmed, the directory synced.
+    /// old one's indexes are trimmed, and the old segment (with any other
+    /// unflushed one), the roll's producer snapshot and the directory are
+    /// fsynced in the background, as Kafka does; the recovery point moves to
+    /// the new base when that is done.
     pub fn roll(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
         let base_offset = base_offset.max(self.log_end_offset());
-        {
-            let active = self.active_mut();
-            active.flush()?;
-            active.seal()?;
-        }
-        self.recovery_point = self.recovery_point.max(self.active().next_offset());
-        // Kafka snapshots producer state at every roll, named by the new base.
-        self.producer_state.take_snapshot()?;
+        self.active_mut().seal()?;
+        // Kafka snapshots producer state at every roll, named by the new base,
+        // and syncs it with the rolled segment in the background.
+        let snapshot = self.producer_state.take_snapshot_unsynced()?;
         let segment = Segment::create(
             &self.dir,
             base_offset,
@@ -460,7 +477,11 @@ impl PartitionLog {
             now_ms,
         )?;
         self.segments.insert(base_offset, segment);
-        fsync_dir(&self.dir)?;
+        // The new file's directory entry is synced by the background job or
+        // by the next flush, whichever comes first: waiting here would queue
+        // behind the rolled segment's writeback.
+        self.dir_needs_sync = true;
+        self.flush_rolled_in_background(snapshot);
         Ok(())
     }
 
@@ -480,11 +501,39 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Hands the segments not known to be on disk, all now inactive, and the
+    /// roll's producer snapshot to the background flusher.
+    fn flush_rolled_in_background(&mut self, snapshot: PathBuf) {
+        let recovery_point = self.recovery_point();
+        let mut job = FlushJob {
+            files: Vec::new(),
+            paths: Vec::new(),
+            flushed_to: self.flushed_to.clone(),
+            up_to: self.log_end_offset(),
+        };
+        for segment in self.segments.values().filter(|s| s.next_offset() > recovery_point) {
+            job.files.push(segment.log_file().clone());
+            job.paths.push(segment.offset_index().path().to_path_buf());
+            job.paths.push(segment.time_index().path().to_path_buf());
+            if !segment.txn_index().entries().is_empty() {
+                job.paths.push(crate::segment::segment_path(&self.dir, segment.base_offset(), TXN_INDEX_SUFFIX));
+            }
+        }
+        // The directory last: the snapshot's rename.
+        job.paths.push(snapshot);
+        job.paths.push(self.dir.clone());
+        flush_in_background(job);
+    }
+
     /// fsyncs every segment holding offsets past the recovery point.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
-        let recovery_point = self.recovery_point;
+        let recovery_point = self.recovery_point();
         for segment in self.segments.values().filter(|s| s.next_offset() > recovery_point) {
             segment.flush()?;
+        }
+        if self.dir_needs_sync {
+            fsync_dir(&self.dir)?;
+            self.dir_needs_sync = false;
         }
         self.recovery_point = self.log_end_offset();
         self.unflushed_records = 0;
@@ -547,9 +596,18 @@ impl PartitionLog {
     /// ListOffsets by timestamp: the first record with timestamp >= `target`,
     /// as (timestamp, offset); `None` when every record is older.
     pub fn offset_for_timestamp(&self, target: i64) -> Result<Option<(i64, i64)>, LogError> {
-        let Some(segment) = self.segments.values().find(|s| s.max_timestamp().timestamp >= target) else {
-            return Ok(None);
-        };
+        // Usually the first candidate segment answers; a later one does when
+        // compaction left only empty batch headers (which keep their max
+        // timestamp) where the newer records were.
+        for segment in self.segments.values().filter(|s| s.max_timestamp().timestamp >= target) {
+            if let Some(found) = self.offset_for_timestamp_in(segment, target)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn offset_for_timestamp_in(&self, segment: &Segment, target: i64) -> Result<Option<(i64, i64)>, LogError> {
         let from_offset = segment.time_index().lookup(target).map_or(segment.base_offset(), |e| e.offset);
         let start = segment.find_batch(from_offset, 0)?.map_or(0, |h| h.position);
         let mut position = start;
@@ -620,6 +678,7 @@ impl PartitionLog {
         removed += self.active_mut().truncate_to(offset)?;
         let index_bytes = self.config.segment_index_bytes;
         self.active_mut().resize_indexes(index_bytes)?;
+        self.reset_background_flushes();
         self.recovery_point = self.recovery_point.min(offset);
         self.leader_epochs.truncate_from_end(offset)?;
         self.rebuild_producer_state(offset)?;
@@ -646,6 +705,7 @@ impl PartitionLog {
         )?;
         self.segments.insert(offset, segment);
         self.log_start_offset = offset;
+        self.reset_background_flushes();
         self.recovery_point = offset;
         self.leader_epochs.clear()?;
         self.producer_state.clear(offset);

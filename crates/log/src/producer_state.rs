@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Buf, BufMut, BytesMut};
 use krabka_protocol::records::{crc32c, RecordBatch};
 
-use crate::fsutil::atomic_write;
+use crate::fsutil::{atomic_write, replace_unsynced};
 use crate::segment::file_stem;
 
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
@@ -121,13 +121,17 @@ pub struct ProducerBatch {
     pub transactional: bool,
     /// For control batches: (aborted, coordinator epoch) from the marker.
     pub marker: Option<(bool, i32)>,
+    /// A control batch without its marker record (emptied by compaction).
+    pub empty_control: bool,
 }
 
 impl ProducerBatch {
     /// Reads the fields from a batch (the marker from its one record).
     pub fn from_batch(batch: &RecordBatch, first_offset: i64) -> Result<Self, ProducerStateError> {
         let delta = batch.last_offset_delta();
-        let marker = if batch.is_control() { Some(read_marker(batch)?) } else { None };
+        // A control batch compaction emptied (Kafka's retained empty header)
+        // has no marker: its transaction is long complete.
+        let marker = if batch.is_control() && batch.record_count() > 0 { Some(read_marker(batch)?) } else { None };
         Ok(ProducerBatch {
             producer_id: batch.producer_id(),
             epoch: batch.producer_epoch(),
@@ -138,6 +142,7 @@ impl ProducerBatch {
             max_timestamp: batch.max_timestamp(),
             transactional: batch.is_transactional(),
             marker,
+            empty_control: batch.is_control() && marker.is_none(),
         })
     }
 }
@@ -263,6 +268,12 @@ impl ProducerStateManager {
         }
         // Kafka keeps the last batch's timestamp (producer expiry counts from it).
         entry.last_timestamp = batch.max_timestamp;
+        // A control batch compaction emptied completes nothing, but its epoch
+        // is the producer's latest (compaction keeps it for fencing). Kafka
+        // skips such a batch altogether when rebuilding from the log.
+        if batch.empty_control {
+            return None;
+        }
         if let Some((aborted, coordinator_epoch)) = batch.marker {
             entry.coordinator_epoch = coordinator_epoch;
             let first_offset = entry.current_txn_first_offset.take()?;
@@ -321,8 +332,22 @@ impl ProducerStateManager {
         Ok(offsets)
     }
 
-    /// Writes `<map end offset>.snapshot` in Kafka's format.
+    /// Writes `<map end offset>.snapshot` in Kafka's format, synced.
     pub fn take_snapshot(&self) -> io::Result<()> {
+        atomic_write(&self.snapshot_path(self.map_end_offset), &self.snapshot_bytes())
+    }
+
+    /// Writes the snapshot without waiting for the disk (a roll: Kafka's
+    /// `takeSnapshot(sync = false)`) and returns its path for a later sync.
+    /// A crash before that sync may leave it torn; loading then deletes it
+    /// (CRC) and falls back to an older one plus the log.
+    pub fn take_snapshot_unsynced(&self) -> io::Result<PathBuf> {
+        let path = self.snapshot_path(self.map_end_offset);
+        replace_unsynced(&path, &self.snapshot_bytes())?;
+        Ok(path)
+    }
+
+    fn snapshot_bytes(&self) -> BytesMut {
         let mut producers: Vec<&ProducerEntry> = self.producers.values().collect();
         producers.sort_by_key(|p| p.producer_id);
         let mut buf = BytesMut::with_capacity(10 + producers.len() * SNAPSHOT_ENTRY_BYTES);
@@ -342,7 +367,7 @@ impl ProducerStateManager {
         }
         let crc = crc32c(&buf[6..]);
         buf[2..6].copy_from_slice(&crc.to_be_bytes());
-        atomic_write(&self.snapshot_path(self.map_end_offset), &buf)
+        buf
     }
 
     /// Reads a snapshot file; corrupt files are errors (the caller deletes them).
@@ -457,6 +482,7 @@ mod tests {
             max_timestamp: 1000 + first_offset,
             transactional: false,
             marker: None,
+            empty_control: false,
         }
     }
 

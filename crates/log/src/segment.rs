@@ -365,6 +365,10 @@ impl Segment {
             parts.push(&batch.header);
             parts.push(&batch.rest);
         }
+        // Index room first: a full disk must fail the append here, not fault
+        // on a store into the index's sparse tail after the data is written.
+        self.offset_index.reserve(batches.len())?;
+        self.time_index.reserve(batches.len())?;
         if let Err(e) = write_all_vectored_at(&self.log, parts, self.size_bytes) {
             let _ = self.log.set_len(self.size_bytes);
             return Err(e);
@@ -616,6 +620,11 @@ impl Segment {
         self.max_index_bytes = max_index_bytes;
         self.offset_index.resize(max_index_bytes)?;
         self.time_index.resize(max_index_bytes)
+    }
+
+    /// Removes the `.txnindex` file and its entries.
+    pub fn remove_txn_index(&mut self) -> io::Result<()> {
+        self.txn_index.reset()
     }
 
     /// Renames every file of the segment to `*.deleted` (the first step of

@@ -1,6 +1,9 @@
 //! kill -9 at random points while a child process appends: the reopened log
 //! must hold a prefix of what was written, every flushed record, indexes that
-//! agree with the data, and take appends again.
+//! agree with the data, and take appends again. In the compacted run the
+//! child also cleans the log every few appends: what survives a kill is a
+//! compaction of what was written, every key's latest record included, and
+//! no cleaner leftovers.
 //!
 //! 20 kills by default; `KRABKA_LONG_TESTS=1` runs 200 (the long mode), and
 //! `KRABKA_CRASH_KILLS=N` any other count.
@@ -13,7 +16,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
-use krabka_log::{LogConfig, PartitionLog};
+use krabka_log::{CleanupPolicy, LogConfig, PartitionLog};
 use krabka_protocol::compression::Compression;
 
 fn kills() -> usize {
@@ -40,12 +43,16 @@ fn delays(seed: u64) -> impl Iterator<Item = u64> {
 
 fn crash_loop(mode: &str, seed: u64) {
     let root = tempfile::tempdir().unwrap();
-    let config = LogConfig {
+    let compact = mode == "compact";
+    let mut config = LogConfig {
         segment_bytes: 16 * 1024,
         index_interval_bytes: 512,
         segment_index_bytes: 8192,
         ..LogConfig::default()
     };
+    if compact {
+        config.cleanup_policy = CleanupPolicy::Compact;
+    }
     let mut delay = delays(seed);
     let mut max_flushed = 0i64;
     for kill in 0..kills() {
@@ -86,13 +93,31 @@ fn crash_loop(mode: &str, seed: u64) {
         assert!(end >= acked, "kill {kill}: acknowledged {acked} but the log ends at {end}");
         log.verify_indexes().unwrap_or_else(|e| panic!("kill {kill}: {e}"));
         let records = read_all(&log, 0);
-        assert_eq!(records.len() as i64, end, "kill {kill}: records missing");
         for (offset, _, value) in &records {
             assert_eq!(value, &format!("rec-{offset}"), "kill {kill}: wrong record at {offset}");
         }
+        if compact {
+            // Each key's latest record (k<o % 16>) is there; nothing is left
+            // of an interrupted clean.
+            let offsets: std::collections::BTreeSet<i64> = records.iter().map(|r| r.0).collect();
+            for latest in (end - 16).max(0)..end {
+                assert!(offsets.contains(&latest), "kill {kill}: the latest record of a key, {latest}, is gone");
+            }
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                assert!(!name.ends_with(".cleaned") && !name.ends_with(".swap"), "kill {kill}: {name} left");
+            }
+        } else {
+            assert_eq!(records.len() as i64, end, "kill {kill}: records missing");
+        }
         // Appends go on after recovery; close cleanly half of the time.
         let value = format!("rec-{end}");
-        log.append_as_leader(&batch(&[value], 0, Compression::Gzip), 0, 0).unwrap();
+        if compact {
+            let key = format!("k{}", end % 16);
+            log.append_as_leader(&keyed_batch(&key, &value, Compression::Gzip), 0, 0).unwrap();
+        } else {
+            log.append_as_leader(&batch(&[value], 0, Compression::Gzip), 0, 0).unwrap();
+        }
         assert_eq!(read_all(&log, end).len(), 1);
         if kill % 2 == 0 {
             log.close(0).unwrap();
@@ -111,4 +136,22 @@ fn kill_nine_while_appending_without_flush() {
 #[test]
 fn kill_nine_while_appending_and_flushing() {
     crash_loop("flush", 0xf1a5);
+}
+
+#[test]
+fn kill_nine_while_appending_and_compacting() {
+    crash_loop("compact", 0xc1ea);
+}
+
+fn keyed_batch(key: &str, value: &str, compression: Compression) -> bytes::Bytes {
+    let mut builder = krabka_protocol::records::RecordBatchBuilder::new(compression);
+    builder
+        .append(&krabka_protocol::records::NewRecord {
+            timestamp_ms: 0,
+            key: Some(key.as_bytes()),
+            value: Some(value.as_bytes()),
+            headers: &[],
+        })
+        .unwrap();
+    builder.build().unwrap().into_bytes()
 }

@@ -90,18 +90,8 @@ fn transactional_batch(producer_id: i64, first_seq: i32, count: usize) -> Bytes 
     builder.build().unwrap().into_bytes()
 }
 
-/// A control batch with one marker record: key (version 0, type 0 abort or
-/// 1 commit), value (version 0, coordinator epoch).
 fn marker(producer_id: i64, commit: bool, coordinator_epoch: i32) -> Bytes {
-    let key = [0u8, 0, 0, u8::from(commit)];
-    let mut value = vec![0u8, 0];
-    value.extend_from_slice(&coordinator_epoch.to_be_bytes());
-    let mut builder = RecordBatchBuilder::new(Compression::None)
-        .with_producer(producer_id, 0, -1)
-        .with_transactional(true)
-        .with_control(true);
-    builder.append(&NewRecord { timestamp_ms: NOW, key: Some(&key), value: Some(&value), headers: &[] }).unwrap();
-    builder.build().unwrap().into_bytes()
+    marker_batch(producer_id, 0, commit, coordinator_epoch, NOW)
 }
 
 #[test]

@@ -38,7 +38,7 @@ use krabka_log::checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
 use krabka_log::producer_state::{BatchMetadata, ProducerEntry, ProducerStateManager};
-use krabka_log::{LogConfig, PartitionLog};
+use krabka_log::{CleanupPolicy, LogConfig, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewHeader, NewRecord, RecordBatchBuilder, RecordBatches};
 use krabka_protocol::Uuid;
@@ -786,6 +786,141 @@ fn krabka_segments_end_their_time_index_with_the_largest_timestamp() {
         "time indexes without Kafka's last entry (timestamp, offset):\n{}",
         problems.join("\n")
     );
+}
+
+/// A compacted log after two cleaner passes, as (segment dir, first pass
+/// time, second pass time): a tombstone batch stamped with a delete horizon
+/// by the first pass, an aborted transaction whose data the first pass
+/// removed and whose marker the second pass stamped.
+fn write_cleaned_krabka_log(dir: &Path) -> (i64, i64) {
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        cleanup_policy: CleanupPolicy::Compact,
+        min_cleanable_dirty_ratio: 0.0,
+        delete_retention_ms: 60_000,
+        ..LogConfig::default()
+    };
+    let (mut log, _) = PartitionLog::open(dir, config, 0, 0, true, T0).expect("open");
+    let record = |timestamp_ms: i64, key: &'static [u8], value: Option<&'static [u8]>| NewRecord {
+        timestamp_ms,
+        key: Some(key),
+        value,
+        headers: &[],
+    };
+    let plain = |records: &[NewRecord<'_>], codec: Compression| {
+        let mut builder = RecordBatchBuilder::new(codec);
+        for r in records {
+            builder.append(r).expect("append");
+        }
+        builder.build().expect("build").into_bytes()
+    };
+    let txn = |sequence: i32, r: NewRecord<'_>| {
+        let mut builder =
+            RecordBatchBuilder::new(Compression::None).with_producer(9, 0, sequence).with_transactional(true);
+        builder.append(&r).expect("append");
+        builder.build().expect("build").into_bytes()
+    };
+    let marker = |commit: bool| {
+        let key = [0u8, 0, 0, u8::from(commit)];
+        let value = [0u8, 0, 0, 0, 0, 5];
+        let mut builder = RecordBatchBuilder::new(Compression::None)
+            .with_producer(9, 0, -1)
+            .with_transactional(true)
+            .with_control(true);
+        builder
+            .append(&NewRecord { timestamp_ms: T0 + 4, key: Some(&key), value: Some(&value), headers: &[] })
+            .expect("append");
+        builder.build().expect("build").into_bytes()
+    };
+    let batches = [
+        plain(&[record(T0, b"k0", Some(b"a"))], Compression::None), // 0
+        plain(&[record(T0 + 1, b"k1", Some(b"b")), record(T0 + 2, b"k0", None)], Compression::Lz4), // 1-2
+        txn(0, record(T0 + 3, b"k2", Some(b"aborted"))),            // 3
+        marker(false),                                              // 4: abort
+        txn(1, record(T0 + 5, b"k3", Some(b"c"))),                  // 5
+        marker(true),                                               // 6: commit
+    ];
+    for batch in &batches {
+        log.append_as_leader(batch, 0, T0 + 10).expect("append");
+    }
+    let end = log.log_end_offset();
+    log.roll(end, T0 + 10).expect("roll");
+    let (first, second) = (T0 + 1_000, T0 + 2_000);
+    assert!(log.clean(first, end).expect("clean").cleaned);
+    log.append_as_leader(&plain(&[record(T0 + 20, b"k9", Some(b"d"))], Compression::None), 0, T0 + 20).expect("append");
+    let end = log.log_end_offset();
+    log.roll(end, T0 + 20).expect("roll");
+    assert!(log.clean(second, end).expect("clean").cleaned);
+    log.close(T0 + 30).expect("close");
+    (first, second)
+}
+
+/// KIP-534 on disk: Kafka's own `kafka-dump-log` reads a segment krabka's
+/// cleaner rewrote, with valid CRCs, the delete horizons in the batch
+/// headers (`deleteHorizonMs`), the records' own timestamps (stored as
+/// deltas from the horizon) and indexes Kafka verifies.
+#[test]
+fn kafka_dump_log_reads_a_cleaned_segment_with_delete_horizons() {
+    install_kafka();
+    let tmp = ScratchDir::new("krabka-cleaned-");
+    let dir = tmp.path().join("compacted-0");
+    let (first, second) = write_cleaned_krabka_log(&dir);
+    let logs = segment_files(&dir, ".log");
+    let cleaned = logs[0].clone();
+    assert_eq!(file_base_offset(&cleaned), 0);
+    let out = kafka_cli(
+        "kafka-dump-log",
+        &["--deep-iteration".into(), "--files".into(), cleaned.display().to_string()],
+        None,
+        Duration::from_secs(60),
+    );
+    out.assert_success();
+    let context = out.context();
+    // Compaction leaves offset gaps, which Kafka notes on stderr; nothing else.
+    for line in out.stderr.lines() {
+        assert!(
+            line.starts_with("Non-consecutive offsets in ") || line.contains(" is followed by "),
+            "kafka-dump-log reported a problem: {line}\n{context}"
+        );
+    }
+    let sections = dump_sections(&out.stdout);
+    let batches = dumped_log(&cleaned, &sections[&cleaned], &context);
+    let summary: Vec<(i64, i64, String, String)> = batches
+        .iter()
+        .map(|b| {
+            assert_eq!(field(&b.fields, "isvalid"), "true", "{:?}\n{context}", b.fields);
+            (
+                int(&b.fields, "baseOffset"),
+                int(&b.fields, "count"),
+                field(&b.fields, "isControl").to_string(),
+                field(&b.fields, "deleteHorizonMs").to_string(),
+            )
+        })
+        .collect();
+    let horizon = |at: i64| format!("OptionalLong[{}]", at + 60_000);
+    let none = "OptionalLong.empty".to_string();
+    assert_eq!(
+        summary,
+        [
+            (1, 2, "false".into(), horizon(first)), // k1 and the k0 tombstone; k0=a went
+            (4, 1, "true".into(), horizon(second)), // the abort marker; its data went
+            (5, 1, "false".into(), none.clone()),
+            (6, 1, "true".into(), none.clone()),
+            (7, 1, "false".into(), none), // the second pass grouped both segments into one
+        ],
+        "{context}"
+    );
+    // The tombstone batch keeps its codec, and Kafka reads the records' own
+    // timestamps back from deltas against the horizon.
+    assert_eq!(field(&batches[0].fields, "compresscodec"), "lz4", "{context}");
+    let records: Vec<(i64, i64, i64)> =
+        batches[0].records.iter().map(|r| (int(r, "offset"), int(r, "CreateTime"), int(r, "valueSize"))).collect();
+    assert_eq!(records, [(1, T0 + 1, 1), (2, T0 + 2, -1)], "{context}");
+    assert_eq!(int(&batches[0].fields, "CreateTime"), T0 + 2, "max timestamp\n{context}");
+    assert_eq!(field(&batches[1].records[0], "endTxnMarker"), "ABORT", "{context}");
+    assert_eq!(int(&batches[1].records[0], "CreateTime"), T0 + 4, "{context}");
+    assert_indexes_pass_kafka_sanity_check(&dir);
+    assert_indexes_pass_kafka_verification(&dir);
 }
 
 /// Regression (found by this suite, fixed in krabka-log). Kafka's

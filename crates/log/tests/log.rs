@@ -255,3 +255,26 @@ fn retention_by_bytes_time_and_delete_records() {
     log.enforce_retention(NOW).unwrap();
     assert_eq!((log.log_start_offset(), log.log_end_offset(), log.segment_count()), (60, 60, 1));
 }
+
+#[test]
+fn a_roll_flushes_the_old_segment_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), LogConfig::default(), true);
+    log.append_as_leader(&batch(&values(0..5), NOW, Compression::None), 0, NOW).unwrap();
+    log.append_as_leader(&batch(&values(5..10), NOW, Compression::None), 0, NOW).unwrap();
+    assert_eq!(log.recovery_point(), 0);
+    log.roll(10, NOW).unwrap();
+    log.append_as_leader(&batch(&values(10..12), NOW, Compression::None), 0, NOW).unwrap();
+    // The roll returned before the fsync; the recovery point follows it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while log.recovery_point() < 10 {
+        assert!(std::time::Instant::now() < deadline, "the rolled segment was never flushed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(log.recovery_point(), 10, "only the rolled segment");
+    // Truncation below it lowers it, whatever a late flush reports.
+    log.truncate_to(5).unwrap();
+    assert_eq!(log.recovery_point(), 5);
+    log.flush(NOW).unwrap();
+    assert_eq!(log.recovery_point(), 5);
+}

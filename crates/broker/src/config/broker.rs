@@ -61,6 +61,9 @@ pub struct BrokerConfig {
     pub log_flush_scheduler_interval_ms: i64,
     pub log_cleaner_enable: bool,
     pub log_cleaner_backoff_ms: i64,
+    /// `log.cleaner.dedupe.buffer.size`: the cleaner's offset map budget (one
+    /// cleaner runs at a time here, so it gets all of it).
+    pub log_cleaner_dedupe_buffer_size: i64,
     pub group_initial_rebalance_delay_ms: i64,
     pub offsets_topic_num_partitions: i32,
     /// `krabka.metrics.listener` host:port of the HTTP endpoint (/metrics, /debug/pprof); None disables it.
@@ -144,6 +147,7 @@ impl BrokerConfig {
             log_flush_scheduler_interval_ms: int("log.flush.scheduler.interval.ms"),
             log_cleaner_enable: values.boolean("log.cleaner.enable"),
             log_cleaner_backoff_ms: int("log.cleaner.backoff.ms"),
+            log_cleaner_dedupe_buffer_size: int("log.cleaner.dedupe.buffer.size"),
             group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms"),
             offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
             metrics_listener,

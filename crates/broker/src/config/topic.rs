@@ -151,6 +151,8 @@ pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -
             .and_then(|r| r.parse().ok())
             .unwrap_or(defaults.min_cleanable_dirty_ratio),
         min_compaction_lag_ms: int("min.compaction.lag.ms", defaults.min_compaction_lag_ms),
+        // Kafka caps one cleaner's map at 2 GiB.
+        cleaner_dedupe_buffer_bytes: broker.log_cleaner_dedupe_buffer_size.clamp(0, i64::from(i32::MAX)) as u64,
     }
 }
 

@@ -8,11 +8,13 @@
 //! In `fill` mode (run under a file-size limit) it appends until the disk
 //! refuses, then prints `error <message>` and `readable <records>` after
 //! reading the whole log back, proving a failed append leaves it usable.
+//! In `compact` mode the topic is compacted: record `o` has key `k<o % 16>`,
+//! and the cleaner runs after every fifth append, so kills land mid-clean.
 
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use krabka_log::{LogConfig, PartitionLog};
+use krabka_log::{CleanupPolicy, LogConfig, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
 
@@ -23,7 +25,7 @@ fn now_ms() -> i64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, root, mode, max_batches] = args.as_slice() else {
-        eprintln!("usage: log-crash-writer ROOT (flush|noflush) MAX_BATCHES");
+        eprintln!("usage: log-crash-writer ROOT (flush|noflush|fill|compact) MAX_BATCHES");
         std::process::exit(2);
     };
     let flush = mode == "flush";
@@ -36,8 +38,14 @@ fn main() {
     }
     // In fill mode one segment must outgrow the file-size limit.
     let segment_bytes = if mode == "fill" { 1 << 20 } else { 16 * 1024 };
-    let config =
+    let compact = mode == "compact";
+    let mut config =
         LogConfig { segment_bytes, index_interval_bytes: 512, segment_index_bytes: 8192, ..LogConfig::default() };
+    if compact {
+        config.cleanup_policy = CleanupPolicy::Compact;
+        config.min_cleanable_dirty_ratio = 0.0;
+        config.delete_retention_ms = 0;
+    }
     let (mut log, _) = PartitionLog::open(&root.join("crash-0"), config, 0, 0, clean, now_ms()).expect("open the log");
     let mut stdout = std::io::stdout().lock();
     let codecs = [Compression::None, Compression::Lz4, Compression::Zstd];
@@ -46,9 +54,11 @@ fn main() {
         let count = 1 + (i * 7 % 13) as i64;
         let values: Vec<String> = (first..first + count).map(|o| format!("rec-{o}")).collect();
         let mut builder = RecordBatchBuilder::new(codecs[(i % 3) as usize]);
-        for value in &values {
+        for (offset, value) in (first..).zip(&values) {
+            let key = format!("k{}", offset % 16);
+            let key = compact.then_some(key.as_bytes());
             builder
-                .append(&NewRecord { timestamp_ms: now_ms(), key: None, value: Some(value.as_bytes()), headers: &[] })
+                .append(&NewRecord { timestamp_ms: now_ms(), key, value: Some(value.as_bytes()), headers: &[] })
                 .expect("build a record");
         }
         let batch = builder.build().expect("build the batch").into_bytes();
@@ -72,6 +82,10 @@ fn main() {
         }
         if flush {
             log.flush(now_ms()).expect("flush");
+        }
+        if compact && i % 5 == 4 {
+            let end = log.log_end_offset();
+            log.clean(now_ms(), end).expect("clean");
         }
         let flushed = if flush { log.log_end_offset() } else { 0 };
         writeln!(stdout, "{} {flushed}", log.log_end_offset()).expect("report");

@@ -34,7 +34,15 @@ pub(crate) struct IndexFile {
     max_entries: usize,
     /// The file's length was not a multiple of the entry size.
     partial_entry: bool,
+    /// Bytes from the file's start known to have storage behind them. The
+    /// preallocated tail is sparse, and a store into a page the disk cannot
+    /// back kills the process (SIGBUS): [`IndexFile::reserve`] allocates a
+    /// page before an entry may land in it, so a full disk fails the append.
+    backed_bytes: usize,
 }
+
+/// The unit [`IndexFile::reserve`] allocates in.
+const PAGE_BYTES: usize = 4096;
 
 impl IndexFile {
     /// Opens or creates the index at its current size. `max_index_bytes` is
@@ -53,6 +61,7 @@ impl IndexFile {
             capacity: entries,
             max_entries: entries,
             partial_entry: !length.is_multiple_of(entry_bytes),
+            backed_bytes: 0,
         };
         index.set_max_bytes(max_index_bytes);
         index.remap(&file, length)?;
@@ -70,7 +79,13 @@ impl IndexFile {
             // SAFETY: the file belongs to this partition's log, which is the only
             // writer; it is never truncated under the mapping except by `resize`,
             // which drops the mapping first.
-            self.mmap = Some(unsafe { MmapMut::map_mut(file)? });
+            let mmap = unsafe { MmapMut::map_mut(file)? };
+            // No readahead: the first touch of a page of the preallocated
+            // (sparse) tail would otherwise read ahead and zero-fill a large
+            // window of holes, which cost the append path ~40% of its time
+            // (perf, append_64k). Lookups are binary searches, random anyway.
+            mmap.advise(memmap2::Advice::Random)?;
+            self.mmap = Some(mmap);
         }
         Ok(())
     }
@@ -87,7 +102,44 @@ impl IndexFile {
         let file = Self::open_file(&self.path)?;
         file.set_len(length as u64)?;
         self.partial_entry = false;
+        self.backed_bytes = self.backed_bytes.min(length);
         self.remap(&file, length)
+    }
+
+    /// Makes sure the next `more` entries (within the limit) can be stored:
+    /// grows the file as the first push would, then allocates the pages
+    /// they fall in. Fails with the disk's error (ENOSPC) rather than
+    /// leaving a store to fault later.
+    pub(crate) fn reserve(&mut self, more: usize) -> io::Result<()> {
+        let wanted = self.entries.saturating_add(more).min(self.max_entries);
+        if wanted > self.capacity {
+            self.resize_entries(self.max_entries)?;
+        }
+        let end = wanted.min(self.capacity) * self.entry_bytes;
+        if end <= self.backed_bytes {
+            return Ok(());
+        }
+        let start = self.backed_bytes / PAGE_BYTES * PAGE_BYTES;
+        let stop = end.div_ceil(PAGE_BYTES).saturating_mul(PAGE_BYTES).min(self.capacity * self.entry_bytes);
+        let file = Self::open_file(&self.path)?;
+        // SAFETY: a plain syscall on a descriptor this function owns.
+        let result = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                start as libc::off_t,
+                (stop - start) as libc::off_t,
+            )
+        };
+        if result != 0 {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(error);
+            }
+            // A file system without fallocate: nothing to reserve with.
+        }
+        self.backed_bytes = stop;
+        Ok(())
     }
 
     /// Preallocates the file to `max_bytes` (rounded down to whole entries)
@@ -111,7 +163,7 @@ impl IndexFile {
             self.max_entries = self.max_entries.max(self.entries + 1);
             self.resize_entries(self.entries + 1)?;
         }
-        Ok(())
+        self.reserve(1)
     }
 
     /// A file whose length is not a whole number of entries is corrupt.

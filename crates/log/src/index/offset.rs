@@ -46,6 +46,11 @@ impl OffsetIndex {
         self.file.is_full()
     }
 
+    /// Allocates room for `entries` more entries (see `IndexFile::reserve`).
+    pub fn reserve(&mut self, entries: usize) -> io::Result<()> {
+        self.file.reserve(entries)
+    }
+
     /// Whether `offset` can be stored relative to the base (fits in u32).
     pub fn can_append_offset(&self, offset: i64) -> bool {
         let relative = offset - self.base_offset;

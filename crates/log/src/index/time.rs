@@ -47,6 +47,11 @@ impl TimeIndex {
         self.file.is_full()
     }
 
+    /// Allocates room for `entries` more entries (see `IndexFile::reserve`).
+    pub fn reserve(&mut self, entries: usize) -> io::Result<()> {
+        self.file.reserve(entries)
+    }
+
     /// Adds an entry when `timestamp` is newer than the last one. A full
     /// index or an offset that does not move forward is skipped: the index
     /// is sparse, and the segment rolls when it fills.

@@ -19,6 +19,26 @@ pub fn batch(values: &[String], timestamp_ms: i64, compression: Compression) -> 
     builder.build().unwrap().into_bytes()
 }
 
+/// A control batch with one marker record: key (version 0, type 0 abort or
+/// 1 commit), value (version 0, coordinator epoch).
+pub fn marker_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+    timestamp_ms: i64,
+) -> Bytes {
+    let key = [0u8, 0, 0, u8::from(commit)];
+    let mut value = vec![0u8, 0];
+    value.extend_from_slice(&coordinator_epoch.to_be_bytes());
+    let mut builder = RecordBatchBuilder::new(Compression::None)
+        .with_producer(producer_id, producer_epoch, -1)
+        .with_transactional(true)
+        .with_control(true);
+    builder.append(&NewRecord { timestamp_ms, key: Some(&key), value: Some(&value), headers: &[] }).unwrap();
+    builder.build().unwrap().into_bytes()
+}
+
 /// Several batches back to back, as one produce request carries them.
 pub fn batches(parts: &[Bytes]) -> Bytes {
     let mut out = BytesMut::new();
