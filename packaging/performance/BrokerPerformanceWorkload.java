@@ -192,6 +192,7 @@ public final class BrokerPerformanceWorkload {
             byte[] runBytes = longBytes(runId);
             double nanosPerRecord = rate > 0 ? 1e9 / rate : 0;
             produceStart = System.nanoTime();
+            produceStartCpuNanos = processCpuNanos();
             deadlineNanos = produceStart + timeoutNanos;
             for (int i = 0; i < records; i++) {
                 if (nanosPerRecord > 0) {
@@ -241,6 +242,7 @@ public final class BrokerPerformanceWorkload {
             }
             producer.flush();
             produceEnd = System.nanoTime();
+            produceCpuNanos = processCpuNanos() - produceStartCpuNanos;
         }
         if (lastAckNanos != 0) {
             produceEnd = lastAckNanos;
@@ -377,6 +379,17 @@ public final class BrokerPerformanceWorkload {
         }
     }
 
+    // CPU time of this whole JVM (producer, consumer, GC, JIT), read when
+    // producing starts and ends: over the produce window, the cores the
+    // client used, which tells whether the client or the broker set the pace.
+    private long produceStartCpuNanos;
+    private long produceCpuNanos;
+
+    private static long processCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : 0;
+    }
+
     private boolean report(long produceNanos) {
         long missing = 0;
         long consumedOfFailed = 0;
@@ -419,6 +432,7 @@ public final class BrokerPerformanceWorkload {
             .append(",\"duplicates\":").append(duplicates)
             .append(",\"missing\":").append(missing)
             .append(",\"consumed\":").append(consumedUnique.get())
+            .append(",\"client_cpu_cores\":").append(fmt(produceNanos > 0 ? (double) produceCpuNanos / produceNanos : 0))
             .append(",\"ok\":").append(ok)
             .append('}');
         System.out.println(json);
