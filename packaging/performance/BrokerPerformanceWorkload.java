@@ -156,6 +156,8 @@ public final class BrokerPerformanceWorkload {
                 say("consumer failed: " + t);
             } finally {
                 assigned.countDown();
+                say("consumer metrics: " + clientMetrics(consumer.metrics(), "consumer-fetch-manager-metrics",
+                    "fetch-total", "records-per-request-avg", "fetch-size-avg", "fetch-latency-avg"));
                 try {
                     consumer.close();
                 } catch (Throwable ignored) {
@@ -241,6 +243,9 @@ public final class BrokerPerformanceWorkload {
                 sent.incrementAndGet();
             }
             producer.flush();
+            say("producer metrics: " + clientMetrics(producer.metrics(), "producer-metrics",
+                "request-total", "records-per-request-avg", "batch-size-avg", "record-queue-time-avg",
+                "request-latency-avg", "compression-rate-avg"));
             produceEnd = System.nanoTime();
             produceCpuNanos = processCpuNanos() - produceStartCpuNanos;
         }
@@ -384,6 +389,23 @@ public final class BrokerPerformanceWorkload {
     // client used, which tells whether the client or the broker set the pace.
     private long produceStartCpuNanos;
     private long produceCpuNanos;
+
+    // The client's own view of how the broker shaped its traffic (requests,
+    // records per request, batch sizes), for stderr: a faster broker can mean
+    // smaller batches and so more client work per record.
+    private static String clientMetrics(java.util.Map<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> metrics,
+                                        String group, String... names) {
+        StringBuilder line = new StringBuilder();
+        for (String name : names) {
+            for (var e : metrics.entrySet()) {
+                if (e.getKey().group().equals(group) && e.getKey().name().equals(name) && e.getKey().tags().size() <= 1) {
+                    line.append(name).append('=').append(e.getValue().metricValue()).append(' ');
+                    break;
+                }
+            }
+        }
+        return line.toString().trim();
+    }
 
     private static long processCpuNanos() {
         java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
