@@ -127,3 +127,44 @@ def write_config(path, port, controller_port, data_dir):
                 ]
             )
         )
+
+
+def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0):
+    """Creates {name: partitions} with confluent-kafka's AdminClient and waits
+    until every partition has a leader. retry_seconds > 0 retries failed
+    creations that long (a broker still starting); 0 fails at once."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(admin_config or {})})
+    deadline = time.monotonic() + max(retry_seconds, 60)
+    pending = dict(topics)
+    while pending:
+        futures = admin.create_topics(
+            [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in pending.items()],
+            operation_timeout=60,
+            request_timeout=120,
+        )
+        failures = {}
+        for name, future in futures.items():
+            try:
+                future.result()
+            except Exception as e:  # noqa: BLE001 - retried or reported below
+                failures[name] = e
+        if failures and (retry_seconds <= 0 or time.monotonic() > deadline):
+            name, error = next(iter(failures.items()))
+            raise BenchError(f"{len(failures)} topic(s) not created, first: {name}: {error}")
+        pending = {name: topics[name] for name in failures}
+        if pending:
+            time.sleep(0.5)
+    while True:
+        metadata = admin.list_topics(timeout=10)
+        if all(
+            name in metadata.topics
+            and len(metadata.topics[name].partitions) == n
+            and all(p.leader >= 0 for p in metadata.topics[name].partitions.values())
+            for name, n in topics.items()
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise BenchError(f"topics {sorted(topics)} have partitions without a leader")
+        time.sleep(0.05)

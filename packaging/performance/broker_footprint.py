@@ -36,13 +36,13 @@ import time
 
 import confluent_kafka
 from confluent_kafka import Consumer, Producer, TopicPartition, OFFSET_BEGINNING
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchlib import (
     MIB,
     WANTED_NOFILE,
     BenchError,
     build,
+    create_topics,
     free_port,
     git_head,
     run,
@@ -340,25 +340,6 @@ class ClientLog:
         self.logger.error("error_cb: %s", err)
 
 
-def create_topics(bootstrap, topics, clog):
-    """Creates {name: partitions} with AdminClient, raising on any failure."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": clog.logger, "error_cb": clog.error_cb})
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items()],
-        operation_timeout=60,
-        request_timeout=120,
-    )
-    failures = []
-    for name, future in futures.items():
-        try:
-            future.result()
-        except Exception as e:  # noqa: BLE001 - report every failed topic
-            failures.append(f"{name}: {e}")
-    del admin
-    if failures:
-        raise BenchError(f"{len(failures)} topic(s) not created, first: {failures[0]}")
-
-
 # --------------------------------------------------------------------------
 # Phases
 
@@ -374,8 +355,7 @@ def phase_idle(args, broker, bootstrap, clog, results):
     total = args.topics * args.partitions_per_topic
     say(f"creating {args.topics} topics x {args.partitions_per_topic} partitions")
     t0 = time.monotonic()
-    create_topics(bootstrap, topics, clog)
-    wait_metadata(broker.port, topics, time.monotonic() + 120, broker)
+    create_topics(bootstrap, topics, {"logger": clog.logger, "error_cb": clog.error_cb})
     results["create_topics_seconds"] = time.monotonic() - t0
     say(f"{total} partitions led after {results['create_topics_seconds']:.2f} s; settling {args.settle} s")
     time.sleep(args.settle)
@@ -526,8 +506,7 @@ def stored_codecs(data_dir, topic, parts, max_batches=STORED_BATCHES):
 
 def phase_throughput(args, broker, bootstrap, clog, results):
     topic, parts, n = "footprint-load", args.load_partitions, args.records
-    create_topics(bootstrap, {topic: parts, "footprint-warmup": 1}, clog)
-    wait_metadata(broker.port, {topic: parts, "footprint-warmup": 1}, time.monotonic() + 60, broker)
+    create_topics(bootstrap, {topic: parts, "footprint-warmup": 1}, {"logger": clog.logger, "error_cb": clog.error_cb})
     values = value_pool(args.value_size, 4096, args.seed, args.values)
     mask = len(values) - 1
 

@@ -30,13 +30,12 @@ import sys
 import threading
 import time
 
-from confluent_kafka.admin import AdminClient, NewTopic
-
 from benchlib import (
     CLK_TCK,
     MIB,
     BenchError,
     build,
+    create_topics,
     free_port,
     git_head,
     raise_nofile,
@@ -234,48 +233,6 @@ def stop_broker(proc, timeout=60):
         return None
 
 
-def create_topics(bootstrap, names, partitions, deadline_seconds=90):
-    """Creates fresh topics, retrying while the broker finishes starting."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + deadline_seconds
-    pending = list(names)
-    last = None
-    while pending:
-        futures = admin.create_topics(
-            [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in pending],
-            operation_timeout=30,
-            request_timeout=30,
-        )
-        failed = []
-        for name, future in futures.items():
-            try:
-                future.result()
-            except Exception as e:  # noqa: BLE001 - retried, then reported
-                if "already exists" in str(e).lower() or "TOPIC_ALREADY_EXISTS" in str(e):
-                    continue
-                failed.append(name)
-                last = e
-        pending = failed
-        if pending:
-            if time.monotonic() > deadline:
-                raise BenchError(f"could not create {pending}: {last}")
-            time.sleep(0.5)
-    # Wait until the producer side will see every partition with a leader.
-    while True:
-        metadata = admin.list_topics(timeout=10)
-        ready = all(
-            n in metadata.topics
-            and len(metadata.topics[n].partitions) == partitions
-            and all(p.leader >= 0 for p in metadata.topics[n].partitions.values())
-            for n in names
-        )
-        if ready:
-            return
-        if time.monotonic() > deadline:
-            raise BenchError(f"topics {names} have no leaders after {deadline_seconds} s")
-        time.sleep(0.2)
-
-
 # --------------------------------------------------------------------------
 # The workload
 
@@ -352,7 +309,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
     try:
         warm = cell["load"] != "idle_to_burst"
         topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
-        create_topics(bootstrap, topics, cell["partitions"])
+        create_topics(bootstrap, {t: cell["partitions"] for t in topics}, retry_seconds=90)
         sampler = Sampler(proc.pid)
         if warm and args.warmup:
             warm_records = max(100, min(records, WARMUP_BYTES // cell["record_bytes"]))
