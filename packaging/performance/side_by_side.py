@@ -412,7 +412,8 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         )
     out += [
         f"- rounds: {args.rounds} (first side alternates), scale {args.scale}, broker CPUs {meta['broker_cpus']}, "
-        f"client CPUs {meta['client_cpus']}, open-file limit {meta['nofile']}",
+        f"client CPUs {meta['client_cpus']}, open-file limit {meta['nofile']}"
+        + (" (shared CPUs: outside the contract's disjoint-core rule)" if meta.get("cpus_shared") else ""),
         "",
         "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios. "
         "Client cores: the workload JVM's CPU time over the produce window (1.00 = its CPU was saturated).",
@@ -489,6 +490,12 @@ def main():
     parser.add_argument("--cells", help="comma-separated subset of the contract's cells")
     parser.add_argument("--broker-cpus", default="0", help="CPU list for either broker (taskset -c syntax)")
     parser.add_argument("--client-cpus", default="1", help="CPU list for the workload")
+    parser.add_argument(
+        "--share-cpus",
+        action="store_true",
+        help="allow broker and client CPU lists to overlap: outside the contract's disjoint-core rule, for "
+        "measuring how much the client's CPU bounds a cell (summary and record say so)",
+    )
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle-to-burst: idle time before the burst")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
     parser.add_argument("--out", help="output directory (default target/perf-runs/<UTC time>)")
@@ -513,8 +520,9 @@ def main():
         cells = [c for c in cells if c["name"] in wanted]
     args.broker_cpus = parse_cpus(args.broker_cpus)
     args.client_cpus = parse_cpus(args.client_cpus)
-    if set(args.broker_cpus) & set(args.client_cpus):
-        parser.error("--broker-cpus and --client-cpus must not overlap")
+    shared_cpus = bool(set(args.broker_cpus) & set(args.client_cpus))
+    if shared_cpus and not args.share_cpus:
+        parser.error("--broker-cpus and --client-cpus must not overlap (--share-cpus to allow it)")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = os.path.abspath(args.out or os.path.join(repo, "target", "perf-runs", stamp))
     logs = os.path.join(out, "logs")
@@ -543,6 +551,7 @@ def main():
         "git_head": git_head(repo),
         "broker_cpus": ",".join(map(str, args.broker_cpus)),
         "client_cpus": ",".join(map(str, args.client_cpus)),
+        "cpus_shared": shared_cpus,
         "nofile": nofile,
         "contract_sha256": contract_sha,
     }

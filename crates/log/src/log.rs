@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use krabka_protocol::records::{RecordBatch, RecordBatches, RecordError, BATCH_HEADER_BYTES};
+use krabka_protocol::records::{crc32c, crc32c_append, RecordBatch, RecordBatches, RecordError, BATCH_HEADER_BYTES};
 use tracing::{info, warn};
 
 use crate::checkpoint::TopicPartition;
@@ -379,10 +379,8 @@ impl PartitionLog {
                 let attributes = i16::from_be_bytes([header[21], header[22]]) | 0x08;
                 header[21..23].copy_from_slice(&attributes.to_be_bytes());
                 header[35..43].copy_from_slice(&now_ms.to_be_bytes());
-                let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-                crc.update(&header[21..]);
-                crc.update(&rest);
-                header[17..21].copy_from_slice(&(crc.finalize() as u32).to_be_bytes());
+                let crc = crc32c_append(crc32c(&header[21..]), &rest);
+                header[17..21].copy_from_slice(&crc.to_be_bytes());
             }
             let last_offset = next_offset + i64::from(delta);
             prepared.push(PreparedBatch { header, rest, base_offset: next_offset, last_offset, max_timestamp });

@@ -94,7 +94,10 @@ fn crc(c: &mut Criterion) {
     let data = text_bytes(64 * KIB, 7);
     let mut group = c.benchmark_group("crc32c_64KiB");
     group.throughput(Throughput::Bytes(data.len() as u64));
-    group.bench_function("crc-fast", |b| b.iter(|| crc32c(black_box(&data))));
+    group.bench_function("krabka", |b| b.iter(|| crc32c(black_box(&data))));
+    group.bench_function("crc-fast", |b| {
+        b.iter(|| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, black_box(&data)))
+    });
     group.bench_function("crc32c-crate", |b| b.iter(|| crc32c::crc32c(black_box(&data))));
     group.finish();
 }

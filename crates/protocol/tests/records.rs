@@ -5,8 +5,8 @@
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::{self, Compression, CompressionError};
 use krabka_protocol::records::{
-    crc32c, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut, RecordBatches, RecordError,
-    TimestampType, BATCH_HEADER_BYTES,
+    crc32c, crc32c_append, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut,
+    RecordBatches, RecordError, TimestampType, BATCH_HEADER_BYTES,
 };
 use proptest::prelude::*;
 
@@ -630,7 +630,10 @@ proptest! {
     }
 
     #[test]
-    fn crc_fast_matches_the_crc32c_crate(data in proptest::collection::vec(any::<u8>(), 0..5_000)) {
-        prop_assert_eq!(crc32c(&data), crc32c::crc32c(&data));
+    fn crc32c_matches_the_crc32c_crate(data in proptest::collection::vec(any::<u8>(), 0..5_000), split in any::<prop::sample::Index>()) {
+        let expected = crc32c::crc32c(&data);
+        prop_assert_eq!(crc32c(&data), expected);
+        let (head, tail) = data.split_at(split.index(data.len() + 1));
+        prop_assert_eq!(crc32c_append(crc32c(head), tail), expected);
     }
 }

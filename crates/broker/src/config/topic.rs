@@ -156,7 +156,6 @@ pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -
     }
 }
 
-/// The effective `compression.type` of a topic.
 impl TopicCompression {
     /// The codec the topic forces on producers' batches; None for `producer`
     /// (keep what came).
@@ -173,6 +172,7 @@ impl TopicCompression {
     }
 }
 
+/// The effective `compression.type` of a topic.
 pub fn topic_compression(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> TopicCompression {
     match effective_topic_configs(broker, overrides).get("compression.type").map(String::as_str) {
         Some("uncompressed") => TopicCompression::Uncompressed,
