@@ -191,6 +191,36 @@ mod wide {
         register_of(product)
     }
 
+    /// Four 32-byte lanes of a 128-byte block.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load_block(block: &[u8; 128]) -> [__m256i; 4] {
+        // SAFETY: each load reads 32 bytes at 0, 32, 64 or 96 of a 128-byte
+        // array; unaligned loads accept any address.
+        let load = |at: usize| unsafe { _mm256_loadu_si256(block.as_ptr().add(at).cast()) };
+        [load(0), load(32), load(64), load(96)]
+    }
+
+    /// The accumulators after the first block, into which the register
+    /// enters as an XOR over the message's first 32 bits.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn start(register: u32, first: &[u8; 128]) -> [__m256i; 4] {
+        let mut lanes = load_block(first);
+        lanes[0] = _mm256_xor_si256(lanes[0], _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, register as i32));
+        lanes
+    }
+
+    /// One step: every accumulator moves forward 128 bytes and takes its
+    /// 32 bytes of the next block.
+    #[inline]
+    #[target_feature(enable = "avx2,vpclmulqdq")]
+    fn fold_block(lanes: &mut [__m256i; 4], by_128: __m256i, block: &[u8; 128]) {
+        for (lane, next) in lanes.iter_mut().zip(load_block(block)) {
+            *lane = fold256(*lane, by_128, next);
+        }
+    }
+
     /// Folds four 256-bit accumulators, 128 bytes apart, into the register.
     #[inline]
     #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.2")]
@@ -230,24 +260,19 @@ mod wide {
         let part = SCALAR_STEP * steps;
         assert_eq!(chunk.len(), VECTOR_STEP * steps + 3 * part);
         let (vector, scalar_parts) = chunk.split_at(VECTOR_STEP * steps);
-        // SAFETY (all loads): each reads within `vector` or within one
-        // scalar part of `part` bytes, by the loop bounds; unaligned loads
-        // accept any address.
-        let load256 = |at: usize| unsafe { _mm256_loadu_si256(vector.as_ptr().add(at).cast()) };
+        let (blocks, _) = vector.as_chunks::<VECTOR_STEP>();
+        // SAFETY: each read is 8 bytes within one scalar part of `part`
+        // bytes (at + offset + 8 <= SCALAR_STEP * steps), which the loop
+        // bounds give; an unaligned read accepts any address.
         let word = |stream: usize, at: usize| unsafe {
             scalar_parts.as_ptr().add(stream * part + at).cast::<u64>().read_unaligned()
         };
-        let mut lanes = [load256(0), load256(32), load256(64), load256(96)];
-        // The register enters as an XOR over the message's first 32 bits.
-        lanes[0] = _mm256_xor_si256(lanes[0], _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, register as i32));
+        let mut lanes = start(register, &blocks[0]);
         let by_128 = constants256(FOLD_128);
         let mut streams = [0u64; 3];
-        for step in 0..steps {
+        for (step, block) in blocks.iter().enumerate() {
             if step > 0 {
-                let at = VECTOR_STEP * step;
-                for (i, lane) in lanes.iter_mut().enumerate() {
-                    *lane = fold256(*lane, by_128, load256(at + 32 * i));
-                }
+                fold_block(&mut lanes, by_128, block);
             }
             let at = SCALAR_STEP * step;
             for offset in (0..SCALAR_STEP).step_by(8) {
@@ -266,31 +291,24 @@ mod wide {
     /// Folding alone, for at least MIN_BYTES.
     #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.2")]
     fn folded(register: u32, data: &[u8]) -> u32 {
-        assert!(data.len() >= MIN_BYTES);
-        // SAFETY (all loads): every offset read stays below data.len(), which
-        // the loop bounds check; unaligned loads accept any address.
-        let load256 = |at: usize| unsafe { _mm256_loadu_si256(data.as_ptr().add(at).cast()) };
+        let (blocks, rest) = data.as_chunks::<128>();
+        let (first, blocks) = blocks.split_first().expect("at least MIN_BYTES");
+        let mut lanes = start(register, first);
         let by_128 = constants256(FOLD_128);
-        let mut lanes = [load256(0), load256(32), load256(64), load256(96)];
-        lanes[0] = _mm256_xor_si256(lanes[0], _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, register as i32));
-        let mut at = 128;
-        while at + 128 <= data.len() {
-            for (i, lane) in lanes.iter_mut().enumerate() {
-                *lane = fold256(*lane, by_128, load256(at + 32 * i));
-            }
-            at += 128;
+        for block in blocks {
+            fold_block(&mut lanes, by_128, block);
         }
         let by_16 = _mm_set_epi64x(FOLD_16.1 as i64, FOLD_16.0 as i64);
         let mut lane = reduce(lanes);
-        while at + 16 <= data.len() {
-            // SAFETY: at + 16 <= data.len().
-            let next = unsafe { _mm_loadu_si128(data.as_ptr().add(at).cast()) };
+        let (sixteens, tail) = rest.as_chunks::<16>();
+        for sixteen in sixteens {
+            // SAFETY: a 16-byte load from a 16-byte array.
+            let next = unsafe { _mm_loadu_si128(sixteen.as_ptr().cast()) };
             lane = fold128(lane, by_16, next);
-            at += 16;
         }
         // `lane` is congruent to the whole message so far: its register
         // from zero is the register after the message.
-        scalar(register_of(lane), &data[at..])
+        scalar(register_of(lane), tail)
     }
 
     /// The `crc32` instruction alone, for what is left.
