@@ -133,11 +133,13 @@ def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0):
     """Creates {name: partitions} with confluent-kafka's AdminClient and waits
     until every partition has a leader. retry_seconds > 0 retries failed
     creations that long (a broker still starting); 0 fails at once."""
+    from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **(admin_config or {})})
     deadline = time.monotonic() + max(retry_seconds, 60)
     pending = dict(topics)
+    retrying = False
     while pending:
         futures = admin.create_topics(
             [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in pending.items()],
@@ -149,12 +151,17 @@ def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0):
             try:
                 future.result()
             except Exception as e:  # noqa: BLE001 - retried or reported below
-                failures[name] = e
+                # A retry after a timed-out attempt may find the topic that
+                # attempt created: that is success, not a failure to retry.
+                code = e.args[0].code() if e.args and isinstance(e.args[0], KafkaError) else None
+                if not (retrying and code == KafkaError.TOPIC_ALREADY_EXISTS):
+                    failures[name] = e
         if failures and (retry_seconds <= 0 or time.monotonic() > deadline):
             name, error = next(iter(failures.items()))
             raise BenchError(f"{len(failures)} topic(s) not created, first: {name}: {error}")
         pending = {name: topics[name] for name in failures}
         if pending:
+            retrying = True
             time.sleep(0.5)
     while True:
         metadata = admin.list_topics(timeout=10)

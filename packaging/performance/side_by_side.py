@@ -494,7 +494,7 @@ def main():
         "--share-cpus",
         action="store_true",
         help="allow broker and client CPU lists to overlap: outside the contract's disjoint-core rule, for "
-        "measuring how much the client's CPU bounds a cell (summary and record say so)",
+        "measuring how much the client's CPU bounds a cell (summary.md and meta.json say so)",
     )
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle-to-burst: idle time before the burst")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
