@@ -215,11 +215,14 @@ impl ReplicaManager {
         now: i64,
     ) -> Result<Partition, LogError> {
         let tp = TopicPartition::new(topic.name.clone(), index);
-        let (log, report, _) = self.log_manager.open_log(&tp, &topic.id, config, now)?;
+        let (mut log, report, _) = self.log_manager.open_log(&tp, &topic.id, config, now)?;
         if report.recovered_segments > 0 || report.truncated_bytes > 0 {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
         let leader_epoch = topic.partitions.get(index as usize).map_or(0, |p| p.leader_epoch);
+        // Becoming the leader starts its epoch at the log end (Kafka's
+        // makeLeader), so OffsetForLeaderEpoch knows it before any append.
+        log.assign_leader_epoch(leader_epoch)?;
         let log_dir = log.dir().parent().map(PathBuf::from).unwrap_or_default();
         let high_watermark = log.log_end_offset();
         Ok(Partition {

@@ -22,8 +22,8 @@
 //!   offset or later.
 //!
 //! Semantics, as Kafka's cleaner:
-//! - Records without a key are dropped (a compacted topic rejects them at
-//!   produce).
+//! - Records without a key are dropped (a compacted topic refuses them at
+//!   produce, so they come only from before the topic was compacted).
 //! - Delete horizons (KIP-534): a batch that keeps a tombstone (null value),
 //!   or a transaction marker that may go, and has no delete horizon yet is
 //!   rewritten with `delete horizon = now + delete.retention.ms` in its base

@@ -45,14 +45,26 @@ impl LeaderEpochCache {
         self.persist()
     }
 
-    /// The largest epoch <= `requested` and the offset where it ends (the
-    /// next epoch's start, or the log end): Kafka's OffsetForLeaderEpoch.
-    /// `None` when the requested epoch is older than every entry.
+    /// Kafka's OffsetForLeaderEpoch answer for `requested`: the latest
+    /// epoch ends at the log end; an older one is answered with the largest
+    /// epoch <= it and the start of the first epoch after it, or, when
+    /// every known epoch is newer (their start was deleted), with the
+    /// requested epoch itself and the first known epoch's start. `None`
+    /// (UNDEFINED) for a negative epoch, an empty cache, or an epoch newer
+    /// than any known.
     pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> Option<(i32, i64)> {
-        let position = self.entries.iter().rposition(|e| e.epoch <= requested)?;
-        let epoch = self.entries[position].epoch;
-        let end = self.entries.get(position + 1).map_or(log_end_offset, |next| next.start_offset);
-        Some((epoch, end))
+        if requested < 0 {
+            return None;
+        }
+        if self.latest_epoch() == Some(requested) {
+            return Some((requested, log_end_offset));
+        }
+        let higher = self.entries.iter().position(|e| e.epoch > requested)?;
+        let end = self.entries[higher].start_offset;
+        match higher.checked_sub(1) {
+            Some(floor) => Some((self.entries[floor].epoch, end)),
+            None => Some((requested, end)),
+        }
     }
 
     /// Drops epochs starting at or after `end_offset` (the log was truncated).
@@ -108,13 +120,18 @@ mod tests {
         assert_eq!(cache.end_offset_for(0, 400), Some((0, 100)));
         assert_eq!(cache.end_offset_for(1, 400), Some((0, 100)));
         assert_eq!(cache.end_offset_for(4, 400), Some((2, 250)));
-        assert_eq!(cache.end_offset_for(9, 400), Some((5, 400)));
+        assert_eq!(cache.end_offset_for(5, 400), Some((5, 400)), "the latest epoch ends at the log end");
+        assert_eq!(cache.end_offset_for(9, 400), None, "newer than any known: UNDEFINED, as in Kafka");
+        assert_eq!(cache.end_offset_for(-1, 400), None);
         cache.truncate_from_end(200).unwrap();
         assert_eq!(cache.latest_epoch(), Some(2));
         cache.truncate_from_start(150).unwrap();
         assert_eq!(cache.entries(), &[EpochEntry { epoch: 2, start_offset: 150 }]);
         let reloaded = LeaderEpochCache::load(dir.path()).unwrap();
         assert_eq!(reloaded.entries(), cache.entries());
-        assert_eq!(reloaded.end_offset_for(1, 300), None);
+        // Older than every known epoch: Kafka answers with the requested
+        // epoch and the first known epoch's start.
+        assert_eq!(reloaded.end_offset_for(1, 300), Some((1, 150)));
+        assert_eq!(reloaded.end_offset_for(2, 300), Some((2, 300)));
     }
 }

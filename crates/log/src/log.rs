@@ -102,6 +102,18 @@ pub struct PartitionLog {
     pub(crate) cleaner_checkpoint: i64,
 }
 
+/// A compacted topic keeps the latest record per key, so a record without
+/// one could never be kept: Kafka refuses it at produce (INVALID_RECORD)
+/// rather than let the cleaner drop it silently.
+fn require_keys(batch: &RecordBatch, max_decompressed_bytes: usize) -> Result<(), LogError> {
+    for record in batch.records(max_decompressed_bytes)? {
+        if record?.key.is_none() {
+            return Err(LogError::InconsistentBatch("compacted topic cannot accept a record without a key".into()));
+        }
+    }
+    Ok(())
+}
+
 fn parse_base_offset(file_name: &str, suffix: &str) -> Option<i64> {
     let stem = file_name.strip_suffix(suffix)?;
     (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok()).flatten()
@@ -199,7 +211,18 @@ impl PartitionLog {
                 }
                 report.recovered_segments += 1;
                 first_recovered.get_or_insert(base);
-                if let Some(truncation) = segment.recover(|_| {})? {
+                // Epochs the checkpoint lost come back from the batches.
+                let mut epochs_seen: Vec<(i32, i64)> = Vec::new();
+                let truncation = segment.recover(|batch| {
+                    let epoch = batch.partition_leader_epoch();
+                    if epochs_seen.last().is_none_or(|&(latest, _)| epoch > latest) {
+                        epochs_seen.push((epoch, batch.base_offset()));
+                    }
+                })?;
+                for (epoch, start_offset) in epochs_seen {
+                    log.leader_epochs.assign(epoch, start_offset)?;
+                }
+                if let Some(truncation) = truncation {
                     warn!(
                         partition = %log.topic_partition.dir_name(),
                         base,
@@ -230,9 +253,15 @@ impl PartitionLog {
         let first_base = *log.segments.keys().next().expect("a segment");
         log.log_start_offset = log.log_start_offset.max(first_base);
         let end = log.log_end_offset();
-        log.recovery_point = log.recovery_point.min(end);
-        if !clean_shutdown {
+        if clean_shutdown {
+            // A clean shutdown flushed everything (Kafka's rule too).
             log.recovery_point = end;
+        } else {
+            // Recovery read the tail from the page cache, which a power
+            // loss can still take: the recovery point moves only when a
+            // flush puts the tail on disk, so the next unclean open checks
+            // it again (Kafka's LogLoader keeps min(checkpoint, end) too).
+            log.recovery_point = log.recovery_point.min(end);
             log.leader_epochs.truncate_from_end(end)?;
         }
         log.rebuild_producer_state(first_recovered.unwrap_or(i64::MAX))?;
@@ -303,6 +332,13 @@ impl PartitionLog {
         &self.leader_epochs
     }
 
+    /// Records that `epoch` starts at the log end, as Kafka does when a
+    /// broker becomes the partition's leader (a no-op for a known epoch).
+    pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
+        let end = self.log_end_offset();
+        Ok(self.leader_epochs.assign(epoch, end)?)
+    }
+
     /// OffsetForLeaderEpoch: (epoch, end offset), or None for an unknown epoch.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
         self.leader_epochs.end_offset_for(epoch, self.log_end_offset())
@@ -322,9 +358,13 @@ impl PartitionLog {
         let first_offset = next_offset;
         let mut record_count = 0i64;
         let mut producer_batches: Vec<ProducerBatch> = Vec::new();
+        let compacted = self.config.cleanup_policy.compacts();
         for batch in RecordBatches::new(records.clone()) {
             let batch = batch?;
             batch.validate()?;
+            if compacted && !batch.is_control() {
+                require_keys(&batch, self.config.max_decompressed_batch_bytes)?;
+            }
             let producer_batch = ProducerBatch::from_batch(&batch, next_offset)?;
             if producer_batch.producer_id >= 0 {
                 let previous = producer_batches.iter().rev().find(|p| p.producer_id == producer_batch.producer_id);
@@ -447,12 +487,16 @@ impl PartitionLog {
 
     fn should_roll(&self, incoming_bytes: u64, last_offset: i64, batch_timestamp: i64, now_ms: i64) -> bool {
         let active = self.active();
+        // Even an empty segment rolls when the offsets would not fit in its
+        // index (a follower's batch far past the base): Kafka's rule too.
+        if !active.can_hold_offset(last_offset) {
+            return true;
+        }
         if active.is_empty() {
             return false;
         }
         active.size_bytes() + incoming_bytes > self.config.segment_bytes
             || active.indexes_full()
-            || !active.can_hold_offset(last_offset)
             || active.time_waited_for_roll_ms(now_ms, batch_timestamp) > self.config.segment_ms
     }
 
@@ -655,14 +699,17 @@ impl PartitionLog {
     }
 
     /// Removes every offset >= `offset` (a follower diverged from its leader).
-    pub fn truncate_to(&mut self, offset: i64) -> Result<u64, LogError> {
+    pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<u64, LogError> {
         if offset >= self.log_end_offset() {
             return Ok(0);
         }
         if offset <= self.log_start_offset {
-            self.truncate_fully_and_start_at(offset, 0)?;
+            self.truncate_fully_and_start_at(offset, now_ms)?;
             return Ok(0);
         }
+        // Compaction below `offset` stays valid; above it the offsets will
+        // be written again.
+        self.cleaner_checkpoint = self.cleaner_checkpoint.min(offset);
         // The first segment starts at or before the log start offset, which is
         // below `offset`: it survives, so the log keeps a segment.
         let mut removed = 0;
@@ -703,6 +750,7 @@ impl PartitionLog {
         )?;
         self.segments.insert(offset, segment);
         self.log_start_offset = offset;
+        self.cleaner_checkpoint = offset;
         self.reset_background_flushes();
         self.recovery_point = offset;
         self.leader_epochs.clear()?;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::records::{RecordBatch, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH};
+use tracing::warn;
 
 use crate::index::{AbortedTxn, OffsetIndex, TimeIndex, TimestampOffset, TransactionIndex};
 
@@ -132,6 +133,15 @@ fn write_all_vectored_at(file: &File, mut parts: Vec<&[u8]>, mut offset: u64) ->
     Ok(())
 }
 
+/// How a walk over batch headers ended.
+enum Scan {
+    Found(BatchHeader),
+    /// The segment's data ended first.
+    End,
+    /// Bytes that are not a batch where one should be.
+    Broken,
+}
+
 /// Why a segment's tail was cut during recovery.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Truncation {
@@ -159,6 +169,10 @@ pub struct Segment {
     /// `segment.index.bytes`: how far the indexes may grow while active.
     max_index_bytes: usize,
     created_ms: i64,
+    /// What the open-time scan of the tail found wrong (an index entry that
+    /// does not lead to its batch, batches that stop short of the file's
+    /// end): the segment needs recovery even after a clean shutdown.
+    tail_problem: Option<String>,
 }
 
 fn be_i64(raw: &[u8], at: usize) -> i64 {
@@ -238,24 +252,43 @@ impl Segment {
             index_interval_bytes,
             max_index_bytes,
             created_ms,
+            tail_problem: None,
         })
     }
 
     /// Recomputes the next offset, max timestamp and first timestamp from the
-    /// indexes and the batch headers past the last index entry.
+    /// indexes and the batch headers past the last index entry. The scan
+    /// also checks what a clean shutdown promises: the last index entry
+    /// leads to a batch holding its offset, offsets increase, and the
+    /// batches end exactly at the end of the file; anything else is noted
+    /// in `tail_problem` for [`Segment::quick_check_indexes`].
     fn load_tail_state(&mut self) -> io::Result<()> {
         if let Some(last) = self.time_index.last_entry() {
             self.max_timestamp = last;
         }
+        let last_entry = self.offset_index.last_entry().filter(|e| u64::from(e.position) < self.size_bytes);
         // A corrupt index may point past the data: scan from the start then
-        // (the caller's index check fails and recovery rebuilds it anyway).
-        let start = self.offset_index.last_entry().map_or(0, |e| u64::from(e.position));
-        let start = if start < self.size_bytes { start } else { 0 };
+        // (the index check fails and recovery rebuilds it anyway).
+        let start = last_entry.map_or(0, |e| u64::from(e.position));
         let mut position = start;
         let mut first = true;
         while let Some(header) = self.read_header(position)? {
-            if first && position == 0 {
-                self.rolling_timestamp = Some(header.max_timestamp);
+            if first {
+                if position == 0 {
+                    self.rolling_timestamp = Some(header.max_timestamp);
+                }
+                // Kafka indexes an append's first batch under the append's
+                // last offset, so the batch starts at or before the entry.
+                if let Some(entry) = last_entry.filter(|e| header.base_offset > e.offset) {
+                    self.tail_problem =
+                        Some(format!("index entry {entry:?} points at a batch starting at {}", header.base_offset));
+                }
+            } else if header.base_offset < self.next_offset {
+                self.tail_problem = Some(format!(
+                    "batch at {position} starts at offset {} below the previous end {}",
+                    header.base_offset, self.next_offset
+                ));
+                break;
             }
             first = false;
             self.next_offset = header.last_offset + 1;
@@ -264,10 +297,17 @@ impl Segment {
             }
             position += u64::from(header.size_bytes);
         }
+        if position != self.size_bytes && self.tail_problem.is_none() {
+            self.tail_problem = Some(format!("batches end at {position}, the file at {}", self.size_bytes));
+        }
+        if let Some(entry) = last_entry.filter(|e| e.offset >= self.next_offset) {
+            self.tail_problem
+                .get_or_insert_with(|| format!("index entry {entry:?} is past the segment's end {}", self.next_offset));
+        }
         if self.rolling_timestamp.is_none() && self.size_bytes > 0 {
             self.rolling_timestamp = self.read_header(0)?.map(|h| h.max_timestamp);
         }
-        self.bytes_since_last_index_entry = self.size_bytes - start;
+        self.bytes_since_last_index_entry = self.size_bytes.saturating_sub(start);
         Ok(())
     }
 
@@ -353,13 +393,17 @@ impl Segment {
     /// back, so a half-written batch never stays behind a good one.
     pub fn append(&mut self, batches: &[PreparedBatch]) -> io::Result<()> {
         let Some(last) = batches.last() else { return Ok(()) };
-        assert!(
-            batches[0].base_offset >= self.next_offset,
-            "append at {} below the segment's next offset {}",
-            batches[0].base_offset,
-            self.next_offset
-        );
-        assert!(self.can_hold_offset(last.last_offset), "offset {} overflows the segment", last.last_offset);
+        if batches[0].base_offset < self.next_offset || !self.can_hold_offset(last.last_offset) {
+            // The log checks both before it gets here; a segment state that
+            // disagrees is corrupt, and an error beats a panic.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "append of offsets {}..={} to the segment at {} ending at {}",
+                    batches[0].base_offset, last.last_offset, self.base_offset, self.next_offset
+                ),
+            ));
+        }
         let mut parts: Vec<&[u8]> = Vec::with_capacity(batches.len() * 2);
         for batch in batches {
             parts.push(&batch.header);
@@ -412,18 +456,25 @@ impl Segment {
         let mut raw = [0u8; BATCH_HEADER_BYTES];
         self.log.read_exact_at(&mut raw, position)?;
         let batch_length = be_i32(&raw, 8);
-        if batch_length < MIN_BATCH_LENGTH {
+        if batch_length < MIN_BATCH_LENGTH || raw[16] != 2 {
             return Ok(None);
         }
         let size_bytes = batch_length as u64 + LOG_OVERHEAD_BYTES as u64;
         if position + size_bytes > self.size_bytes {
             return Ok(None);
         }
+        // Bytes that are not a batch header (a wrong index position, a
+        // corrupt file) must not yield offsets outside the segment.
         let base_offset = be_i64(&raw, 0);
+        let delta = be_i32(&raw, 23);
+        let last_offset = match base_offset.checked_add(i64::from(delta)) {
+            Some(last) if base_offset >= self.base_offset && delta >= 0 => last,
+            _ => return Ok(None),
+        };
         Ok(Some(BatchHeader {
             position,
             base_offset,
-            last_offset: base_offset + i64::from(be_i32(&raw, 23)),
+            last_offset,
             size_bytes: size_bytes as u32,
             max_timestamp: be_i64(&raw, 35),
             partition_leader_epoch: be_i32(&raw, 12),
@@ -431,18 +482,48 @@ impl Segment {
     }
 
     /// The first batch whose last offset is >= `offset`, starting from the
-    /// index's hint; `None` when the segment ends before it.
+    /// index's hint; `None` when the segment ends before it. A hint that
+    /// does not lead there (an index entry corrupted after a clean
+    /// shutdown) is reported and the scan starts over from `start_position`,
+    /// so a read never skips records because of the index.
     pub fn find_batch(&self, offset: i64, start_position: u64) -> io::Result<Option<BatchHeader>> {
         let hint = u64::from(self.offset_index.lookup(offset).position).max(start_position);
-        let mut position = hint;
+        match self.scan_for(offset, hint, hint > start_position)? {
+            Scan::Found(header) => Ok(Some(header)),
+            Scan::End => Ok(None),
+            Scan::Broken if hint > start_position => {
+                warn!(
+                    path = %self.log_path().display(),
+                    offset,
+                    hint,
+                    "the offset index does not lead to the batch; scanning the segment from its start"
+                );
+                match self.scan_for(offset, start_position, false)? {
+                    Scan::Found(header) => Ok(Some(header)),
+                    Scan::End | Scan::Broken => Ok(None),
+                }
+            }
+            Scan::Broken => Ok(None),
+        }
+    }
+
+    /// Walks batch headers from `position` to the first one holding an
+    /// offset >= `offset`. With `from_index`, the first batch must start at
+    /// or before `offset`, as one an index entry for it points at does.
+    fn scan_for(&self, offset: i64, mut position: u64, from_index: bool) -> io::Result<Scan> {
+        let mut first = true;
         while position < self.size_bytes {
-            let Some(header) = self.read_header(position)? else { return Ok(None) };
+            let Some(header) = self.read_header(position)? else { return Ok(Scan::Broken) };
+            if first && from_index && header.base_offset > offset {
+                return Ok(Scan::Broken);
+            }
+            first = false;
             if header.last_offset >= offset {
-                return Ok(Some(header));
+                return Ok(Scan::Found(header));
             }
             position += u64::from(header.size_bytes);
         }
-        Ok(None)
+        Ok(Scan::End)
     }
 
     /// Plans a read of up to `max_bytes` from the batch holding `offset`, not
@@ -518,6 +599,7 @@ impl Segment {
         self.time_index.reset();
         // Markers are re-read by the producer-state replay, which re-indexes them.
         self.txn_index.reset()?;
+        self.tail_problem = None;
         self.max_timestamp = TimestampOffset { timestamp: -1, offset: self.base_offset };
         self.rolling_timestamp = None;
         self.bytes_since_last_index_entry = 0;
@@ -588,8 +670,12 @@ impl Segment {
 
     /// Kafka's O(1) index sanity check, run on every open.
     pub fn quick_check_indexes(&self) -> Result<(), String> {
-        self.offset_index.quick_check(self.size_bytes)?;
-        self.time_index.quick_check(self.next_offset)
+        if let Some(problem) = &self.tail_problem {
+            return Err(problem.clone());
+        }
+        self.offset_index.quick_check(self.size_bytes, self.next_offset)?;
+        self.time_index.quick_check(self.next_offset)?;
+        self.txn_index.quick_check(self.base_offset, self.next_offset)
     }
 
     /// Checks every index entry against the data (tests, verification).

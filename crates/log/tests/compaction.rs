@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use bytes::Bytes;
-use krabka_log::{CleanupPolicy, LogConfig, PartitionLog};
+use krabka_log::{CleanupPolicy, LogConfig, LogError, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewRecord, RecordBatch, RecordBatchBuilder, RecordBatches};
 
@@ -426,14 +426,24 @@ fn idempotent_producer_keeps_its_last_batch_header() {
 }
 
 #[test]
-fn null_keys_are_dropped_and_max_timestamp_follows_kept_records() {
+fn null_keys_are_refused_on_produce_and_dropped_by_the_cleaner() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = open(dir.path(), compact_config(), true);
-    let mut builder = RecordBatchBuilder::new(Compression::None);
+    let mut builder = RecordBatchBuilder::new(Compression::Lz4);
     builder.append(&NewRecord { timestamp_ms: NOW + 50, key: Some(b"a"), value: Some(b"old"), headers: &[] }).unwrap();
     builder.append(&NewRecord { timestamp_ms: NOW + 10, key: None, value: Some(b"keyless"), headers: &[] }).unwrap();
     builder.append(&NewRecord { timestamp_ms: NOW + 20, key: Some(b"b"), value: Some(b"b"), headers: &[] }).unwrap();
-    log.append_as_leader(&builder.build().unwrap().into_bytes(), 0, NOW).unwrap();
+    let with_keyless = builder.build().unwrap().into_bytes();
+    // Kafka's rule: a compacted topic refuses a record without a key
+    // (INVALID_RECORD), looking inside compressed batches too.
+    let refused = log.append_as_leader(&with_keyless, 0, NOW).unwrap_err();
+    assert!(matches!(refused, LogError::InconsistentBatch(_)), "{refused:?}");
+    assert_eq!(log.log_end_offset(), 0);
+    // Keyless records still reach a compacted log written before the topic
+    // switched to compaction: the cleaner drops them.
+    log.set_config(LogConfig { cleanup_policy: CleanupPolicy::Delete, ..compact_config() });
+    log.append_as_leader(&with_keyless, 0, NOW).unwrap();
+    log.set_config(compact_config());
     log.append_as_leader(&keyed(&[("a", Some("new"))], NOW + 30, Compression::None), 0, NOW).unwrap();
     roll(&mut log);
     let end = log.log_end_offset();

@@ -73,7 +73,7 @@ fn producer_state_survives_clean_and_unclean_restarts() {
         Err(LogError::ProducerState(ProducerStateError::OutOfOrderSequence { expected: 42, .. }))
     ));
     // Truncation rewinds the producer state with the log.
-    log.truncate_to(30).unwrap();
+    log.truncate_to(30, NOW).unwrap();
     let next = log.append_as_leader(&producer_batch(7, 0, 30, 2), 0, NOW).unwrap();
     assert_eq!(next.first_offset, 30);
 }
@@ -134,7 +134,7 @@ fn aborted_transactions_are_indexed_and_bound_the_last_stable_offset() {
         .count();
     assert_eq!(txn_files, 1);
     let mut log = log;
-    log.truncate_to(7).unwrap();
+    log.truncate_to(7, NOW).unwrap();
     assert!(log.aborted_transactions(0, 100).is_empty());
     assert_eq!(log.first_unstable_offset(), Some(2));
 }

@@ -88,6 +88,27 @@ fn unclean_reopen_truncates_a_torn_tail() {
 }
 
 #[test]
+fn an_unclean_open_keeps_the_recovery_point_until_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let mut log = open(&path, LogConfig::default(), true);
+    for i in 0..10 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    drop(log); // no close: as after a crash
+    let (log, report) = PartitionLog::open(&path, LogConfig::default(), 0, 0, false, NOW).unwrap();
+    assert_eq!((report.recovered_segments, log.log_end_offset()), (1, 10));
+    // Recovery read the tail from the page cache, which a power loss can
+    // still take: only a flush may move the recovery point past it.
+    assert_eq!(log.recovery_point(), 0);
+    drop(log);
+    let (mut log, report) = PartitionLog::open(&path, LogConfig::default(), 0, 0, false, NOW).unwrap();
+    assert_eq!(report.recovered_segments, 1, "a second crash before a flush re-checks the tail");
+    log.flush(NOW).unwrap();
+    assert_eq!(log.recovery_point(), 10);
+}
+
+#[test]
 fn a_corrupt_byte_truncates_there_and_drops_later_segments() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
@@ -129,6 +150,112 @@ fn a_corrupt_index_is_rebuilt_even_after_a_clean_shutdown() {
     let (log, report) = PartitionLog::open(&path, small_segments(), 0, 30, true, NOW).unwrap();
     assert_eq!(report.recovered_segments, 1);
     assert_eq!(read_all(&log, 0), before);
+}
+
+/// (offset, timestamp, value) of every record, as `read_all` returns them.
+type Records = Vec<(i64, i64, String)>;
+/// (relative offset, position) of every `.index` entry.
+type IndexEntries = Vec<(u32, u32)>;
+
+/// One segment of 30 one-record batches with an index entry every ~100
+/// bytes, closed cleanly; returns the log dir, what it holds and the index.
+fn indexed_segment(dir: &std::path::Path) -> (std::path::PathBuf, Records, IndexEntries) {
+    let path = dir.join("t-0");
+    let config = LogConfig { index_interval_bytes: 100, ..LogConfig::default() };
+    let mut log = open(&path, config, true);
+    for i in 0..30 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    let records = read_all(&log, 0);
+    log.close(NOW).unwrap();
+    let raw = std::fs::read(path.join("00000000000000000000.index")).unwrap();
+    let entries: Vec<(u32, u32)> = raw
+        .chunks_exact(8)
+        .map(|e| (u32::from_be_bytes(e[..4].try_into().unwrap()), u32::from_be_bytes(e[4..].try_into().unwrap())))
+        .collect();
+    assert!(entries.len() >= 8, "too few index entries: {entries:?}");
+    (path, records, entries)
+}
+
+fn write_index_entry(path: &std::path::Path, i: usize, (relative, position): (u32, u32)) {
+    let file = OpenOptions::new().write(true).open(path.join("00000000000000000000.index")).unwrap();
+    let mut raw = [0u8; 8];
+    raw[..4].copy_from_slice(&relative.to_be_bytes());
+    raw[4..].copy_from_slice(&position.to_be_bytes());
+    file.write_all_at(&raw, (i * 8) as u64).unwrap();
+}
+
+#[test]
+fn a_last_index_entry_that_misleads_is_caught_on_a_clean_open() {
+    let config = || LogConfig { index_interval_bytes: 100, ..LogConfig::default() };
+    // Pointing into the middle of a batch, at a later batch than its offset's,
+    // and with a relative offset Kafka could not store: each sends the
+    // segment to recovery instead of yielding a wrong log end (or a panic on
+    // the next indexed append).
+    for (name, corrupt) in [
+        (
+            "mid-batch",
+            (|(r, p): (u32, u32), _: &[(u32, u32)]| (r, p + 7)) as fn((u32, u32), &[(u32, u32)]) -> (u32, u32),
+        ),
+        ("later batch", |(r, _), all| (r - 2, all[all.len() - 1].1)),
+        ("huge offset", |(_, p), _| (u32::MAX - 3, p)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, records, entries) = indexed_segment(dir.path());
+        let last = entries.len() - 1;
+        write_index_entry(&path, last, corrupt(entries[last], &entries));
+        let (mut log, report) = PartitionLog::open(&path, config(), 0, 30, true, NOW).unwrap();
+        assert_eq!(report.recovered_segments, 1, "{name}");
+        assert_eq!(log.log_end_offset(), 30, "{name}");
+        assert_eq!(read_all(&log, 0), records, "{name}");
+        log.append_as_leader(&batch(&values(30..31), NOW, Compression::None), 0, NOW).unwrap();
+        log.verify_indexes().unwrap();
+    }
+}
+
+#[test]
+fn a_middle_index_entry_that_misleads_never_makes_a_read_skip_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, records, entries) = indexed_segment(dir.path());
+    // Entry 2 points at entry 4's batch (later offsets), entry 5 mid-batch.
+    write_index_entry(&path, 2, (entries[2].0, entries[4].1));
+    write_index_entry(&path, 5, (entries[5].0, entries[5].1 + 5));
+    let config = LogConfig { index_interval_bytes: 100, ..LogConfig::default() };
+    let (log, _) = PartitionLog::open(&path, config, 0, 30, true, NOW).unwrap();
+    for from in [i64::from(entries[2].0), i64::from(entries[5].0), i64::from(entries[5].0) + 1] {
+        let expected: Vec<_> = records.iter().filter(|r| r.0 >= from).cloned().collect();
+        assert_eq!(read_all(&log, from), expected, "reading from offset {from}");
+    }
+}
+
+#[test]
+fn a_follower_batch_past_what_the_segment_can_index_rolls_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), LogConfig::default(), true);
+    let far = 1i64 << 40;
+    let mut far_batch = batch(&values(0..3), NOW, Compression::None).to_vec();
+    // The base offset is outside the CRC's range: patch it in place.
+    far_batch[..8].copy_from_slice(&far.to_be_bytes());
+    log.append_as_follower(&bytes::Bytes::from(far_batch), NOW).unwrap();
+    assert_eq!(log.log_end_offset(), far + 3);
+    assert_eq!(log.segment_base_offsets(), vec![0, far]);
+    assert_eq!(read_all(&log, far).len(), 3);
+}
+
+#[test]
+fn recovery_restores_leader_epochs_a_lost_checkpoint_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    let mut log = open(&path, LogConfig::default(), true);
+    log.append_as_leader(&batch(&values(0..2), NOW, Compression::None), 3, NOW).unwrap();
+    log.append_as_leader(&batch(&values(2..4), NOW, Compression::None), 5, NOW).unwrap();
+    drop(log); // no close: as after a crash
+    std::fs::remove_file(path.join("leader-epoch-checkpoint")).unwrap();
+    let (log, _) = PartitionLog::open(&path, LogConfig::default(), 0, 0, false, NOW).unwrap();
+    let epochs: Vec<(i32, i64)> = log.leader_epochs().entries().iter().map(|e| (e.epoch, e.start_offset)).collect();
+    assert_eq!(epochs, vec![(3, 0), (5, 2)]);
+    assert_eq!(log.end_offset_for_epoch(3), Some((3, 2)));
+    assert_eq!(log.end_offset_for_epoch(5), Some((5, 4)));
 }
 
 #[test]
@@ -207,7 +334,7 @@ fn truncation_for_replication() {
     for i in 0..40 {
         log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), (i / 10) as i32, NOW).unwrap();
     }
-    log.truncate_to(25).unwrap();
+    log.truncate_to(25, NOW).unwrap();
     assert_eq!(log.log_end_offset(), 25);
     assert_eq!(read_all(&log, 0).len(), 25);
     assert_eq!(log.leader_epochs().latest_epoch(), Some(2));
@@ -273,7 +400,7 @@ fn a_roll_flushes_the_old_segment_in_the_background() {
     }
     assert_eq!(log.recovery_point(), 10, "only the rolled segment");
     // Truncation below it lowers it, whatever a late flush reports.
-    log.truncate_to(5).unwrap();
+    log.truncate_to(5, NOW).unwrap();
     assert_eq!(log.recovery_point(), 5);
     log.flush(NOW).unwrap();
     assert_eq!(log.recovery_point(), 5);

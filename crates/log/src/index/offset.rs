@@ -51,17 +51,21 @@ impl OffsetIndex {
         self.file.reserve(entries)
     }
 
-    /// Whether `offset` can be stored relative to the base (fits in u32).
+    /// Whether `offset` can be stored relative to the base: Kafka reads the
+    /// relative offset as a signed 32-bit int, so at most i32::MAX.
     pub fn can_append_offset(&self, offset: i64) -> bool {
-        let relative = offset - self.base_offset;
-        (0..=i64::from(u32::MAX)).contains(&relative)
+        offset.checked_sub(self.base_offset).is_some_and(|relative| (0..=i64::from(i32::MAX)).contains(&relative))
     }
 
-    /// Adds an entry; offsets and positions must increase.
+    /// Adds an entry; offsets and positions must increase (an index whose
+    /// entries say otherwise is corrupt: an error, not a panic).
     pub fn append(&mut self, offset: i64, position: u32) -> io::Result<()> {
-        assert!(self.can_append_offset(offset), "offset {offset} out of range for base {}", self.base_offset);
-        if let Some(last) = self.last_entry() {
-            assert!(offset > last.offset && position > last.position, "index entries must increase");
+        let follows = self.last_entry().is_none_or(|last| offset > last.offset && position > last.position);
+        if !self.can_append_offset(offset) || !follows {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("index entry ({offset}, {position}) does not follow {:?}", self.last_entry()),
+            ));
         }
         let mut raw = [0u8; OFFSET_INDEX_ENTRY_BYTES];
         raw[..4].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
@@ -100,16 +104,19 @@ impl OffsetIndex {
     }
 
     /// Kafka's O(1) sanity check, run on every open: whole entries, the last
-    /// one after the first and within the data. A preallocated tail of zeros
-    /// left by a crash fails it.
-    pub fn quick_check(&self, log_size_bytes: u64) -> Result<(), String> {
+    /// one after the first and within the data (below `next_offset`, inside
+    /// `log_size_bytes`). A preallocated tail of zeros left by a crash fails it.
+    pub fn quick_check(&self, log_size_bytes: u64, next_offset: i64) -> Result<(), String> {
         if self.file.has_partial_entry() {
             return Err("index length is not a whole number of entries".into());
         }
         let (Some(first), Some(last)) = ((self.entries() > 0).then(|| self.entry(0)), self.last_entry()) else {
             return Ok(());
         };
-        if last.offset < self.base_offset || u64::from(last.position) >= log_size_bytes.max(1) {
+        if !self.can_append_offset(last.offset)
+            || last.offset >= next_offset.max(self.base_offset + 1)
+            || u64::from(last.position) >= log_size_bytes.max(1)
+        {
             return Err(format!("last entry {last:?} is outside the segment"));
         }
         if self.entries() > 1 && (last.offset <= first.offset || last.position <= first.position) {
@@ -189,6 +196,26 @@ mod tests {
         assert_eq!(index.last_entry(), Some(OffsetPosition { offset: 140, position: 5 * 4096 }));
         assert!(index.check(6 * 4096).is_ok());
         assert!(index.check(4096).is_err());
+    }
+
+    #[test]
+    fn entries_that_do_not_follow_or_overflow_are_errors_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = OffsetIndex::open(&dir.path().join("0.index"), 1000, Some(1024)).unwrap();
+        index.append(1010, 4096).unwrap();
+        assert!(index.append(1010, 8192).is_err(), "same offset");
+        assert!(index.append(1020, 4096).is_err(), "same position");
+        assert!(index.append(999, 8192).is_err(), "below the base");
+        // Kafka reads the relative offset as a signed int.
+        assert!(index.can_append_offset(1000 + i64::from(i32::MAX)));
+        assert!(!index.can_append_offset(1001 + i64::from(i32::MAX)));
+        assert!(!index.can_append_offset(i64::MIN));
+        assert!(index.append(1001 + i64::from(i32::MAX), 8192).is_err());
+        assert_eq!(index.entries(), 1);
+        // The quick check bounds the last entry by the segment's end offset too.
+        assert!(index.quick_check(8192, 1011).is_ok());
+        assert!(index.quick_check(8192, 1010).is_err(), "an entry for an offset the data does not reach");
+        assert!(index.quick_check(4096, 1011).is_err(), "an entry past the data");
     }
 
     #[test]

@@ -46,11 +46,14 @@ pub struct TransactionIndex {
     /// Small (one entry per aborted transaction) and read on every
     /// READ_COMMITTED fetch over the segment: kept in memory.
     entries: Vec<AbortedTxn>,
+    /// A torn or unknown-version tail found on open; `quick_check` reports
+    /// it, so the segment is recovered and its markers re-indexed.
+    problem: Option<String>,
 }
 
 impl TransactionIndex {
-    /// Loads the index if the file exists; a torn or unknown-version tail is
-    /// dropped (recovery rebuilds the entries from the log's markers).
+    /// Loads the index if the file exists, up to the first entry that is
+    /// not one (a torn or unknown-version tail, which `quick_check` reports).
     pub fn open(path: &Path) -> io::Result<Self> {
         let raw = match std::fs::read(path) {
             Ok(raw) => raw,
@@ -58,11 +61,35 @@ impl TransactionIndex {
             Err(e) => return Err(e),
         };
         let entries = raw.chunks_exact(TXN_INDEX_ENTRY_BYTES).map_while(AbortedTxn::from_bytes).collect::<Vec<_>>();
-        let mut index = TransactionIndex { path: path.to_path_buf(), entries };
-        if index.entries.len() * TXN_INDEX_ENTRY_BYTES != raw.len() {
-            index.rewrite()?;
+        let read = entries.len() * TXN_INDEX_ENTRY_BYTES;
+        let problem =
+            (read != raw.len()).then(|| format!("no aborted-transaction entry at byte {read} of {}", raw.len()));
+        Ok(TransactionIndex { path: path.to_path_buf(), entries, problem })
+    }
+
+    /// Kafka's sanity check of a `.txnindex`: every entry well formed, its
+    /// marker inside the segment [base_offset, next_offset), after its
+    /// transaction's first offset, in marker order.
+    pub fn quick_check(&self, base_offset: i64, next_offset: i64) -> Result<(), String> {
+        if let Some(problem) = &self.problem {
+            return Err(problem.clone());
         }
-        Ok(index)
+        let mut previous: Option<&AbortedTxn> = None;
+        for entry in &self.entries {
+            if entry.last_offset < base_offset
+                || entry.last_offset >= next_offset
+                || entry.first_offset > entry.last_offset
+            {
+                return Err(format!(
+                    "aborted transaction {entry:?} is outside the segment [{base_offset}, {next_offset})"
+                ));
+            }
+            if previous.is_some_and(|p| entry.last_offset <= p.last_offset) {
+                return Err(format!("aborted transaction {entry:?} is out of marker order"));
+            }
+            previous = Some(entry);
+        }
+        Ok(())
     }
 
     pub fn entries(&self) -> &[AbortedTxn] {
@@ -76,8 +103,11 @@ impl TransactionIndex {
     }
 
     pub fn append(&mut self, txn: AbortedTxn) -> io::Result<()> {
-        if let Some(last) = self.entries.last() {
-            assert!(txn.last_offset > last.last_offset, "aborted transactions are indexed in marker order");
+        if self.entries.last().is_some_and(|last| txn.last_offset <= last.last_offset) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("aborted transaction {txn:?} indexed out of marker order"),
+            ));
         }
         let mut file = OpenOptions::new().create(true).append(true).open(&self.path)?;
         file.write_all(&txn.to_bytes())?;
@@ -103,6 +133,7 @@ impl TransactionIndex {
     /// Forgets every entry (recovery re-adds them from the markers).
     pub fn reset(&mut self) -> io::Result<()> {
         self.entries.clear();
+        self.problem = None;
         self.rewrite()
     }
 
@@ -154,11 +185,34 @@ mod tests {
         assert_eq!(reopened.overlapping(0, 12).collect::<Vec<_>>(), vec![&a]);
         reopened.truncate_to(25).unwrap();
         assert_eq!(TransactionIndex::open(&path).unwrap().entries(), &[a]);
-        // A torn tail is dropped on open.
+        assert!(reopened.append(a).is_err(), "out of marker order: an error, not a panic");
+        // A torn tail: the entries before it load, and the check reports it
+        // (the log then recovers the segment, which resets the index).
         let mut raw = std::fs::read(&path).unwrap();
         raw.extend_from_slice(&[0, 0, 1]);
         std::fs::write(&path, raw).unwrap();
-        assert_eq!(TransactionIndex::open(&path).unwrap().entries(), &[a]);
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 34);
+        let mut torn = TransactionIndex::open(&path).unwrap();
+        assert_eq!(torn.entries(), &[a]);
+        assert!(torn.quick_check(0, 100).is_err());
+        torn.reset().unwrap();
+        assert!(torn.quick_check(0, 100).is_ok());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn the_quick_check_bounds_entries_by_the_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = TransactionIndex::open(&dir.path().join("00000000000000000010.txnindex")).unwrap();
+        index.append(AbortedTxn { producer_id: 1, first_offset: 5, last_offset: 20, last_stable_offset: 21 }).unwrap();
+        assert!(index.quick_check(10, 21).is_ok());
+        assert!(index.quick_check(10, 20).is_err(), "marker at or past the segment's end");
+        assert!(index.quick_check(21, 30).is_err(), "marker before the segment's base");
+        // An unknown version is not an entry.
+        let mut raw = std::fs::read(dir.path().join("00000000000000000010.txnindex")).unwrap();
+        raw[0] = 7;
+        std::fs::write(dir.path().join("00000000000000000010.txnindex"), raw).unwrap();
+        let reopened = TransactionIndex::open(&dir.path().join("00000000000000000010.txnindex")).unwrap();
+        assert!(reopened.entries().is_empty());
+        assert!(reopened.quick_check(10, 21).is_err());
     }
 }
