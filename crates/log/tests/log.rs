@@ -67,15 +67,21 @@ fn segments_roll_and_survive_a_clean_reopen() {
     assert_eq!(read_all(&log, 77)[0].0, 77);
 }
 
-#[test]
-fn unclean_reopen_truncates_a_torn_tail() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t-0");
+/// A log of ten one-record batches left without a close, as a crash leaves it.
+fn crashed_after_ten_batches(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("t-0");
     let mut log = open(&path, LogConfig::default(), true);
     for i in 0..10 {
         log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
     }
-    drop(log); // no close: as after a crash
+    drop(log);
+    path
+}
+
+#[test]
+fn unclean_reopen_truncates_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crashed_after_ten_batches(dir.path());
     let segment = path.join("00000000000000000000.log");
     let file = OpenOptions::new().write(true).open(&segment).unwrap();
     let size = file.metadata().unwrap().len();
@@ -90,12 +96,7 @@ fn unclean_reopen_truncates_a_torn_tail() {
 #[test]
 fn an_unclean_open_keeps_the_recovery_point_until_a_flush() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t-0");
-    let mut log = open(&path, LogConfig::default(), true);
-    for i in 0..10 {
-        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
-    }
-    drop(log); // no close: as after a crash
+    let path = crashed_after_ten_batches(dir.path());
     let (log, report) = PartitionLog::open(&path, LogConfig::default(), 0, 0, false, NOW).unwrap();
     assert_eq!((report.recovered_segments, log.log_end_offset()), (1, 10));
     // Recovery read the tail from the page cache, which a power loss can
