@@ -1,7 +1,7 @@
 //! A disk that refuses writes fails the append with a storage error (the
 //! broker's KAFKA_STORAGE_ERROR), and the log stays readable and consistent:
-//! a real ENOSPC on a small tmpfs (needs root to mount; skipped with a
-//! message otherwise), and a file-size limit, which makes write(2) fail with
+//! a real ENOSPC on a small tmpfs (needs root to mount; without it the
+//! tests fail unless KRABKA_SKIP_TMPFS_TESTS=1 skips them), and a file-size limit, which makes write(2) fail with
 //! EFBIG as a full disk fails with ENOSPC.
 
 use std::os::unix::process::CommandExt;
@@ -74,24 +74,25 @@ fn enospc_on_a_full_tmpfs_fails_the_append_and_the_log_reopens() {
     log.verify_indexes().unwrap();
 }
 
-/// Mounts a 1 MiB tmpfs under `root`, or says why not (the test is skipped).
+/// Set to skip the tests that need to mount a tmpfs (they need root).
+const SKIP_TMPFS: &str = "KRABKA_SKIP_TMPFS_TESTS";
+
+/// Mounts a 1 MiB tmpfs under `root`. Without root the test fails (a
+/// disk-full test that quietly passes would prove nothing) unless
+/// `KRABKA_SKIP_TMPFS_TESTS=1` asks to skip it, which it then says.
 fn small_tmpfs(root: &Path) -> Option<std::path::PathBuf> {
     let mount_point = root.join("small");
     std::fs::create_dir(&mount_point).unwrap();
-    match Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&mount_point).output() {
-        Ok(out) if out.status.success() => Some(mount_point),
-        Ok(out) => {
-            eprintln!(
-                "SKIPPED: cannot mount a 1 MiB tmpfs (needs root): {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: cannot run mount: {e}");
-            None
-        }
+    let why = match Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&mount_point).output() {
+        Ok(out) if out.status.success() => return Some(mount_point),
+        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        Err(e) => format!("cannot run mount: {e}"),
+    };
+    if std::env::var_os(SKIP_TMPFS).is_some_and(|v| v == "1") {
+        eprintln!("SKIPPED ({SKIP_TMPFS}=1): cannot mount a 1 MiB tmpfs: {why}");
+        return None;
     }
+    panic!("cannot mount a 1 MiB tmpfs (needs root): {why}; set {SKIP_TMPFS}=1 to skip the disk-full tests");
 }
 
 const INDEX_CHILD_DIR: &str = "KRABKA_TEST_INDEX_FULL_DIR";
