@@ -678,10 +678,40 @@ impl Segment {
         self.txn_index.quick_check(self.base_offset, self.next_offset)
     }
 
-    /// Checks every index entry against the data (tests, verification).
+    /// Checks every index entry against the data (tests, verification):
+    /// beyond their order, an offset-index entry (e, p) must point at a batch
+    /// starting at or before e, and e must end a batch (Kafka indexes an
+    /// append's first batch under the append's last offset); a time-index
+    /// entry (t, o) must fall in a batch whose max timestamp is t.
     pub fn check_indexes(&self) -> Result<(), String> {
         self.offset_index.check(self.size_bytes)?;
-        self.time_index.check(self.next_offset)
+        self.time_index.check(self.next_offset)?;
+        let mut batches = Vec::new();
+        let mut position = 0;
+        while let Some(header) = self.read_header(position).map_err(|e| e.to_string())? {
+            position += u64::from(header.size_bytes);
+            batches.push(header);
+        }
+        for i in 0..self.offset_index.entries() {
+            let entry = self.offset_index.entry(i);
+            let at = batches.binary_search_by_key(&u64::from(entry.position), |b| b.position);
+            match at.ok().map(|at| &batches[at]) {
+                Some(batch) if batch.base_offset <= entry.offset => {}
+                _ => return Err(format!("offset index entry {i} ({entry:?}) does not point at its batch")),
+            }
+            if batches.binary_search_by_key(&entry.offset, |b| b.last_offset).is_err() {
+                return Err(format!("offset index entry {i} ({entry:?}) is not the last offset of a batch"));
+            }
+        }
+        for i in 0..self.time_index.entries() {
+            let entry = self.time_index.entry(i);
+            let holder = batches.partition_point(|b| b.last_offset < entry.offset);
+            match batches.get(holder) {
+                Some(batch) if batch.base_offset <= entry.offset && batch.max_timestamp == entry.timestamp => {}
+                _ => return Err(format!("time index entry {i} ({entry:?}) does not match its batch")),
+            }
+        }
+        Ok(())
     }
 
     /// Makes appended data durable.
