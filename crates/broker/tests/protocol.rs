@@ -12,6 +12,7 @@ use bytes::Bytes;
 use krabka_protocol::compression::Compression;
 use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use krabka_protocol::fetch_request::{FetchPartition, FetchTopic};
+use krabka_protocol::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
 use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
 use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
 use krabka_protocol::*;
@@ -332,6 +333,34 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     corrupt[last] ^= 0xff;
     let response = produce(&mut client, TOPIC, 0, Bytes::from(corrupt));
     assert_eq!(response.error_code, 2, "CORRUPT_MESSAGE");
+    // What Kafka refuses from a producer though a log takes it from a broker:
+    // a control batch, an idempotent batch without a sequence number
+    // (INVALID_RECORD), a transactional batch without a transactional id.
+    let one_record = |builder: RecordBatchBuilder| {
+        let mut builder = builder;
+        builder.append(&NewRecord { timestamp_ms: 1, key: Some(b"k"), value: Some(b"v"), headers: &[] }).unwrap();
+        builder.build().unwrap().into_bytes()
+    };
+    let control = one_record(RecordBatchBuilder::new(Compression::None).with_control(true));
+    assert_eq!(produce(&mut client, TOPIC, 0, control).error_code, 87, "INVALID_RECORD");
+    let (producer_id, producer_epoch) = init_producer_id(&mut client);
+    let unsequenced =
+        one_record(RecordBatchBuilder::new(Compression::None).with_producer(producer_id, producer_epoch, -1));
+    assert_eq!(produce(&mut client, TOPIC, 0, unsequenced).error_code, 87, "INVALID_RECORD");
+    let transactional = one_record(
+        RecordBatchBuilder::new(Compression::None)
+            .with_producer(producer_id, producer_epoch, 0)
+            .with_transactional(true),
+    );
+    assert_eq!(produce(&mut client, TOPIC, 0, transactional).error_code, 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+    // A compacted topic refuses a record without a key (compressed or not).
+    create_topic(&mut client, "compacted", 1, &[("cleanup.policy", "compact")]);
+    let mut keyless = RecordBatchBuilder::new(Compression::Zstd);
+    keyless.append(&NewRecord { timestamp_ms: 1, key: Some(b"k"), value: Some(b"v"), headers: &[] }).unwrap();
+    keyless.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+    let response = produce(&mut client, "compacted", 0, keyless.build().unwrap().into_bytes());
+    assert_eq!(response.error_code, 87, "INVALID_RECORD");
+    assert_eq!(produce(&mut client, "compacted", 0, batch(None, 0, 3, Compression::Zstd)).error_code, 0);
     // A batch over message.max.bytes: MESSAGE_TOO_LARGE.
     let big = vec![b'x'; 30_000];
     let mut builder = RecordBatchBuilder::new(Compression::None);
@@ -374,6 +403,28 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     let data = values(&fetch(&mut client, TOPIC, 0, 0));
     assert_eq!(data.len(), 6);
     assert_eq!(data[4], (4, "value-4".to_string()));
+    // OffsetForLeaderEpoch as Kafka answers it: the leader's epoch (assigned
+    // when the partition opened) ends at the log end; an epoch newer than
+    // any known is UNDEFINED (-1, -1).
+    let partition = |leader_epoch| OffsetForLeaderPartition {
+        partition: 0,
+        current_leader_epoch: -1,
+        leader_epoch,
+        ..Default::default()
+    };
+    let request = OffsetForLeaderEpochRequest {
+        replica_id: -1,
+        topics: vec![OffsetForLeaderTopic {
+            topic: TOPIC.into(),
+            partitions: vec![partition(0), partition(7)],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: OffsetForLeaderEpochResponse = client.request(ApiKey::OffsetForLeaderEpoch, 4, &request);
+    let answers: Vec<(i16, i32, i64)> =
+        response.topics[0].partitions.iter().map(|p| (p.error_code, p.leader_epoch, p.end_offset)).collect();
+    assert_eq!(answers, vec![(0, 0, 6), (0, -1, -1)]);
     assert!(broker.is_running());
     let status = broker.stop();
     assert!(status.success());

@@ -4,6 +4,7 @@
 //! is this broker alone: acks=all is satisfied once the append returns.
 
 use krabka_protocol::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use krabka_protocol::records::RecordBatches;
 use krabka_protocol::{ProduceRequest, ProduceResponse, ResponseBody, Uuid};
 
 use std::sync::Arc;
@@ -28,6 +29,34 @@ struct PendingAppend {
 
 /// The most a batch may decompress to when the broker rewrites it.
 const MAX_RECOMPRESS_BYTES: usize = 64 * 1024 * 1024;
+
+/// Kafka's checks on batches a producer sends (its LogValidator for client
+/// appends), which the log cannot make because it also takes batches from
+/// the broker itself: no control batches, no transactional batches without
+/// a transactional id (and krabka has no transactions yet), and an
+/// idempotent batch must carry a sequence number. Malformed batches are
+/// left to the log, which answers CORRUPT_MESSAGE.
+fn refuse_from_client(records: &Bytes) -> Option<(i16, String)> {
+    for batch in RecordBatches::new(records.clone()) {
+        let Ok(batch) = batch else { return None };
+        if batch.is_control() {
+            return Some((code::INVALID_RECORD, "clients are not allowed to write control records".into()));
+        }
+        if batch.is_transactional() {
+            return Some((
+                code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "transactional records need a transactional id, and transactions are not supported yet".into(),
+            ));
+        }
+        if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+            return Some((
+                code::INVALID_RECORD,
+                format!("invalid sequence number {} for producer {}", batch.base_sequence(), batch.producer_id()),
+            ));
+        }
+    }
+    None
+}
 
 fn failed(index: i32, error_code: i16, message: Option<String>) -> PartitionProduceResponse {
     PartitionProduceResponse {
@@ -79,6 +108,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
                 },
                 (_, records) => records,
             };
+            let refused = records.as_ref().and_then(refuse_from_client);
             let response = match (partition, records) {
                 _ if !matches!(request.acks, -1..=1) => failed(index, code::INVALID_REQUIRED_ACKS, None),
                 _ if request.transactional_id.is_some() => failed(
@@ -86,6 +116,10 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
                     code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                     Some("transactions are not supported yet".into()),
                 ),
+                (Some(_), _) if refused.is_some() => {
+                    let (error, message) = refused.expect("checked");
+                    failed(index, error, Some(message))
+                }
                 (None, _) if by_id && topic.is_none() => failed(index, code::UNKNOWN_TOPIC_ID, None),
                 (None, _) => failed(index, code::UNKNOWN_TOPIC_OR_PARTITION, None),
                 (Some(_), _) if request.acks == -1 && min_isr > 1 => failed(
