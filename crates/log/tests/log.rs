@@ -408,3 +408,54 @@ fn a_roll_flushes_the_old_segment_in_the_background() {
     log.flush(NOW).unwrap();
     assert_eq!(log.recovery_point(), 5);
 }
+
+#[test]
+fn segment_ms_rolls_only_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { segment_ms: 1000, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("t-0"), config, true);
+    // Kafka's clock for segment.ms: the first batch's timestamp.
+    for (i, timestamp) in [NOW, NOW + 1000, NOW + 1001, NOW + 2001, NOW + 2002].into_iter().enumerate() {
+        log.append_as_leader(&batch(&values(i as i64..i as i64 + 1), timestamp, Compression::None), 0, NOW).unwrap();
+    }
+    // Exactly segment.ms later stays; one millisecond more rolls (at offset 2,
+    // whose segment then rolls at 2002 - 1001 = 1001 ms, offset 4).
+    assert_eq!(log.segment_base_offsets(), vec![0, 2, 4]);
+}
+
+#[test]
+fn a_full_index_rolls_the_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    // Room for three offset entries and two time entries; an entry per batch
+    // after the first.
+    let config = LogConfig { segment_index_bytes: 24, index_interval_bytes: 0, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("t-0"), config.clone(), true);
+    for i in 0..9 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW + i, Compression::None), 0, NOW).unwrap();
+    }
+    // The time index (12-byte entries) fills first: two entries, three batches.
+    assert_eq!(log.segment_base_offsets(), vec![0, 3, 6]);
+    log.verify_indexes().unwrap();
+    assert_eq!(read_all(&log, 0).len(), 9);
+}
+
+#[test]
+fn flush_messages_and_flush_ms_flush_at_their_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { flush_messages: 3, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("by-count"), config, true);
+    for i in 0..2 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 0, NOW).unwrap();
+    }
+    assert_eq!(log.recovery_point(), 0, "two of three messages: no flush yet");
+    log.append_as_leader(&batch(&values(2..3), NOW, Compression::None), 0, NOW).unwrap();
+    assert_eq!(log.recovery_point(), 3, "the third message flushes");
+
+    let config = LogConfig { flush_ms: 1000, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("by-time"), config, true);
+    log.append_as_leader(&batch(&values(0..1), NOW, Compression::None), 0, NOW).unwrap();
+    log.maybe_flush_on_time(NOW + 999).unwrap();
+    assert_eq!(log.recovery_point(), 0, "999 ms after the last flush");
+    log.maybe_flush_on_time(NOW + 1000).unwrap();
+    assert_eq!(log.recovery_point(), 1, "flush.ms after the last flush");
+}
