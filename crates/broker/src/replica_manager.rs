@@ -243,13 +243,19 @@ impl ReplicaManager {
 
     /// Periodic log housekeeping: retention, time-based flush, unlinking of
     /// deleted segments, compaction of compacted topics.
-    pub fn housekeeping(&self, retention: bool, clean: bool) {
+    pub fn housekeeping(&self, retention: bool, clean: bool, expire_producers: bool) {
         let now = now_ms();
         for partition in self.all_partitions() {
             let mut log = partition.lock_log();
             let hw = partition.high_watermark();
             if let Err(e) = log.maybe_flush_on_time(now) {
                 tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "flush failed");
+            }
+            if expire_producers {
+                let expired = log.remove_expired_producers(now);
+                if expired > 0 {
+                    tracing::debug!(topic = %partition.topic, partition = partition.index, expired, "expired idle producers");
+                }
             }
             if retention {
                 if let Err(e) = log.enforce_retention(now) {

@@ -192,22 +192,25 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
     let tick = Duration::from_millis(1000);
     let retention_every = Duration::from_millis(config.log_retention_check_interval_ms.max(1) as u64);
     let cleaner_every = Duration::from_millis(config.log_cleaner_backoff_ms.max(1) as u64);
+    let producer_expiry_every = Duration::from_millis(config.producer_id_expiration_check_interval_ms.max(1) as u64);
     // Kafka's log.flush.offset.checkpoint.interval.ms default.
     let checkpoint_every = Duration::from_secs(60);
     // Gauges only need to be as fresh as a Prometheus scrape.
     let gauges_every = Duration::from_secs(5);
     let (mut last_retention, mut last_clean, mut last_checkpoint) = (Instant::now(), Instant::now(), Instant::now());
+    let mut last_producer_expiry = Instant::now();
     let mut last_gauges = Instant::now() - gauges_every;
     loop {
         tokio::time::sleep(tick).await;
         let retention = last_retention.elapsed() >= retention_every;
         let clean = config.log_cleaner_enable && last_clean.elapsed() >= cleaner_every;
         let checkpoint = last_checkpoint.elapsed() >= checkpoint_every;
+        let expire_producers = last_producer_expiry.elapsed() >= producer_expiry_every;
         let gauges = last_gauges.elapsed() >= gauges_every;
         let worker = broker.clone();
         // Log housekeeping does file I/O: keep it off the request threads.
         let done = tokio::task::spawn_blocking(move || {
-            worker.replicas.housekeeping(retention, clean);
+            worker.replicas.housekeeping(retention, clean, expire_producers);
             for partition in worker.replicas.all_partitions().into_iter().filter(|_| gauges) {
                 let log = partition.lock_log();
                 worker.metrics.set_partition_state(
@@ -237,6 +240,9 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
         }
         if checkpoint {
             last_checkpoint = now;
+        }
+        if expire_producers {
+            last_producer_expiry = now;
         }
         if gauges {
             last_gauges = now;

@@ -70,6 +70,9 @@ pub struct LogConfig {
     /// pass's offset map may use; a pass that fills it cleans up to where it
     /// stopped and the next pass carries on.
     pub cleaner_dedupe_buffer_bytes: u64,
+    /// `producer.id.expiration.ms` (a broker key): an idle producer's state
+    /// is dropped this long after its last batch's timestamp.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -91,6 +94,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
             cleaner_dedupe_buffer_bytes: 128 * 1024 * 1024,
+            producer_id_expiration_ms: 24 * 60 * 60 * 1000,
         }
     }
 }

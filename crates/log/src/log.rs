@@ -332,6 +332,12 @@ impl PartitionLog {
         &self.leader_epochs
     }
 
+    /// Drops the state of producers idle for `producer.id.expiration.ms`
+    /// (the broker calls this every `producer.id.expiration.check.interval.ms`).
+    pub fn remove_expired_producers(&mut self, now_ms: i64) -> usize {
+        self.producer_state.remove_expired(now_ms, self.config.producer_id_expiration_ms)
+    }
+
     /// Records that `epoch` starts at the log end, as Kafka does when a
     /// broker becomes the partition's leader (a no-op for a known epoch).
     pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {

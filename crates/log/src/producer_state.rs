@@ -304,6 +304,19 @@ impl ProducerStateManager {
         None
     }
 
+    /// Kafka's producer expiry (`producer.id.expiration.ms`): forgets the
+    /// producers with no open transaction whose last batch's timestamp is
+    /// `expiration_ms` or more before `now_ms`, so the state (and every
+    /// snapshot) stays bounded however many producers come and go. Returns
+    /// how many were forgotten.
+    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, entry| {
+            entry.current_txn_first_offset.is_some() || now_ms.saturating_sub(entry.last_timestamp) < expiration_ms
+        });
+        before - self.producers.len()
+    }
+
     /// Forgets everything (the log was truncated fully or is rebuilt).
     pub fn clear(&mut self, start_offset: i64) {
         self.producers.clear();
@@ -515,6 +528,30 @@ mod tests {
         // Sequences wrap past i32::MAX.
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert!(in_sequence(i32::MAX, 0));
+    }
+
+    #[test]
+    fn idle_producers_expire_unless_a_transaction_is_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = ProducerStateManager::new(dir.path());
+        let at = |mut b: ProducerBatch, timestamp: i64| {
+            b.max_timestamp = timestamp;
+            b
+        };
+        state.update(&at(batch(1, 0, 0, 1, 0), 1_000));
+        state.update(&at(batch(2, 0, 0, 1, 1), 1_500));
+        let mut open = at(batch(3, 0, 0, 1, 2), 1_000);
+        open.transactional = true;
+        state.update(&open);
+        // Exactly the expiration after producer 1's last batch: it goes
+        // (Kafka's `>=`); producer 2 is 1 ms short; producer 3's transaction
+        // is open.
+        assert_eq!(state.remove_expired(11_000, 10_000), 1);
+        let mut left: Vec<i64> = state.producers().keys().copied().collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![2, 3]);
+        assert_eq!(state.remove_expired(11_500, 10_000), 1);
+        assert_eq!(state.producers().keys().copied().collect::<Vec<_>>(), vec![3]);
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub struct BrokerConfig {
     /// `log.cleaner.dedupe.buffer.size`: the cleaner's offset map budget (one
     /// cleaner runs at a time here, so it gets all of it).
     pub log_cleaner_dedupe_buffer_size: i64,
+    /// `producer.id.expiration.ms` and how often to check it.
+    pub producer_id_expiration_ms: i64,
+    pub producer_id_expiration_check_interval_ms: i64,
     pub group_initial_rebalance_delay_ms: i64,
     pub offsets_topic_num_partitions: i32,
     /// `krabka.metrics.listener` host:port of the HTTP endpoint (/metrics, /debug/pprof); None disables it.
@@ -148,6 +151,8 @@ impl BrokerConfig {
             log_cleaner_enable: values.boolean("log.cleaner.enable"),
             log_cleaner_backoff_ms: int("log.cleaner.backoff.ms"),
             log_cleaner_dedupe_buffer_size: int("log.cleaner.dedupe.buffer.size"),
+            producer_id_expiration_ms: int("producer.id.expiration.ms"),
+            producer_id_expiration_check_interval_ms: int("producer.id.expiration.check.interval.ms"),
             group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms"),
             offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
             metrics_listener,

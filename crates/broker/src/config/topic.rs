@@ -153,6 +153,7 @@ pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -
         min_compaction_lag_ms: int("min.compaction.lag.ms", defaults.min_compaction_lag_ms),
         // Kafka caps one cleaner's map at 2 GiB.
         cleaner_dedupe_buffer_bytes: broker.log_cleaner_dedupe_buffer_size.clamp(0, i64::from(i32::MAX)) as u64,
+        producer_id_expiration_ms: broker.producer_id_expiration_ms,
     }
 }
 
