@@ -28,7 +28,8 @@ fn main() {
     let count: usize = args.get(1).and_then(|c| c.parse().ok()).unwrap_or(10_000);
     let temp = tempfile::tempdir().unwrap();
     let root = args.get(2).map_or_else(|| temp.path().to_path_buf(), std::path::PathBuf::from);
-    // Three files stay open per partition (log, index, time index).
+    // One descriptor stays open per partition (the active .log; index
+    // mappings keep none), but raise the limit for larger counts anyway.
     let limit = libc::rlimit { rlim_cur: 1 << 20, rlim_max: 1 << 20 };
     // SAFETY: plain syscall on a valid struct.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {

@@ -104,6 +104,16 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
     }
 }
 
+/// The sequence number `decrement` before `sequence`, wrapping below 0 to
+/// i32::MAX as producers wrap the other way (Kafka's `decrementSequence`).
+pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
+    if sequence < decrement {
+        i32::MAX - (decrement - sequence) + 1
+    } else {
+        sequence - decrement
+    }
+}
+
 fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
     i64::from(next_seq) == i64::from(last_seq) + 1 || (next_seq == 0 && last_seq == i32::MAX)
 }
@@ -415,10 +425,12 @@ impl ProducerStateManager {
             let mut batches = VecDeque::new();
             if last_offset >= 0 {
                 batches.push_back(BatchMetadata {
-                    first_seq: if last_seq == NO_SEQUENCE {
+                    // A snapshot keeps the last sequence and the offset
+                    // delta; the first sequence may have wrapped.
+                    first_seq: if last_seq == NO_SEQUENCE || offset_delta < 0 {
                         NO_SEQUENCE
                     } else {
-                        last_seq.wrapping_sub(offset_delta).max(0)
+                        decrement_sequence(last_seq, offset_delta)
                     },
                     last_seq,
                     first_offset: last_offset - i64::from(offset_delta),
@@ -528,6 +540,17 @@ mod tests {
         // Sequences wrap past i32::MAX.
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert!(in_sequence(i32::MAX, 0));
+    }
+
+    #[test]
+    fn sequences_wrap_both_ways_as_in_kafka() {
+        assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+        assert_eq!(decrement_sequence(1, 3), i32::MAX - 1);
+        assert_eq!(decrement_sequence(5, 3), 2);
+        assert_eq!(decrement_sequence(0, 0), 0);
+        for (sequence, step) in [(0, 1), (7, 7), (i32::MAX, 5), (3, i32::MAX)] {
+            assert_eq!(decrement_sequence(increment_sequence(sequence, step), step), sequence, "{sequence} {step}");
+        }
     }
 
     #[test]
