@@ -5,6 +5,10 @@
 //! compaction of what was written, every key's latest record included, and
 //! no cleaner leftovers.
 //!
+//! The child keeps its recovery point in a file, as the broker keeps its
+//! checkpoint, and every open starts from it: an unclean open re-reads only
+//! the segments past it.
+//!
 //! 20 kills by default; `KRABKA_LONG_TESTS=1` runs 200 (the long mode), and
 //! `KRABKA_CRASH_KILLS=N` any other count.
 
@@ -55,6 +59,7 @@ fn crash_loop(mode: &str, seed: u64) {
     }
     let mut delay = delays(seed);
     let mut max_flushed = 0i64;
+    let mut opens_past_zero = 0;
     for kill in 0..kills() {
         let mut child = Command::new(env!("CARGO_BIN_EXE_log-crash-writer"))
             .args([root.path().to_str().unwrap(), mode, "400"])
@@ -87,8 +92,16 @@ fn crash_loop(mode: &str, seed: u64) {
 
         let dir = root.path().join("crash-0");
         let clean = root.path().join(".clean_shutdown").exists();
-        let (mut log, _) = PartitionLog::open(&dir, config.clone(), 0, 0, clean, 0).unwrap();
+        // The writer's recovery point, as the broker's checkpoint would hold
+        // it: segments before it are trusted, only the rest is re-read.
+        let recovery_point = std::fs::read_to_string(root.path().join("recovery-point"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        let (mut log, _) = PartitionLog::open(&dir, config.clone(), 0, recovery_point, clean, 0).unwrap();
         let end = log.log_end_offset();
+        assert!(recovery_point <= end, "kill {kill}: recovery point {recovery_point} past the log end {end}");
+        opens_past_zero += usize::from(recovery_point > 0);
         assert!(end >= max_flushed, "kill {kill}: log ends at {end}, below the flushed {max_flushed}");
         assert!(end >= acked, "kill {kill}: acknowledged {acked} but the log ends at {end}");
         log.verify_indexes().unwrap_or_else(|e| panic!("kill {kill}: {e}"));
@@ -120,12 +133,14 @@ fn crash_loop(mode: &str, seed: u64) {
         }
         assert_eq!(read_all(&log, end).len(), 1);
         if kill % 2 == 0 {
-            log.close(0).unwrap();
+            log.prepare_clean_shutdown(0).unwrap();
             std::fs::write(root.path().join(".clean_shutdown"), b"").unwrap();
         } else {
             let _ = std::fs::remove_file(root.path().join(".clean_shutdown"));
         }
+        std::fs::write(root.path().join("recovery-point"), log.recovery_point().to_string()).unwrap();
     }
+    assert!(opens_past_zero > 0, "no open started past offset 0: the recovery-point path went untested");
 }
 
 #[test]

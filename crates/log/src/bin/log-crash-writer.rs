@@ -10,6 +10,9 @@
 //! reading the whole log back, proving a failed append leaves it usable.
 //! In `compact` mode the topic is compacted: record `o` has key `k<o % 16>`,
 //! and the cleaner runs after every fifth append, so kills land mid-clean.
+//! Like the broker's recovery-point checkpoint, `ROOT/recovery-point` holds
+//! the log's recovery point after each append, and the log opens from it,
+//! so an unclean open re-reads only the segments past it.
 
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,6 +20,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use krabka_log::{CleanupPolicy, LogConfig, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+
+/// The recovery point the last user of the log recorded (0 if none).
+fn read_recovery_point(root: &std::path::Path) -> i64 {
+    std::fs::read_to_string(root.join("recovery-point")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+}
+
+fn write_recovery_point(root: &std::path::Path, offset: i64) {
+    krabka_log::fsutil::replace_unsynced(&root.join("recovery-point"), offset.to_string().as_bytes())
+        .expect("write the recovery point");
+}
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
@@ -46,7 +59,9 @@ fn main() {
         config.min_cleanable_dirty_ratio = 0.0;
         config.delete_retention_ms = 0;
     }
-    let (mut log, _) = PartitionLog::open(&root.join("crash-0"), config, 0, 0, clean, now_ms()).expect("open the log");
+    let recovery_point = read_recovery_point(root);
+    let (mut log, _) =
+        PartitionLog::open(&root.join("crash-0"), config, 0, recovery_point, clean, now_ms()).expect("open the log");
     let mut stdout = std::io::stdout().lock();
     let codecs = [Compression::None, Compression::Lz4, Compression::Zstd];
     for i in 0..max_batches {
@@ -88,9 +103,11 @@ fn main() {
             log.clean(now_ms(), end).expect("clean");
         }
         let flushed = if flush { log.log_end_offset() } else { 0 };
+        write_recovery_point(root, log.recovery_point());
         writeln!(stdout, "{} {flushed}", log.log_end_offset()).expect("report");
         stdout.flush().expect("report");
     }
-    log.close(now_ms()).expect("close");
+    log.prepare_clean_shutdown(now_ms()).expect("close");
+    write_recovery_point(root, log.recovery_point());
     std::fs::write(&marker, b"").expect("write the clean-shutdown marker");
 }
