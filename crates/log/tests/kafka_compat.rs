@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use bytes::{Bytes, BytesMut};
 use krabka_log::checkpoint::{
     read_leader_epochs, read_offsets, read_partition_metadata, EpochEntry, TopicPartition, LEADER_EPOCH_CHECKPOINT,
@@ -859,6 +861,64 @@ fn write_cleaned_krabka_log(dir: &Path) -> (i64, i64) {
 /// cleaner rewrote, with valid CRCs, the delete horizons in the batch
 /// headers (`deleteHorizonMs`), the records' own timestamps (stored as
 /// deltas from the horizon) and indexes Kafka verifies.
+/// `.txnindex` files krabka wrote (aborted transactions interleaved with
+/// committed ones, over several segments), read by Kafka's DumpLogSegments:
+/// the same entries, byte-compatible.
+#[test]
+fn kafka_dump_log_reads_krabka_transaction_indexes() {
+    install_kafka();
+    let tmp = ScratchDir::new("krabka-txnindex-");
+    let dir = tmp.path().join("txn-0");
+    let (mut log, _) = PartitionLog::open(&dir, small_segment_config(), 0, 0, true, T0).expect("open");
+    let data = |producer_id: i64, sequence: i32| {
+        let mut builder =
+            RecordBatchBuilder::new(Compression::None).with_producer(producer_id, 0, sequence).with_transactional(true);
+        for i in 0..3 {
+            let value = format!("txn-{producer_id}-{sequence}-{i}-{}", "x".repeat(100));
+            builder
+                .append(&NewRecord { timestamp_ms: T0, key: None, value: Some(value.as_bytes()), headers: &[] })
+                .unwrap();
+        }
+        builder.build().unwrap().into_bytes()
+    };
+    // Two producers at a time, so an aborted transaction's last stable
+    // offset can be another one's first offset; every third one commits.
+    for round in 0..8i64 {
+        let (a, b) = (100 + 2 * round, 101 + 2 * round);
+        log.append_as_leader(&data(a, 0), 0, T0).expect("data");
+        log.append_as_leader(&data(b, 0), 0, T0).expect("data");
+        log.append_as_leader(&data(a, 3), 0, T0).expect("data");
+        log.append_as_leader(&common::marker_batch(a, 0, round % 3 == 2, 7, T0), 0, T0).expect("marker");
+        log.append_as_leader(&common::marker_batch(b, 0, false, 7, T0), 0, T0).expect("marker");
+    }
+    let expected = log.aborted_transactions(0, log.log_end_offset());
+    assert!(expected.len() >= 12, "{expected:?}");
+    log.close(T0).expect("close");
+    let txn_indexes = segment_files(&dir, ".txnindex");
+    assert!(txn_indexes.len() >= 3, "aborts spread over segments: {txn_indexes:?}");
+
+    let out = kafka_cli("kafka-dump-log", &["--files".into(), joined(&txn_indexes)], None, Duration::from_secs(60));
+    out.assert_success();
+    let context = out.context();
+    let sections = dump_sections(&out.stdout);
+    assert_eq!(sections.len(), txn_indexes.len(), "one section per file\n{context}");
+    let mut dumped = Vec::new();
+    for file in &txn_indexes {
+        for line in sections[file].iter().filter(|l| l.contains("producerId:")) {
+            let f = fields(line);
+            assert_eq!(int(&f, "version"), 0, "{line}");
+            let txn =
+                (int(&f, "producerId"), int(&f, "firstOffset"), int(&f, "lastOffset"), int(&f, "lastStableOffset"));
+            // Each file holds the aborts whose marker is in its segment.
+            assert!(txn.2 >= file_base_offset(file), "{line} in {}", file.display());
+            dumped.push(txn);
+        }
+    }
+    let expected: Vec<(i64, i64, i64, i64)> =
+        expected.iter().map(|t| (t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)).collect();
+    assert_eq!(dumped, expected, "\n{context}");
+}
+
 #[test]
 fn kafka_dump_log_reads_a_cleaned_segment_with_delete_horizons() {
     install_kafka();
