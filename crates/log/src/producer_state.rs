@@ -95,22 +95,26 @@ pub enum SequenceCheck {
     Duplicate(BatchMetadata),
 }
 
-/// The sequence number `increment` after `sequence`, wrapping past i32::MAX.
+/// The sequence number `increment` after `sequence`, wrapping past i32::MAX
+/// to 0 (Kafka's `incrementSequence`). Total: the header fields it is given
+/// may be anything a CRC-valid batch carries.
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX - increment {
-        increment - (i32::MAX - sequence) - 1
+    let sum = i64::from(sequence) + i64::from(increment);
+    if sum > i64::from(i32::MAX) {
+        (sum - (1 << 31)) as i32
     } else {
-        sequence + increment
+        sum as i32
     }
 }
 
 /// The sequence number `decrement` before `sequence`, wrapping below 0 to
 /// i32::MAX as producers wrap the other way (Kafka's `decrementSequence`).
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
+    let difference = i64::from(sequence) - i64::from(decrement);
     if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
+        (difference + (1 << 31)) as i32
     } else {
-        sequence - decrement
+        difference as i32
     }
 }
 
@@ -424,16 +428,26 @@ impl ProducerStateManager {
             let txn_first = buf.get_i64();
             let mut batches = VecDeque::new();
             if last_offset >= 0 {
+                // A CRC guards against a torn write, not against a writer's
+                // nonsense: fields no log could produce make the snapshot
+                // unusable (the state is then rebuilt from the log).
+                if last_seq < NO_SEQUENCE || offset_delta < 0 {
+                    return Err(invalid("a batch with a negative sequence or offset delta"));
+                }
+                let first_offset = last_offset
+                    .checked_sub(i64::from(offset_delta))
+                    .filter(|first| *first >= 0)
+                    .ok_or_else(|| invalid("a batch starting below offset 0"))?;
                 batches.push_back(BatchMetadata {
                     // A snapshot keeps the last sequence and the offset
                     // delta; the first sequence may have wrapped.
-                    first_seq: if last_seq == NO_SEQUENCE || offset_delta < 0 {
+                    first_seq: if last_seq == NO_SEQUENCE {
                         NO_SEQUENCE
                     } else {
                         decrement_sequence(last_seq, offset_delta)
                     },
                     last_seq,
-                    first_offset: last_offset - i64::from(offset_delta),
+                    first_offset,
                     last_offset,
                     timestamp,
                 });
@@ -634,5 +648,41 @@ mod tests {
         assert_eq!(loaded.first_unstable_offset(), Some(3));
         // The retried last batch is still recognised after the reload.
         assert!(matches!(loaded.check(&batch(1, 0, 0, 3, 50)), Ok(SequenceCheck::Duplicate(b)) if b.last_offset == 2));
+    }
+
+    /// The fuzzer's findings: CRC-valid snapshots whose fields no log could
+    /// produce (a negative sequence, a huge or negative offset delta next to
+    /// an extreme offset) are refused, never an overflow panic.
+    #[test]
+    fn nonsense_fields_behind_a_valid_crc_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = ProducerStateManager::new(dir.path());
+        state.update(&batch(1, 0, 0, 3, 0));
+        state.take_snapshot().unwrap();
+        let path = dir.path().join("00000000000000000003.snapshot");
+        let original = std::fs::read(&path).unwrap();
+        // Entry 0 after the 10-byte header: producer id, epoch, then the
+        // last sequence (i32 at 20), last offset (i64 at 24), delta (i32 at 32).
+        let patched = |edits: &[(usize, &[u8])]| {
+            let mut raw = original.clone();
+            for (at, bytes) in edits {
+                raw[*at..*at + bytes.len()].copy_from_slice(bytes);
+            }
+            let crc = crc32c(&raw[6..]);
+            raw[2..6].copy_from_slice(&crc.to_be_bytes());
+            std::fs::write(&path, &raw).unwrap();
+        };
+        for edits in [
+            vec![(20, &(-5i32).to_be_bytes()[..]), (32, &i32::MAX.to_be_bytes()[..])],
+            vec![(24, &(i64::MAX - 1).to_be_bytes()[..]), (32, &(-7i32).to_be_bytes()[..])],
+            vec![(24, &3i64.to_be_bytes()[..]), (32, &i32::MAX.to_be_bytes()[..])],
+        ] {
+            patched(&edits);
+            assert!(ProducerStateManager::read_snapshot(&path).is_err(), "{edits:?}");
+        }
+        // A first sequence that wrapped is fine.
+        patched(&[(20, &1i32.to_be_bytes()[..]), (32, &2i32.to_be_bytes()[..])]);
+        let entries = ProducerStateManager::read_snapshot(&path).unwrap();
+        assert_eq!(entries[0].batches[0].first_seq, i32::MAX);
     }
 }

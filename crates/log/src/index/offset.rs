@@ -27,7 +27,7 @@ impl OffsetIndex {
     fn decode(&self, raw: &[u8]) -> OffsetPosition {
         let relative = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
         let position = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]);
-        OffsetPosition { offset: self.base_offset + i64::from(relative), position }
+        OffsetPosition { offset: self.base_offset.saturating_add(i64::from(relative)), position }
     }
 
     pub fn entries(&self) -> usize {
@@ -77,7 +77,9 @@ impl OffsetIndex {
     pub fn lookup(&self, target: i64) -> OffsetPosition {
         let base = self.base_offset;
         self.file
-            .last_matching(|raw| base + i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]])) <= target)
+            .last_matching(|raw| {
+                base.saturating_add(i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))) <= target
+            })
             .map(|i| self.entry(i))
             .unwrap_or(OffsetPosition { offset: base, position: 0 })
     }
@@ -85,7 +87,7 @@ impl OffsetIndex {
     /// Drops entries for offsets >= `offset`.
     pub fn truncate_to(&mut self, offset: i64) {
         let keep = match self.file.last_matching(|raw| {
-            self.base_offset + i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]])) < offset
+            self.base_offset.saturating_add(i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))) < offset
         }) {
             Some(i) => i + 1,
             None => 0,
@@ -114,7 +116,7 @@ impl OffsetIndex {
             return Ok(());
         };
         if !self.can_append_offset(last.offset)
-            || last.offset >= next_offset.max(self.base_offset + 1)
+            || last.offset >= next_offset.max(self.base_offset.saturating_add(1))
             || u64::from(last.position) >= log_size_bytes.max(1)
         {
             return Err(format!("last entry {last:?} is outside the segment"));

@@ -36,7 +36,7 @@ impl TimeIndex {
     pub fn entry(&self, i: usize) -> TimestampOffset {
         let raw = self.file.entry(i);
         let relative = u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]);
-        TimestampOffset { timestamp: timestamp_of(raw), offset: self.base_offset + i64::from(relative) }
+        TimestampOffset { timestamp: timestamp_of(raw), offset: self.base_offset.saturating_add(i64::from(relative)) }
     }
 
     pub fn last_entry(&self) -> Option<TimestampOffset> {
@@ -102,9 +102,9 @@ impl TimeIndex {
     /// Drops entries for offsets >= `offset`.
     pub fn truncate_to(&mut self, offset: i64) {
         let base = self.base_offset;
-        let keep = self
-            .file
-            .last_matching(|raw| base + i64::from(u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]])) < offset);
+        let keep = self.file.last_matching(|raw| {
+            base.saturating_add(i64::from(u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]))) < offset
+        });
         self.file.truncate_entries(keep.map_or(0, |i| i + 1));
     }
 
@@ -119,7 +119,8 @@ impl TimeIndex {
         }
         match ((self.entries() > 0).then(|| self.entry(0)), self.last_entry()) {
             (Some(first), Some(last)) => {
-                if last.offset < self.base_offset || last.offset >= next_offset.max(self.base_offset + 1) {
+                if last.offset < self.base_offset || last.offset >= next_offset.max(self.base_offset.saturating_add(1))
+                {
                     return Err(format!("last entry {last:?} is outside the segment"));
                 }
                 if self.entries() > 1 && last.timestamp <= first.timestamp {
@@ -136,7 +137,7 @@ impl TimeIndex {
         let mut previous: Option<TimestampOffset> = None;
         for i in 0..self.entries() {
             let entry = self.entry(i);
-            if entry.offset >= next_offset.max(self.base_offset + 1) {
+            if entry.offset >= next_offset.max(self.base_offset.saturating_add(1)) {
                 return Err(format!("entry {i} ({entry:?}) is past the segment's end offset {next_offset}"));
             }
             if let Some(p) = previous {
