@@ -2,6 +2,24 @@
 
 use std::fmt::Debug;
 
+pub mod scratch;
+
+/// Splits fuzz input into a fixed-size header (zero-padded when the input is
+/// shorter) and the rest, which the on-disk decoder targets use as the file.
+pub fn split_header<const N: usize>(data: &[u8]) -> ([u8; N], &[u8]) {
+    let mut header = [0u8; N];
+    let used = data.len().min(N);
+    header[..used].copy_from_slice(&data[..used]);
+    (header, &data[used..])
+}
+
+/// A segment's base offset from 8 little-endian header bytes: any value a
+/// 20-digit file name can give, 0 to i64::MAX.
+pub fn base_offset(raw: &[u8]) -> i64 {
+    let raw: [u8; 8] = raw[..8].try_into().expect("8 bytes");
+    (u64::from_le_bytes(raw) % (i64::MAX as u64 + 1)) as i64
+}
+
 /// Asserts that a message decoded from fuzz input (`before`) and the same
 /// message after an encode/decode round trip (`after`) are the same message.
 ///
