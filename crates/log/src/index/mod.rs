@@ -17,6 +17,14 @@ pub use offset::{OffsetIndex, OffsetPosition};
 pub use time::{TimeIndex, TimestampOffset};
 pub use txn::{AbortedTxn, TransactionIndex};
 
+/// The offset a 4-byte big-endian relative offset stands for in a segment
+/// based at `base_offset`; it saturates for a base near i64::MAX (a corrupt
+/// or hostile file name), where no real segment can hold offsets anyway.
+fn absolute_offset(base_offset: i64, relative: &[u8]) -> i64 {
+    let relative: [u8; 4] = relative.try_into().expect("4 bytes");
+    base_offset.saturating_add(i64::from(u32::from_be_bytes(relative)))
+}
+
 /// A file of fixed-size entries mapped into memory. The entry count is the
 /// file length divided by the entry size, so a trimmed file needs no header.
 /// No descriptor stays open: the mapping outlives it, and the file is opened

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::Path;
 
-use super::IndexFile;
+use super::{absolute_offset, IndexFile};
 
 pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
 
@@ -25,9 +25,8 @@ impl OffsetIndex {
     }
 
     fn decode(&self, raw: &[u8]) -> OffsetPosition {
-        let relative = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
         let position = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]);
-        OffsetPosition { offset: self.base_offset.saturating_add(i64::from(relative)), position }
+        OffsetPosition { offset: absolute_offset(self.base_offset, &raw[..4]), position }
     }
 
     pub fn entries(&self) -> usize {
@@ -77,21 +76,15 @@ impl OffsetIndex {
     pub fn lookup(&self, target: i64) -> OffsetPosition {
         let base = self.base_offset;
         self.file
-            .last_matching(|raw| {
-                base.saturating_add(i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))) <= target
-            })
+            .last_matching(|raw| absolute_offset(base, &raw[..4]) <= target)
             .map(|i| self.entry(i))
             .unwrap_or(OffsetPosition { offset: base, position: 0 })
     }
 
     /// Drops entries for offsets >= `offset`.
     pub fn truncate_to(&mut self, offset: i64) {
-        let keep = match self.file.last_matching(|raw| {
-            self.base_offset.saturating_add(i64::from(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))) < offset
-        }) {
-            Some(i) => i + 1,
-            None => 0,
-        };
+        let keep =
+            self.file.last_matching(|raw| absolute_offset(self.base_offset, &raw[..4]) < offset).map_or(0, |i| i + 1);
         self.file.truncate_entries(keep);
     }
 

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use super::IndexFile;
+use super::{absolute_offset, IndexFile};
 
 pub const TIME_INDEX_ENTRY_BYTES: usize = 12;
 
@@ -35,8 +35,7 @@ impl TimeIndex {
 
     pub fn entry(&self, i: usize) -> TimestampOffset {
         let raw = self.file.entry(i);
-        let relative = u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]);
-        TimestampOffset { timestamp: timestamp_of(raw), offset: self.base_offset.saturating_add(i64::from(relative)) }
+        TimestampOffset { timestamp: timestamp_of(raw), offset: absolute_offset(self.base_offset, &raw[8..12]) }
     }
 
     pub fn last_entry(&self) -> Option<TimestampOffset> {
@@ -102,9 +101,7 @@ impl TimeIndex {
     /// Drops entries for offsets >= `offset`.
     pub fn truncate_to(&mut self, offset: i64) {
         let base = self.base_offset;
-        let keep = self.file.last_matching(|raw| {
-            base.saturating_add(i64::from(u32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]))) < offset
-        });
+        let keep = self.file.last_matching(|raw| absolute_offset(base, &raw[8..12]) < offset);
         self.file.truncate_entries(keep.map_or(0, |i| i + 1));
     }
 
