@@ -8,12 +8,19 @@
 //! `fetch.max.wait.ms` therefore never stalls the requests read after it from
 //! being handled, only their responses from overtaking it. Fetched records go
 //! from segment files to the socket with sendfile(2).
+//!
+//! A connection ends when the client closes it, when it has neither read
+//! nor written for `connections.max.idle.ms`, or on a protocol error; the
+//! work still running for its requests (parked fetches, JoinGroup and
+//! SyncGroup waits) is then aborted, so no wait outlives its connection. A
+//! broker shutting down instead lets in-flight requests finish.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use krabka_log::FileSlice;
@@ -21,7 +28,7 @@ use krabka_protocol::frame::{FrameError, RequestFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::handlers;
@@ -71,10 +78,22 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel(MAX_QUEUED_RESPONSES);
-    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let activity = Arc::new(Activity::new());
+    // Set when the client is gone: parked requests (long polls, group
+    // waits) are dropped then, not left holding the socket until they expire.
+    let (gone, gone_signal) = watch::channel(false);
+    let writer_task = tokio::spawn(write_loop(writer, rx, Arc::clone(&activity), gone_signal));
     let info = ConnectionInfo { peer };
-    if let Err(Close(reason)) = read_loop(reader, &broker, &info, tx).await {
-        tracing::info!(%peer, %reason, "closing connection");
+    match read_loop(reader, &broker, &info, tx, &activity).await {
+        // A broker shutting down lets the writer finish in-flight requests.
+        Ok(ReadEnd::Shutdown) => {}
+        Ok(ReadEnd::ClientClosed) => {
+            let _ = gone.send(true);
+        }
+        Err(Close(reason)) => {
+            tracing::info!(%peer, %reason, "closing connection");
+            let _ = gone.send(true);
+        }
     }
     match writer_task.await {
         Ok(Err(e)) if e.kind() != io::ErrorKind::BrokenPipe && e.kind() != io::ErrorKind::ConnectionReset => {
@@ -84,13 +103,49 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     }
 }
 
+/// Why the read loop stopped without an error.
+enum ReadEnd {
+    /// The client closed its side (EOF between frames).
+    ClientClosed,
+    /// The broker is shutting down.
+    Shutdown,
+}
+
+/// When the connection last read or wrote: `connections.max.idle.ms`
+/// counts from either, as Kafka's selector does, so a connection waiting
+/// only on a parked request is idle.
+struct Activity {
+    since: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity { since: Instant::now(), last_ms: AtomicU64::new(0) }
+    }
+
+    fn touch(&self) {
+        self.last_ms.store(self.since.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        self.since.elapsed().saturating_sub(last)
+    }
+}
+
 /// Extra room asked of the kernel beyond the frame being read, so the next
 /// small pipelined requests usually arrive in the same read.
 const READ_AHEAD_BYTES: usize = 4 * 1024;
 
 /// Reads into `buf` until it holds `wanted` bytes. Ok(false) on a clean EOF
 /// before any byte of a new frame; Err on a frame cut short.
-async fn fill(reader: &mut OwnedReadHalf, buf: &mut BytesMut, wanted: usize) -> Result<bool, Close> {
+async fn fill(
+    reader: &mut OwnedReadHalf,
+    buf: &mut BytesMut,
+    wanted: usize,
+    activity: &Activity,
+) -> Result<bool, Close> {
     while buf.len() < wanted {
         // An idle connection waits for a size prefix with a tiny buffer;
         // a frame's body gets its full size plus some read-ahead.
@@ -99,11 +154,31 @@ async fn fill(reader: &mut OwnedReadHalf, buf: &mut BytesMut, wanted: usize) -> 
         match reader.read_buf(buf).await {
             Ok(0) if buf.is_empty() => return Ok(false),
             Ok(0) => return Err(Close("truncated request".into())),
-            Ok(_) => {}
+            Ok(_) => activity.touch(),
             Err(e) => return Err(Close(format!("read failed: {e}"))),
         }
     }
     Ok(true)
+}
+
+/// Waits for the next frame's size prefix; fails once the connection has
+/// neither read nor written for `idle`.
+async fn next_size_prefix(
+    reader: &mut OwnedReadHalf,
+    buf: &mut BytesMut,
+    activity: &Activity,
+    idle: Duration,
+) -> Result<bool, Close> {
+    loop {
+        let quiet = activity.idle_for();
+        if quiet >= idle {
+            return Err(Close("idle past connections.max.idle.ms".into()));
+        }
+        // `fill` keeps what it read in `buf` when the timeout drops it.
+        if let Ok(read) = tokio::time::timeout(idle - quiet, fill(reader, buf, 4, activity)).await {
+            return read;
+        }
+    }
 }
 
 async fn read_loop(
@@ -111,7 +186,8 @@ async fn read_loop(
     broker: &Arc<Broker>,
     info: &ConnectionInfo,
     tx: mpsc::Sender<Reply>,
-) -> Result<(), Close> {
+    activity: &Activity,
+) -> Result<ReadEnd, Close> {
     let max_request_bytes = broker.config.socket_request_max_bytes;
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
     let mut shutdown = broker.shutdown_signal();
@@ -120,13 +196,12 @@ async fn read_loop(
     let mut buf = BytesMut::new();
     loop {
         tokio::select! {
-            read = tokio::time::timeout(idle, fill(&mut reader, &mut buf, 4)) => match read {
-                Err(_) => return Err(Close("idle past connections.max.idle.ms".into())),
-                Ok(Ok(true)) => {}
-                Ok(Ok(false)) => return Ok(()),
-                Ok(Err(close)) => return Err(close),
+            read = next_size_prefix(&mut reader, &mut buf, activity, idle) => match read {
+                Ok(true) => {}
+                Ok(false) => return Ok(ReadEnd::ClientClosed),
+                Err(close) => return Err(close),
             },
-            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(ReadEnd::Shutdown),
         }
         let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
         if size < 0 || size as u32 > max_request_bytes {
@@ -135,7 +210,7 @@ async fn read_loop(
                 "request size {size} is outside [0, socket.request.max.bytes = {max_request_bytes}]"
             )));
         }
-        if !fill(&mut reader, &mut buf, 4 + size as usize).await? {
+        if !fill(&mut reader, &mut buf, 4 + size as usize, activity).await? {
             return Err(Close("truncated request".into()));
         }
         buf.advance(4);
@@ -158,13 +233,36 @@ async fn read_loop(
     }
 }
 
-async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>) -> io::Result<()> {
-    while let Some(reply) = rx.recv().await {
+async fn write_loop(
+    mut writer: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Reply>,
+    activity: Arc<Activity>,
+    mut gone: watch::Receiver<bool>,
+) -> io::Result<()> {
+    loop {
+        let reply = tokio::select! {
+            biased;
+            _ = gone.wait_for(|gone| *gone) => {
+                abandon_queued(&mut rx);
+                return Ok(());
+            }
+            reply = rx.recv() => match reply {
+                Some(reply) => reply,
+                None => break,
+            },
+        };
         let response = match reply {
             Reply::Now(response) => response,
-            Reply::Later(task) => match task.await {
-                Ok(response) => response,
-                Err(e) => return Err(io::Error::other(format!("request task failed: {e}"))),
+            Reply::Later(mut task) => tokio::select! {
+                done = &mut task => match done {
+                    Ok(response) => response,
+                    Err(e) => return Err(io::Error::other(format!("request task failed: {e}"))),
+                },
+                _ = gone.wait_for(|gone| *gone) => {
+                    task.abort();
+                    abandon_queued(&mut rx);
+                    return Ok(());
+                }
             },
             Reply::Nothing => continue,
         };
@@ -173,9 +271,21 @@ async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>) -
                 Chunk::Bytes(bytes) => writer.write_all(&bytes).await?,
                 Chunk::File(slice) => send_file(&writer, &slice).await?,
             }
+            activity.touch();
         }
     }
     writer.shutdown().await
+}
+
+/// The client is gone: stops the work still running for its queued
+/// requests (a dropped JoinHandle would let it run on).
+fn abandon_queued(rx: &mut mpsc::Receiver<Reply>) {
+    rx.close();
+    while let Ok(reply) = rx.try_recv() {
+        if let Reply::Later(task) = reply {
+            task.abort();
+        }
+    }
 }
 
 /// Sends `slice` from its segment file with sendfile(2), waiting for the

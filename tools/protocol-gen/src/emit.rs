@@ -382,6 +382,15 @@ impl StructEmitter<'_> {
             let ident = field_ident(&f.name);
             let compact = self.compact_of(f);
             let default = differs_from_default(f, &ident)?;
+            // A response that carries a value its version has no field for
+            // is a handler bug: debug builds (every test) refuse to encode
+            // it, release builds drop the value, so that a valid request is
+            // still answered rather than its connection closed.
+            let refused = if self.spec.kind == "response" {
+                format!("{default} && cfg!(debug_assertions)")
+            } else {
+                default.clone()
+            };
             let presence = cond(f.versions, valid);
             let not_supported = format!(
                 "return Err(EncodeError::FieldNotSupported {{ message: {:?}, field: {:?}, version }});",
@@ -411,7 +420,7 @@ impl StructEmitter<'_> {
                 writeln!(tagged_enc, "                tagged.push(({tag}, data));")?;
                 writeln!(tagged_enc, "            }}")?;
                 if !f.ignorable {
-                    writeln!(enc, "        if !({tagged_cond}) && {default} {{ {not_supported} }}")?;
+                    writeln!(enc, "        if !({tagged_cond}) && {refused} {{ {not_supported} }}")?;
                 }
                 continue;
             }
@@ -443,7 +452,7 @@ impl StructEmitter<'_> {
                 }
                 Cond::Never => {
                     if !f.ignorable {
-                        writeln!(enc, "        if {default} {{ {not_supported} }}")?;
+                        writeln!(enc, "        if {refused} {{ {not_supported} }}")?;
                     }
                 }
                 Cond::When(c) => {
@@ -451,7 +460,7 @@ impl StructEmitter<'_> {
                     if f.ignorable {
                         writeln!(enc, "        if {c} {{ {write} }}")?;
                     } else {
-                        writeln!(enc, "        if {c} {{ {write} }} else if {default} {{ {not_supported} }}")?;
+                        writeln!(enc, "        if {c} {{ {write} }} else if {refused} {{ {not_supported} }}")?;
                     }
                 }
             }

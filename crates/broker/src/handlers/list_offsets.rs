@@ -14,6 +14,8 @@ const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 const EARLIEST_PENDING_UPLOAD: i64 = -6;
 const READ_COMMITTED: i8 = 1;
+/// The first ListOffsets response version with a leader epoch.
+const LEADER_EPOCH_VERSION: i16 = 4;
 
 pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
     let broker = ctx.broker;
@@ -67,8 +69,11 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
                         Ok(Some((timestamp, offset))) => {
                             out.timestamp = timestamp;
                             out.offset = offset;
-                            out.leader_epoch =
-                                if offset >= 0 && offset < log.log_end_offset() { epoch_of(offset) } else { epoch };
+                            // v1-3 responses have no leader epoch (KIP-279 added it in v4).
+                            if ctx.api_version >= LEADER_EPOCH_VERSION {
+                                out.leader_epoch =
+                                    if offset >= 0 && offset < log.log_end_offset() { epoch_of(offset) } else { epoch };
+                            }
                         }
                         Ok(None) => {}
                         Err(e) => out.error_code = log_error_code(&e),

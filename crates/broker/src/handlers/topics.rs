@@ -22,6 +22,7 @@ use super::RequestContext;
 use crate::config::topic::{describe_topic, validate_topic_configs};
 use crate::errors::code;
 use crate::metadata::records::CONFIG_RESOURCE_TOPIC;
+use crate::metadata::store::MAX_RECORDS_PER_USER_OP;
 use crate::metadata::{MetadataError, MetadataImage, MetadataRecord};
 use crate::server::Broker;
 
@@ -43,9 +44,56 @@ impl TopicError {
 
 impl From<MetadataError> for TopicError {
     fn from(e: MetadataError) -> Self {
+        if let MetadataError::TooManyRecords { .. } = e {
+            return TopicError::too_many_records();
+        }
         tracing::error!(error = %e, "metadata commit failed");
         TopicError::new(code::KAFKA_STORAGE_ERROR, e.to_string())
     }
+}
+
+impl TopicError {
+    /// Kafka's answer to an operation over `MAX_RECORDS_PER_USER_OP` records.
+    fn too_many_records() -> Self {
+        TopicError::new(code::POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+    }
+}
+
+/// Counts the records an operation plans, and fails the whole operation
+/// before one past `MAX_RECORDS_PER_USER_OP` is built (validate-only
+/// requests count too, as Kafka's controller builds their records as well).
+#[derive(Default)]
+struct RecordBudget {
+    planned: usize,
+}
+
+impl RecordBudget {
+    fn take(&mut self, records: usize) -> Result<(), TopicError> {
+        self.planned = self.planned.saturating_add(records);
+        if self.planned > MAX_RECORDS_PER_USER_OP {
+            return Err(TopicError::too_many_records());
+        }
+        Ok(())
+    }
+}
+
+/// Kafka's first check of a CreateTopics request (the controller's
+/// `validateTotalNumberOfPartitions`): the partitions asked for across all
+/// topics, -1 counting as `num.partitions`, at most `MAX_RECORDS_PER_USER_OP`.
+fn check_total_partitions(request: &CreateTopicsRequest, default_partitions: i32) -> Result<(), TopicError> {
+    let total: u64 = request
+        .topics
+        .iter()
+        .map(|topic| match (topic.assignments.len(), topic.num_partitions) {
+            (0, -1) => default_partitions.max(0) as u64,
+            (0, n) => n.max(0) as u64,
+            (assigned, _) => assigned as u64,
+        })
+        .sum();
+    if total > MAX_RECORDS_PER_USER_OP as u64 {
+        return Err(TopicError::new(code::POLICY_VIOLATION, "Excessively large number of partitions per request."));
+    }
+    Ok(())
 }
 
 /// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
@@ -77,7 +125,15 @@ struct NewTopic {
     configs: BTreeMap<String, String>,
 }
 
+impl NewTopic {
+    /// The metadata records creating it takes: the topic, its partitions, its configs.
+    fn record_count(&self) -> usize {
+        1 + self.partitions.max(0) as usize + self.configs.len()
+    }
+}
+
 fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, TopicError> {
+    RecordBudget::default().take(topic.record_count())?;
     let topic_id =
         Uuid::random().map_err(|e| TopicError::new(code::UNKNOWN_SERVER_ERROR, format!("no random topic id: {e}")))?;
     let mut records =
@@ -139,6 +195,9 @@ fn check_replication_factor(requested: i16, default: i16) -> Result<(), TopicErr
 pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
     let config = &broker.config;
+    if let Err(e) = check_total_partitions(&request, config.num_partitions) {
+        return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() };
+    }
     let mut seen = HashSet::new();
     let duplicates: HashSet<String> =
         request.topics.iter().filter(|t| !seen.insert(t.name.clone())).map(|t| t.name.clone()).collect();
@@ -196,6 +255,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     let node_id = broker.node_id;
     let commit = broker.metadata.commit(|image| {
         let mut records = Vec::new();
+        let mut budget = RecordBudget::default();
         let mut outcomes = Vec::new();
         for (name, plan) in &planned {
             let outcome = match plan {
@@ -204,6 +264,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
                     Err(TopicError::new(code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
                 }
                 Ok(topic) => {
+                    budget.take(topic.record_count())?;
                     if !request.validate_only {
                         records.extend(topic_records(node_id, topic)?);
                     }
@@ -216,18 +277,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     });
     let (image, outcomes) = match commit {
         Ok(done) => done,
-        Err(e) => {
-            let topics = planned
-                .iter()
-                .map(|(name, _)| CreatableTopicResult {
-                    name: name.clone(),
-                    error_code: e.code,
-                    error_message: Some(e.message.clone()),
-                    ..Default::default()
-                })
-                .collect();
-            return CreateTopicsResponse { topics, ..Default::default() };
-        }
+        Err(e) => return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() },
     };
     apply_to_replicas(broker, &image);
     let topics = planned
@@ -276,6 +326,20 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
         })
         .collect();
     CreateTopicsResponse { topics, ..Default::default() }
+}
+
+/// Every topic of a request failed with the same error.
+fn failed_topics(request: &CreateTopicsRequest, e: &TopicError) -> Vec<CreatableTopicResult> {
+    request
+        .topics
+        .iter()
+        .map(|topic| CreatableTopicResult {
+            name: topic.name.clone(),
+            error_code: e.code,
+            error_message: Some(e.message.clone()),
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// Creates an internal topic (`__consumer_offsets`) if it does not exist yet.
@@ -415,6 +479,7 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
     let node_id = broker.node_id;
     let commit = broker.metadata.commit(|image| {
         let mut records = Vec::new();
+        let mut budget = RecordBudget::default();
         let mut results = Vec::new();
         let mut seen = HashSet::new();
         for topic in &request.topics {
@@ -451,13 +516,18 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
                         return Err(TopicError::new(code::INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."));
                     }
                 }
-                if !request.validate_only {
-                    records.extend((current..topic.count).map(|p| partition_record(node_id, existing.id, p)));
-                }
-                Ok(())
+                Ok((existing.id, current))
             })();
+            if let Ok((topic_id, current)) = &outcome {
+                // Too many new partitions fails the whole request, as
+                // Kafka's bounded record list does, before they are built.
+                budget.take((topic.count - current) as usize)?;
+                if !request.validate_only {
+                    records.extend((*current..topic.count).map(|p| partition_record(node_id, *topic_id, p)));
+                }
+            }
             let (error_code, error_message) = match outcome {
-                Ok(()) => (code::NONE, None),
+                Ok(_) => (code::NONE, None),
                 Err(e) => (e.code, Some(e.message)),
             };
             results.push(CreatePartitionsTopicResult {

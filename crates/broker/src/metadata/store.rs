@@ -21,12 +21,19 @@ pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
 /// Producer ids are handed out in blocks; a block is one metadata record.
 const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 
+/// The most metadata records one user operation may write, as Kafka's
+/// controller (`MAX_RECORDS_PER_USER_OP`): one commit is one batch, applied
+/// atomically, so an unbounded one would be an unbounded allocation.
+pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum MetadataError {
     #[error("metadata log: {0}")]
     Log(#[from] LogError),
     #[error("metadata log record at offset {offset}: {reason}")]
     Corrupt { offset: i64, reason: String },
+    #[error("{records} metadata records in one operation, more than {MAX_RECORDS_PER_USER_OP}")]
+    TooManyRecords { records: usize },
 }
 
 pub struct MetadataStore {
@@ -137,6 +144,11 @@ impl MetadataStore {
         let (records, result) = plan(&current)?;
         if records.is_empty() {
             return Ok((current, result));
+        }
+        if records.len() > MAX_RECORDS_PER_USER_OP {
+            // Plans check their counts before building records; this is the
+            // backstop that keeps an oversized batch out of the log.
+            return Err(MetadataError::TooManyRecords { records: records.len() }.into());
         }
         let now_ms = now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);

@@ -147,6 +147,34 @@ impl BrokerProcess {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
+    /// The broker's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The broker's resident set size in KiB (VmRSS), while it runs.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// The broker's TCP sockets on its listener port in state CLOSE-WAIT
+    /// (the client closed, the broker has not), from /proc/net/tcp.
+    pub fn close_wait_sockets(&self) -> usize {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let local_port = format!(":{:04X}", self.port);
+        table
+            .lines()
+            .skip(1)
+            .filter(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                // local_address is field 1, st (state) field 3; 08 is CLOSE_WAIT.
+                fields.len() > 3 && fields[1].ends_with(&local_port) && fields[3] == "08"
+            })
+            .count()
+    }
+
     pub fn is_running(&mut self) -> bool {
         self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }

@@ -65,7 +65,7 @@ impl AddPartitionsToTxnResponse {
         }
         if version >= 4 {
             put_array(buf, &self.results_by_transaction, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.results_by_transaction.is_empty() {
+        } else if !self.results_by_transaction.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "AddPartitionsToTxnResponse",
                 field: "ResultsByTransaction",
@@ -74,7 +74,7 @@ impl AddPartitionsToTxnResponse {
         }
         if version <= 3 {
             put_array(buf, &self.results_by_topic_v3_and_below, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.results_by_topic_v3_and_below.is_empty() {
+        } else if !self.results_by_topic_v3_and_below.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "AddPartitionsToTxnResponse",
                 field: "ResultsByTopicV3AndBelow",
@@ -268,7 +268,7 @@ impl AddPartitionsToTxnResult {
         let flexible = version >= 3;
         if version >= 4 {
             put_string(buf, &self.transactional_id, flexible)?;
-        } else if !self.transactional_id.is_empty() {
+        } else if !self.transactional_id.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "AddPartitionsToTxnResponse",
                 field: "TransactionalId",
@@ -277,7 +277,7 @@ impl AddPartitionsToTxnResult {
         }
         if version >= 4 {
             put_array(buf, &self.topic_results, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.topic_results.is_empty() {
+        } else if !self.topic_results.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "AddPartitionsToTxnResponse",
                 field: "TopicResults",

@@ -260,12 +260,12 @@ impl SupportedFeatureKey {
         let flexible = version >= 3;
         if version >= 3 {
             put_string(buf, &self.name, flexible)?;
-        } else if !self.name.is_empty() {
+        } else if !self.name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ApiVersionsResponse", field: "Name", version });
         }
         if version >= 3 {
             buf.put_i16(self.min_version);
-        } else if self.min_version != 0i16 {
+        } else if self.min_version != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ApiVersionsResponse",
                 field: "MinVersion",
@@ -274,7 +274,7 @@ impl SupportedFeatureKey {
         }
         if version >= 3 {
             buf.put_i16(self.max_version);
-        } else if self.max_version != 0i16 {
+        } else if self.max_version != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ApiVersionsResponse",
                 field: "MaxVersion",
@@ -358,12 +358,12 @@ impl FinalizedFeatureKey {
         let flexible = version >= 3;
         if version >= 3 {
             put_string(buf, &self.name, flexible)?;
-        } else if !self.name.is_empty() {
+        } else if !self.name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ApiVersionsResponse", field: "Name", version });
         }
         if version >= 3 {
             buf.put_i16(self.max_version_level);
-        } else if self.max_version_level != 0i16 {
+        } else if self.max_version_level != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ApiVersionsResponse",
                 field: "MaxVersionLevel",
@@ -372,7 +372,7 @@ impl FinalizedFeatureKey {
         }
         if version >= 3 {
             buf.put_i16(self.min_version_level);
-        } else if self.min_version_level != 0i16 {
+        } else if self.min_version_level != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ApiVersionsResponse",
                 field: "MinVersionLevel",

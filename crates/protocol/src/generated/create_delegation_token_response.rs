@@ -86,7 +86,7 @@ impl CreateDelegationTokenResponse {
         put_string(buf, &self.principal_name, flexible)?;
         if version >= 3 {
             put_string(buf, &self.token_requester_principal_type, flexible)?;
-        } else if !self.token_requester_principal_type.is_empty() {
+        } else if !self.token_requester_principal_type.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "CreateDelegationTokenResponse",
                 field: "TokenRequesterPrincipalType",
@@ -95,7 +95,7 @@ impl CreateDelegationTokenResponse {
         }
         if version >= 3 {
             put_string(buf, &self.token_requester_principal_name, flexible)?;
-        } else if !self.token_requester_principal_name.is_empty() {
+        } else if !self.token_requester_principal_name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "CreateDelegationTokenResponse",
                 field: "TokenRequesterPrincipalName",

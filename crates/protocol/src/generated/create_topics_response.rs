@@ -125,7 +125,7 @@ impl CreatableTopicConfigs {
         let flexible = version >= 5;
         if version >= 5 {
             put_string(buf, &self.name, flexible)?;
-        } else if !self.name.is_empty() {
+        } else if !self.name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "CreateTopicsResponse", field: "Name", version });
         }
         if version >= 5 {
@@ -135,12 +135,12 @@ impl CreatableTopicConfigs {
                 let value = self.value.as_ref().ok_or(EncodeError::UnexpectedNull("Value"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.value.as_ref().is_none_or(|value| !value.is_empty()) {
+        } else if self.value.as_ref().is_none_or(|value| !value.is_empty()) && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "CreateTopicsResponse", field: "Value", version });
         }
         if version >= 5 {
             put_bool(buf, self.read_only);
-        } else if self.read_only != false {
+        } else if self.read_only != false && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "CreateTopicsResponse", field: "ReadOnly", version });
         }
         if version >= 5 {
@@ -148,7 +148,7 @@ impl CreatableTopicConfigs {
         }
         if version >= 5 {
             put_bool(buf, self.is_sensitive);
-        } else if self.is_sensitive != false {
+        } else if self.is_sensitive != false && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "CreateTopicsResponse",
                 field: "IsSensitive",

@@ -72,7 +72,7 @@ impl DescribeClusterResponse {
         put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
         if version >= 1 {
             buf.put_i8(self.endpoint_type);
-        } else if self.endpoint_type != 1i8 {
+        } else if self.endpoint_type != 1i8 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeClusterResponse",
                 field: "EndpointType",
@@ -169,7 +169,7 @@ impl DescribeClusterBroker {
         put_nullable_string(buf, self.rack.as_deref(), flexible)?;
         if version >= 2 {
             put_bool(buf, self.is_fenced);
-        } else if self.is_fenced != false {
+        } else if self.is_fenced != false && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeClusterResponse",
                 field: "IsFenced",

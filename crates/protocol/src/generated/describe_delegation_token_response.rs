@@ -199,7 +199,7 @@ impl DescribedDelegationToken {
         put_string(buf, &self.principal_name, flexible)?;
         if version >= 3 {
             put_string(buf, &self.token_requester_principal_type, flexible)?;
-        } else if !self.token_requester_principal_type.is_empty() {
+        } else if !self.token_requester_principal_type.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeDelegationTokenResponse",
                 field: "TokenRequesterPrincipalType",
@@ -208,7 +208,7 @@ impl DescribedDelegationToken {
         }
         if version >= 3 {
             put_string(buf, &self.token_requester_principal_name, flexible)?;
-        } else if !self.token_requester_principal_name.is_empty() {
+        } else if !self.token_requester_principal_name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeDelegationTokenResponse",
                 field: "TokenRequesterPrincipalName",

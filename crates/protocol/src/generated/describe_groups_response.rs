@@ -242,7 +242,7 @@ impl DescribedGroup {
                 let value = self.error_message.as_ref().ok_or(EncodeError::UnexpectedNull("ErrorMessage"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.error_message.is_some() {
+        } else if self.error_message.is_some() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeGroupsResponse",
                 field: "ErrorMessage",
@@ -256,7 +256,7 @@ impl DescribedGroup {
         put_array(buf, &self.members, flexible, |buf, item| item.encode_body(buf, version))?;
         if version >= 3 {
             buf.put_i32(self.authorized_operations);
-        } else if self.authorized_operations != -2147483648i32 {
+        } else if self.authorized_operations != -2147483648i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeGroupsResponse",
                 field: "AuthorizedOperations",

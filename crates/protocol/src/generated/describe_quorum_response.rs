@@ -69,7 +69,7 @@ impl DescribeQuorumResponse {
         put_array(buf, &self.topics, flexible, |buf, item| item.encode_body(buf, version))?;
         if version >= 2 {
             put_array(buf, &self.nodes, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.nodes.is_empty() {
+        } else if !self.nodes.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "DescribeQuorumResponse", field: "Nodes", version });
         }
         if flexible {
@@ -157,7 +157,7 @@ impl ReplicaState {
         buf.put_i32(self.replica_id);
         if version >= 2 {
             put_uuid(buf, &self.replica_directory_id);
-        } else if self.replica_directory_id != Uuid::ZERO {
+        } else if self.replica_directory_id != Uuid::ZERO && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeQuorumResponse",
                 field: "ReplicaDirectoryId",
@@ -412,17 +412,17 @@ impl Listener {
         let flexible = true;
         if version >= 2 {
             put_string(buf, &self.name, flexible)?;
-        } else if !self.name.is_empty() {
+        } else if !self.name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "DescribeQuorumResponse", field: "Name", version });
         }
         if version >= 2 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "DescribeQuorumResponse", field: "Host", version });
         }
         if version >= 2 {
             buf.put_u16(self.port);
-        } else if self.port != 0u16 {
+        } else if self.port != 0u16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "DescribeQuorumResponse", field: "Port", version });
         }
         if flexible {
@@ -492,12 +492,12 @@ impl Node {
         let flexible = true;
         if version >= 2 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "DescribeQuorumResponse", field: "NodeId", version });
         }
         if version >= 2 {
             put_array(buf, &self.listeners, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.listeners.is_empty() {
+        } else if !self.listeners.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "DescribeQuorumResponse",
                 field: "Listeners",

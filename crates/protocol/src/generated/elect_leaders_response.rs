@@ -51,7 +51,7 @@ impl ElectLeadersResponse {
         buf.put_i32(self.throttle_time_ms);
         if version >= 1 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ElectLeadersResponse",
                 field: "ErrorCode",

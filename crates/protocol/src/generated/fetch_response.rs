@@ -70,11 +70,11 @@ impl FetchResponse {
         }
         if version >= 7 {
             buf.put_i32(self.session_id);
-        } else if self.session_id != 0i32 {
+        } else if self.session_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "SessionId", version });
         }
         put_array(buf, &self.responses, flexible, |buf, item| item.encode_body(buf, version))?;
-        if !(version >= 16) && !self.node_endpoints.is_empty() {
+        if !(version >= 16) && !self.node_endpoints.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "NodeEndpoints", version });
         }
         if flexible {
@@ -155,12 +155,12 @@ impl EpochEndOffset {
         let flexible = version >= 12;
         if version >= 12 {
             buf.put_i32(self.epoch);
-        } else if self.epoch != -1i32 {
+        } else if self.epoch != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "Epoch", version });
         }
         if version >= 12 {
             buf.put_i64(self.end_offset);
-        } else if self.end_offset != -1i64 {
+        } else if self.end_offset != -1i64 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "EndOffset", version });
         }
         if flexible {
@@ -227,12 +227,12 @@ impl LeaderIdAndEpoch {
         let flexible = version >= 12;
         if version >= 12 {
             buf.put_i32(self.leader_id);
-        } else if self.leader_id != -1i32 {
+        } else if self.leader_id != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "LeaderId", version });
         }
         if version >= 12 {
             buf.put_i32(self.leader_epoch);
-        } else if self.leader_epoch != -1i32 {
+        } else if self.leader_epoch != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "LeaderEpoch", version });
         }
         if flexible {
@@ -468,13 +468,13 @@ impl PartitionData {
         if version >= 5 {
             buf.put_i64(self.log_start_offset);
         }
-        if !(version >= 12) && self.diverging_epoch != EpochEndOffset::default() {
+        if !(version >= 12) && self.diverging_epoch != EpochEndOffset::default() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "DivergingEpoch", version });
         }
-        if !(version >= 12) && self.current_leader != LeaderIdAndEpoch::default() {
+        if !(version >= 12) && self.current_leader != LeaderIdAndEpoch::default() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "CurrentLeader", version });
         }
-        if !(version >= 12) && self.snapshot_id != SnapshotId::default() {
+        if !(version >= 12) && self.snapshot_id != SnapshotId::default() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "SnapshotId", version });
         }
         put_nullable_array(buf, self.aborted_transactions.as_deref(), flexible, |buf, item| {
@@ -482,7 +482,7 @@ impl PartitionData {
         })?;
         if version >= 11 {
             buf.put_i32(self.preferred_read_replica);
-        } else if self.preferred_read_replica != -1i32 {
+        } else if self.preferred_read_replica != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FetchResponse",
                 field: "PreferredReadReplica",
@@ -685,17 +685,17 @@ impl NodeEndpoint {
         let flexible = version >= 12;
         if version >= 16 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "NodeId", version });
         }
         if version >= 16 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "Host", version });
         }
         if version >= 16 {
             buf.put_i32(self.port);
-        } else if self.port != 0i32 {
+        } else if self.port != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "Port", version });
         }
         if version >= 16 {
@@ -705,7 +705,7 @@ impl NodeEndpoint {
                 let value = self.rack.as_ref().ok_or(EncodeError::UnexpectedNull("Rack"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.rack.is_some() {
+        } else if self.rack.is_some() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchResponse", field: "Rack", version });
         }
         if flexible {

@@ -58,7 +58,7 @@ impl FetchSnapshotResponse {
         buf.put_i32(self.throttle_time_ms);
         buf.put_i16(self.error_code);
         put_array(buf, &self.topics, flexible, |buf, item| item.encode_body(buf, version))?;
-        if !(version >= 1) && !self.node_endpoints.is_empty() {
+        if !(version >= 1) && !self.node_endpoints.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FetchSnapshotResponse",
                 field: "NodeEndpoints",
@@ -276,7 +276,7 @@ impl PartitionSnapshot {
         buf.put_i32(self.index);
         buf.put_i16(self.error_code);
         self.snapshot_id.encode_body(buf, version)?;
-        if !(true) && self.current_leader != LeaderIdAndEpoch::default() {
+        if !(true) && self.current_leader != LeaderIdAndEpoch::default() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FetchSnapshotResponse",
                 field: "CurrentLeader",
@@ -421,17 +421,17 @@ impl NodeEndpoint {
         let flexible = true;
         if version >= 1 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchSnapshotResponse", field: "NodeId", version });
         }
         if version >= 1 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchSnapshotResponse", field: "Host", version });
         }
         if version >= 1 {
             buf.put_u16(self.port);
-        } else if self.port != 0u16 {
+        } else if self.port != 0u16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FetchSnapshotResponse", field: "Port", version });
         }
         if flexible {

@@ -84,7 +84,7 @@ impl FindCoordinatorResponse {
         }
         if version <= 3 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FindCoordinatorResponse",
                 field: "ErrorCode",
@@ -101,7 +101,7 @@ impl FindCoordinatorResponse {
         }
         if version <= 3 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FindCoordinatorResponse",
                 field: "NodeId",
@@ -110,17 +110,17 @@ impl FindCoordinatorResponse {
         }
         if version <= 3 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FindCoordinatorResponse", field: "Host", version });
         }
         if version <= 3 {
             buf.put_i32(self.port);
-        } else if self.port != 0i32 {
+        } else if self.port != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FindCoordinatorResponse", field: "Port", version });
         }
         if version >= 4 {
             put_array(buf, &self.coordinators, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.coordinators.is_empty() {
+        } else if !self.coordinators.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FindCoordinatorResponse",
                 field: "Coordinators",
@@ -239,12 +239,12 @@ impl Coordinator {
         let flexible = version >= 3;
         if version >= 4 {
             put_string(buf, &self.key, flexible)?;
-        } else if !self.key.is_empty() {
+        } else if !self.key.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FindCoordinatorResponse", field: "Key", version });
         }
         if version >= 4 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FindCoordinatorResponse",
                 field: "NodeId",
@@ -253,17 +253,17 @@ impl Coordinator {
         }
         if version >= 4 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FindCoordinatorResponse", field: "Host", version });
         }
         if version >= 4 {
             buf.put_i32(self.port);
-        } else if self.port != 0i32 {
+        } else if self.port != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "FindCoordinatorResponse", field: "Port", version });
         }
         if version >= 4 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "FindCoordinatorResponse",
                 field: "ErrorCode",

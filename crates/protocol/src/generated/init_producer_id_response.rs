@@ -67,7 +67,7 @@ impl InitProducerIdResponse {
         buf.put_i16(self.producer_epoch);
         if version >= 6 {
             buf.put_i64(self.ongoing_txn_producer_id);
-        } else if self.ongoing_txn_producer_id != -1i64 {
+        } else if self.ongoing_txn_producer_id != -1i64 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "InitProducerIdResponse",
                 field: "OngoingTxnProducerId",
@@ -76,7 +76,7 @@ impl InitProducerIdResponse {
         }
         if version >= 6 {
             buf.put_i16(self.ongoing_txn_producer_epoch);
-        } else if self.ongoing_txn_producer_epoch != -1i16 {
+        } else if self.ongoing_txn_producer_epoch != -1i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "InitProducerIdResponse",
                 field: "OngoingTxnProducerEpoch",

@@ -105,7 +105,7 @@ impl JoinGroupResponse {
         put_string(buf, &self.leader, flexible)?;
         if version >= 9 {
             put_bool(buf, self.skip_assignment);
-        } else if self.skip_assignment != false {
+        } else if self.skip_assignment != false && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "JoinGroupResponse",
                 field: "SkipAssignment",

@@ -50,7 +50,7 @@ impl LeaveGroupResponse {
         buf.put_i16(self.error_code);
         if version >= 3 {
             put_array(buf, &self.members, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.members.is_empty() {
+        } else if !self.members.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "LeaveGroupResponse", field: "Members", version });
         }
         if flexible {
@@ -132,7 +132,7 @@ impl MemberResponse {
         let flexible = version >= 4;
         if version >= 3 {
             put_string(buf, &self.member_id, flexible)?;
-        } else if !self.member_id.is_empty() {
+        } else if !self.member_id.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "LeaveGroupResponse", field: "MemberId", version });
         }
         if version >= 3 {
@@ -142,7 +142,7 @@ impl MemberResponse {
                 let value = self.group_instance_id.as_ref().ok_or(EncodeError::UnexpectedNull("GroupInstanceId"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.group_instance_id.as_ref().is_none_or(|value| !value.is_empty()) {
+        } else if self.group_instance_id.as_ref().is_none_or(|value| !value.is_empty()) && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "LeaveGroupResponse",
                 field: "GroupInstanceId",
@@ -151,7 +151,7 @@ impl MemberResponse {
         }
         if version >= 3 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "LeaveGroupResponse", field: "ErrorCode", version });
         }
         if flexible {

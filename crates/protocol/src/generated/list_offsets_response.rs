@@ -123,7 +123,7 @@ impl ListOffsetsPartitionResponse {
         buf.put_i64(self.offset);
         if version >= 4 {
             buf.put_i32(self.leader_epoch);
-        } else if self.leader_epoch != -1i32 {
+        } else if self.leader_epoch != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ListOffsetsResponse",
                 field: "LeaderEpoch",

@@ -93,7 +93,7 @@ impl MetadataResponse {
         put_array(buf, &self.topics, flexible, |buf, item| item.encode_body(buf, version))?;
         if (8..=10).contains(&version) {
             buf.put_i32(self.cluster_authorized_operations);
-        } else if self.cluster_authorized_operations != -2147483648i32 {
+        } else if self.cluster_authorized_operations != -2147483648i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "MetadataResponse",
                 field: "ClusterAuthorizedOperations",
@@ -408,7 +408,7 @@ impl MetadataResponseTopic {
         put_array(buf, &self.partitions, flexible, |buf, item| item.encode_body(buf, version))?;
         if version >= 8 {
             buf.put_i32(self.topic_authorized_operations);
-        } else if self.topic_authorized_operations != -2147483648i32 {
+        } else if self.topic_authorized_operations != -2147483648i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "MetadataResponse",
                 field: "TopicAuthorizedOperations",

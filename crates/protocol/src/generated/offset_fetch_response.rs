@@ -64,7 +64,7 @@ impl OffsetFetchResponse {
         }
         if version <= 7 {
             put_array(buf, &self.topics, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.topics.is_empty() {
+        } else if !self.topics.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "Topics", version });
         }
         if (2..=7).contains(&version) {
@@ -72,7 +72,7 @@ impl OffsetFetchResponse {
         }
         if version >= 8 {
             put_array(buf, &self.groups, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.groups.is_empty() {
+        } else if !self.groups.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "Groups", version });
         }
         if flexible {
@@ -171,7 +171,7 @@ impl OffsetFetchResponsePartition {
         let flexible = version >= 6;
         if version <= 7 {
             buf.put_i32(self.partition_index);
-        } else if self.partition_index != 0i32 {
+        } else if self.partition_index != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "OffsetFetchResponse",
                 field: "PartitionIndex",
@@ -180,7 +180,7 @@ impl OffsetFetchResponsePartition {
         }
         if version <= 7 {
             buf.put_i64(self.committed_offset);
-        } else if self.committed_offset != 0i64 {
+        } else if self.committed_offset != 0i64 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "OffsetFetchResponse",
                 field: "CommittedOffset",
@@ -197,12 +197,12 @@ impl OffsetFetchResponsePartition {
                 let value = self.metadata.as_ref().ok_or(EncodeError::UnexpectedNull("Metadata"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.metadata.as_ref().is_none_or(|value| !value.is_empty()) {
+        } else if self.metadata.as_ref().is_none_or(|value| !value.is_empty()) && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "Metadata", version });
         }
         if version <= 7 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "ErrorCode", version });
         }
         if flexible {
@@ -279,12 +279,12 @@ impl OffsetFetchResponseTopic {
         let flexible = version >= 6;
         if version <= 7 {
             put_string(buf, &self.name, flexible)?;
-        } else if !self.name.is_empty() {
+        } else if !self.name.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "Name", version });
         }
         if version <= 7 {
             put_array(buf, &self.partitions, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.partitions.is_empty() {
+        } else if !self.partitions.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "OffsetFetchResponse",
                 field: "Partitions",
@@ -381,7 +381,7 @@ impl OffsetFetchResponsePartitions {
         let flexible = version >= 6;
         if version >= 8 {
             buf.put_i32(self.partition_index);
-        } else if self.partition_index != 0i32 {
+        } else if self.partition_index != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "OffsetFetchResponse",
                 field: "PartitionIndex",
@@ -390,7 +390,7 @@ impl OffsetFetchResponsePartitions {
         }
         if version >= 8 {
             buf.put_i64(self.committed_offset);
-        } else if self.committed_offset != 0i64 {
+        } else if self.committed_offset != 0i64 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "OffsetFetchResponse",
                 field: "CommittedOffset",
@@ -407,12 +407,12 @@ impl OffsetFetchResponsePartitions {
                 let value = self.metadata.as_ref().ok_or(EncodeError::UnexpectedNull("Metadata"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.metadata.as_ref().is_none_or(|value| !value.is_empty()) {
+        } else if self.metadata.as_ref().is_none_or(|value| !value.is_empty()) && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "Metadata", version });
         }
         if version >= 8 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "ErrorCode", version });
         }
         if flexible {
@@ -500,7 +500,7 @@ impl OffsetFetchResponseTopics {
         }
         if version >= 8 {
             put_array(buf, &self.partitions, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.partitions.is_empty() {
+        } else if !self.partitions.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "OffsetFetchResponse",
                 field: "Partitions",
@@ -580,17 +580,17 @@ impl OffsetFetchResponseGroup {
         let flexible = version >= 6;
         if version >= 8 {
             put_string(buf, &self.group_id, flexible)?;
-        } else if !self.group_id.is_empty() {
+        } else if !self.group_id.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "GroupId", version });
         }
         if version >= 8 {
             put_array(buf, &self.topics, flexible, |buf, item| item.encode_body(buf, version))?;
-        } else if !self.topics.is_empty() {
+        } else if !self.topics.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "Topics", version });
         }
         if version >= 8 {
             buf.put_i16(self.error_code);
-        } else if self.error_code != 0i16 {
+        } else if self.error_code != 0i16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "OffsetFetchResponse", field: "ErrorCode", version });
         }
         if flexible {

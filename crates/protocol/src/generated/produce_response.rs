@@ -53,7 +53,7 @@ impl ProduceResponse {
         let flexible = version >= 9;
         put_array(buf, &self.responses, flexible, |buf, item| item.encode_body(buf, version))?;
         buf.put_i32(self.throttle_time_ms);
-        if !(version >= 10) && !self.node_endpoints.is_empty() {
+        if !(version >= 10) && !self.node_endpoints.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "NodeEndpoints", version });
         }
         if flexible {
@@ -132,7 +132,7 @@ impl BatchIndexAndErrorMessage {
         let flexible = version >= 9;
         if version >= 8 {
             buf.put_i32(self.batch_index);
-        } else if self.batch_index != 0i32 {
+        } else if self.batch_index != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "BatchIndex", version });
         }
         if version >= 8 {
@@ -145,7 +145,7 @@ impl BatchIndexAndErrorMessage {
                     .ok_or(EncodeError::UnexpectedNull("BatchIndexErrorMessage"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.batch_index_error_message.is_some() {
+        } else if self.batch_index_error_message.is_some() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "ProduceResponse",
                 field: "BatchIndexErrorMessage",
@@ -216,12 +216,12 @@ impl LeaderIdAndEpoch {
         let flexible = version >= 9;
         if version >= 10 {
             buf.put_i32(self.leader_id);
-        } else if self.leader_id != -1i32 {
+        } else if self.leader_id != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "LeaderId", version });
         }
         if version >= 10 {
             buf.put_i32(self.leader_epoch);
-        } else if self.leader_epoch != -1i32 {
+        } else if self.leader_epoch != -1i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "LeaderEpoch", version });
         }
         if flexible {
@@ -344,7 +344,7 @@ impl PartitionProduceResponse {
                 put_string(buf, value, flexible)?;
             }
         }
-        if !(version >= 10) && self.current_leader != LeaderIdAndEpoch::default() {
+        if !(version >= 10) && self.current_leader != LeaderIdAndEpoch::default() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "CurrentLeader", version });
         }
         if flexible {
@@ -523,17 +523,17 @@ impl NodeEndpoint {
         let flexible = version >= 9;
         if version >= 10 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "NodeId", version });
         }
         if version >= 10 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "Host", version });
         }
         if version >= 10 {
             buf.put_i32(self.port);
-        } else if self.port != 0i32 {
+        } else if self.port != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "Port", version });
         }
         if version >= 10 {
@@ -543,7 +543,7 @@ impl NodeEndpoint {
                 let value = self.rack.as_ref().ok_or(EncodeError::UnexpectedNull("Rack"))?;
                 put_string(buf, value, flexible)?;
             }
-        } else if self.rack.is_some() {
+        } else if self.rack.is_some() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "ProduceResponse", field: "Rack", version });
         }
         if flexible {

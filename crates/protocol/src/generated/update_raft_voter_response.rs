@@ -52,7 +52,7 @@ impl UpdateRaftVoterResponse {
         let flexible = true;
         buf.put_i32(self.throttle_time_ms);
         buf.put_i16(self.error_code);
-        if !(true) && self.current_leader != CurrentLeader::default() {
+        if !(true) && self.current_leader != CurrentLeader::default() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported {
                 message: "UpdateRaftVoterResponse",
                 field: "CurrentLeader",

@@ -48,7 +48,7 @@ impl VoteResponse {
         let flexible = true;
         buf.put_i16(self.error_code);
         put_array(buf, &self.topics, flexible, |buf, item| item.encode_body(buf, version))?;
-        if !(version >= 1) && !self.node_endpoints.is_empty() {
+        if !(version >= 1) && !self.node_endpoints.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "VoteResponse", field: "NodeEndpoints", version });
         }
         if flexible {
@@ -262,17 +262,17 @@ impl NodeEndpoint {
         let flexible = true;
         if version >= 1 {
             buf.put_i32(self.node_id);
-        } else if self.node_id != 0i32 {
+        } else if self.node_id != 0i32 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "VoteResponse", field: "NodeId", version });
         }
         if version >= 1 {
             put_string(buf, &self.host, flexible)?;
-        } else if !self.host.is_empty() {
+        } else if !self.host.is_empty() && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "VoteResponse", field: "Host", version });
         }
         if version >= 1 {
             buf.put_u16(self.port);
-        } else if self.port != 0u16 {
+        } else if self.port != 0u16 && cfg!(debug_assertions) {
             return Err(EncodeError::FieldNotSupported { message: "VoteResponse", field: "Port", version });
         }
         if flexible {

@@ -1,0 +1,217 @@
+//! Valid requests at unusual values, each answered as Kafka 4.3.1 answers
+//! it, with the broker and the connection still up: partition counts past
+//! the controller's per-operation cap, ListOffsets at the versions without a
+//! leader epoch, and parked requests whose connection goes away.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::time::{Duration, Instant};
+
+use krabka_protocol::create_partitions_request::CreatePartitionsTopic;
+use krabka_protocol::create_topics_request::CreatableTopic;
+use krabka_protocol::fetch_request::{FetchPartition, FetchTopic};
+use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
+use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+use krabka_protocol::*;
+use support::{BrokerProcess, RawClient};
+
+const POLICY_VIOLATION: i16 = 44;
+const TOO_MANY_PARTITIONS: &str = "Excessively large number of partitions per request.";
+const TOO_MANY_RECORDS: &str = "Unable to perform excessively large batch operation.";
+
+fn topic(name: &str, partitions: i32) -> CreatableTopic {
+    CreatableTopic { name: name.into(), num_partitions: partitions, replication_factor: 1, ..Default::default() }
+}
+
+fn create_topics(client: &mut RawClient, topics: Vec<CreatableTopic>, validate_only: bool) -> CreateTopicsResponse {
+    let request = CreateTopicsRequest { topics, timeout_ms: 10_000, validate_only, ..Default::default() };
+    client.request(ApiKey::CreateTopics, 7, &request)
+}
+
+fn create_partitions(client: &mut RawClient, name: &str, count: i32, validate_only: bool) -> (i16, Option<String>) {
+    let request = CreatePartitionsRequest {
+        topics: vec![CreatePartitionsTopic { name: name.into(), count, assignments: None, ..Default::default() }],
+        timeout_ms: 10_000,
+        validate_only,
+        ..Default::default()
+    };
+    let response: CreatePartitionsResponse = client.request(ApiKey::CreatePartitions, 3, &request);
+    (response.results[0].error_code, response.results[0].error_message.clone())
+}
+
+fn produce_one(client: &mut RawClient, name: &str, value: &str) {
+    let mut builder = RecordBatchBuilder::new(krabka_protocol::compression::Compression::None);
+    let record = NewRecord { timestamp_ms: 1_700_000_000_000, key: None, value: Some(value.as_bytes()), headers: &[] };
+    builder.append(&record).expect("append");
+    let request = ProduceRequest {
+        acks: -1,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: name.into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(builder.build().expect("batch").into_bytes()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: ProduceResponse = client.request(ApiKey::Produce, 11, &request);
+    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+}
+
+fn assert_api_versions_answered(client: &mut RawClient) {
+    let response: ApiVersionsResponse = client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(response.error_code, 0, "the connection still serves requests");
+}
+
+#[test]
+fn partition_counts_past_the_per_operation_cap_are_refused_and_the_broker_stays_up() {
+    let mut broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let rss_before = broker.rss_kib().expect("rss");
+
+    // One topic of i32::MAX partitions: refused before anything is built.
+    let response = create_topics(&mut client, vec![topic("huge", i32::MAX)], false);
+    assert_eq!(response.topics[0].error_code, POLICY_VIOLATION);
+    assert_eq!(response.topics[0].error_message.as_deref(), Some(TOO_MANY_PARTITIONS));
+    // The cap counts the partitions of every topic of the request, -1 as num.partitions (1).
+    let response = create_topics(&mut client, vec![topic("a", 5_000), topic("b", 5_000), topic("c", -1)], true);
+    assert!(response.topics.iter().all(|t| t.error_code == POLICY_VIOLATION), "{response:?}");
+    assert!(response.topics.iter().all(|t| t.error_message.as_deref() == Some(TOO_MANY_PARTITIONS)));
+    // At the cap the partition check passes; the records (topic + partitions) are one too many.
+    let response = create_topics(&mut client, vec![topic("at-cap", 10_000)], true);
+    assert_eq!(response.topics[0].error_code, POLICY_VIOLATION, "{response:?}");
+    assert_eq!(response.topics[0].error_message.as_deref(), Some(TOO_MANY_RECORDS));
+    let response = create_topics(&mut client, vec![topic("below-cap", 9_999)], true);
+    assert_eq!(response.topics[0].error_code, 0, "{response:?}");
+
+    let response = create_topics(&mut client, vec![topic("small", 1)], false);
+    assert_eq!(response.topics[0].error_code, 0);
+    for validate_only in [true, false] {
+        let (error, message) = create_partitions(&mut client, "small", i32::MAX, validate_only);
+        assert_eq!((error, message.as_deref()), (POLICY_VIOLATION, Some(TOO_MANY_RECORDS)));
+    }
+    assert_eq!(create_partitions(&mut client, "small", 10_001, true).0, 0, "10,000 new partitions fit");
+    assert_eq!(create_partitions(&mut client, "small", 10_002, true).0, POLICY_VIOLATION);
+    assert_eq!(create_partitions(&mut client, "small", 3, false).0, 0);
+
+    assert_api_versions_answered(&mut client);
+    assert!(broker.is_running());
+    let rss_after = broker.rss_kib().expect("rss");
+    assert!(rss_after < rss_before + 64 * 1024, "RSS grew from {rss_before} KiB to {rss_after} KiB");
+}
+
+fn list_offsets(name: &str, timestamp: i64) -> ListOffsetsRequest {
+    ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic {
+            name: name.into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: -1,
+                timestamp,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn list_offsets_is_answered_at_every_version_pipelined_on_one_connection() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    assert_eq!(create_topics(&mut client, vec![topic("offsets", 1)], false).topics[0].error_code, 0);
+    for i in 0..3 {
+        produce_one(&mut client, "offsets", &format!("record-{i}"));
+    }
+    // Sent back to back, as kafkajs and aiokafka pipeline them: one failure
+    // would lose every response behind it.
+    let mut sent = Vec::new();
+    for version in 1..=10 {
+        for (timestamp, offset) in [(-1, 3), (-2, 0)] {
+            sent.push((
+                version,
+                offset,
+                client.send(ApiKey::ListOffsets, version, &list_offsets("offsets", timestamp)),
+            ));
+        }
+    }
+    for (version, offset, correlation_id) in sent {
+        let response: ListOffsetsResponse = client.receive(ApiKey::ListOffsets, version, correlation_id);
+        let partition = &response.topics[0].partitions[0];
+        assert_eq!((partition.error_code, partition.offset), (0, offset), "v{version}: {partition:?}");
+        let epoch = if version >= 4 { 0 } else { -1 };
+        assert_eq!(partition.leader_epoch, epoch, "v{version}");
+    }
+    assert_api_versions_answered(&mut client);
+}
+
+fn parked_fetch(name: &str) -> FetchRequest {
+    FetchRequest {
+        max_wait_ms: 60_000,
+        min_bytes: 1,
+        max_bytes: 1024 * 1024,
+        topics: vec![FetchTopic {
+            topic: name.into(),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                fetch_offset: 0,
+                partition_max_bytes: 1024 * 1024,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_parked_fetch_does_not_outlive_its_connection() {
+    let broker = BrokerProcess::start(&[]);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    assert_eq!(create_topics(&mut admin, vec![topic("quiet", 1)], false).topics[0].error_code, 0);
+    let mut clients: Vec<RawClient> = (0..5).map(|_| RawClient::connect(&broker.bootstrap())).collect();
+    for client in &mut clients {
+        client.send(ApiKey::Fetch, 12, &parked_fetch("quiet"));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for client in &clients {
+        client.stream.shutdown(Shutdown::Both).expect("close");
+    }
+    drop(clients);
+    // The broker closes its side at once, not when the 60 s wait runs out.
+    support::wait_for("the broker to close the parked connections", Duration::from_secs(10), || {
+        broker.close_wait_sockets() == 0
+    });
+    assert_api_versions_answered(&mut admin);
+}
+
+#[test]
+fn a_connection_whose_only_activity_is_a_parked_fetch_is_idle() {
+    let broker = BrokerProcess::start(&["connections.max.idle.ms=1500"]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    assert_eq!(create_topics(&mut client, vec![topic("quiet", 1)], false).topics[0].error_code, 0);
+    client.send(ApiKey::Fetch, 12, &parked_fetch("quiet"));
+    let started = Instant::now();
+    client.stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let mut byte = [0u8; 1];
+    let read = client.stream.read(&mut byte);
+    assert!(matches!(read, Ok(0)), "the broker closes the idle connection (read: {read:?})");
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(10), "closed after {waited:?}, the fetch waits 60 s");
+    // Active connections are not idle: a request every 500 ms keeps one open for 3 s.
+    let mut busy = RawClient::connect(&broker.bootstrap());
+    for _ in 0..6 {
+        assert_api_versions_answered(&mut busy);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_api_versions_answered(&mut busy);
+    let _ = busy.stream.flush();
+}
