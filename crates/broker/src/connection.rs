@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::handlers;
+use crate::observability::FailureKind;
 use crate::server::Broker;
 
 /// A piece of a response frame.
@@ -63,7 +64,22 @@ pub enum Reply {
 
 /// Why the connection must close (Kafka closes rather than answering).
 #[derive(Debug)]
-pub struct Close(pub String);
+pub struct Close {
+    pub reason: String,
+    /// Set when the close is a failure to count (a bad or unserved request),
+    /// not a client going away or idling.
+    pub failure: Option<FailureKind>,
+}
+
+impl Close {
+    pub fn routine(reason: impl Into<String>) -> Self {
+        Close { reason: reason.into(), failure: None }
+    }
+
+    pub fn failure(kind: FailureKind, reason: impl Into<String>) -> Self {
+        Close { reason: reason.into(), failure: Some(kind) }
+    }
+}
 
 /// Requests read ahead of the writer, per connection: bounds the memory one
 /// pipelining client can hold (Kafka's clients keep at most five in flight).
@@ -90,8 +106,11 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
         Ok(ReadEnd::ClientClosed) => {
             let _ = gone.send(true);
         }
-        Err(Close(reason)) => {
-            tracing::info!(%peer, %reason, "closing connection");
+        Err(close) => {
+            match close.failure {
+                Some(kind) => broker.metrics.failures().record(kind, &format_args!("{peer}: {}", close.reason)),
+                None => tracing::debug!(%peer, reason = %close.reason, "closing connection"),
+            }
             let _ = gone.send(true);
         }
     }
@@ -153,9 +172,9 @@ async fn fill(
         buf.reserve(wanted - buf.len() + ahead);
         match reader.read_buf(buf).await {
             Ok(0) if buf.is_empty() => return Ok(false),
-            Ok(0) => return Err(Close("truncated request".into())),
+            Ok(0) => return Err(Close::routine("truncated request")),
             Ok(_) => activity.touch(),
-            Err(e) => return Err(Close(format!("read failed: {e}"))),
+            Err(e) => return Err(Close::routine(format!("read failed: {e}"))),
         }
     }
     Ok(true)
@@ -172,7 +191,7 @@ async fn next_size_prefix(
     loop {
         let quiet = activity.idle_for();
         if quiet >= idle {
-            return Err(Close("idle past connections.max.idle.ms".into()));
+            return Err(Close::routine("idle past connections.max.idle.ms"));
         }
         // `fill` keeps what it read in `buf` when the timeout drops it.
         if let Ok(read) = tokio::time::timeout(idle - quiet, fill(reader, buf, 4, activity)).await {
@@ -206,12 +225,13 @@ async fn read_loop(
         let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
         if size < 0 || size as u32 > max_request_bytes {
             // Kafka's InvalidReceiveException: the frame cannot be skipped safely.
-            return Err(Close(format!(
-                "request size {size} is outside [0, socket.request.max.bytes = {max_request_bytes}]"
-            )));
+            return Err(Close::failure(
+                FailureKind::InvalidFrame,
+                format!("request size {size} is outside [0, socket.request.max.bytes = {max_request_bytes}]"),
+            ));
         }
         if !fill(&mut reader, &mut buf, 4 + size as usize, activity).await? {
-            return Err(Close("truncated request".into()));
+            return Err(Close::routine("truncated request"));
         }
         buf.advance(4);
         let frame = buf.split_to(size as usize).freeze();
@@ -225,10 +245,10 @@ async fn read_loop(
             Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id }) => {
                 handlers::unsupported_version(broker, api_key, api_version, correlation_id)?
             }
-            Err(e) => return Err(Close(format!("invalid request: {e}"))),
+            Err(e) => return Err(Close::failure(FailureKind::InvalidFrame, format!("invalid request: {e}"))),
         };
         if tx.send(reply).await.is_err() {
-            return Err(Close("writer gone".into()));
+            return Err(Close::routine("writer gone"));
         }
     }
 }

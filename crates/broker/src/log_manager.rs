@@ -149,8 +149,12 @@ impl LogManager {
         let log_start = dir.log_start_offsets.get(tp).copied().unwrap_or(0);
         let recovery_point = dir.recovery_points.get(tp).copied().unwrap_or(0);
         let cleaner_offset = dir.cleaner_offsets.get(tp).copied().unwrap_or(0);
+        let clean_shutdown = dir.clean_shutdown;
+        // Opening may recover (re-read) the whole log: other partitions
+        // open beside it (num.recovery.threads.per.data.dir), so not under the lock.
+        drop(dirs);
         let (mut log, report) =
-            PartitionLog::open(&log_dir, config, log_start, recovery_point, dir.clean_shutdown, now_ms)?;
+            PartitionLog::open(&log_dir, config, log_start, recovery_point, clean_shutdown, now_ms)?;
         log.set_cleaner_checkpoint(cleaner_offset);
         let metadata_path = log_dir.join("partition.metadata");
         if checkpoint::read_partition_metadata(&metadata_path).ok().flatten().as_ref() != Some(topic_id) {

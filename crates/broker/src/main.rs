@@ -11,7 +11,7 @@ use krabka_broker::config::BrokerConfig;
 use krabka_broker::observability;
 use krabka_broker::server::Broker;
 use krabka_format::properties;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 
 #[derive(Parser)]
 #[command(name = "krabka-broker", version, about = "An Apache Kafka-compatible broker")]
@@ -58,14 +58,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let host = if listener_config.host.is_empty() { "0.0.0.0" } else { listener_config.host.as_str() };
     let address = format!("{host}:{}", listener_config.port);
     let metrics_listener = config.metrics_listener.clone();
-    let listener = TcpListener::bind(&address).await.with_context(|| format!("binding {address}"))?;
+    // Bound now (port 0 learns its port, to advertise) but not listening
+    // until the storage is open: a client connecting during recovery is
+    // refused and retries, rather than waiting on a broker that cannot answer.
+    let socket = bind_client_socket(&address).await?;
+    let backlog = config.socket_listen_backlog_size;
     let mut config = config;
-    // Port 0 binds any free port; advertise the one the kernel chose.
-    let bound_port = listener.local_addr()?.port();
+    let bound_port = socket.local_addr()?.port();
     for advertised in config.advertised_listeners.iter_mut().filter(|l| l.name == listener_config.name && l.port == 0) {
         advertised.port = bound_port;
     }
     let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
+    observability::failures::install_panic_hook(broker.metrics.clone());
+    let listener = socket.listen(backlog).with_context(|| format!("listening on {address}"))?;
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
         tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
@@ -80,6 +85,20 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         "krabka broker serving"
     );
     broker.run(listener).await
+}
+
+/// A socket bound to `address` (host names resolved), not yet listening.
+async fn bind_client_socket(address: &str) -> anyhow::Result<TcpSocket> {
+    let resolved = tokio::net::lookup_host(address)
+        .await
+        .with_context(|| format!("resolving {address}"))?
+        .next()
+        .with_context(|| format!("{address} resolves to no address"))?;
+    let socket = if resolved.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    // As a listener binds on Unix: a restart may reuse the port at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(resolved).with_context(|| format!("binding {address}"))?;
+    Ok(socket)
 }
 
 /// SIGTERM and SIGINT start a graceful shutdown.

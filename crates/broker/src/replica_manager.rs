@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use bytes::Bytes;
@@ -178,6 +178,9 @@ impl ReplicaManager {
                 tracing::info!(topic = %name, "topic deleted");
             }
         }
+        // New partitions are opened together, in parallel, then installed.
+        let mut to_open = Vec::new();
+        let mut growing = Vec::new();
         for topic in image.topics.values() {
             let existing = topics.get(&topic.name).cloned();
             let have = existing.as_ref().map_or(0, |h| h.partitions.len());
@@ -198,13 +201,55 @@ impl ReplicaManager {
                 }
                 continue;
             }
-            let mut partitions = existing.map(|h| h.partitions.clone()).unwrap_or_default();
-            for index in have..topic.partitions.len() {
-                partitions.push(Arc::new(self.open_partition(topic, index as i32, config.clone(), now)?));
-            }
+            let hosted = existing.map(|h| h.partitions.clone()).unwrap_or_default();
+            let opens = (have..topic.partitions.len()).map(|index| (&**topic, index as i32, config.clone()));
+            to_open.extend(opens);
+            growing.push((topic, hosted, produce));
+        }
+        let mut opened = self.open_partitions(to_open, now)?.into_iter();
+        for (topic, mut partitions, produce) in growing {
+            let missing = topic.partitions.len() - partitions.len();
+            partitions.extend(opened.by_ref().take(missing).map(Arc::new));
+            debug_assert_eq!(partitions.len(), topic.partitions.len());
             topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions, produce }));
         }
         Ok(())
+    }
+
+    /// Opens partition logs, recovering them when needed, on up to
+    /// `num.recovery.threads.per.data.dir` threads per log directory (after
+    /// an unclean stop each open re-reads its log's tail). Results are in
+    /// the order asked.
+    fn open_partitions(
+        &self,
+        wanted: Vec<(&TopicImage, i32, krabka_log::LogConfig)>,
+        now: i64,
+    ) -> Result<Vec<Partition>, LogError> {
+        let threads = (self.config.num_recovery_threads_per_data_dir.max(1) * self.config.log_dirs.len().max(1))
+            .min(wanted.len());
+        if threads <= 1 {
+            return wanted
+                .into_iter()
+                .map(|(topic, index, config)| self.open_partition(topic, index, config, now))
+                .collect();
+        }
+        let next = AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Result<Partition, LogError>>>> =
+            wanted.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((topic, index, config)) = wanted.get(i) else { break };
+                    let result = self.open_partition(topic, *index, config.clone(), now);
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every partition was opened"))
+            .collect()
     }
 
     fn open_partition(

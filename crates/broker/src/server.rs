@@ -37,6 +37,26 @@ pub struct Broker {
     shutdown: watch::Sender<bool>,
 }
 
+/// One of the `max.connections`: counted while its connection task lives,
+/// however that task ends (a panicking handler included), so a bug cannot
+/// leak slots until the broker refuses every client.
+struct ConnectionSlot(Arc<Broker>);
+
+impl ConnectionSlot {
+    fn take(broker: Arc<Broker>) -> Self {
+        broker.open_connections.fetch_add(1, Ordering::Relaxed);
+        broker.metrics.connection_opened();
+        ConnectionSlot(broker)
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
+        self.0.metrics.connection_closed();
+    }
+}
+
 /// How long shutdown waits for in-flight requests before closing anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -151,13 +171,12 @@ impl Broker {
                         drop(stream);
                         continue;
                     }
-                    self.open_connections.fetch_add(1, Ordering::Relaxed);
-                    self.metrics.connection_opened();
-                    let broker = self.clone();
+                    let slot = ConnectionSlot::take(self.clone());
                     connections.spawn(async move {
-                        connection::serve(stream, peer, broker.clone()).await;
-                        broker.open_connections.fetch_sub(1, Ordering::Relaxed);
-                        broker.metrics.connection_closed();
+                        // The slot is given back when the task ends, even by a panic.
+                        let broker = slot.0.clone();
+                        connection::serve(stream, peer, broker).await;
+                        drop(slot);
                     });
                 }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}

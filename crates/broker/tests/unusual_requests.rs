@@ -7,6 +7,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::Shutdown;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use krabka_protocol::create_partitions_request::CreatePartitionsTopic;
@@ -42,10 +43,14 @@ fn create_partitions(client: &mut RawClient, name: &str, count: i32, validate_on
     (response.results[0].error_code, response.results[0].error_message.clone())
 }
 
-fn produce_one(client: &mut RawClient, name: &str, value: &str) {
+fn batch_of(value: &str) -> bytes::Bytes {
     let mut builder = RecordBatchBuilder::new(krabka_protocol::compression::Compression::None);
     let record = NewRecord { timestamp_ms: 1_700_000_000_000, key: None, value: Some(value.as_bytes()), headers: &[] };
     builder.append(&record).expect("append");
+    builder.build().expect("batch").into_bytes()
+}
+
+fn produce_one(client: &mut RawClient, name: &str, value: &str) {
     let request = ProduceRequest {
         acks: -1,
         timeout_ms: 10_000,
@@ -53,7 +58,7 @@ fn produce_one(client: &mut RawClient, name: &str, value: &str) {
             name: name.into(),
             partition_data: vec![PartitionProduceData {
                 index: 0,
-                records: Some(builder.build().expect("batch").into_bytes()),
+                records: Some(batch_of(value)),
                 ..Default::default()
             }],
             ..Default::default()
@@ -214,4 +219,73 @@ fn a_connection_whose_only_activity_is_a_parked_fetch_is_idle() {
     }
     assert_api_versions_answered(&mut busy);
     let _ = busy.stream.flush();
+}
+
+/// Connects to `bootstrap` until `stop` is set; every connection that
+/// opens is asked for ApiVersions. Returns the connections opened and the
+/// slowest answer.
+fn probe_until(bootstrap: &str, stop: &AtomicBool) -> (usize, Duration) {
+    let mut opened = 0;
+    let mut slowest = Duration::ZERO;
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(stream) = std::net::TcpStream::connect(bootstrap) else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        opened += 1;
+        let mut client = RawClient::from_stream(stream);
+        let asked = Instant::now();
+        assert_api_versions_answered(&mut client);
+        slowest = slowest.max(asked.elapsed());
+    }
+    (opened, slowest)
+}
+
+fn produce_to_every_partition(client: &mut RawClient, name: &str, partitions: i32) {
+    let records = batch_of("recovered");
+    let request = ProduceRequest {
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: vec![TopicProduceData {
+            name: name.into(),
+            partition_data: (0..partitions)
+                .map(|index| PartitionProduceData { index, records: Some(records.clone()), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: ProduceResponse = client.request(ApiKey::Produce, 11, &request);
+    assert!(response.responses[0].partition_responses.iter().all(|p| p.error_code == 0));
+}
+
+#[test]
+fn a_broker_recovering_after_kill_9_does_not_accept_connections_it_cannot_answer() {
+    const PARTITIONS: i32 = 300;
+    let mut broker = BrokerProcess::start(&["num.recovery.threads.per.data.dir=2"]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    assert_eq!(create_topics(&mut client, vec![topic("many", PARTITIONS)], false).topics[0].error_code, 0);
+    produce_to_every_partition(&mut client, "many", PARTITIONS);
+    drop(client);
+    broker.kill9();
+    let stop = AtomicBool::new(false);
+    let bootstrap = broker.bootstrap();
+    let (opened, slowest, restart) = std::thread::scope(|scope| {
+        let prober = scope.spawn(|| probe_until(&bootstrap, &stop));
+        let started = Instant::now();
+        broker.restart();
+        let restart = started.elapsed();
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        let (opened, slowest) = prober.join().expect("prober");
+        (opened, slowest, restart)
+    });
+    println!("restart with {PARTITIONS} partitions after kill -9: {restart:?}; {opened} probe connections");
+    assert!(opened > 0, "the prober reached the restarted broker");
+    // A connection accepted during recovery would wait for all of it.
+    assert!(slowest < Duration::from_secs(2), "a connection waited {slowest:?} (restart took {restart:?})");
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let request = FetchRequest { max_wait_ms: 0, ..parked_fetch("many") };
+    let response: FetchResponse = client.request(ApiKey::Fetch, 12, &request);
+    assert!(response.responses[0].partitions[0].records.as_ref().is_some_and(|r| !r.is_empty()));
 }

@@ -53,6 +53,10 @@ pub struct BrokerConfig {
     pub message_max_bytes: u32,
     pub socket_request_max_bytes: u32,
     pub num_network_threads: usize,
+    /// `socket.listen.backlog.size`: connections the kernel queues before accept.
+    pub socket_listen_backlog_size: u32,
+    /// `num.recovery.threads.per.data.dir`: threads opening (and recovering) logs at start.
+    pub num_recovery_threads_per_data_dir: usize,
     pub num_io_threads: usize,
     pub connections_max_idle_ms: i64,
     pub max_connections: usize,
@@ -142,6 +146,8 @@ impl BrokerConfig {
             message_max_bytes: int("message.max.bytes") as u32,
             socket_request_max_bytes: int("socket.request.max.bytes") as u32,
             num_network_threads: int("num.network.threads") as usize,
+            socket_listen_backlog_size: int("socket.listen.backlog.size").min(i64::from(u32::MAX)) as u32,
+            num_recovery_threads_per_data_dir: int("num.recovery.threads.per.data.dir") as usize,
             num_io_threads: int("num.io.threads") as usize,
             connections_max_idle_ms: int("connections.max.idle.ms"),
             max_connections: int("max.connections") as usize,

@@ -23,6 +23,7 @@ use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::{ApiKey, Message, RequestBody, ResponseBody, ResponseHeader};
 
 use crate::connection::{Close, ConnectionInfo, Reply, Response};
+use crate::observability::FailureKind;
 use crate::server::Broker;
 
 /// What a handler knows about the request it serves.
@@ -123,10 +124,17 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             return unsupported_version(broker, api_key, api_version, request.correlation_id());
         }
         // Kafka drops the connection of a request it cannot parse.
-        return Err(Close(format!("{api_key:?} v{api_version} is not supported")));
+        return Err(Close::failure(
+            FailureKind::UnsupportedRequest,
+            format!("{api_key:?} v{api_version} is not supported"),
+        ));
     }
-    let body =
-        request.decode_body().map_err(|e| Close(format!("cannot decode {api_key:?} v{api_version} request: {e}")))?;
+    let body = request.decode_body().map_err(|e| {
+        Close::failure(
+            FailureKind::UndecodableRequest,
+            format!("cannot decode {api_key:?} v{api_version} request: {e}"),
+        )
+    })?;
     let ctx = RequestContext {
         broker,
         connection,
@@ -183,7 +191,9 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::ConsumerGroupDescribe(r) => {
             ResponseBody::ConsumerGroupDescribe(Box::new(groups::consumer_group_describe(&ctx, *r)))
         }
-        other => return Err(Close(format!("{:?} is not served", other.api_key()))),
+        other => {
+            return Err(Close::failure(FailureKind::UnsupportedRequest, format!("{:?} is not served", other.api_key())))
+        }
     };
     Ok(ctx.reply(response))
 }
@@ -198,7 +208,10 @@ pub fn unsupported_version(
     correlation_id: i32,
 ) -> Result<Reply, Close> {
     if api_key != ApiKey::ApiVersions {
-        return Err(Close(format!("{api_key:?} v{api_version} is not supported")));
+        return Err(Close::failure(
+            FailureKind::UnsupportedRequest,
+            format!("{api_key:?} v{api_version} is not supported"),
+        ));
     }
     let body = ResponseBody::ApiVersions(Box::new(api_versions::response(crate::errors::code::UNSUPPORTED_VERSION)));
     broker.metrics.request_completed("ApiVersions", crate::errors::code::UNSUPPORTED_VERSION, Default::default());

@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use super::failures::Failures;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
@@ -46,6 +47,7 @@ pub struct Metrics {
     /// The partitions that have log gauges, by topic, so that `remove_topic` can find them:
     /// Prometheus vectors cannot delete by a subset of labels.
     partitions: Mutex<HashMap<String, BTreeSet<i32>>>,
+    failures: Failures,
 }
 
 #[derive(Debug, Clone)]
@@ -99,6 +101,7 @@ impl Metrics {
             gauge_vec(&registry, "kafka_log_end_offset", "Offset the next record of a partition will get.", partition);
 
         register(&registry, ProcessCollector::new());
+        let failures = Failures::new(&registry);
 
         Metrics {
             registry,
@@ -116,7 +119,13 @@ impl Metrics {
             log_start_offset,
             log_end_offset,
             partitions: Mutex::new(HashMap::new()),
+            failures,
         }
+    }
+
+    /// Failures that repeat per request, logged once and counted.
+    pub fn failures(&self) -> &Failures {
+        &self.failures
     }
 
     /// One request answered: `error_code` is the response's top-level Kafka error code (0 for none).

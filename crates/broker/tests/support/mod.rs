@@ -197,7 +197,10 @@ pub struct RawClient {
 
 impl RawClient {
     pub fn connect(bootstrap: &str) -> Self {
-        let stream = TcpStream::connect(bootstrap).expect("connect");
+        Self::from_stream(TcpStream::connect(bootstrap).expect("connect"))
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Self {
         stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
         RawClient { stream, correlation_id: 0 }
     }
