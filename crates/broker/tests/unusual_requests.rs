@@ -289,3 +289,40 @@ fn a_broker_recovering_after_kill_9_does_not_accept_connections_it_cannot_answer
     let response: FetchResponse = client.request(ApiKey::Fetch, 12, &request);
     assert!(response.responses[0].partitions[0].records.as_ref().is_some_and(|r| !r.is_empty()));
 }
+
+/// A CreateTopics v7 frame cut short inside its body: the header parses,
+/// the body does not.
+fn undecodable_frame() -> Vec<u8> {
+    let mut buf = bytes::BytesMut::new();
+    let request = CreateTopicsRequest { topics: vec![topic("cut", 1)], timeout_ms: 1000, ..Default::default() };
+    krabka_protocol::frame::encode_request(&mut buf, ApiKey::CreateTopics, 7, 1, Some("cut"), &request)
+        .expect("encode");
+    let mut frame = buf.to_vec();
+    frame.truncate(frame.len() - 6);
+    let size = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    frame
+}
+
+#[test]
+fn a_failure_that_repeats_per_request_is_logged_once_and_counted() {
+    let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);
+    let frame = undecodable_frame();
+    for _ in 0..200 {
+        let mut client = RawClient::connect(&broker.bootstrap());
+        client.stream.write_all(&frame).expect("write");
+        assert!(client.is_closed(), "Kafka closes a connection whose request does not decode");
+    }
+    let (status, body) = broker.http_get("/metrics");
+    assert_eq!(status, 200);
+    let metrics = String::from_utf8(body).expect("utf-8");
+    assert!(
+        metrics.lines().any(|l| l == "krabka_request_failures_total{kind=\"undecodable_request\"} 200"),
+        "every failure is counted:\n{}",
+        metrics.lines().filter(|l| l.contains("failures")).collect::<Vec<_>>().join("\n")
+    );
+    let logged = broker.log().lines().filter(|l| l.contains("cannot decode CreateTopics")).count();
+    assert_eq!(logged, 1, "logged once, not per request:\n{}", broker.log());
+    let mut client = RawClient::connect(&broker.bootstrap());
+    assert_api_versions_answered(&mut client);
+}
