@@ -1,7 +1,9 @@
 //! Fetch: plans reads as file ranges, answers at once when `fetch.min.bytes`
-//! is met (or `max_wait_ms` is 0), else parks on the broker's append signal
-//! until enough arrives or the wait expires. The response is encoded around
-//! the file ranges, which the connection sends with sendfile(2).
+//! is met (or `max_wait_ms` is 0), else parks on the partitions it reads
+//! (the replica manager's purgatory) and reads again when one of them
+//! changes, until enough arrives or the wait expires. The response is
+//! encoded around the file ranges, which the connection sends with
+//! sendfile(2).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +20,8 @@ use super::fetch_session::{SessionContext, SessionPartition};
 use super::RequestContext;
 use crate::connection::{Chunk, Reply, Response};
 use crate::errors::{code, log_error_code};
+use crate::replica_manager::purgatory::Waiter;
+use crate::replica_manager::Partition;
 use crate::server::Broker;
 
 /// READ_COMMITTED in FetchRequest.isolation_level.
@@ -45,8 +49,6 @@ struct PartitionResult {
 
 pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     let broker = ctx.broker;
-    // Subscribe before the first read so an append racing with it is seen.
-    let mut appended = broker.replicas.subscribe_appends();
     let image = broker.metadata.image();
     let by_id = ctx.api_version >= 13;
     let (session, wanted) = match broker.fetch_sessions.admit(&request, by_id, &image) {
@@ -71,25 +73,46 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     if request.max_wait_ms <= 0 || bytes >= i64::from(plan.min_bytes) || errors || plan.wanted.is_empty() {
         return Reply::Now(plan.finish(results));
     }
+    // Read again once watching: what the first read found is superseded.
+    drop(results);
     Reply::Later(tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + max_wait;
-        let mut latest = results;
-        loop {
-            tokio::select! {
-                changed = appended.changed() => if changed.is_err() { break },
-                _ = tokio::time::sleep_until(deadline) => break,
-            }
+        let waiter = Waiter::new();
+        let mut watched = vec![None; plan.wanted.len()];
+        let latest = loop {
+            // Watch, then read: a change that lands between the last read
+            // and the watch is seen by this read.
+            plan.watch(&waiter, &mut watched);
             let (results, bytes, errors) = plan.read();
-            latest = results;
             if bytes >= i64::from(plan.min_bytes) || errors {
-                break;
+                break results;
             }
-        }
+            tokio::select! {
+                _ = waiter.woken() => plan.broker.metrics.fetch_woken(),
+                _ = tokio::time::sleep_until(deadline) => break results,
+            }
+        };
         plan.finish(latest)
     }))
 }
 
 impl FetchPlan {
+    /// Parks `waiter` on every wanted partition it does not watch yet:
+    /// `watched[i]` is the partition watched for `wanted[i]` (a topic
+    /// deleted and created again under its name is a new partition).
+    fn watch(&self, waiter: &Arc<Waiter>, watched: &mut [Option<Arc<Partition>>]) {
+        for (wanted, watched) in self.wanted.iter().zip(watched) {
+            if wanted.topic.is_empty() {
+                continue;
+            }
+            let Some(partition) = self.broker.replicas.partition(&wanted.topic, wanted.partition) else { continue };
+            if watched.as_ref().is_none_or(|w| !Arc::ptr_eq(w, &partition)) {
+                partition.watch(waiter);
+                *watched = Some(partition);
+            }
+        }
+    }
+
     /// Plans every partition's read. Returns the results, the record bytes
     /// found, and whether any partition failed (which answers at once).
     fn read(&self) -> (Vec<PartitionResult>, i64, bool) {
