@@ -2,6 +2,11 @@
 //! epochs, kept in step with the metadata image. On a single node every
 //! partition is led here and the ISR is this node alone, so the high
 //! watermark is the log end offset as soon as an append returns.
+//!
+//! Each partition wakes the requests parked on it ([`purgatory`]) when it
+//! changes in a way that may complete them.
+
+pub mod purgatory;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,13 +18,13 @@ use krabka_log::checkpoint::TopicPartition;
 use krabka_log::{AppendInfo, LogError, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::Uuid;
-use tokio::sync::watch;
 
 use crate::config::topic::{effective_topic_configs, log_config, topic_compression};
 use crate::config::BrokerConfig;
 use crate::log_manager::{LogManager, PartitionCheckpoint};
 use crate::metadata::store::now_ms;
 use crate::metadata::{MetadataImage, TopicImage};
+use purgatory::{Waiter, WatchList};
 
 /// Threads that flush and seal logs at shutdown.
 const SHUTDOWN_FLUSH_THREADS: usize = 8;
@@ -32,6 +37,7 @@ pub struct Partition {
     log: Mutex<PartitionLog>,
     leader_epoch: AtomicI32,
     high_watermark: AtomicI64,
+    watchers: WatchList,
 }
 
 impl Partition {
@@ -58,13 +64,23 @@ impl Partition {
         self.high_watermark.load(Ordering::Acquire)
     }
 
-    /// Appends a producer's records as leader and moves the high watermark.
+    /// Appends a producer's records as leader, moves the high watermark and
+    /// wakes the requests parked on this partition.
     pub fn append(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
         let mut log = self.lock_log();
         let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
         let end = log.log_end_offset();
         self.high_watermark.store(end, Ordering::Release);
-        Ok((info, log.log_start_offset()))
+        let log_start_offset = log.log_start_offset();
+        // Unlocked first: the woken fetches go straight for the log.
+        drop(log);
+        self.watchers.wake_all();
+        Ok((info, log_start_offset))
+    }
+
+    /// Parks `waiter` on this partition until `waiter` is dropped.
+    pub fn watch(&self, waiter: &Arc<Waiter>) {
+        self.watchers.watch(waiter);
     }
 
     fn checkpoint(&self) -> PartitionCheckpoint {
@@ -111,13 +127,11 @@ pub struct ReplicaManager {
     config: Arc<BrokerConfig>,
     log_manager: LogManager,
     topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
-    /// Bumped after every append: long-polling fetches wait on it.
-    appended: watch::Sender<u64>,
 }
 
 impl ReplicaManager {
     pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager) -> Self {
-        ReplicaManager { config, log_manager, topics: RwLock::new(HashMap::new()), appended: watch::channel(0).0 }
+        ReplicaManager { config, log_manager, topics: RwLock::new(HashMap::new()) }
     }
 
     pub fn log_manager(&self) -> &LogManager {
@@ -147,15 +161,6 @@ impl ReplicaManager {
         topics.values().flat_map(|t| t.partitions.iter().cloned()).collect()
     }
 
-    /// A receiver that changes whenever any partition is appended to.
-    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
-    }
-
-    pub fn notify_appended(&self) {
-        self.appended.send_modify(|generation| *generation = generation.wrapping_add(1));
-    }
-
     /// Makes the hosted partitions match `image`: opens logs of new topics
     /// and partitions, applies changed configs, deletes removed topics.
     pub fn sync_with_image(&self, image: &MetadataImage) -> Result<(), LogError> {
@@ -174,6 +179,8 @@ impl ReplicaManager {
                     if let Err(e) = self.log_manager.delete_partition_dir(&dir) {
                         tracing::error!(dir = %dir.display(), error = %e, "could not delete partition directory");
                     }
+                    // Their next read finds the partition gone and answers.
+                    partition.watchers.wake_all();
                 }
                 tracing::info!(topic = %name, "topic deleted");
             }
@@ -278,6 +285,7 @@ impl ReplicaManager {
             log: Mutex::new(log),
             leader_epoch: AtomicI32::new(leader_epoch),
             high_watermark: AtomicI64::new(high_watermark),
+            watchers: WatchList::default(),
         })
     }
 
@@ -293,6 +301,7 @@ impl ReplicaManager {
         for partition in self.all_partitions() {
             let mut log = partition.lock_log();
             let hw = partition.high_watermark();
+            let mut retention_moved_start = false;
             if let Err(e) = log.maybe_flush_on_time(now) {
                 tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "flush failed");
             }
@@ -303,9 +312,11 @@ impl ReplicaManager {
                 }
             }
             if retention {
+                let log_start_offset = log.log_start_offset();
                 if let Err(e) = log.enforce_retention(now) {
                     tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed");
                 }
+                retention_moved_start = log.log_start_offset() != log_start_offset;
             }
             if clean && log.config().cleanup_policy.compacts() {
                 if let Err(e) = log.clean(now, hw) {
@@ -313,6 +324,10 @@ impl ReplicaManager {
                 }
             }
             drop(log);
+            // A fetch parked below the new log start is out of range now.
+            if retention_moved_start {
+                partition.watchers.wake_all();
+            }
             let mut log = partition.lock_log();
             if let Err(e) = log.delete_pending_files() {
                 tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "segment delete failed");
@@ -348,5 +363,86 @@ impl ReplicaManager {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::PartitionImage;
+    use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+    use std::collections::BTreeMap;
+
+    fn replica_manager(log_dir: &std::path::Path) -> ReplicaManager {
+        let props: BTreeMap<String, String> = [
+            ("node.id", "1"),
+            ("process.roles", "broker,controller"),
+            ("listeners", "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093"),
+            ("controller.listener.names", "CONTROLLER"),
+            ("log.dirs", log_dir.to_str().unwrap()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let (config, _) = BrokerConfig::from_properties(props).unwrap();
+        let log_manager = LogManager::open(&config.log_dirs).unwrap();
+        ReplicaManager::new(Arc::new(config), log_manager)
+    }
+
+    fn image(topics: &[&str]) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        for name in topics {
+            let partition =
+                PartitionImage { leader: 1, leader_epoch: 0, partition_epoch: 0, replicas: vec![1], isr: vec![1] };
+            let topic = TopicImage {
+                name: name.to_string(),
+                id: Uuid([name.as_bytes()[0]; 16]),
+                partitions: vec![partition],
+                configs: BTreeMap::new(),
+            };
+            image.topic_names_by_id.insert(topic.id, topic.name.clone());
+            image.topics.insert(topic.name.clone(), Arc::new(topic));
+        }
+        image
+    }
+
+    fn one_record() -> Bytes {
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        let record = NewRecord { timestamp_ms: 1, key: None, value: Some(b"v"), headers: &[] };
+        builder.append(&record).unwrap();
+        builder.build().unwrap().into_bytes()
+    }
+
+    /// Issue 15: a fetch parked on partition A stays parked through 1,000
+    /// appends to B (one signal for every partition woke it 1,000 times).
+    #[test]
+    fn a_waiter_on_partition_a_sleeps_through_1000_appends_to_b() {
+        let dir = tempfile::tempdir().unwrap();
+        let replicas = replica_manager(dir.path());
+        replicas.sync_with_image(&image(&["a", "b"])).unwrap();
+        let (a, b) = (replicas.partition("a", 0).unwrap(), replicas.partition("b", 0).unwrap());
+        let waiter = Waiter::new();
+        a.watch(&waiter);
+        let records = one_record();
+        for _ in 0..1_000 {
+            b.append(&records, now_ms()).unwrap();
+        }
+        assert_eq!(b.high_watermark(), 1_000);
+        assert_eq!(waiter.wakeups(), 0);
+        a.append(&records, now_ms()).unwrap();
+        assert_eq!(waiter.wakeups(), 1);
+    }
+
+    #[test]
+    fn deleting_a_topic_wakes_the_waiters_on_its_partitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let replicas = replica_manager(dir.path());
+        replicas.sync_with_image(&image(&["a", "b"])).unwrap();
+        let (on_a, on_b) = (Waiter::new(), Waiter::new());
+        replicas.partition("a", 0).unwrap().watch(&on_a);
+        replicas.partition("b", 0).unwrap().watch(&on_b);
+        replicas.sync_with_image(&image(&["b"])).unwrap();
+        assert!(replicas.partition("a", 0).is_none());
+        assert_eq!((on_a.wakeups(), on_b.wakeups()), (1, 0));
     }
 }

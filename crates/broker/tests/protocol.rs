@@ -273,6 +273,44 @@ fn long_poll_is_woken_by_an_append_and_responses_keep_request_order() {
     assert_eq!(versions.error_code, 0);
 }
 
+/// The value of an unlabelled counter on the broker's /metrics page.
+fn counter(broker: &BrokerProcess, name: &str) -> u64 {
+    let (status, body) = broker.http_get("/metrics");
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).unwrap();
+    let line = text.lines().find(|l| l.split_whitespace().next() == Some(name));
+    let value = line.and_then(|l| l.split_whitespace().nth(1)).unwrap_or_else(|| panic!("no {name} in\n{text}"));
+    value.parse().unwrap()
+}
+
+/// Issue 15: a fetch parked on partition 0 sleeps through 1,000 produces to
+/// partition 1 (no answer, and not even woken to look), then answers with
+/// partition 0's record as soon as it is produced.
+#[test]
+fn a_fetch_parked_on_one_partition_sleeps_through_appends_to_another() {
+    let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);
+    let mut consumer = RawClient::connect(&broker.bootstrap());
+    let mut producer = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut producer, TOPIC, 2, &[]);
+    let started = Instant::now();
+    let fetch_id = consumer.send(ApiKey::Fetch, 12, &fetch_request(TOPIC, 0, 0, 60_000, 1));
+    std::thread::sleep(Duration::from_millis(200));
+    for i in 0..1_000 {
+        assert_eq!(produce(&mut producer, TOPIC, 1, batch(None, i, 1, Compression::None)).error_code, 0);
+    }
+    consumer.stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut byte = [0u8; 1];
+    let peeked = consumer.stream.peek(&mut byte);
+    assert!(peeked.is_err(), "the fetch answered before its partition had data: {peeked:?}");
+    consumer.stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(counter(&broker, "kafka_fetch_wakeups_total"), 0, "appends to partition 1 woke the fetch");
+    assert_eq!(produce(&mut producer, TOPIC, 0, batch(None, 1_000, 1, Compression::None)).error_code, 0);
+    let response: FetchResponse = consumer.receive(ApiKey::Fetch, 12, fetch_id);
+    assert!(started.elapsed() < Duration::from_secs(50), "the append to partition 0 woke the fetch");
+    assert_eq!(values(&response.responses[0].partitions[0]), vec![(0, "value-1000".to_string())]);
+    assert_eq!(counter(&broker, "kafka_fetch_wakeups_total"), 1);
+}
+
 /// Sends raw bytes on a fresh connection and reports whether the broker closed it.
 fn closes_on(broker: &BrokerProcess, bytes: &[u8]) -> bool {
     let mut client = RawClient::connect(&broker.bootstrap());

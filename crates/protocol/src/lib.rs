@@ -5,7 +5,8 @@
 //! `tools/protocol-gen` into [`generated`] (committed, never edited by hand).
 //! The hot path is written by hand: primitives and varints ([`primitives`]),
 //! record batches v2 with CRC-32C ([`records`]) and the compression codecs
-//! ([`compression`]).
+//! ([`compression`]), and the Fetch response with holes where record bytes
+//! sent from files go ([`fetch_splice`]).
 //!
 //! This crate must never panic or allocate an unchecked amount on bytes from
 //! the network or the disk: every decoder returns `Ok` or a typed error. It
@@ -13,6 +14,7 @@
 
 pub mod compression;
 pub mod error;
+pub mod fetch_splice;
 pub mod frame;
 pub mod generated;
 #[cfg(test)]

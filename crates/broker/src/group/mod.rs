@@ -183,10 +183,7 @@ impl GroupCoordinator {
         }
         let batch = builder.build().map_err(|_| codes::UNKNOWN_SERVER_ERROR)?;
         match partition.append(batch.as_bytes(), now) {
-            Ok(_) => {
-                broker.replicas.notify_appended();
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(e) => {
                 tracing::error!(partition = shard, error = %e, "could not write to __consumer_offsets");
                 Err(crate::errors::log_error_code(&e))

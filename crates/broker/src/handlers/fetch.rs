@@ -1,33 +1,31 @@
 //! Fetch: plans reads as file ranges, answers at once when `fetch.min.bytes`
-//! is met (or `max_wait_ms` is 0), else parks on the broker's append signal
-//! until enough arrives or the wait expires. The response is encoded around
-//! the file ranges, which the connection sends with sendfile(2).
+//! is met (or `max_wait_ms` is 0), else parks on the partitions it reads
+//! (the replica manager's purgatory) and reads again when one of them
+//! changes, until enough arrives or the wait expires. The response is
+//! encoded around the file ranges, which the connection sends with
+//! sendfile(2).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, BytesMut};
+use bytes::Bytes;
 use krabka_log::{FileSlice, LogError};
 use krabka_protocol::fetch_response::{AbortedTransaction, PartitionData};
-use krabka_protocol::primitives::{put_array_length, put_string, put_unsigned_varint, put_uuid};
-use krabka_protocol::{ApiKey, FetchRequest, Message, ResponseHeader, Uuid};
+use krabka_protocol::fetch_splice::{
+    encode_spliced_fetch_response, FramePart, SplicedFetchHeader, SplicedPartition, SplicedTopic,
+};
+use krabka_protocol::FetchRequest;
 
 use super::fetch_session::{SessionContext, SessionPartition};
 use super::RequestContext;
 use crate::connection::{Chunk, Reply, Response};
 use crate::errors::{code, log_error_code};
+use crate::replica_manager::purgatory::Waiter;
+use crate::replica_manager::Partition;
 use crate::server::Broker;
 
 /// READ_COMMITTED in FetchRequest.isolation_level.
 const READ_COMMITTED: i8 = 1;
-/// The first Fetch version whose records and strings are compact (flexible).
-const FIRST_FLEXIBLE_VERSION: i16 = 12;
-
-/// A topic as the response names it.
-struct ResponseTopic {
-    name: String,
-    id: Uuid,
-}
 
 /// Everything the fetch needs to (re)plan its reads from a task.
 struct FetchPlan {
@@ -51,8 +49,6 @@ struct PartitionResult {
 
 pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     let broker = ctx.broker;
-    // Subscribe before the first read so an append racing with it is seen.
-    let mut appended = broker.replicas.subscribe_appends();
     let image = broker.metadata.image();
     let by_id = ctx.api_version >= 13;
     let (session, wanted) = match broker.fetch_sessions.admit(&request, by_id, &image) {
@@ -77,25 +73,46 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     if request.max_wait_ms <= 0 || bytes >= i64::from(plan.min_bytes) || errors || plan.wanted.is_empty() {
         return Reply::Now(plan.finish(results));
     }
+    // Read again once watching: what the first read found is superseded.
+    drop(results);
     Reply::Later(tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + max_wait;
-        let mut latest = results;
-        loop {
-            tokio::select! {
-                changed = appended.changed() => if changed.is_err() { break },
-                _ = tokio::time::sleep_until(deadline) => break,
-            }
+        let waiter = Waiter::new();
+        let mut watched = vec![None; plan.wanted.len()];
+        let latest = loop {
+            // Watch, then read: a change that lands between the last read
+            // and the watch is seen by this read.
+            plan.watch(&waiter, &mut watched);
             let (results, bytes, errors) = plan.read();
-            latest = results;
             if bytes >= i64::from(plan.min_bytes) || errors {
-                break;
+                break results;
             }
-        }
+            tokio::select! {
+                _ = waiter.woken() => plan.broker.metrics.fetch_woken(),
+                _ = tokio::time::sleep_until(deadline) => break results,
+            }
+        };
         plan.finish(latest)
     }))
 }
 
 impl FetchPlan {
+    /// Parks `waiter` on every wanted partition it does not watch yet:
+    /// `watched[i]` is the partition watched for `wanted[i]` (a topic
+    /// deleted and created again under its name is a new partition).
+    fn watch(&self, waiter: &Arc<Waiter>, watched: &mut [Option<Arc<Partition>>]) {
+        for (wanted, watched) in self.wanted.iter().zip(watched) {
+            if wanted.topic.is_empty() {
+                continue;
+            }
+            let Some(partition) = self.broker.replicas.partition(&wanted.topic, wanted.partition) else { continue };
+            if watched.as_ref().is_none_or(|w| !Arc::ptr_eq(w, &partition)) {
+                partition.watch(waiter);
+                *watched = Some(partition);
+            }
+        }
+    }
+
     /// Plans every partition's read. Returns the results, the record bytes
     /// found, and whether any partition failed (which answers at once).
     fn read(&self) -> (Vec<PartitionResult>, i64, bool) {
@@ -109,6 +126,8 @@ impl FetchPlan {
                 high_watermark: -1,
                 last_stable_offset: -1,
                 log_start_offset: -1,
+                // Kafka's empty records, not null, when there are none.
+                records: Some(Bytes::new()),
                 ..Default::default()
             };
             let partition = if wanted.topic.is_empty() {
@@ -205,26 +224,28 @@ impl FetchPlan {
             }
         }
         // Group partitions under their topics, in first-seen order.
-        let mut topics: Vec<ResponseTopic> = Vec::new();
+        let mut topics: Vec<SplicedTopic<'_>> = Vec::new();
         let mut grouped: Vec<PartitionResult> = Vec::with_capacity(included.len());
         for mut result in included {
             let wanted = &self.wanted[result.topic_index];
             let index = match topics.iter().position(|t| t.name == wanted.topic && t.id == wanted.topic_id) {
                 Some(index) => index,
                 None => {
-                    topics.push(ResponseTopic { name: wanted.topic.clone(), id: wanted.topic_id });
+                    topics.push(SplicedTopic { name: &wanted.topic, id: wanted.topic_id });
                     topics.len() - 1
                 }
             };
             result.topic_index = index;
             grouped.push(result);
         }
+        // Stable: partitions keep their order within a topic.
+        grouped.sort_by_key(|result| result.topic_index);
         let session_id = self.session.session_id();
         let response =
             encode_response(self.api_version, self.correlation_id, session_id, code::NONE, &topics, &grouped);
         for result in &grouped {
             if let Some(slice) = &result.slice {
-                self.broker.metrics.bytes_out(&topics[result.topic_index].name, u64::from(slice.length));
+                self.broker.metrics.bytes_out(topics[result.topic_index].name, u64::from(slice.length));
             }
         }
         self.broker.metrics.request_completed("Fetch", 0, self.started.elapsed());
@@ -232,110 +253,54 @@ impl FetchPlan {
     }
 }
 
-/// Encodes the response frame with each partition's records left as a file
-/// range. Byte-identical to the generated encoder's output with the records
-/// inlined (tested below).
+impl SplicedPartition for PartitionResult {
+    type Records = FileSlice;
+
+    fn topic_index(&self) -> usize {
+        self.topic_index
+    }
+
+    fn data(&self) -> &PartitionData {
+        &self.data
+    }
+
+    fn records(&self) -> Option<(&FileSlice, u32)> {
+        self.slice.as_ref().map(|slice| (slice, slice.length))
+    }
+}
+
+/// The response frame, with each partition's records left as a file range
+/// for the connection to send with sendfile(2). `results` are grouped by
+/// topic in topic order.
 fn encode_response(
     version: i16,
     correlation_id: i32,
     session_id: i32,
     error_code: i16,
-    topics: &[ResponseTopic],
+    topics: &[SplicedTopic<'_>],
     results: &[PartitionResult],
 ) -> Response {
-    {
-        let flexible = version >= FIRST_FLEXIBLE_VERSION;
-        let mut parts: Vec<(BytesMut, Option<FileSlice>)> = Vec::new();
-        let mut buf = BytesMut::with_capacity(256);
-        buf.put_i32(0); // size, patched below
-        let header_version = ApiKey::Fetch.info().response_header_version(version);
-        let header = ResponseHeader { correlation_id, ..Default::default() };
-        header.encode(&mut buf, header_version).expect("response header encodes");
-        buf.put_i32(0); // throttle_time_ms
-        if version >= 7 {
-            buf.put_i16(error_code);
-            buf.put_i32(session_id);
-        }
-        // Topics in request order; partitions grouped under their topic.
-        let topic_count = if error_code == code::NONE { topics.len() } else { 0 };
-        put_array_length(&mut buf, Some(topic_count), flexible).expect("array length");
-        for (topic_index, topic) in topics.iter().enumerate().take(topic_count) {
-            if version >= 13 {
-                put_uuid(&mut buf, &topic.id);
-            } else {
-                put_string(&mut buf, &topic.name, flexible).expect("topic name encodes");
-            }
-            let partitions: Vec<&PartitionResult> = results.iter().filter(|r| r.topic_index == topic_index).collect();
-            put_array_length(&mut buf, Some(partitions.len()), flexible).expect("array length");
-            for result in partitions {
-                encode_partition(&mut buf, &mut parts, result, version, flexible);
-            }
-            if flexible {
-                put_unsigned_varint(&mut buf, 0); // topic tagged fields
-            }
-        }
-        if flexible {
-            put_unsigned_varint(&mut buf, 0); // response tagged fields
-        }
-        parts.push((buf, None));
-        let total: usize = parts.iter().map(|(b, s)| b.len() + s.as_ref().map_or(0, |s| s.length as usize)).sum();
-        let size = (total - 4) as i32;
-        parts[0].0[..4].copy_from_slice(&size.to_be_bytes());
-        let mut chunks = Vec::with_capacity(parts.len() * 2);
-        for (bytes, slice) in parts {
-            if !bytes.is_empty() {
-                chunks.push(Chunk::Bytes(bytes.freeze()));
-            }
-            if let Some(slice) = slice {
-                chunks.push(Chunk::File(slice));
-            }
-        }
-        Response { chunks }
-    }
-}
-
-/// Writes one partition. With records, the generated encoder writes the
-/// fields before them (records given as empty), the empty records' length
-/// is replaced by the real one, and the file range follows as its own chunk.
-fn encode_partition(
-    buf: &mut BytesMut,
-    parts: &mut Vec<(BytesMut, Option<FileSlice>)>,
-    result: &PartitionResult,
-    version: i16,
-    flexible: bool,
-) {
-    let mut data = result.data.clone();
-    data.records = Some(bytes::Bytes::new());
-    data.encode_body(buf, version).expect("partition data encodes");
-    let Some(slice) = &result.slice else { return };
-    // Tagged fields are never set on a partition that carries records, so
-    // the tail is: empty records (compact: varint 1; else i32 0), then the
-    // tagged-field count 0 when flexible.
-    let tail = if flexible { 2 } else { 4 };
-    buf.truncate(buf.len() - tail);
-    if flexible {
-        put_unsigned_varint(buf, slice.length + 1);
-    } else {
-        buf.put_i32(slice.length as i32);
-    }
-    let head = buf.split();
-    parts.push((head, Some(slice.clone())));
-    if flexible {
-        put_unsigned_varint(buf, 0);
-    }
+    let header = SplicedFetchHeader { version, correlation_id, throttle_time_ms: 0, error_code, session_id };
+    let chunks = encode_spliced_fetch_response(&header, topics, results, |part| match part {
+        FramePart::Bytes(bytes) => Chunk::Bytes(bytes),
+        FramePart::Records(slice) => Chunk::File(slice.clone()),
+    })
+    .expect("fetch response encodes");
+    Response { chunks }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use krabka_protocol::fetch_response::FetchableTopicResponse;
-    use krabka_protocol::FetchResponse;
+    use krabka_protocol::{ApiKey, FetchResponse, Message, Uuid};
     use std::io::Write;
 
-    /// The chunked encoding equals the generated encoder's bytes with the
-    /// file ranges read in, for every Fetch version.
+    /// The frame sends the file ranges themselves (the encoding is tested
+    /// in krabka-protocol's fetch_splice): with them read in, it equals the
+    /// generated encoder's bytes, for every Fetch version.
     #[test]
-    fn chunked_encoding_matches_generated_encoder() {
+    fn records_are_sent_as_file_ranges_and_the_frame_matches_the_generated_encoder() {
         let mut file = tempfile::tempfile().unwrap();
         let contents: Vec<u8> = (0..300u32).map(|i| (i % 251) as u8).collect();
         file.write_all(&contents).unwrap();
@@ -343,40 +308,28 @@ mod tests {
         for version in 4..=FetchResponse::MAX_VERSION {
             let slice = |position: u64, length: u32| FileSlice { file: file.clone(), position, length };
             let topics = vec![
-                ResponseTopic { name: "alpha".into(), id: Uuid::random().unwrap() },
-                ResponseTopic { name: "beta".into(), id: Uuid::random().unwrap() },
+                SplicedTopic { name: "alpha", id: Uuid::random().unwrap() },
+                SplicedTopic { name: "beta", id: Uuid::random().unwrap() },
             ];
+            let empty = Some(Bytes::new());
+            let partition = |topic_index, partition_index, slice| PartitionResult {
+                topic_index,
+                data: PartitionData {
+                    partition_index,
+                    high_watermark: 7,
+                    records: empty.clone(),
+                    ..Default::default()
+                },
+                slice,
+            };
             let results = vec![
-                PartitionResult {
-                    topic_index: 0,
-                    data: PartitionData {
-                        partition_index: 0,
-                        high_watermark: 10,
-                        last_stable_offset: 10,
-                        ..Default::default()
-                    },
-                    slice: Some(slice(5, 100)),
-                },
-                PartitionResult {
-                    topic_index: 1,
-                    data: PartitionData { partition_index: 3, error_code: 1, high_watermark: 7, ..Default::default() },
-                    slice: None,
-                },
-                PartitionResult {
-                    topic_index: 0,
-                    data: PartitionData {
-                        partition_index: 1,
-                        aborted_transactions: Some(vec![AbortedTransaction {
-                            producer_id: 4,
-                            first_offset: 2,
-                            ..Default::default()
-                        }]),
-                        ..Default::default()
-                    },
-                    slice: Some(slice(150, 150)),
-                },
+                partition(0, 0, Some(slice(5, 100))),
+                partition(0, 1, None),
+                partition(1, 4, Some(slice(150, 150))),
             ];
             let response = encode_response(version, 77, 9, code::NONE, &topics, &results);
+            let files = response.chunks.iter().filter(|c| matches!(c, Chunk::File(_))).count();
+            assert_eq!(files, 2, "fetch v{version}: one file range per partition with records");
             let mut ours = Vec::new();
             for chunk in &response.chunks {
                 match chunk {
@@ -384,13 +337,12 @@ mod tests {
                     Chunk::File(s) => ours.extend_from_slice(&s.read_to_bytes().unwrap()),
                 }
             }
-            let records =
-                |r: &PartitionResult| Some(r.slice.as_ref().map(|s| s.read_to_bytes().unwrap()).unwrap_or_default());
+            let records = |r: &PartitionResult| r.slice.as_ref().map(|s| s.read_to_bytes().unwrap()).or(empty.clone());
             let expected_body = FetchResponse {
                 session_id: if version >= 7 { 9 } else { 0 },
                 responses: (0..2)
                     .map(|t| FetchableTopicResponse {
-                        topic: if version < 13 { topics[t].name.clone() } else { String::new() },
+                        topic: if version < 13 { topics[t].name.to_string() } else { String::new() },
                         topic_id: if version >= 13 { topics[t].id } else { Uuid::ZERO },
                         partitions: results
                             .iter()
@@ -402,7 +354,7 @@ mod tests {
                     .collect(),
                 ..Default::default()
             };
-            let mut expected = BytesMut::new();
+            let mut expected = bytes::BytesMut::new();
             krabka_protocol::frame::encode_response(&mut expected, ApiKey::Fetch, version, 77, &expected_body).unwrap();
             assert_eq!(ours, expected.to_vec(), "fetch v{version}");
         }

@@ -169,12 +169,10 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     } else {
         appends.iter().map(|a| a.partition.append(&a.records, now)).collect()
     };
-    let mut appended = false;
     for (append, outcome) in appends.iter().zip(outcomes) {
         let index = responses[append.topic].partition_responses[append.slot].index;
         let response = match outcome {
             Ok((info, log_start_offset)) => {
-                appended = true;
                 broker.metrics.bytes_in(&append.partition.topic, append.records.len() as u64);
                 broker.metrics.messages_in(&append.partition.topic, info.record_count as u64);
                 PartitionProduceResponse {
@@ -198,9 +196,6 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             }
         };
         responses[append.topic].partition_responses[append.slot] = response;
-    }
-    if appended {
-        broker.replicas.notify_appended();
     }
     if request.acks == 0 {
         broker.metrics.request_completed("Produce", 0, ctx.started.elapsed());

@@ -41,6 +41,7 @@ pub struct Metrics {
     connections: IntGauge,
     connections_accepted: IntCounter,
     connections_rejected: IntCounter,
+    fetch_wakeups: IntCounter,
     log_size: IntGaugeVec,
     log_start_offset: IntGaugeVec,
     log_end_offset: IntGaugeVec,
@@ -92,6 +93,12 @@ impl Metrics {
         )
         .expect("static counter");
         register(&registry, connections_rejected.clone());
+        let fetch_wakeups = IntCounter::new(
+            "kafka_fetch_wakeups_total",
+            "Times a parked fetch was woken by a change to a partition it waits on, and read again.",
+        )
+        .expect("static counter");
+        register(&registry, fetch_wakeups.clone());
 
         let partition = &["topic", "partition"];
         let log_size = gauge_vec(&registry, "kafka_log_size_bytes", "Bytes on disk of a partition's log.", partition);
@@ -115,6 +122,7 @@ impl Metrics {
             connections,
             connections_accepted,
             connections_rejected,
+            fetch_wakeups,
             log_size,
             log_start_offset,
             log_end_offset,
@@ -179,6 +187,11 @@ impl Metrics {
 
     pub fn connection_rejected(&self) {
         self.connections_rejected.inc();
+    }
+
+    /// A parked fetch woke to read again.
+    pub fn fetch_woken(&self) {
+        self.fetch_wakeups.inc();
     }
 
     /// The current size and offsets of one partition's log, published as gauges.
