@@ -78,6 +78,14 @@ impl Partition {
         Ok((info, log_start_offset))
     }
 
+    /// DeleteRecords: moves the log start to `offset` (returns the new low
+    /// watermark) and wakes the fetches parked below it, now out of range.
+    pub fn delete_records_before(&self, offset: i64, now_ms: i64) -> Result<i64, LogError> {
+        let low_watermark = self.lock_log().delete_records_before(offset, now_ms)?;
+        self.watchers.wake_all();
+        Ok(low_watermark)
+    }
+
     /// Parks `waiter` on this partition until `waiter` is dropped.
     pub fn watch(&self, waiter: &Arc<Waiter>) {
         self.watchers.watch(waiter);

@@ -281,6 +281,9 @@ fn a_broker_recovering_after_kill_9_does_not_accept_connections_it_cannot_answer
         (opened, slowest, restart)
     });
     println!("restart with {PARTITIONS} partitions after kill -9: {restart:?}; {opened} probe connections");
+    for line in broker.log().lines().filter(|l| l.contains("loaded")) {
+        println!("{line}");
+    }
     assert!(opened > 0, "the prober reached the restarted broker");
     // A connection accepted during recovery would wait for all of it.
     assert!(slowest < Duration::from_secs(2), "a connection waited {slowest:?} (restart took {restart:?})");

@@ -51,7 +51,7 @@ pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -
                         out.error_code = code::OFFSET_OUT_OF_RANGE;
                         return out;
                     }
-                    match partition.lock_log().delete_records_before(offset, now) {
+                    match partition.delete_records_before(offset, now) {
                         Ok(low_watermark) => out.low_watermark = low_watermark,
                         Err(e) => out.error_code = log_error_code(&e),
                     }
