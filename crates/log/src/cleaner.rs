@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{
-    NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut, TimestampType, BATCH_HEADER_BYTES,
+    Record, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatchMut, TimestampType, BATCH_HEADER_BYTES,
     LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH,
 };
 
@@ -142,14 +142,12 @@ fn log_file_next_offset(path: &Path, base: i64) -> io::Result<i64> {
     let mut raw = [0u8; BATCH_HEADER_BYTES];
     while position + BATCH_HEADER_BYTES as u64 <= size {
         file.read_exact_at(&mut raw, position)?;
-        let batch_length = i32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]);
-        let batch_bytes = u64::from(batch_length.max(0) as u32) + LOG_OVERHEAD_BYTES as u64;
-        if batch_length < MIN_BATCH_LENGTH || position + batch_bytes > size {
+        let header = RecordBatchHeader::from_bytes(raw);
+        let batch_bytes = u64::from(header.batch_length().max(0) as u32) + LOG_OVERHEAD_BYTES as u64;
+        if header.batch_length() < MIN_BATCH_LENGTH || position + batch_bytes > size {
             break;
         }
-        let base_offset = i64::from_be_bytes(raw[0..8].try_into().expect("8 bytes"));
-        let last_offset_delta = i32::from_be_bytes([raw[23], raw[24], raw[25], raw[26]]);
-        next = base_offset.saturating_add(i64::from(last_offset_delta)).saturating_add(1);
+        next = header.base_offset().saturating_add(i64::from(header.last_offset_delta())).saturating_add(1);
         position += batch_bytes;
     }
     Ok(next)
@@ -564,10 +562,8 @@ fn clean_group(
             }
             let retain_empty = (batch.producer_id() >= 0 && context.is_last_of_producer(&batch))
                 || batch.next_offset() == group.end_offset;
-            if let Some(bytes) = filter_batch(&batch, context, discardable, retain_empty, report)? {
-                // The retained records' max timestamp (maxTimestamp, bytes 35..43).
-                let max_timestamp = i64::from_be_bytes(bytes[35..43].try_into().expect("a batch header"));
-                writer.append(&bytes, batch.last_offset(), max_timestamp)?;
+            if let Some(kept) = filter_batch(&batch, context, discardable, retain_empty, report)? {
+                writer.append(kept.as_bytes(), batch.last_offset(), kept.max_timestamp())?;
             }
         }
     }
@@ -611,7 +607,7 @@ fn filter_batch(
     discardable: bool,
     retain_empty: bool,
     report: &mut CleanReport,
-) -> Result<Option<Bytes>, LogError> {
+) -> Result<Option<RecordBatch>, LogError> {
     let count = batch.record_count().max(0) as u64;
     report.records_read += count;
     let horizon = batch.delete_horizon_ms();
@@ -639,7 +635,7 @@ fn filter_batch(
     let marker_may_go = batch.is_control() && discardable;
     let set_horizon = horizon.is_none() && (has_tombstones || marker_may_go);
     if kept.len() == records.len() && !set_horizon {
-        return Ok(Some(batch.as_bytes().clone()));
+        return Ok(Some(batch.clone()));
     }
     let horizon = if set_horizon { Some(context.now_ms.saturating_add(context.delete_retention_ms)) } else { horizon };
     rebuild(batch, &kept, horizon).map(Some)
@@ -647,16 +643,11 @@ fn filter_batch(
 
 /// The header fields a cleaned batch keeps from the original.
 fn builder_like(batch: &RecordBatch, compression: Compression) -> RecordBatchBuilder {
-    let mut builder = RecordBatchBuilder::new(compression)
-        .with_base_offset(batch.base_offset())
-        .with_partition_leader_epoch(batch.partition_leader_epoch())
-        .with_producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence())
-        .with_transactional(batch.is_transactional())
-        .with_control(batch.is_control());
-    if batch.timestamp_type() == TimestampType::LogAppendTime {
-        builder = builder.with_log_append_time(batch.max_timestamp());
+    let builder = RecordBatchBuilder::like(batch, compression);
+    match batch.timestamp_type() {
+        TimestampType::LogAppendTime => builder.with_log_append_time(batch.max_timestamp()),
+        TimestampType::CreateTime => builder,
     }
-    builder
 }
 
 /// Kafka keeps the original last offset (the producer's last sequence).
@@ -664,35 +655,24 @@ fn finish_with_last_offset(
     batch: &RecordBatch,
     rebuilt: RecordBatch,
     max_timestamp: Option<i64>,
-) -> Result<Bytes, LogError> {
+) -> Result<RecordBatch, LogError> {
     let mut bytes = BytesMut::from(rebuilt.as_bytes().as_ref());
-    bytes[23..27].copy_from_slice(&batch.last_offset_delta().to_be_bytes());
+    let mut patch = RecordBatchMut::new(&mut bytes[..])?;
+    patch.set_last_offset_delta(batch.last_offset_delta());
     if let Some(max_timestamp) = max_timestamp {
-        bytes[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+        patch.set_max_timestamp(max_timestamp);
     }
-    RecordBatchMut::new(&mut bytes[..])?.update_crc();
-    Ok(bytes.freeze())
+    Ok(RecordBatch::new(bytes.freeze())?)
 }
 
 /// The batch with only `kept` records, stamped with `delete_horizon_ms`.
-fn rebuild(batch: &RecordBatch, kept: &[&Record], delete_horizon_ms: Option<i64>) -> Result<Bytes, LogError> {
+fn rebuild(batch: &RecordBatch, kept: &[&Record], delete_horizon_ms: Option<i64>) -> Result<RecordBatch, LogError> {
     let mut builder = builder_like(batch, batch.compression()?);
     if let Some(horizon) = delete_horizon_ms {
         builder = builder.with_delete_horizon_ms(horizon);
     }
     for record in kept {
-        let headers: Vec<_> = record.headers.iter().collect();
-        let new_headers: Vec<NewHeader<'_>> =
-            headers.iter().map(|h| NewHeader { key: &h.key, value: h.value.as_deref() }).collect();
-        builder.append_with_offset(
-            record.offset,
-            &NewRecord {
-                timestamp_ms: record.timestamp,
-                key: record.key.as_deref(),
-                value: record.value.as_deref(),
-                headers: &new_headers,
-            },
-        )?;
+        builder.append_record(record)?;
     }
     let rebuilt = builder.build()?;
     finish_with_last_offset(batch, rebuilt, None)
@@ -700,7 +680,7 @@ fn rebuild(batch: &RecordBatch, kept: &[&Record], delete_horizon_ms: Option<i64>
 
 /// Kafka's empty batch header: no records, uncompressed, the original
 /// offsets, producer fields, flags and max timestamp.
-fn empty_header(batch: &RecordBatch) -> Result<Bytes, LogError> {
+fn empty_header(batch: &RecordBatch) -> Result<RecordBatch, LogError> {
     let rebuilt = builder_like(batch, Compression::None).build()?;
     debug_assert_eq!(rebuilt.size_bytes(), BATCH_HEADER_BYTES);
     finish_with_last_offset(batch, rebuilt, Some(batch.max_timestamp()))
@@ -816,8 +796,10 @@ fn swap_in(log: &mut PartitionLog, group: &Group, now_ms: i64) -> Result<(), Log
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use krabka_protocol::records::NewRecord;
     use proptest::prelude::*;
+
+    use super::*;
 
     proptest! {
         /// The `.swap` log scan of crash recovery reads untrusted bytes: it

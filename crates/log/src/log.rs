@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use krabka_protocol::records::{crc32c, crc32c_append, RecordBatch, RecordBatches, RecordError, BATCH_HEADER_BYTES};
+use krabka_protocol::records::{RecordBatch, RecordBatchHeader, RecordBatches, RecordError, BATCH_HEADER_BYTES};
 use tracing::{info, warn};
 
 use crate::checkpoint::TopicPartition;
@@ -413,20 +413,14 @@ impl PartitionLog {
                     "record count {count} does not match last offset delta {delta}"
                 )));
             }
-            let mut header = [0u8; BATCH_HEADER_BYTES];
-            let bytes = batch.as_bytes();
-            header.copy_from_slice(&bytes[..BATCH_HEADER_BYTES]);
-            header[0..8].copy_from_slice(&next_offset.to_be_bytes());
-            header[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
-            let rest = bytes.slice(BATCH_HEADER_BYTES..);
+            let mut header = RecordBatchHeader::of(&batch);
+            header.set_base_offset(next_offset);
+            header.set_partition_leader_epoch(leader_epoch);
+            let rest = batch.as_bytes().slice(BATCH_HEADER_BYTES..);
             let mut max_timestamp = batch.max_timestamp();
             if log_append_time {
                 max_timestamp = now_ms;
-                let attributes = i16::from_be_bytes([header[21], header[22]]) | 0x08;
-                header[21..23].copy_from_slice(&attributes.to_be_bytes());
-                header[35..43].copy_from_slice(&now_ms.to_be_bytes());
-                let crc = crc32c_append(crc32c(&header[21..]), &rest);
-                header[17..21].copy_from_slice(&crc.to_be_bytes());
+                header.set_log_append_time(now_ms, &rest);
             }
             let last_offset = next_offset + i64::from(delta);
             prepared.push(PreparedBatch { header, rest, base_offset: next_offset, last_offset, max_timestamp });
