@@ -83,10 +83,6 @@ const SEGMENT_SUFFIXES: [&str; 4] = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_
 /// and the allocator's header.
 pub const OFFSET_MAP_ENTRY_OVERHEAD_BYTES: usize = 48;
 
-/// Index entry sizes, for grouping segments within `segment.index.bytes`.
-const OFFSET_INDEX_ENTRY_BYTES: u64 = 8;
-const TIME_INDEX_ENTRY_BYTES: u64 = 12;
-
 /// Control record types (the key's second i16).
 const CONTROL_ABORT: i16 = 0;
 const CONTROL_COMMIT: i16 = 1;
@@ -377,11 +373,7 @@ fn group_segments(log: &PartitionLog, bases: &[i64], end_offset: i64) -> Vec<Gro
     let max_index_bytes = log.config.segment_index_bytes as u64;
     let sizes = |base: &i64| {
         let segment = &log.segments[base];
-        (
-            segment.size_bytes(),
-            segment.offset_index().entries() as u64 * OFFSET_INDEX_ENTRY_BYTES,
-            segment.time_index().entries() as u64 * TIME_INDEX_ENTRY_BYTES,
-        )
+        (segment.size_bytes(), segment.offset_index().size_bytes() as u64, segment.time_index().size_bytes() as u64)
     };
     // The largest offset a segment may hold: below the next one's base.
     let last_offset_bound = |i: usize| bases.get(i + 1).map_or(end_offset, |next| *next) - 1;
