@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::{absolute_offset, relative_offset, Index, IndexEntry};
+use super::sparse::{absolute_offset, relative_offset, Index, IndexEntry};
 
 pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
 

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::{absolute_offset, relative_offset, Index, IndexEntry};
+use super::sparse::{absolute_offset, relative_offset, Index, IndexEntry};
 
 pub const TIME_INDEX_ENTRY_BYTES: usize = 12;
 
