@@ -10,14 +10,20 @@
 pub mod checkpoint;
 pub mod cleaner;
 pub mod config;
+pub mod error;
 pub mod fsutil;
 pub mod index;
 pub mod leader_epoch;
+mod loader;
 pub mod log;
 pub mod producer_state;
 pub mod segment;
+mod segments;
+mod validate;
 
 pub use crate::cleaner::CleanReport;
 pub use crate::config::{CleanupPolicy, LogConfig, TimestampPolicy};
-pub use crate::log::{AppendInfo, LogError, OpenReport, PartitionLog, ReadInfo};
+pub use crate::error::LogError;
+pub use crate::loader::OpenReport;
+pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
 pub use crate::segment::FileSlice;
