@@ -5,7 +5,12 @@
 //! files are Kafka's text formats. It must never lose an acknowledged record,
 //! never copy record bytes on the read path (reads return file ranges for
 //! sendfile), and it knows nothing of the network: the broker crate ties the
-//! log to sockets.
+//! log to sockets. Bytes read from disk are untrusted: a corrupt file is an
+//! error or a recovery, never a panic.
+//!
+//! Dependencies inside the crate point one way: `log.rs` (the
+//! [`PartitionLog`] API) uses `validate`, `loader`, `segments` and `cleaner`,
+//! which use `segment` and `index`, and none of them uses `log.rs`.
 
 pub mod checkpoint;
 pub mod cleaner;
