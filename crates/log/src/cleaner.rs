@@ -64,14 +64,17 @@ use std::path::{Path, PathBuf};
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{
-    NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut, TimestampType, BATCH_HEADER_BYTES,
+    Record, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatchMut, TimestampType, BATCH_HEADER_BYTES,
     LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH,
 };
 
+use crate::config::LogConfig;
+use crate::error::LogError;
 use crate::fsutil::fsync_dir;
 use crate::index::{AbortedTxn, OffsetIndex, TimeIndex, TransactionIndex};
-use crate::log::{LogError, PartitionLog};
+use crate::producer_state::ProducerStateManager;
 use crate::segment::{segment_path, Segment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX};
+use crate::segments::SegmentSet;
 
 pub const CLEANED_SUFFIX: &str = ".cleaned";
 pub const SWAP_SUFFIX: &str = ".swap";
@@ -82,10 +85,6 @@ const SEGMENT_SUFFIXES: [&str; 4] = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_
 /// pointer and length, the offset, the hash table's control byte and slack,
 /// and the allocator's header.
 pub const OFFSET_MAP_ENTRY_OVERHEAD_BYTES: usize = 48;
-
-/// Index entry sizes, for grouping segments within `segment.index.bytes`.
-const OFFSET_INDEX_ENTRY_BYTES: u64 = 8;
-const TIME_INDEX_ENTRY_BYTES: u64 = 12;
 
 /// Control record types (the key's second i16).
 const CONTROL_ABORT: i16 = 0;
@@ -142,14 +141,12 @@ fn log_file_next_offset(path: &Path, base: i64) -> io::Result<i64> {
     let mut raw = [0u8; BATCH_HEADER_BYTES];
     while position + BATCH_HEADER_BYTES as u64 <= size {
         file.read_exact_at(&mut raw, position)?;
-        let batch_length = i32::from_be_bytes([raw[8], raw[9], raw[10], raw[11]]);
-        let batch_bytes = u64::from(batch_length.max(0) as u32) + LOG_OVERHEAD_BYTES as u64;
-        if batch_length < MIN_BATCH_LENGTH || position + batch_bytes > size {
+        let header = RecordBatchHeader::from_bytes(raw);
+        let batch_bytes = u64::from(header.batch_length().max(0) as u32) + LOG_OVERHEAD_BYTES as u64;
+        if header.batch_length() < MIN_BATCH_LENGTH || position + batch_bytes > size {
             break;
         }
-        let base_offset = i64::from_be_bytes(raw[0..8].try_into().expect("8 bytes"));
-        let last_offset_delta = i32::from_be_bytes([raw[23], raw[24], raw[25], raw[26]]);
-        next = base_offset.saturating_add(i64::from(last_offset_delta)).saturating_add(1);
+        next = header.base_offset().saturating_add(i64::from(header.last_offset_delta())).saturating_add(1);
         position += batch_bytes;
     }
     Ok(next)
@@ -374,16 +371,12 @@ struct Group {
 
 /// Kafka's `groupSegmentsBySize` over `bases` (consecutive segments ending
 /// before `end_offset`).
-fn group_segments(log: &PartitionLog, bases: &[i64], end_offset: i64) -> Vec<Group> {
-    let max_log_bytes = log.config.segment_bytes;
-    let max_index_bytes = log.config.segment_index_bytes as u64;
+fn group_segments(segments: &SegmentSet, config: &LogConfig, bases: &[i64], end_offset: i64) -> Vec<Group> {
+    let max_log_bytes = config.segment_bytes;
+    let max_index_bytes = config.segment_index_bytes as u64;
     let sizes = |base: &i64| {
-        let segment = &log.segments[base];
-        (
-            segment.size_bytes(),
-            segment.offset_index().entries() as u64 * OFFSET_INDEX_ENTRY_BYTES,
-            segment.time_index().entries() as u64 * TIME_INDEX_ENTRY_BYTES,
-        )
+        let segment = segments.segment(*base);
+        (segment.size_bytes(), segment.offset_index().size_bytes() as u64, segment.time_index().size_bytes() as u64)
     };
     // The largest offset a segment may hold: below the next one's base.
     let last_offset_bound = |i: usize| bases.get(i + 1).map_or(end_offset, |next| *next) - 1;
@@ -408,24 +401,96 @@ fn group_segments(log: &PartitionLog, bases: &[i64], end_offset: i64) -> Vec<Gro
             i += 1;
         }
         let last = *group.last().expect("a group has a segment");
-        groups.push(Group { bases: group, end_offset: log.segments[&last].next_offset() });
+        groups.push(Group { bases: group, end_offset: segments.segment(last).next_offset() });
     }
     groups
 }
 
-/// Runs one pass; see the module documentation.
-pub fn clean(log: &mut PartitionLog, now_ms: i64, upper_bound: i64) -> Result<CleanReport, LogError> {
-    let config = log.config.clone();
+/// What a pass reads of the log it cleans, besides the segments it
+/// rewrites: the cleaner gets these rather than the log itself, so it needs
+/// nothing of `log.rs`.
+pub(crate) struct CleanerInput<'a> {
+    pub config: &'a LogConfig,
+    /// Open transactions bound the pass; each producer's last batch is kept.
+    pub producer_state: &'a ProducerStateManager,
+    pub log_start_offset: i64,
+    /// Offsets below it were compacted by earlier passes.
+    pub cleaner_checkpoint: i64,
+}
+
+/// Runs one pass; see the module documentation. The report's checkpoint is
+/// the log's cleaner checkpoint after it.
+pub(crate) fn clean(
+    segments: &mut SegmentSet,
+    log: CleanerInput<'_>,
+    now_ms: i64,
+    upper_bound: i64,
+) -> Result<CleanReport, LogError> {
+    let config = log.config;
     let mut report = CleanReport { checkpoint: log.cleaner_checkpoint, ..Default::default() };
     if !config.cleanup_policy.compacts() {
         return Ok(report);
     }
-    let first_unstable = log.first_unstable_offset().unwrap_or(i64::MAX);
-    let limit = upper_bound.min(first_unstable);
+    let first_unstable = log.producer_state.first_unstable_offset().unwrap_or(i64::MAX);
+    let cleanable = cleanable_segments(segments, config, upper_bound.min(first_unstable), now_ms);
+    let Some(&last_base) = cleanable.last() else { return Ok(report) };
+    let cleanable_end = segments.segment(last_base).next_offset();
+    let first_dirty = log.cleaner_checkpoint.max(log.log_start_offset);
+    let dirty_bytes;
+    (dirty_bytes, report.dirty_ratio) = dirty_bytes_and_ratio(segments, &cleanable, first_dirty);
+    if dirty_bytes == 0 || report.dirty_ratio < config.min_cleanable_dirty_ratio {
+        return Ok(report);
+    }
+
+    // Every aborted transaction that may touch the range, whichever segment
+    // holds its marker.
+    let aborted: Vec<AbortedTxn> = segments
+        .iter()
+        .flat_map(|segment| segment.txn_index().entries().iter().copied())
+        .filter(|txn| txn.first_offset < cleanable_end && txn.last_offset >= log.log_start_offset)
+        .collect();
+    let (map, map_full) = build_offset_map(segments, config, &cleanable, cleanable_end, first_dirty, &aborted)?;
+    report.map_full = map_full;
+    report.map_keys = map.offsets.len();
+    report.map_bytes = map.bytes_used;
+    let end_offset = map.latest_offset + 1;
+    if end_offset <= first_dirty {
+        tracing::warn!(
+            dir = %segments.dir().display(),
+            first_dirty,
+            dedupe_buffer_bytes = config.cleaner_dedupe_buffer_bytes,
+            "log.cleaner.dedupe.buffer.size cannot hold the keys of one batch: compaction makes no progress"
+        );
+        return Ok(report);
+    }
+
+    let context = PassContext {
+        map,
+        last_records: last_records(log.producer_state),
+        now_ms,
+        delete_retention_ms: config.delete_retention_ms,
+        max_decompressed: config.max_decompressed_batch_bytes,
+    };
+    let to_clean: Vec<i64> = cleanable.iter().copied().filter(|&base| base < end_offset).collect();
+    let groups = group_segments(segments, config, &to_clean, end_offset);
+    let mut tracker = TxnTracker::new(aborted);
+    for group in groups {
+        clean_group(segments, config, &group, &context, &mut tracker, &mut report)?;
+    }
+    segments.delete_pending_files()?;
+    report.checkpoint = end_offset;
+    report.cleaned = true;
+    Ok(report)
+}
+
+/// The inactive segments from the log start up to the first one that is too
+/// new for `min.compaction.lag.ms` or reaches past `limit`.
+fn cleanable_segments(segments: &SegmentSet, config: &LogConfig, limit: i64, now_ms: i64) -> Vec<i64> {
     let lag_horizon = now_ms.saturating_sub(config.min_compaction_lag_ms.max(0));
-    let active_base = *log.segments.keys().next_back().expect("a log always has an active segment");
+    let active_base = segments.active().base_offset();
     let mut cleanable: Vec<i64> = Vec::new();
-    for (&base, segment) in &log.segments {
+    for segment in segments.iter() {
+        let base = segment.base_offset();
         if base == active_base || segment.next_offset() > limit {
             break;
         }
@@ -435,12 +500,15 @@ pub fn clean(log: &mut PartitionLog, now_ms: i64, upper_bound: i64) -> Result<Cl
         }
         cleanable.push(base);
     }
-    let Some(&last_base) = cleanable.last() else { return Ok(report) };
-    let cleanable_end = log.segments[&last_base].next_offset();
-    let first_dirty = log.cleaner_checkpoint.max(log.log_start_offset);
+    cleanable
+}
+
+/// The bytes of the cleanable segments past the first dirty offset, and
+/// their share of all cleanable bytes.
+fn dirty_bytes_and_ratio(segments: &SegmentSet, cleanable: &[i64], first_dirty: i64) -> (u64, f64) {
     let (mut clean_bytes, mut dirty_bytes) = (0u64, 0u64);
-    for base in &cleanable {
-        let segment = &log.segments[base];
+    for base in cleanable {
+        let segment = segments.segment(*base);
         if segment.next_offset() > first_dirty {
             dirty_bytes += segment.size_bytes();
         } else {
@@ -448,69 +516,69 @@ pub fn clean(log: &mut PartitionLog, now_ms: i64, upper_bound: i64) -> Result<Cl
         }
     }
     let total = clean_bytes + dirty_bytes;
-    report.dirty_ratio = if total == 0 { 0.0 } else { dirty_bytes as f64 / total as f64 };
-    if dirty_bytes == 0 || report.dirty_ratio < config.min_cleanable_dirty_ratio {
-        return Ok(report);
-    }
+    (dirty_bytes, if total == 0 { 0.0 } else { dirty_bytes as f64 / total as f64 })
+}
 
-    let max_decompressed = config.max_decompressed_batch_bytes;
-    // Every aborted transaction that may touch the range, whichever segment
-    // holds its marker.
-    let aborted: Vec<AbortedTxn> = log
-        .segments
-        .values()
-        .flat_map(|segment| segment.txn_index().entries().iter().copied())
-        .filter(|txn| txn.first_offset < cleanable_end && txn.last_offset >= log.log_start_offset)
-        .collect();
-
-    // The offset map, from the dirty part of the cleanable range.
+/// The offset map of the dirty part of the cleanable range, and whether it
+/// filled before the range's end.
+fn build_offset_map(
+    segments: &SegmentSet,
+    config: &LogConfig,
+    cleanable: &[i64],
+    cleanable_end: i64,
+    first_dirty: i64,
+    aborted: &[AbortedTxn],
+) -> Result<(OffsetMap, bool), LogError> {
     let capacity = usize::try_from(config.cleaner_dedupe_buffer_bytes).unwrap_or(usize::MAX);
     let mut map = OffsetMap::new(capacity);
-    let mut tracker = TxnTracker::new(aborted.clone());
-    'segments: for (i, base) in cleanable.iter().enumerate() {
-        let segment = &log.segments[base];
+    let mut tracker = TxnTracker::new(aborted.to_vec());
+    for (i, base) in cleanable.iter().enumerate() {
+        let segment = segments.segment(*base);
         if segment.next_offset() <= first_dirty {
             continue;
         }
         for batch in segment_batches(segment)? {
-            let batch = batch?;
-            if batch.is_control() {
-                tracker.on_control(&batch, control_type(&batch, max_decompressed)?);
-            } else if !tracker.on_data(&batch) && batch.last_offset() >= first_dirty {
-                for record in batch.records(max_decompressed)? {
-                    let record = record?;
-                    if let (Some(key), true) = (record.key, record.offset >= first_dirty) {
-                        if !map.put(&key, record.offset) {
-                            report.map_full = true;
-                            break 'segments;
-                        }
-                    }
-                }
-            }
-            if batch.last_offset() >= first_dirty {
-                map.latest_offset = map.latest_offset.max(batch.last_offset());
+            if !map_batch(&mut map, &mut tracker, &batch?, first_dirty, config.max_decompressed_batch_bytes)? {
+                return Ok((map, true));
             }
         }
         // Offsets a segment skipped (compaction gaps) count as mapped.
         let next_base = cleanable.get(i + 1).copied().unwrap_or(cleanable_end);
         map.latest_offset = map.latest_offset.max(next_base - 1);
     }
-    report.map_keys = map.offsets.len();
-    report.map_bytes = map.bytes_used;
-    let end_offset = map.latest_offset + 1;
-    if end_offset <= first_dirty {
-        tracing::warn!(
-            dir = %log.dir.display(),
-            first_dirty,
-            dedupe_buffer_bytes = config.cleaner_dedupe_buffer_bytes,
-            "log.cleaner.dedupe.buffer.size cannot hold the keys of one batch: compaction makes no progress"
-        );
-        return Ok(report);
-    }
+    Ok((map, false))
+}
 
-    // Each producer's last record keeps its batch.
-    let last_records: HashMap<i64, LastRecord> = log
-        .producer_state()
+/// Maps the keys of a dirty batch that is not aborted data; false when the
+/// map filled on the way (the batch then counts as not mapped).
+fn map_batch(
+    map: &mut OffsetMap,
+    tracker: &mut TxnTracker,
+    batch: &RecordBatch,
+    first_dirty: i64,
+    max_decompressed: usize,
+) -> Result<bool, LogError> {
+    if batch.is_control() {
+        tracker.on_control(batch, control_type(batch, max_decompressed)?);
+    } else if !tracker.on_data(batch) && batch.last_offset() >= first_dirty {
+        for record in batch.records(max_decompressed)? {
+            let record = record?;
+            if let (Some(key), true) = (record.key, record.offset >= first_dirty) {
+                if !map.put(&key, record.offset) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    if batch.last_offset() >= first_dirty {
+        map.latest_offset = map.latest_offset.max(batch.last_offset());
+    }
+    Ok(true)
+}
+
+/// Each producer's last record, whose batch is kept.
+fn last_records(producer_state: &ProducerStateManager) -> HashMap<i64, LastRecord> {
+    producer_state
         .producers()
         .iter()
         .map(|(id, entry)| {
@@ -520,36 +588,24 @@ pub fn clean(log: &mut PartitionLog, now_ms: i64, upper_bound: i64) -> Result<Cl
             };
             (*id, last)
         })
-        .collect();
-    let context =
-        PassContext { map, last_records, now_ms, delete_retention_ms: config.delete_retention_ms, max_decompressed };
-    let to_clean: Vec<i64> = cleanable.iter().copied().filter(|&base| base < end_offset).collect();
-    let groups = group_segments(log, &to_clean, end_offset);
-    let mut tracker = TxnTracker::new(aborted);
-    for group in groups {
-        clean_group(log, &group, &context, &mut tracker, &mut report)?;
-    }
-    log.delete_pending_files()?;
-    log.cleaner_checkpoint = end_offset;
-    report.checkpoint = end_offset;
-    report.cleaned = true;
-    Ok(report)
+        .collect()
 }
 
 /// Rewrites one group of segments into one cleaned segment and swaps it in.
 fn clean_group(
-    log: &mut PartitionLog,
+    segments: &mut SegmentSet,
+    config: &LogConfig,
     group: &Group,
     context: &PassContext,
     tracker: &mut TxnTracker,
     report: &mut CleanReport,
 ) -> Result<(), LogError> {
     let base = group.bases[0];
-    let config = &log.config;
-    let mut writer = CleanedWriter::create(&log.dir, base, config.segment_index_bytes, config.index_interval_bytes)?;
+    let mut writer =
+        CleanedWriter::create(segments.dir(), base, config.segment_index_bytes, config.index_interval_bytes)?;
     let mut modified = None;
     for old_base in &group.bases {
-        let segment = &log.segments[old_base];
+        let segment = segments.segment(*old_base);
         report.bytes_before += segment.size_bytes();
         modified = segment.log_file().metadata()?.modified().ok();
         for batch in segment_batches(segment)? {
@@ -564,10 +620,8 @@ fn clean_group(
             }
             let retain_empty = (batch.producer_id() >= 0 && context.is_last_of_producer(&batch))
                 || batch.next_offset() == group.end_offset;
-            if let Some(bytes) = filter_batch(&batch, context, discardable, retain_empty, report)? {
-                // The retained records' max timestamp (maxTimestamp, bytes 35..43).
-                let max_timestamp = i64::from_be_bytes(bytes[35..43].try_into().expect("a batch header"));
-                writer.append(&bytes, batch.last_offset(), max_timestamp)?;
+            if let Some(kept) = filter_batch(&batch, context, discardable, retain_empty, report)? {
+                writer.append(kept.as_bytes(), batch.last_offset(), kept.max_timestamp())?;
             }
         }
     }
@@ -578,7 +632,7 @@ fn clean_group(
         writer.log.set_modified(modified)?;
     }
     writer.finish()?;
-    swap_in(log, group, context.now_ms)?;
+    swap_in(segments, config, group, context.now_ms)?;
     report.segments += group.bases.len();
     report.groups += 1;
     Ok(())
@@ -611,7 +665,7 @@ fn filter_batch(
     discardable: bool,
     retain_empty: bool,
     report: &mut CleanReport,
-) -> Result<Option<Bytes>, LogError> {
+) -> Result<Option<RecordBatch>, LogError> {
     let count = batch.record_count().max(0) as u64;
     report.records_read += count;
     let horizon = batch.delete_horizon_ms();
@@ -639,7 +693,7 @@ fn filter_batch(
     let marker_may_go = batch.is_control() && discardable;
     let set_horizon = horizon.is_none() && (has_tombstones || marker_may_go);
     if kept.len() == records.len() && !set_horizon {
-        return Ok(Some(batch.as_bytes().clone()));
+        return Ok(Some(batch.clone()));
     }
     let horizon = if set_horizon { Some(context.now_ms.saturating_add(context.delete_retention_ms)) } else { horizon };
     rebuild(batch, &kept, horizon).map(Some)
@@ -647,16 +701,11 @@ fn filter_batch(
 
 /// The header fields a cleaned batch keeps from the original.
 fn builder_like(batch: &RecordBatch, compression: Compression) -> RecordBatchBuilder {
-    let mut builder = RecordBatchBuilder::new(compression)
-        .with_base_offset(batch.base_offset())
-        .with_partition_leader_epoch(batch.partition_leader_epoch())
-        .with_producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence())
-        .with_transactional(batch.is_transactional())
-        .with_control(batch.is_control());
-    if batch.timestamp_type() == TimestampType::LogAppendTime {
-        builder = builder.with_log_append_time(batch.max_timestamp());
+    let builder = RecordBatchBuilder::like(batch, compression);
+    match batch.timestamp_type() {
+        TimestampType::LogAppendTime => builder.with_log_append_time(batch.max_timestamp()),
+        TimestampType::CreateTime => builder,
     }
-    builder
 }
 
 /// Kafka keeps the original last offset (the producer's last sequence).
@@ -664,35 +713,24 @@ fn finish_with_last_offset(
     batch: &RecordBatch,
     rebuilt: RecordBatch,
     max_timestamp: Option<i64>,
-) -> Result<Bytes, LogError> {
+) -> Result<RecordBatch, LogError> {
     let mut bytes = BytesMut::from(rebuilt.as_bytes().as_ref());
-    bytes[23..27].copy_from_slice(&batch.last_offset_delta().to_be_bytes());
+    let mut patch = RecordBatchMut::new(&mut bytes[..])?;
+    patch.set_last_offset_delta(batch.last_offset_delta());
     if let Some(max_timestamp) = max_timestamp {
-        bytes[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+        patch.set_max_timestamp(max_timestamp);
     }
-    RecordBatchMut::new(&mut bytes[..])?.update_crc();
-    Ok(bytes.freeze())
+    Ok(RecordBatch::new(bytes.freeze())?)
 }
 
 /// The batch with only `kept` records, stamped with `delete_horizon_ms`.
-fn rebuild(batch: &RecordBatch, kept: &[&Record], delete_horizon_ms: Option<i64>) -> Result<Bytes, LogError> {
+fn rebuild(batch: &RecordBatch, kept: &[&Record], delete_horizon_ms: Option<i64>) -> Result<RecordBatch, LogError> {
     let mut builder = builder_like(batch, batch.compression()?);
     if let Some(horizon) = delete_horizon_ms {
         builder = builder.with_delete_horizon_ms(horizon);
     }
     for record in kept {
-        let headers: Vec<_> = record.headers.iter().collect();
-        let new_headers: Vec<NewHeader<'_>> =
-            headers.iter().map(|h| NewHeader { key: &h.key, value: h.value.as_deref() }).collect();
-        builder.append_with_offset(
-            record.offset,
-            &NewRecord {
-                timestamp_ms: record.timestamp,
-                key: record.key.as_deref(),
-                value: record.value.as_deref(),
-                headers: &new_headers,
-            },
-        )?;
+        builder.append_record(record)?;
     }
     let rebuilt = builder.build()?;
     finish_with_last_offset(batch, rebuilt, None)
@@ -700,7 +738,7 @@ fn rebuild(batch: &RecordBatch, kept: &[&Record], delete_horizon_ms: Option<i64>
 
 /// Kafka's empty batch header: no records, uncompressed, the original
 /// offsets, producer fields, flags and max timestamp.
-fn empty_header(batch: &RecordBatch) -> Result<Bytes, LogError> {
+fn empty_header(batch: &RecordBatch) -> Result<RecordBatch, LogError> {
     let rebuilt = builder_like(batch, Compression::None).build()?;
     debug_assert_eq!(rebuilt.size_bytes(), BATCH_HEADER_BYTES);
     finish_with_last_offset(batch, rebuilt, Some(batch.max_timestamp()))
@@ -790,14 +828,13 @@ impl CleanedWriter {
 /// removed before its log, so a `<base>.txnindex` left beside a missing
 /// `<base>.log` is always the new one), then the new ones take the final
 /// names (the log last).
-fn swap_in(log: &mut PartitionLog, group: &Group, now_ms: i64) -> Result<(), LogError> {
-    let dir = log.dir.clone();
+fn swap_in(segments: &mut SegmentSet, config: &LogConfig, group: &Group, now_ms: i64) -> Result<(), LogError> {
+    let dir = segments.dir().to_path_buf();
     let base = group.bases[0];
     for old_base in &group.bases {
-        if let Some(mut old) = log.segments.remove(old_base) {
+        if let Some(mut old) = segments.take(*old_base) {
             old.remove_txn_index()?;
-            let deleted = old.mark_deleted()?;
-            log.pending_deletes.extend(deleted);
+            segments.defer_delete(old)?;
         }
     }
     fsync_dir(&dir)?;
@@ -808,16 +845,17 @@ fn swap_in(log: &mut PartitionLog, group: &Group, now_ms: i64) -> Result<(), Log
         }
     }
     fsync_dir(&dir)?;
-    let config = &log.config;
     let segment = Segment::open(&dir, base, config.segment_index_bytes, false, config.index_interval_bytes, now_ms)?;
-    log.segments.insert(base, segment);
+    segments.insert(segment);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use krabka_protocol::records::NewRecord;
     use proptest::prelude::*;
+
+    use super::*;
 
     proptest! {
         /// The `.swap` log scan of crash recovery reads untrusted bytes: it

@@ -5,19 +5,30 @@
 //! files are Kafka's text formats. It must never lose an acknowledged record,
 //! never copy record bytes on the read path (reads return file ranges for
 //! sendfile), and it knows nothing of the network: the broker crate ties the
-//! log to sockets.
+//! log to sockets. Bytes read from disk are untrusted: a corrupt file is an
+//! error or a recovery, never a panic.
+//!
+//! Dependencies inside the crate point one way: `log.rs` (the
+//! [`PartitionLog`] API) uses `validate`, `loader`, `segments` and `cleaner`,
+//! which use `segment` and `index`, and none of them uses `log.rs`.
 
 pub mod checkpoint;
 pub mod cleaner;
 pub mod config;
+pub mod error;
 pub mod fsutil;
 pub mod index;
 pub mod leader_epoch;
+mod loader;
 pub mod log;
 pub mod producer_state;
 pub mod segment;
+mod segments;
+mod validate;
 
 pub use crate::cleaner::CleanReport;
 pub use crate::config::{CleanupPolicy, LogConfig, TimestampPolicy};
-pub use crate::log::{AppendInfo, LogError, OpenReport, PartitionLog, ReadInfo};
+pub use crate::error::LogError;
+pub use crate::loader::OpenReport;
+pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
 pub use crate::segment::FileSlice;

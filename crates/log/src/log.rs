@@ -1,57 +1,34 @@
-//! One partition's log: an ordered set of segments, the last one active.
+//! One partition's log: [`PartitionLog`], the API the broker calls.
 //!
-//! Appends validate each batch (framing, magic 2, CRC-32C, offset range
-//! against the record count), assign offsets by patching a copy of each
-//! batch's 61-byte header, and write headers and untouched records with one
-//! vectored write. Reads return file ranges for sendfile.
+//! The work is done by the modules around it: `validate.rs` checks each
+//! appended batch and patches its header, `segments.rs` holds the segments
+//! (roll, lookups, truncation), `loader.rs` opens a directory and recovers
+//! it, `cleaner.rs` compacts. What is left here is what ties them together:
+//! the log start offset, the recovery point and its background flushes, the
+//! leader epochs, the producer state and the cleaner's checkpoint, each moved
+//! in step with the segments.
 
-use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use krabka_protocol::records::{crc32c, crc32c_append, RecordBatch, RecordBatches, RecordError, BATCH_HEADER_BYTES};
-use tracing::{info, warn};
+use krabka_protocol::records::RecordBatches;
+use tracing::info;
 
 use crate::checkpoint::TopicPartition;
+use crate::cleaner::{CleanReport, CleanerInput};
 use crate::config::{LogConfig, TimestampPolicy};
+pub use crate::error::LogError;
 use crate::fsutil::{flush_in_background, fsync_dir, FlushJob};
 use crate::index::AbortedTxn;
 use crate::leader_epoch::LeaderEpochCache;
-use crate::producer_state::{
-    increment_sequence, ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck,
-};
-use crate::segment::{
-    FileSlice, PreparedBatch, Segment, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
-};
-
-/// Errors the broker maps to Kafka error codes.
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    /// KAFKA_STORAGE_ERROR: the disk failed (ENOSPC, EIO...).
-    #[error("storage error: {0}")]
-    Io(#[from] io::Error),
-    /// CORRUPT_MESSAGE (or UNSUPPORTED_VERSION for an old magic).
-    #[error("invalid record batch: {0}")]
-    InvalidBatch(#[from] RecordError),
-    /// INVALID_RECORD: the batch header contradicts itself.
-    #[error("invalid record batch: {0}")]
-    InconsistentBatch(String),
-    /// MESSAGE_TOO_LARGE.
-    #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
-    RecordTooLarge { size: usize, max: u32 },
-    /// OFFSET_OUT_OF_RANGE.
-    #[error("offset {offset} is outside [{log_start_offset}, {log_end_offset}]")]
-    OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
-    /// INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...
-    #[error(transparent)]
-    ProducerState(#[from] ProducerStateError),
-    /// A follower append that does not continue the log.
-    #[error("offset {offset} does not follow the log end offset {log_end_offset}")]
-    NonMonotonicOffset { offset: i64, log_end_offset: i64 },
-}
+pub use crate::loader::OpenReport;
+use crate::loader::{Checkpoints, Loaded};
+use crate::producer_state::{ProducerBatch, ProducerStateManager};
+use crate::segment::{FileSlice, PreparedBatch, Segment};
+use crate::segments::SegmentSet;
+use crate::validate::{LeaderAppend, LeaderStamp};
 
 /// What an append did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,20 +49,11 @@ pub struct ReadInfo {
     pub log_end_offset: i64,
 }
 
-/// What opening the log did, for the operator.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpenReport {
-    pub segments: usize,
-    pub recovered_segments: usize,
-    pub truncated_bytes: u64,
-}
-
 pub struct PartitionLog {
-    pub(crate) dir: PathBuf,
     topic_partition: TopicPartition,
-    pub(crate) config: LogConfig,
-    pub(crate) segments: BTreeMap<i64, Segment>,
-    pub(crate) log_start_offset: i64,
+    config: LogConfig,
+    segments: SegmentSet,
+    log_start_offset: i64,
     recovery_point: i64,
     /// Where the background flushes of rolled segments got to; replaced (so
     /// a late flush cannot raise the recovery point) whenever it moves down.
@@ -96,27 +64,9 @@ pub struct PartitionLog {
     producer_state: ProducerStateManager,
     unflushed_records: i64,
     last_flush_ms: i64,
-    pub(crate) pending_deletes: Vec<PathBuf>,
     /// The cleaner's progress: offsets below it were compacted (the broker
     /// persists it in the log dir's `cleaner-offset-checkpoint`).
-    pub(crate) cleaner_checkpoint: i64,
-}
-
-/// A compacted topic keeps the latest record per key, so a record without
-/// one could never be kept: Kafka refuses it at produce (INVALID_RECORD)
-/// rather than let the cleaner drop it silently.
-fn require_keys(batch: &RecordBatch, max_decompressed_bytes: usize) -> Result<(), LogError> {
-    for record in batch.records(max_decompressed_bytes)? {
-        if record?.key.is_none() {
-            return Err(LogError::InconsistentBatch("compacted topic cannot accept a record without a key".into()));
-        }
-    }
-    Ok(())
-}
-
-fn parse_base_offset(file_name: &str, suffix: &str) -> Option<i64> {
-    let stem = file_name.strip_suffix(suffix)?;
-    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok()).flatten()
+    cleaner_checkpoint: i64,
 }
 
 impl PartitionLog {
@@ -131,48 +81,13 @@ impl PartitionLog {
         clean_shutdown: bool,
         now_ms: i64,
     ) -> Result<(Self, OpenReport), LogError> {
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let topic_partition = TopicPartition::from_dir_name(name).unwrap_or_else(|| TopicPartition::new(name, 0));
-        let created = !dir.exists();
-        std::fs::create_dir_all(dir)?;
-        if created {
-            if let Some(parent) = dir.parent() {
-                fsync_dir(parent)?;
-            }
-        }
-        // A compaction a crash interrupted: drop `.cleaned`, finish `.swap`.
-        let swapped = crate::cleaner::recover_leftovers(dir)?;
-        let mut base_offsets = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let file_name = entry.file_name().to_string_lossy().into_owned();
-            if file_name.ends_with(DELETED_SUFFIX) || file_name.ends_with(".tmp") {
-                // Left by a deletion or a checkpoint write a crash interrupted.
-                std::fs::remove_file(entry.path())?;
-            } else if let Some(base) = parse_base_offset(&file_name, LOG_SUFFIX) {
-                base_offsets.push(base);
-            }
-        }
-        base_offsets.sort_unstable();
-        // Indexes without a log file are orphans from an interrupted roll or delete.
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let file_name = entry.file_name().to_string_lossy().into_owned();
-            for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
-                if let Some(base) = parse_base_offset(&file_name, suffix) {
-                    if base_offsets.binary_search(&base).is_err() {
-                        std::fs::remove_file(entry.path())?;
-                    }
-                }
-            }
-        }
-
-        let leader_epochs = LeaderEpochCache::load(dir)?;
+        let from = Checkpoints { log_start_offset, recovery_point, clean_shutdown };
+        let Loaded { topic_partition, segments, leader_epochs, log_start_offset, recovery_point, report, replay_from } =
+            crate::loader::load(dir, &config, from, now_ms)?;
         let mut log = PartitionLog {
-            dir: dir.to_path_buf(),
             topic_partition,
             config,
-            segments: BTreeMap::new(),
+            segments,
             log_start_offset,
             recovery_point,
             flushed_to: Arc::new(AtomicI64::new(i64::MIN)),
@@ -181,90 +96,9 @@ impl PartitionLog {
             producer_state: ProducerStateManager::new(dir),
             unflushed_records: 0,
             last_flush_ms: now_ms,
-            pending_deletes: Vec::new(),
             cleaner_checkpoint: 0,
         };
-        let mut report = OpenReport { segments: base_offsets.len(), ..Default::default() };
-        let last_base = base_offsets.last().copied();
-        let index_bytes = log.config.segment_index_bytes;
-        let interval = log.config.index_interval_bytes;
-        let recover_from = base_offsets.iter().rev().find(|&&b| b <= recovery_point).copied().unwrap_or(i64::MIN);
-        let mut truncated_at: Option<i64> = None;
-        let mut first_recovered: Option<i64> = None;
-        for &base in &base_offsets {
-            if truncated_at.is_some() {
-                // Everything after a truncated segment is unreachable: drop it.
-                warn!(partition = %log.topic_partition.dir_name(), base, "deleting segment after a corrupt one");
-                Segment::open(dir, base, index_bytes, false, interval, now_ms)?
-                    .mark_deleted()?
-                    .iter()
-                    .try_for_each(std::fs::remove_file)?;
-                continue;
-            }
-            let active = Some(base) == last_base;
-            let mut segment = Segment::open(dir, base, index_bytes, active, interval, now_ms)?;
-            let needs_recovery = (!clean_shutdown && base >= recover_from) || swapped.contains(&base);
-            let index_broken = segment.quick_check_indexes().is_err();
-            if needs_recovery || index_broken {
-                if index_broken {
-                    warn!(partition = %log.topic_partition.dir_name(), base, "rebuilding a corrupt index");
-                }
-                report.recovered_segments += 1;
-                first_recovered.get_or_insert(base);
-                // Epochs the checkpoint lost come back from the batches.
-                let mut epochs_seen: Vec<(i32, i64)> = Vec::new();
-                let truncation = segment.recover(|batch| {
-                    let epoch = batch.partition_leader_epoch();
-                    if epochs_seen.last().is_none_or(|&(latest, _)| epoch > latest) {
-                        epochs_seen.push((epoch, batch.base_offset()));
-                    }
-                })?;
-                for (epoch, start_offset) in epochs_seen {
-                    log.leader_epochs.assign(epoch, start_offset)?;
-                }
-                if let Some(truncation) = truncation {
-                    warn!(
-                        partition = %log.topic_partition.dir_name(),
-                        base,
-                        position = truncation.position,
-                        bytes = truncation.bytes_removed,
-                        reason = %truncation.reason,
-                        "truncated a torn or corrupt segment tail"
-                    );
-                    report.truncated_bytes += truncation.bytes_removed;
-                    truncated_at = Some(base);
-                }
-                if !active && truncated_at.is_none() {
-                    segment.seal()?;
-                }
-            }
-            log.segments.insert(base, segment);
-        }
-        if log.segments.is_empty() {
-            let start = log_start_offset.max(0);
-            let segment = Segment::create(dir, start, index_bytes, interval, now_ms)?;
-            log.segments.insert(start, segment);
-            fsync_dir(dir)?;
-        } else if truncated_at.is_some() {
-            // The last kept segment becomes the active one: make room to append.
-            let index_bytes = log.config.segment_index_bytes;
-            log.active_mut().resize_indexes(index_bytes)?;
-        }
-        let first_base = *log.segments.keys().next().expect("a segment");
-        log.log_start_offset = log.log_start_offset.max(first_base);
-        let end = log.log_end_offset();
-        if clean_shutdown {
-            // A clean shutdown flushed everything (Kafka's rule too).
-            log.recovery_point = end;
-        } else {
-            // Recovery read the tail from the page cache, which a power
-            // loss can still take: the recovery point moves only when a
-            // flush puts the tail on disk, so the next unclean open checks
-            // it again (Kafka's LogLoader keeps min(checkpoint, end) too).
-            log.recovery_point = log.recovery_point.min(end);
-            log.leader_epochs.truncate_from_end(end)?;
-        }
-        log.rebuild_producer_state(first_recovered.unwrap_or(i64::MAX))?;
+        log.rebuild_producer_state(replay_from)?;
         if report.recovered_segments > 0 {
             info!(partition = %log.topic_partition.dir_name(), ?report, "recovered log");
         }
@@ -272,7 +106,7 @@ impl PartitionLog {
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.segments.dir()
     }
 
     pub fn topic_partition(&self) -> &TopicPartition {
@@ -287,16 +121,8 @@ impl PartitionLog {
         self.config = config;
     }
 
-    fn active(&self) -> &Segment {
-        self.segments.values().next_back().expect("a log always has an active segment")
-    }
-
-    fn active_mut(&mut self) -> &mut Segment {
-        self.segments.values_mut().next_back().expect("a log always has an active segment")
-    }
-
     pub fn log_end_offset(&self) -> i64 {
-        self.active().next_offset()
+        self.segments.log_end_offset()
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -317,7 +143,7 @@ impl PartitionLog {
     }
 
     pub fn size_bytes(&self) -> u64 {
-        self.segments.values().map(Segment::size_bytes).sum()
+        self.segments.size_bytes()
     }
 
     pub fn segment_count(&self) -> usize {
@@ -325,7 +151,7 @@ impl PartitionLog {
     }
 
     pub fn segment_base_offsets(&self) -> Vec<i64> {
-        self.segments.keys().copied().collect()
+        self.segments.base_offsets()
     }
 
     pub fn leader_epochs(&self) -> &LeaderEpochCache {
@@ -359,94 +185,33 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
         let log_append_time = self.config.timestamp_policy == TimestampPolicy::LogAppendTime;
-        let mut prepared = Vec::new();
-        let mut next_offset = self.log_end_offset();
-        let first_offset = next_offset;
-        let mut record_count = 0i64;
-        let mut producer_batches: Vec<ProducerBatch> = Vec::new();
-        let compacted = self.config.cleanup_policy.compacts();
-        for batch in RecordBatches::new(records.clone()) {
-            let batch = batch?;
-            batch.validate()?;
-            if compacted && !batch.is_control() {
-                require_keys(&batch, self.config.max_decompressed_batch_bytes)?;
+        let first_offset = self.log_end_offset();
+        let stamp = LeaderStamp { first_offset, leader_epoch, log_append_time_ms: log_append_time.then_some(now_ms) };
+        let batches = match crate::validate::leader_append(records, stamp, &self.config, &self.producer_state)? {
+            LeaderAppend::Batches(batches) => batches,
+            // A retry: acknowledge the batch already in the log.
+            LeaderAppend::Duplicate { first_offset, last_offset } => {
+                return Ok(AppendInfo { first_offset, last_offset, log_append_time_ms: -1, record_count: 0, bytes: 0 });
             }
-            let producer_batch = ProducerBatch::from_batch(&batch, next_offset)?;
-            if producer_batch.producer_id >= 0 {
-                let previous = producer_batches.iter().rev().find(|p| p.producer_id == producer_batch.producer_id);
-                match previous {
-                    // Later batches of one producer in one request follow the earlier ones.
-                    Some(previous) => {
-                        if previous.epoch != producer_batch.epoch
-                            || increment_sequence(previous.last_seq, 1) != producer_batch.first_seq
-                        {
-                            return Err(ProducerStateError::OutOfOrderSequence {
-                                producer_id: producer_batch.producer_id,
-                                expected: increment_sequence(previous.last_seq, 1),
-                                received: producer_batch.first_seq,
-                            }
-                            .into());
-                        }
-                    }
-                    None => {
-                        if let SequenceCheck::Duplicate(original) = self.producer_state.check(&producer_batch)? {
-                            // A retry: acknowledge the batch already in the log.
-                            return Ok(AppendInfo {
-                                first_offset: original.first_offset,
-                                last_offset: original.last_offset,
-                                log_append_time_ms: -1,
-                                record_count: 0,
-                                bytes: 0,
-                            });
-                        }
-                    }
-                }
-            }
-            producer_batches.push(producer_batch);
-            if batch.size_bytes() > self.config.max_message_bytes as usize {
-                return Err(LogError::RecordTooLarge { size: batch.size_bytes(), max: self.config.max_message_bytes });
-            }
-            let count = batch.record_count();
-            let delta = batch.last_offset_delta();
-            if count <= 0 || delta < 0 || i64::from(delta) + 1 != i64::from(count) {
-                return Err(LogError::InconsistentBatch(format!(
-                    "record count {count} does not match last offset delta {delta}"
-                )));
-            }
-            let mut header = [0u8; BATCH_HEADER_BYTES];
-            let bytes = batch.as_bytes();
-            header.copy_from_slice(&bytes[..BATCH_HEADER_BYTES]);
-            header[0..8].copy_from_slice(&next_offset.to_be_bytes());
-            header[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
-            let rest = bytes.slice(BATCH_HEADER_BYTES..);
-            let mut max_timestamp = batch.max_timestamp();
-            if log_append_time {
-                max_timestamp = now_ms;
-                let attributes = i16::from_be_bytes([header[21], header[22]]) | 0x08;
-                header[21..23].copy_from_slice(&attributes.to_be_bytes());
-                header[35..43].copy_from_slice(&now_ms.to_be_bytes());
-                let crc = crc32c_append(crc32c(&header[21..]), &rest);
-                header[17..21].copy_from_slice(&crc.to_be_bytes());
-            }
-            let last_offset = next_offset + i64::from(delta);
-            prepared.push(PreparedBatch { header, rest, base_offset: next_offset, last_offset, max_timestamp });
-            next_offset = last_offset + 1;
-            record_count += i64::from(count);
-        }
-        if prepared.is_empty() {
-            return Err(LogError::InconsistentBatch("no record batches".into()));
-        }
+        };
         if self.leader_epochs.latest_epoch().is_none_or(|e| leader_epoch > e) {
             self.leader_epochs.assign(leader_epoch, first_offset)?;
         }
-        let bytes = self.append_prepared(&prepared, now_ms)?;
-        self.update_producer_state(&producer_batches)?;
-        self.after_append(record_count, now_ms)?;
+        debug_assert_eq!(
+            batches.prepared[0].base_offset,
+            self.log_end_offset(),
+            "a leader append starts at the log end"
+        );
+        let bytes = self.append_prepared(&batches.prepared, now_ms)?;
+        // The pair of append_prepared's check: a leader append fills the offsets it was given, no more.
+        debug_assert_eq!(self.log_end_offset(), batches.last_offset + 1, "a leader append ends where its batches do");
+        self.update_producer_state(&batches.producer_batches)?;
+        self.after_append(batches.record_count, now_ms)?;
         Ok(AppendInfo {
             first_offset,
-            last_offset: next_offset - 1,
+            last_offset: batches.last_offset,
             log_append_time_ms: if log_append_time { now_ms } else { -1 },
-            record_count,
+            record_count: batches.record_count,
             bytes,
         })
     }
@@ -461,10 +226,7 @@ impl PartitionLog {
         let mut record_count = 0i64;
         for batch in RecordBatches::new(records.clone()) {
             let batch = batch?;
-            batch.validate()?;
-            if batch.base_offset() < expected || batch.last_offset() < batch.base_offset() {
-                return Err(LogError::NonMonotonicOffset { offset: batch.base_offset(), log_end_offset: expected });
-            }
+            crate::validate::follower_batch(&batch, expected)?;
             let epoch = batch.partition_leader_epoch();
             if self.leader_epochs.latest_epoch().is_none_or(|e| epoch > e) {
                 self.leader_epochs.assign(epoch, batch.base_offset())?;
@@ -475,6 +237,7 @@ impl PartitionLog {
             prepared.push(PreparedBatch::unchanged(&batch));
         }
         let bytes = self.append_prepared(&prepared, now_ms)?;
+        debug_assert_eq!(self.log_end_offset(), expected, "a follower append ends where its batches do");
         self.update_producer_state(&producer_batches)?;
         self.after_append(record_count, now_ms)?;
         Ok(AppendInfo { first_offset, last_offset: expected - 1, log_append_time_ms: -1, record_count, bytes })
@@ -482,28 +245,20 @@ impl PartitionLog {
 
     fn append_prepared(&mut self, prepared: &[PreparedBatch], now_ms: i64) -> Result<u64, LogError> {
         let Some(last) = prepared.last() else { return Ok(0) };
+        // Offsets only grow: the batches continue the log and each other.
+        debug_assert!(prepared[0].base_offset >= self.log_end_offset(), "an append below the log end offset");
+        debug_assert!(
+            prepared.windows(2).all(|pair| pair[0].last_offset < pair[1].base_offset)
+                && prepared.iter().all(|batch| batch.base_offset <= batch.last_offset),
+            "an append's offsets do not increase"
+        );
         let bytes: u64 = prepared.iter().map(PreparedBatch::size_bytes).sum();
         let first_timestamp = prepared[0].max_timestamp;
-        if self.should_roll(bytes, last.last_offset, first_timestamp, now_ms) {
+        if self.segments.should_roll(&self.config, bytes, last.last_offset, first_timestamp, now_ms) {
             self.roll(prepared[0].base_offset, now_ms)?;
         }
-        self.active_mut().append(prepared)?;
+        self.segments.active_mut().append(prepared)?;
         Ok(bytes)
-    }
-
-    fn should_roll(&self, incoming_bytes: u64, last_offset: i64, batch_timestamp: i64, now_ms: i64) -> bool {
-        let active = self.active();
-        // Even an empty segment rolls when the offsets would not fit in its
-        // index (a follower's batch far past the base): Kafka's rule too.
-        if !active.can_hold_offset(last_offset) {
-            return true;
-        }
-        if active.is_empty() {
-            return false;
-        }
-        active.size_bytes() + incoming_bytes > self.config.segment_bytes
-            || active.indexes_full()
-            || active.time_waited_for_roll_ms(now_ms, batch_timestamp) > self.config.segment_ms
     }
 
     /// Starts a new active segment at `base_offset` (the next offset): the
@@ -513,18 +268,11 @@ impl PartitionLog {
     /// the new base when that is done.
     pub fn roll(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
         let base_offset = base_offset.max(self.log_end_offset());
-        self.active_mut().seal()?;
+        self.segments.active_mut().seal()?;
         // Kafka snapshots producer state at every roll, named by the new base,
         // and syncs it with the rolled segment in the background.
         let snapshot = self.producer_state.take_snapshot_unsynced()?;
-        let segment = Segment::create(
-            &self.dir,
-            base_offset,
-            self.config.segment_index_bytes,
-            self.config.index_interval_bytes,
-            now_ms,
-        )?;
-        self.segments.insert(base_offset, segment);
+        self.segments.create(base_offset, &self.config, now_ms)?;
         // The new file's directory entry is synced by the background job or
         // by the next flush, whichever comes first: waiting here would queue
         // behind the rolled segment's writeback.
@@ -559,28 +307,20 @@ impl PartitionLog {
             flushed_to: self.flushed_to.clone(),
             up_to: self.log_end_offset(),
         };
-        for segment in self.segments.values().filter(|s| s.next_offset() > recovery_point) {
-            job.files.push(segment.log_file().clone());
-            job.paths.push(segment.offset_index().path().to_path_buf());
-            job.paths.push(segment.time_index().path().to_path_buf());
-            if !segment.txn_index().entries().is_empty() {
-                job.paths.push(crate::segment::segment_path(&self.dir, segment.base_offset(), TXN_INDEX_SUFFIX));
-            }
-        }
+        self.segments.add_unflushed_to(&mut job, recovery_point);
         // The directory last: the snapshot's rename.
         job.paths.push(snapshot);
-        job.paths.push(self.dir.clone());
+        job.paths.push(self.dir().to_path_buf());
         flush_in_background(job);
     }
 
     /// fsyncs every segment holding offsets past the recovery point.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
-        let recovery_point = self.recovery_point();
-        for segment in self.segments.values().filter(|s| s.next_offset() > recovery_point) {
+        for segment in self.segments.unflushed(self.recovery_point()) {
             segment.flush()?;
         }
         if self.dir_needs_sync {
-            fsync_dir(&self.dir)?;
+            fsync_dir(self.dir())?;
             self.dir_needs_sync = false;
         }
         self.recovery_point = self.log_end_offset();
@@ -605,103 +345,22 @@ impl PartitionLog {
         }
         let mut info = ReadInfo { slice: None, log_start_offset: self.log_start_offset, log_end_offset };
         let upper_bound = upper_bound.min(log_end_offset);
-        if offset >= upper_bound {
-            return Ok(info);
-        }
-        for (_, segment) in
-            self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..))
-        {
-            if segment.base_offset() >= upper_bound {
-                break;
-            }
-            let max_position = if upper_bound < segment.next_offset() {
-                segment.find_batch(upper_bound, 0)?.map_or(segment.size_bytes(), |h| h.position)
-            } else {
-                segment.size_bytes()
-            };
-            if let Some(slice) = segment.read(offset, max_bytes, max_position, min_one_batch)? {
-                info.slice = Some(slice);
-                break;
-            }
+        if offset < upper_bound {
+            info.slice = self.segments.read(offset, max_bytes, upper_bound, min_one_batch)?;
         }
         Ok(info)
-    }
-
-    /// Reads the batches of `slice` into memory (lookups inside batches).
-    fn batches_in(slice: &FileSlice) -> Result<Vec<RecordBatch>, LogError> {
-        let bytes = slice.read_to_bytes()?;
-        let mut batches = Vec::new();
-        for batch in RecordBatches::new(bytes) {
-            match batch {
-                Ok(batch) => batches.push(batch),
-                Err(RecordError::Truncated { .. }) => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(batches)
     }
 
     /// ListOffsets by timestamp: the first record with timestamp >= `target`,
     /// as (timestamp, offset); `None` when every record is older.
     pub fn offset_for_timestamp(&self, target: i64) -> Result<Option<(i64, i64)>, LogError> {
-        // Usually the first candidate segment answers; a later one does when
-        // compaction left only empty batch headers (which keep their max
-        // timestamp) where the newer records were.
-        for segment in self.segments.values().filter(|s| s.max_timestamp().timestamp >= target) {
-            if let Some(found) = self.offset_for_timestamp_in(segment, target)? {
-                return Ok(Some(found));
-            }
-        }
-        Ok(None)
-    }
-
-    fn offset_for_timestamp_in(&self, segment: &Segment, target: i64) -> Result<Option<(i64, i64)>, LogError> {
-        let from_offset = segment.time_index().lookup(target).map_or(segment.base_offset(), |e| e.offset);
-        let start = segment.find_batch(from_offset, 0)?.map_or(0, |h| h.position);
-        let mut position = start;
-        while let Some(header) = segment.read_header(position)? {
-            if header.max_timestamp >= target && header.last_offset >= self.log_start_offset {
-                let slice = FileSlice { file: segment.log_file().clone(), position, length: header.size_bytes };
-                for batch in Self::batches_in(&slice)? {
-                    for record in batch.records(self.config.max_decompressed_batch_bytes)? {
-                        let record = record?;
-                        if record.timestamp >= target && record.offset >= self.log_start_offset {
-                            return Ok(Some((record.timestamp, record.offset)));
-                        }
-                    }
-                }
-            }
-            position += u64::from(header.size_bytes);
-        }
-        Ok(None)
+        self.segments.offset_for_timestamp(target, self.log_start_offset, self.config.max_decompressed_batch_bytes)
     }
 
     /// ListOffsets MAX_TIMESTAMP: the record with the largest timestamp (the
     /// first such record), as (timestamp, offset).
     pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
-        let best = self.segments.values().filter(|s| s.max_timestamp().timestamp >= 0).max_by_key(|s| {
-            // max_by_key keeps the last maximum: prefer the earliest segment.
-            (s.max_timestamp().timestamp, -s.base_offset())
-        });
-        let Some(segment) = best else { return Ok(None) };
-        let target = segment.max_timestamp();
-        let Some(header) = segment.find_batch(target.offset, 0)? else { return Ok(None) };
-        let slice =
-            FileSlice { file: segment.log_file().clone(), position: header.position, length: header.size_bytes };
-        for batch in Self::batches_in(&slice)? {
-            if batch.max_timestamp() != target.timestamp {
-                continue;
-            }
-            for record in batch.records(self.config.max_decompressed_batch_bytes)? {
-                let record = record?;
-                if record.timestamp == target.timestamp {
-                    return Ok(Some((record.timestamp, record.offset)));
-                }
-            }
-            // LogAppendTime batches carry the time only in the header.
-            return Ok(Some((target.timestamp, batch.base_offset())));
-        }
-        Ok(None)
+        self.segments.max_timestamp_offset(self.config.max_decompressed_batch_bytes)
     }
 
     /// Removes every offset >= `offset` (a follower diverged from its leader).
@@ -718,43 +377,20 @@ impl PartitionLog {
         self.cleaner_checkpoint = self.cleaner_checkpoint.min(offset);
         // The first segment starts at or before the log start offset, which is
         // below `offset`: it survives, so the log keeps a segment.
-        let mut removed = 0;
-        let doomed: Vec<i64> = self.segments.range(offset..).map(|(base, _)| *base).collect();
-        for base in doomed {
-            if let Some(mut segment) = self.segments.remove(&base) {
-                removed += segment.size_bytes();
-                self.pending_deletes.extend(segment.mark_deleted()?);
-            }
-        }
-        removed += self.active_mut().truncate_to(offset)?;
-        let index_bytes = self.config.segment_index_bytes;
-        self.active_mut().resize_indexes(index_bytes)?;
+        let removed = self.segments.truncate_to(offset, &self.config)?;
         self.reset_background_flushes();
         self.recovery_point = self.recovery_point.min(offset);
         self.leader_epochs.truncate_from_end(offset)?;
         self.rebuild_producer_state(offset)?;
         self.delete_pending_files()?;
-        fsync_dir(&self.dir)?;
+        fsync_dir(self.dir())?;
         Ok(removed)
     }
 
     /// Drops the whole log and starts empty at `offset` (a replica too far
     /// behind its leader).
     pub fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
-        let bases: Vec<i64> = self.segments.keys().copied().collect();
-        for base in bases {
-            if let Some(mut segment) = self.segments.remove(&base) {
-                self.pending_deletes.extend(segment.mark_deleted()?);
-            }
-        }
-        let segment = Segment::create(
-            &self.dir,
-            offset,
-            self.config.segment_index_bytes,
-            self.config.index_interval_bytes,
-            now_ms,
-        )?;
-        self.segments.insert(offset, segment);
+        self.segments.replace_all(offset, &self.config, now_ms)?;
         self.log_start_offset = offset;
         self.cleaner_checkpoint = offset;
         self.reset_background_flushes();
@@ -762,10 +398,10 @@ impl PartitionLog {
         self.leader_epochs.clear()?;
         self.producer_state.clear(offset);
         for snapshot in self.producer_state.snapshot_offsets()? {
-            std::fs::remove_file(self.dir.join(format!("{snapshot:020}.snapshot")))?;
+            std::fs::remove_file(self.dir().join(format!("{snapshot:020}.snapshot")))?;
         }
         self.delete_pending_files()?;
-        fsync_dir(&self.dir)?;
+        fsync_dir(self.dir())?;
         Ok(())
     }
 
@@ -820,22 +456,9 @@ impl PartitionLog {
     fn delete_segments_where(
         &mut self,
         now_ms: i64,
-        mut doomed: impl FnMut(&Segment, Option<i64>, bool) -> bool,
+        doomed: impl FnMut(&Segment, Option<i64>, bool) -> bool,
     ) -> Result<usize, LogError> {
-        let mut bases = Vec::new();
-        let all: Vec<i64> = self.segments.keys().copied().collect();
-        for (i, base) in all.iter().enumerate() {
-            let segment = &self.segments[base];
-            let next = all.get(i + 1).copied();
-            let is_active = next.is_none();
-            if is_active && segment.is_empty() {
-                break;
-            }
-            if !doomed(segment, next, is_active) {
-                break;
-            }
-            bases.push(*base);
-        }
+        let bases = self.segments.oldest_while(doomed);
         if bases.is_empty() {
             return Ok(0);
         }
@@ -844,17 +467,17 @@ impl PartitionLog {
             self.roll(end, now_ms)?;
         }
         for base in &bases {
-            if let Some(mut segment) = self.segments.remove(base) {
-                self.pending_deletes.extend(segment.mark_deleted()?);
+            if let Some(segment) = self.segments.take(*base) {
+                self.segments.defer_delete(segment)?;
             }
         }
-        let first = *self.segments.keys().next().expect("a segment remains");
+        let first = self.segments.first_base();
         if first > self.log_start_offset {
             self.log_start_offset = first;
             self.leader_epochs.truncate_from_start(first)?;
         }
         self.producer_state.delete_snapshots_before(self.log_start_offset)?;
-        fsync_dir(&self.dir)?;
+        fsync_dir(self.dir())?;
         Ok(bases.len())
     }
 
@@ -862,15 +485,7 @@ impl PartitionLog {
     /// apart from the calls that rename them so a broker can run it off the
     /// request path (and after `file.delete.delay.ms`).
     pub fn delete_pending_files(&mut self) -> Result<usize, LogError> {
-        let count = self.pending_deletes.len();
-        for path in self.pending_deletes.drain(..) {
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(count)
+        Ok(self.segments.delete_pending_files()?)
     }
 
     /// The cleaner checkpoint: the first offset not yet compacted.
@@ -885,8 +500,16 @@ impl PartitionLog {
 
     /// One compaction pass (`cleanup.policy=compact`) over the inactive
     /// segments below `upper_bound` (the high watermark); see [`crate::cleaner`].
-    pub fn clean(&mut self, now_ms: i64, upper_bound: i64) -> Result<crate::cleaner::CleanReport, LogError> {
-        crate::cleaner::clean(self, now_ms, upper_bound)
+    pub fn clean(&mut self, now_ms: i64, upper_bound: i64) -> Result<CleanReport, LogError> {
+        let input = CleanerInput {
+            config: &self.config,
+            producer_state: &self.producer_state,
+            log_start_offset: self.log_start_offset,
+            cleaner_checkpoint: self.cleaner_checkpoint,
+        };
+        let report = crate::cleaner::clean(&mut self.segments, input, now_ms, upper_bound)?;
+        self.cleaner_checkpoint = report.checkpoint;
+        Ok(report)
     }
 
     pub fn producer_state(&self) -> &ProducerStateManager {
@@ -919,7 +542,7 @@ impl PartitionLog {
                 last_offset: completed.last_offset,
                 last_stable_offset,
             };
-            if let Some((_, segment)) = self.segments.range_mut(..=completed.last_offset).next_back() {
+            if let Some(segment) = self.segments.holding_mut(completed.last_offset) {
                 segment.index_aborted_txn(txn)?;
             }
         }
@@ -929,11 +552,7 @@ impl PartitionLog {
     /// The aborted transactions a READ_COMMITTED fetch of [fetch_offset,
     /// upper_bound) must report, from every segment the range touches.
     pub fn aborted_transactions(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
-        let start = self.segments.range(..=fetch_offset).next_back().map_or(i64::MIN, |(base, _)| *base);
-        self.segments
-            .range(start..upper_bound.max(start))
-            .flat_map(|(_, segment)| segment.txn_index().overlapping(fetch_offset, upper_bound).copied())
-            .collect()
+        self.segments.aborted_transactions(fetch_offset, upper_bound)
     }
 
     /// The last stable offset: no READ_COMMITTED consumer reads past an open
@@ -972,10 +591,7 @@ impl PartitionLog {
 
     /// Checks every segment's indexes against its data.
     pub fn verify_indexes(&self) -> Result<(), String> {
-        for segment in self.segments.values() {
-            segment.check_indexes().map_err(|e| format!("segment {}: {e}", segment.base_offset()))?;
-        }
-        Ok(())
+        self.segments.verify_indexes()
     }
 
     /// Flushes and trims the active segment's indexes: the state a clean
@@ -990,7 +606,7 @@ impl PartitionLog {
     pub fn prepare_clean_shutdown(&mut self, now_ms: i64) -> Result<(), LogError> {
         self.flush(now_ms)?;
         self.producer_state.take_snapshot()?;
-        self.active_mut().seal()?;
+        self.segments.active_mut().seal()?;
         self.delete_pending_files()?;
         Ok(())
     }

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use krabka_protocol::records::{RecordBatch, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH};
+use krabka_protocol::records::{
+    RecordBatch, RecordBatchHeader, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH,
+};
 use tracing::warn;
 
 use crate::index::{AbortedTxn, OffsetIndex, TimeIndex, TimestampOffset, TransactionIndex};
@@ -67,7 +69,7 @@ impl FileSlice {
 /// and the rest of the batch as the producer sent it, never copied.
 #[derive(Clone, Debug)]
 pub struct PreparedBatch {
-    pub header: [u8; BATCH_HEADER_BYTES],
+    pub header: RecordBatchHeader,
     pub rest: Bytes,
     pub base_offset: i64,
     pub last_offset: i64,
@@ -77,12 +79,9 @@ pub struct PreparedBatch {
 impl PreparedBatch {
     /// A batch written as it is (offsets already assigned: replication, tests).
     pub fn unchanged(batch: &RecordBatch) -> Self {
-        let bytes = batch.as_bytes();
-        let mut header = [0u8; BATCH_HEADER_BYTES];
-        header.copy_from_slice(&bytes[..BATCH_HEADER_BYTES]);
         PreparedBatch {
-            header,
-            rest: bytes.slice(BATCH_HEADER_BYTES..),
+            header: RecordBatchHeader::of(batch),
+            rest: batch.as_bytes().slice(BATCH_HEADER_BYTES..),
             base_offset: batch.base_offset(),
             last_offset: batch.last_offset(),
             max_timestamp: batch.max_timestamp(),
@@ -173,14 +172,6 @@ pub struct Segment {
     /// does not lead to its batch, batches that stop short of the file's
     /// end): the segment needs recovery even after a clean shutdown.
     tail_problem: Option<String>,
-}
-
-fn be_i64(raw: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(raw[at..at + 8].try_into().expect("8 bytes"))
-}
-
-fn be_i32(raw: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(raw[at..at + 4].try_into().expect("4 bytes"))
 }
 
 impl Segment {
@@ -406,7 +397,7 @@ impl Segment {
         }
         let mut parts: Vec<&[u8]> = Vec::with_capacity(batches.len() * 2);
         for batch in batches {
-            parts.push(&batch.header);
+            parts.push(batch.header.as_bytes());
             parts.push(&batch.rest);
         }
         // Index room first: a full disk must fail the append here, not fault
@@ -455,8 +446,9 @@ impl Segment {
         }
         let mut raw = [0u8; BATCH_HEADER_BYTES];
         self.log.read_exact_at(&mut raw, position)?;
-        let batch_length = be_i32(&raw, 8);
-        if batch_length < MIN_BATCH_LENGTH || raw[16] != 2 {
+        let header = RecordBatchHeader::from_bytes(raw);
+        let batch_length = header.batch_length();
+        if batch_length < MIN_BATCH_LENGTH || !header.is_v2() {
             return Ok(None);
         }
         let size_bytes = batch_length as u64 + LOG_OVERHEAD_BYTES as u64;
@@ -465,8 +457,8 @@ impl Segment {
         }
         // Bytes that are not a batch header (a wrong index position, a
         // corrupt file) must not yield offsets outside the segment.
-        let base_offset = be_i64(&raw, 0);
-        let delta = be_i32(&raw, 23);
+        let base_offset = header.base_offset();
+        let delta = header.last_offset_delta();
         let last_offset = match base_offset.checked_add(i64::from(delta)) {
             Some(last) if base_offset >= self.base_offset && delta >= 0 => last,
             _ => return Ok(None),
@@ -476,8 +468,8 @@ impl Segment {
             base_offset,
             last_offset,
             size_bytes: size_bytes as u32,
-            max_timestamp: be_i64(&raw, 35),
-            partition_leader_epoch: be_i32(&raw, 12),
+            max_timestamp: header.max_timestamp(),
+            partition_leader_epoch: header.partition_leader_epoch(),
         }))
     }
 
@@ -615,9 +607,9 @@ impl Segment {
                 problem = Some(format!("{remaining} trailing bytes, less than a batch header"));
                 break;
             }
-            let mut length_raw = [0u8; 4];
-            self.log.read_exact_at(&mut length_raw, position + 8)?;
-            let batch_length = i32::from_be_bytes(length_raw);
+            let mut raw = [0u8; BATCH_HEADER_BYTES];
+            self.log.read_exact_at(&mut raw, position)?;
+            let batch_length = RecordBatchHeader::from_bytes(raw).batch_length();
             if batch_length < MIN_BATCH_LENGTH {
                 problem = Some(format!("invalid batch length {batch_length}"));
                 break;

@@ -653,9 +653,27 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
         assert!(position <= small_segment_config().segment_bytes as i64, "{} is {position} bytes", log.display());
         dumped.extend(batches.into_iter().map(|b| (log.clone(), b)));
     }
+    assert_dumped_batches_match(&dumped, &expected, &context);
+
+    assert_dumped_indexes_follow_kafkas_rule(&logs, &offset_indexes, &time_indexes, &dumped, &sections, &context);
+
+    assert_dumped_snapshots_match(&snapshots, &expected, &sections, &context);
+
+    assert_indexes_pass_kafka_sanity_check(&dir);
+
+    // The leader epoch checkpoint, byte for byte in Kafka's format.
+    let second_epoch_start = expected[SECOND_EPOCH_FROM_BATCH].base_offset;
+    assert_eq!(
+        std::fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT)).expect("leader-epoch-checkpoint"),
+        format!("0\n2\n0 0\n{SECOND_EPOCH} {second_epoch_start}\n")
+    );
+}
+
+/// Every dumped batch and record against what was written, in order.
+fn assert_dumped_batches_match(dumped: &[(PathBuf, DumpedBatch)], expected: &[ExpectedBatch], context: &str) {
     assert_eq!(dumped.len(), expected.len(), "batch count\n{context}");
     let mut record_count = 0;
-    for ((log, got), want) in dumped.iter().zip(&expected) {
+    for ((log, got), want) in dumped.iter().zip(expected) {
         let f = &got.fields;
         let at = format!("{} batch {f:?}", log.display());
         let (producer_id, producer_epoch, base_sequence) = want.producer.unwrap_or((-1, -1, -1));
@@ -694,12 +712,21 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
         }
     }
     assert_eq!(record_count, expected.iter().map(|b| b.records.len()).sum::<usize>());
+}
 
+fn assert_dumped_indexes_follow_kafkas_rule(
+    logs: &[PathBuf],
+    offset_indexes: &[PathBuf],
+    time_indexes: &[PathBuf],
+    dumped: &[(PathBuf, DumpedBatch)],
+    sections: &BTreeMap<PathBuf, Vec<String>>,
+    context: &str,
+) {
     // Every index entry is where Kafka's own append rule puts it (and Kafka
     // found no mismatch: stderr was clean), computed from the dumped layout.
     let mut total_offset_entries = 0;
     let mut total_time_entries = 0;
-    for ((log, index), time) in logs.iter().zip(&offset_indexes).zip(&time_indexes) {
+    for ((log, index), time) in logs.iter().zip(offset_indexes).zip(time_indexes) {
         let base = file_base_offset(log);
         let placements: Vec<BatchPlacement> = dumped
             .iter()
@@ -714,8 +741,8 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
         let (want_offsets, times, max_so_far) = kafka_index_entries(&placements, base, INDEX_INTERVAL_BYTES as i64);
         // Every segment was rolled or closed, so each ends with Kafka's final entry.
         let want_times = with_kafka_final_time_entry(times, max_so_far);
-        let got_offsets = dumped_index(index, &sections[index], "offset", "position", &context);
-        let got_times = dumped_index(time, &sections[time], "timestamp", "offset", &context);
+        let got_offsets = dumped_index(index, &sections[index], "offset", "position", context);
+        let got_times = dumped_index(time, &sections[time], "timestamp", "offset", context);
         assert_eq!(got_offsets, want_offsets, "{} entries (offset, position)\n{context}", index.display());
         assert_eq!(got_times, want_times, "{} entries (timestamp, offset)\n{context}", time.display());
         total_offset_entries += got_offsets.len();
@@ -723,10 +750,18 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
     }
     assert!(total_offset_entries >= 10, "too few offset index entries ({total_offset_entries}) to prove much");
     assert!(total_time_entries >= 5, "too few time index entries ({total_time_entries}) to prove much");
+}
 
+/// Each producer snapshot as Kafka's ProducerStateManager reads it.
+fn assert_dumped_snapshots_match(
+    snapshots: &[PathBuf],
+    expected: &[ExpectedBatch],
+    sections: &BTreeMap<PathBuf, Vec<String>>,
+    context: &str,
+) {
     // Producer snapshots: the idempotent producer's last batch before each
     // snapshot's offset, as Kafka's ProducerStateManager.readSnapshot sees it.
-    for snapshot in &snapshots {
+    for snapshot in snapshots {
         let at = file_base_offset(snapshot);
         let want: Vec<String> = expected
             .iter()
@@ -747,15 +782,6 @@ fn kafka_dump_log_reads_krabka_segments_indexes_and_snapshots() {
             .collect();
         assert_eq!(sections[snapshot], want, "{}\n{context}", snapshot.display());
     }
-
-    assert_indexes_pass_kafka_sanity_check(&dir);
-
-    // The leader epoch checkpoint, byte for byte in Kafka's format.
-    let second_epoch_start = expected[SECOND_EPOCH_FROM_BATCH].base_offset;
-    assert_eq!(
-        std::fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT)).expect("leader-epoch-checkpoint"),
-        format!("0\n2\n0 0\n{SECOND_EPOCH} {second_epoch_start}\n")
-    );
 }
 
 /// Regression (found by this suite, fixed in krabka-log). Kafka appends

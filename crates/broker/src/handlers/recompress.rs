@@ -7,7 +7,7 @@
 
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{NewHeader, NewRecord, RecordBatchBuilder, RecordBatches, RecordError};
+use krabka_protocol::records::{RecordBatchBuilder, RecordBatches, RecordError};
 
 /// Returns `records` unchanged when every batch already uses `target`,
 /// else the batches rewritten in `target`. Invalid input is left for the
@@ -26,25 +26,9 @@ pub fn recompress(records: &Bytes, target: Compression, max_decompressed_bytes: 
             out.extend_from_slice(batch.as_bytes());
             continue;
         }
-        let mut builder = RecordBatchBuilder::new(target)
-            .with_base_offset(batch.base_offset())
-            .with_producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence())
-            .with_transactional(batch.is_transactional())
-            .with_partition_leader_epoch(batch.partition_leader_epoch());
+        let mut builder = RecordBatchBuilder::like(&batch, target);
         for record in batch.records(max_decompressed_bytes)? {
-            let record = record?;
-            let headers: Vec<(Bytes, Option<Bytes>)> = record.headers.iter().map(|h| (h.key, h.value)).collect();
-            let new_headers: Vec<NewHeader<'_>> =
-                headers.iter().map(|(k, v)| NewHeader { key: k, value: v.as_deref() }).collect();
-            builder.append_with_offset(
-                batch.base_offset() + i64::from(record.offset_delta),
-                &NewRecord {
-                    timestamp_ms: record.timestamp,
-                    key: record.key.as_deref(),
-                    value: record.value.as_deref(),
-                    headers: &new_headers,
-                },
-            )?;
+            builder.append_record(&record?)?;
         }
         out.extend_from_slice(builder.build()?.as_bytes());
     }
@@ -53,6 +37,8 @@ pub fn recompress(records: &Bytes, target: Compression, max_decompressed_bytes: 
 
 #[cfg(test)]
 mod tests {
+    use krabka_protocol::records::{NewHeader, NewRecord};
+
     use super::*;
 
     #[test]

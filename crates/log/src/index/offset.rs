@@ -2,9 +2,8 @@
 //! position u32), one per `index.interval.bytes` of appended data.
 
 use std::io;
-use std::path::Path;
 
-use super::{absolute_offset, IndexFile};
+use super::sparse::{absolute_offset, relative_offset, Index, IndexEntry};
 
 pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
 
@@ -14,42 +13,31 @@ pub struct OffsetPosition {
     pub position: u32,
 }
 
-pub struct OffsetIndex {
-    file: IndexFile,
-    base_offset: i64,
+impl IndexEntry for OffsetPosition {
+    const BYTES: usize = OFFSET_INDEX_ENTRY_BYTES;
+
+    fn decode(raw: &[u8], base_offset: i64) -> Self {
+        let position = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]);
+        OffsetPosition { offset: absolute_offset(base_offset, &raw[..4]), position }
+    }
+
+    fn encode(&self, base_offset: i64, raw: &mut [u8]) {
+        raw[..4].copy_from_slice(&relative_offset(base_offset, self.offset));
+        raw[4..].copy_from_slice(&self.position.to_be_bytes());
+    }
+
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn follows(&self, previous: &Self) -> bool {
+        self.offset > previous.offset && self.position > previous.position
+    }
 }
 
-impl OffsetIndex {
-    pub fn open(path: &Path, base_offset: i64, max_index_bytes: Option<usize>) -> io::Result<Self> {
-        Ok(OffsetIndex { file: IndexFile::open(path, OFFSET_INDEX_ENTRY_BYTES, max_index_bytes)?, base_offset })
-    }
+pub type OffsetIndex = Index<OffsetPosition>;
 
-    fn decode(&self, raw: &[u8]) -> OffsetPosition {
-        let position = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]);
-        OffsetPosition { offset: absolute_offset(self.base_offset, &raw[..4]), position }
-    }
-
-    pub fn entries(&self) -> usize {
-        self.file.entries()
-    }
-
-    pub fn entry(&self, i: usize) -> OffsetPosition {
-        self.decode(self.file.entry(i))
-    }
-
-    pub fn last_entry(&self) -> Option<OffsetPosition> {
-        self.entries().checked_sub(1).map(|i| self.entry(i))
-    }
-
-    pub fn is_full(&self) -> bool {
-        self.file.is_full()
-    }
-
-    /// Allocates room for `entries` more entries (see `IndexFile::reserve`).
-    pub fn reserve(&mut self, entries: usize) -> io::Result<()> {
-        self.file.reserve(entries)
-    }
-
+impl Index<OffsetPosition> {
     /// Whether `offset` can be stored relative to the base: Kafka reads the
     /// relative offset as a signed 32-bit int, so at most i32::MAX.
     pub fn can_append_offset(&self, offset: i64) -> bool {
@@ -59,43 +47,28 @@ impl OffsetIndex {
     /// Adds an entry; offsets and positions must increase (an index whose
     /// entries say otherwise is corrupt: an error, not a panic).
     pub fn append(&mut self, offset: i64, position: u32) -> io::Result<()> {
-        let follows = self.last_entry().is_none_or(|last| offset > last.offset && position > last.position);
+        let entry = OffsetPosition { offset, position };
+        let follows = self.last_entry().is_none_or(|last| entry.follows(&last));
         if !self.can_append_offset(offset) || !follows {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("index entry ({offset}, {position}) does not follow {:?}", self.last_entry()),
             ));
         }
-        let mut raw = [0u8; OFFSET_INDEX_ENTRY_BYTES];
-        raw[..4].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
-        raw[4..].copy_from_slice(&position.to_be_bytes());
-        self.file.push(&raw)
+        self.push(entry)
     }
 
     /// The entry with the largest offset <= `target`, or the segment start.
     pub fn lookup(&self, target: i64) -> OffsetPosition {
-        let base = self.base_offset;
-        self.file
-            .last_matching(|raw| absolute_offset(base, &raw[..4]) <= target)
+        self.last_matching(|entry| entry.offset <= target)
             .map(|i| self.entry(i))
-            .unwrap_or(OffsetPosition { offset: base, position: 0 })
-    }
-
-    /// Drops entries for offsets >= `offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
-        let keep =
-            self.file.last_matching(|raw| absolute_offset(self.base_offset, &raw[..4]) < offset).map_or(0, |i| i + 1);
-        self.file.truncate_entries(keep);
+            .unwrap_or(OffsetPosition { offset: self.base_offset, position: 0 })
     }
 
     /// Drops entries pointing at or past `position` (log truncated there).
     pub fn truncate_to_position(&mut self, position: u32) {
-        let keep = self.file.last_matching(|raw| u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]) < position);
+        let keep = self.last_matching(|entry| entry.position < position);
         self.file.truncate_entries(keep.map_or(0, |i| i + 1));
-    }
-
-    pub fn reset(&mut self) {
-        self.file.truncate_entries(0);
     }
 
     /// Kafka's O(1) sanity check, run on every open: whole entries, the last
@@ -105,16 +78,14 @@ impl OffsetIndex {
         if self.file.has_partial_entry() {
             return Err("index length is not a whole number of entries".into());
         }
-        let (Some(first), Some(last)) = ((self.entries() > 0).then(|| self.entry(0)), self.last_entry()) else {
-            return Ok(());
-        };
+        let Some((first, last)) = self.first_and_last() else { return Ok(()) };
         if !self.can_append_offset(last.offset)
             || last.offset >= next_offset.max(self.base_offset.saturating_add(1))
             || u64::from(last.position) >= log_size_bytes.max(1)
         {
             return Err(format!("last entry {last:?} is outside the segment"));
         }
-        if self.entries() > 1 && (last.offset <= first.offset || last.position <= first.position) {
+        if self.entries() > 1 && !last.follows(&first) {
             return Err(format!("last entry {last:?} does not follow the first {first:?}"));
         }
         Ok(())
@@ -129,7 +100,7 @@ impl OffsetIndex {
                 return Err(format!("entry {i} points at {} past the log's {log_size_bytes} bytes", entry.position));
             }
             if let Some(p) = previous {
-                if entry.offset <= p.offset || entry.position <= p.position {
+                if !entry.follows(&p) {
                     return Err(format!("entry {i} ({entry:?}) does not follow {p:?}"));
                 }
             } else if entry.offset < self.base_offset {
@@ -138,30 +109,6 @@ impl OffsetIndex {
             previous = Some(entry);
         }
         Ok(())
-    }
-
-    pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
-        self.file.resize(max_index_bytes)
-    }
-
-    pub fn trim(&mut self) -> io::Result<()> {
-        self.file.trim()
-    }
-
-    pub fn flush(&self) -> io::Result<()> {
-        self.file.flush()
-    }
-
-    pub fn rename(&mut self, to: &Path) -> io::Result<()> {
-        self.file.rename(to)
-    }
-
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
-
-    pub fn size_bytes(&self) -> usize {
-        self.file.size_bytes()
     }
 }
 

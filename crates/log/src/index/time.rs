@@ -3,9 +3,8 @@
 //! columns increase.
 
 use std::io;
-use std::path::Path;
 
-use super::{absolute_offset, IndexFile};
+use super::sparse::{absolute_offset, relative_offset, Index, IndexEntry};
 
 pub const TIME_INDEX_ENTRY_BYTES: usize = 12;
 
@@ -15,42 +14,31 @@ pub struct TimestampOffset {
     pub offset: i64,
 }
 
-pub struct TimeIndex {
-    file: IndexFile,
-    base_offset: i64,
+impl IndexEntry for TimestampOffset {
+    const BYTES: usize = TIME_INDEX_ENTRY_BYTES;
+
+    fn decode(raw: &[u8], base_offset: i64) -> Self {
+        let timestamp = i64::from_be_bytes([raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]]);
+        TimestampOffset { timestamp, offset: absolute_offset(base_offset, &raw[8..12]) }
+    }
+
+    fn encode(&self, base_offset: i64, raw: &mut [u8]) {
+        raw[..8].copy_from_slice(&self.timestamp.to_be_bytes());
+        raw[8..].copy_from_slice(&relative_offset(base_offset, self.offset));
+    }
+
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn follows(&self, previous: &Self) -> bool {
+        self.timestamp > previous.timestamp && self.offset > previous.offset
+    }
 }
 
-fn timestamp_of(raw: &[u8]) -> i64 {
-    i64::from_be_bytes([raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]])
-}
+pub type TimeIndex = Index<TimestampOffset>;
 
-impl TimeIndex {
-    pub fn open(path: &Path, base_offset: i64, max_index_bytes: Option<usize>) -> io::Result<Self> {
-        Ok(TimeIndex { file: IndexFile::open(path, TIME_INDEX_ENTRY_BYTES, max_index_bytes)?, base_offset })
-    }
-
-    pub fn entries(&self) -> usize {
-        self.file.entries()
-    }
-
-    pub fn entry(&self, i: usize) -> TimestampOffset {
-        let raw = self.file.entry(i);
-        TimestampOffset { timestamp: timestamp_of(raw), offset: absolute_offset(self.base_offset, &raw[8..12]) }
-    }
-
-    pub fn last_entry(&self) -> Option<TimestampOffset> {
-        self.entries().checked_sub(1).map(|i| self.entry(i))
-    }
-
-    pub fn is_full(&self) -> bool {
-        self.file.is_full()
-    }
-
-    /// Allocates room for `entries` more entries (see `IndexFile::reserve`).
-    pub fn reserve(&mut self, entries: usize) -> io::Result<()> {
-        self.file.reserve(entries)
-    }
-
+impl Index<TimestampOffset> {
     /// Adds an entry when `timestamp` is newer than the last one. A full
     /// index or an offset that does not move forward is skipped: the index
     /// is sparse, and the segment rolls when it fills.
@@ -86,27 +74,13 @@ impl TimeIndex {
                 return Ok(());
             }
         }
-        let mut raw = [0u8; TIME_INDEX_ENTRY_BYTES];
-        raw[..8].copy_from_slice(&timestamp.to_be_bytes());
-        raw[8..].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
-        self.file.push(&raw)
+        self.push(TimestampOffset { timestamp, offset })
     }
 
     /// The entry with the largest timestamp <= `target`; `None` when every
     /// entry is newer (the search then starts at the segment's beginning).
     pub fn lookup(&self, target: i64) -> Option<TimestampOffset> {
-        self.file.last_matching(|raw| timestamp_of(raw) <= target).map(|i| self.entry(i))
-    }
-
-    /// Drops entries for offsets >= `offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
-        let base = self.base_offset;
-        let keep = self.file.last_matching(|raw| absolute_offset(base, &raw[8..12]) < offset);
-        self.file.truncate_entries(keep.map_or(0, |i| i + 1));
-    }
-
-    pub fn reset(&mut self) {
-        self.file.truncate_entries(0);
+        self.last_matching(|entry| entry.timestamp <= target).map(|i| self.entry(i))
     }
 
     /// Kafka's O(1) sanity check: whole entries, the last one in the segment.
@@ -114,19 +88,14 @@ impl TimeIndex {
         if self.file.has_partial_entry() {
             return Err("time index length is not a whole number of entries".into());
         }
-        match ((self.entries() > 0).then(|| self.entry(0)), self.last_entry()) {
-            (Some(first), Some(last)) => {
-                if last.offset < self.base_offset || last.offset >= next_offset.max(self.base_offset.saturating_add(1))
-                {
-                    return Err(format!("last entry {last:?} is outside the segment"));
-                }
-                if self.entries() > 1 && last.timestamp <= first.timestamp {
-                    return Err(format!("last entry {last:?} does not follow the first {first:?}"));
-                }
-                Ok(())
-            }
-            _ => Ok(()),
+        let Some((first, last)) = self.first_and_last() else { return Ok(()) };
+        if last.offset < self.base_offset || last.offset >= next_offset.max(self.base_offset.saturating_add(1)) {
+            return Err(format!("last entry {last:?} is outside the segment"));
         }
+        if self.entries() > 1 && last.timestamp <= first.timestamp {
+            return Err(format!("last entry {last:?} does not follow the first {first:?}"));
+        }
+        Ok(())
     }
 
     /// Both columns must not decrease and offsets must sit in the segment.
@@ -145,30 +114,6 @@ impl TimeIndex {
             previous = Some(entry);
         }
         Ok(())
-    }
-
-    pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
-        self.file.resize(max_index_bytes)
-    }
-
-    pub fn trim(&mut self) -> io::Result<()> {
-        self.file.trim()
-    }
-
-    pub fn flush(&self) -> io::Result<()> {
-        self.file.flush()
-    }
-
-    pub fn rename(&mut self, to: &Path) -> io::Result<()> {
-        self.file.rename(to)
-    }
-
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
-
-    pub fn size_bytes(&self) -> usize {
-        self.file.size_bytes()
     }
 }
 

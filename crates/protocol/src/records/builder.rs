@@ -1,10 +1,14 @@
 //! Writes v2 batches: plain, idempotent, transactional, control, with any codec.
-//! Used for tests, control markers and coordinator records; the produce path
-//! never rebuilds a client's batch.
+//! Used for tests, control markers and coordinator records, and to rebuild a
+//! batch from (some of) its records: a topic's `compression.type` and the
+//! cleaner both do, through [`RecordBatchBuilder::like`] and
+//! [`RecordBatchBuilder::append_record`]. The produce path never rebuilds a
+//! client's batch otherwise.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::batch::{RecordBatch, TimestampType};
+use super::record::Record;
 use super::{
     crc32c, offsets, RecordError, BATCH_HEADER_BYTES, CONTROL_BIT, DELETE_HORIZON_BIT, LOG_OVERHEAD_BYTES, MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
@@ -81,6 +85,20 @@ impl RecordBatchBuilder {
         }
     }
 
+    /// A builder for a rewrite of `batch` in `compression`, carrying over what
+    /// a rewrite must keep: base offset, partition leader epoch, producer id,
+    /// epoch and base sequence (the producer state reads them from the log),
+    /// transactional and control flags. The timestamp type and delete horizon
+    /// are the caller's to choose.
+    pub fn like(batch: &RecordBatch, compression: Compression) -> Self {
+        RecordBatchBuilder::new(compression)
+            .with_base_offset(batch.base_offset())
+            .with_partition_leader_epoch(batch.partition_leader_epoch())
+            .with_producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence())
+            .with_transactional(batch.is_transactional())
+            .with_control(batch.is_control())
+    }
+
     /// Offsets are written as deltas from the base, so it is fixed before the first record.
     pub fn with_base_offset(mut self, base_offset: i64) -> Self {
         assert!(self.record_count == 0, "set the base offset before appending records");
@@ -147,6 +165,23 @@ impl RecordBatchBuilder {
         };
         self.append_with_offset(offset, record)?;
         Ok(offset)
+    }
+
+    /// Appends a record read from another batch at its own offset, keeping its
+    /// timestamp, key, value and headers.
+    pub fn append_record(&mut self, record: &Record) -> Result<(), RecordError> {
+        let headers: Vec<_> = record.headers.iter().collect();
+        let new_headers: Vec<NewHeader<'_>> =
+            headers.iter().map(|h| NewHeader { key: &h.key, value: h.value.as_deref() }).collect();
+        self.append_with_offset(
+            record.offset,
+            &NewRecord {
+                timestamp_ms: record.timestamp,
+                key: record.key.as_deref(),
+                value: record.value.as_deref(),
+                headers: &new_headers,
+            },
+        )
     }
 
     /// Appends a record at `offset`, which must exceed the previous one (gaps
@@ -327,5 +362,39 @@ fn put_varint_bytes(buf: &mut BytesMut, value: Option<&[u8]>) {
             put_varint(buf, data.len() as i32);
             buf.put_slice(data);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rebuilt_batch_keeps_the_header_fields_and_the_kept_records() {
+        let headers = [NewHeader { key: b"h", value: None }];
+        let mut builder = RecordBatchBuilder::new(Compression::Snappy)
+            .with_base_offset(40)
+            .with_partition_leader_epoch(6)
+            .with_producer(9, 2, 100)
+            .with_transactional(true);
+        for (i, value) in [&b"a"[..], b"b", b"c"].into_iter().enumerate() {
+            let record =
+                NewRecord { timestamp_ms: 500 + i as i64, key: Some(b"k"), value: Some(value), headers: &headers };
+            builder.append(&record).unwrap();
+        }
+        let original = builder.build().unwrap();
+        let records: Vec<Record> = original.records(1 << 20).unwrap().map(Result::unwrap).collect();
+        let mut rebuilt = RecordBatchBuilder::like(&original, Compression::None);
+        for record in [&records[0], &records[2]] {
+            rebuilt.append_record(record).unwrap();
+        }
+        let rebuilt = rebuilt.build().unwrap();
+        rebuilt.validate().unwrap();
+        assert_eq!(rebuilt.compression().unwrap(), Compression::None);
+        assert_eq!((rebuilt.base_offset(), rebuilt.partition_leader_epoch()), (40, 6));
+        assert_eq!((rebuilt.producer_id(), rebuilt.producer_epoch(), rebuilt.base_sequence()), (9, 2, 100));
+        assert!(rebuilt.is_transactional() && !rebuilt.is_control());
+        let kept: Vec<Record> = rebuilt.records(1 << 20).unwrap().map(Result::unwrap).collect();
+        assert_eq!(kept, vec![records[0].clone(), records[2].clone()]);
     }
 }

@@ -24,8 +24,9 @@
 //! log segment; [`RecordBatches`] splits concatenated batches;
 //! [`DecodedRecords`] iterates a batch's records without allocating per record
 //! (borrowed [`RecordRef`]s, or owned [`Record`]s through [`Records`]); [`RecordBatchMut`]
-//! patches the fields a leader changes on append; [`RecordBatchBuilder`] writes
-//! batches. Nothing here panics or allocates by a length it has not checked.
+//! patches the fields a leader changes on append, and [`RecordBatchHeader`]
+//! reads and patches a header apart from its records; [`RecordBatchBuilder`]
+//! writes batches, new or rebuilt from another's records. Nothing here panics or allocates by a length it has not checked.
 
 mod batch;
 mod builder;
@@ -37,7 +38,7 @@ pub use batch::{RecordBatch, RecordBatches, TimestampType};
 pub use builder::{NewHeader, NewRecord, RecordBatchBuilder};
 /// CRC-32C (Castagnoli), as Kafka computes it over a batch from `attributes` on.
 pub use crc::{crc32c, crc32c_append};
-pub use patch::RecordBatchMut;
+pub use patch::{RecordBatchHeader, RecordBatchMut};
 pub use record::{
     DecodedRecords, Header, HeaderIter, HeaderRef, HeaderRefIter, Headers, HeadersRef, Record, RecordRef, RecordRefs,
     Records,
