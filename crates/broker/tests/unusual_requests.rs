@@ -8,7 +8,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use krabka_protocol::create_partitions_request::CreatePartitionsTopic;
 use krabka_protocol::create_topics_request::CreatableTopic;
@@ -222,23 +222,41 @@ fn a_connection_whose_only_activity_is_a_parked_fetch_is_idle() {
 }
 
 /// Connects to `bootstrap` until `stop` is set; every connection that
-/// opens is asked for ApiVersions. Returns the connections opened and the
-/// slowest answer.
-fn probe_until(bootstrap: &str, stop: &AtomicBool) -> (usize, Duration) {
-    let mut opened = 0;
-    let mut slowest = Duration::ZERO;
+/// opens is asked for ApiVersions. Returns when the first connection opened
+/// (wall clock), how many opened, and the slowest answer.
+fn probe_until(bootstrap: &str, stop: &AtomicBool) -> (Option<SystemTime>, usize, Duration) {
+    let (mut first, mut opened, mut slowest) = (None, 0, Duration::ZERO);
     while !stop.load(Ordering::Relaxed) {
         let Ok(stream) = std::net::TcpStream::connect(bootstrap) else {
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(5));
             continue;
         };
+        first = first.or(Some(SystemTime::now()));
         opened += 1;
         let mut client = RawClient::from_stream(stream);
         let asked = Instant::now();
         assert_api_versions_answered(&mut client);
         slowest = slowest.max(asked.elapsed());
     }
-    (opened, slowest)
+    (first, opened, slowest)
+}
+
+/// The time of a log line, from its RFC 3339 UTC prefix
+/// (`2026-12-01T10:08:26.530450Z`).
+fn log_line_time(line: &str) -> SystemTime {
+    let stamp = line.split_whitespace().next().expect("timestamp");
+    let number = |range: std::ops::Range<usize>| -> i64 { stamp[range].parse().expect("timestamp digits") };
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    // Days from 1970-01-01 to the date (the civil-from-days inverse).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    let seconds = days * 86_400 + number(11..13) * 3_600 + number(14..16) * 60 + number(17..19);
+    let micros: u64 = stamp[20..26].parse().expect("microseconds");
+    UNIX_EPOCH + Duration::from_secs(seconds as u64) + Duration::from_micros(micros)
 }
 
 fn produce_to_every_partition(client: &mut RawClient, name: &str, partitions: i32) {
@@ -270,22 +288,27 @@ fn a_broker_recovering_after_kill_9_does_not_accept_connections_it_cannot_answer
     broker.kill9();
     let stop = AtomicBool::new(false);
     let bootstrap = broker.bootstrap();
-    let (opened, slowest, restart) = std::thread::scope(|scope| {
+    let (first, opened, slowest, restart) = std::thread::scope(|scope| {
         let prober = scope.spawn(|| probe_until(&bootstrap, &stop));
         let started = Instant::now();
         broker.restart();
         let restart = started.elapsed();
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, Ordering::Relaxed);
-        let (opened, slowest) = prober.join().expect("prober");
-        (opened, slowest, restart)
+        let (first, opened, slowest) = prober.join().expect("prober");
+        (first, opened, slowest, restart)
     });
     println!("restart with {PARTITIONS} partitions after kill -9: {restart:?}; {opened} probe connections");
-    for line in broker.log().lines().filter(|l| l.contains("loaded")) {
+    let log = broker.log();
+    let loaded: Vec<&str> = log.lines().filter(|l| l.contains("groups loaded")).collect();
+    for line in log.lines().filter(|l| l.contains("loaded")) {
         println!("{line}");
     }
-    assert!(opened > 0, "the prober reached the restarted broker");
-    // A connection accepted during recovery would wait for all of it.
+    let ready = log_line_time(loaded.last().expect("the restart loaded its groups"));
+    let first = first.expect("the prober reached the restarted broker");
+    // Nothing is accepted before the storage is open: during recovery a
+    // connection would wait for all of it.
+    assert!(first >= ready, "a connection opened {:?} before the broker was ready", ready.duration_since(first));
     assert!(slowest < Duration::from_secs(2), "a connection waited {slowest:?} (restart took {restart:?})");
     let mut client = RawClient::connect(&broker.bootstrap());
     let request = FetchRequest { max_wait_ms: 0, ..parked_fetch("many") };

@@ -585,10 +585,10 @@ impl Segment {
     /// and truncates a torn or corrupt tail. `on_batch` sees every valid batch
     /// (to rebuild producer state and the leader epoch cache).
     pub fn recover(&mut self, mut on_batch: impl FnMut(&RecordBatch)) -> io::Result<Option<Truncation>> {
+        self.offset_index.reset()?;
+        self.time_index.reset()?;
         // Room for every rebuilt entry; `seal` trims an inactive segment after.
         self.resize_indexes(self.max_index_bytes)?;
-        self.offset_index.reset();
-        self.time_index.reset();
         // Markers are re-read by the producer-state replay, which re-indexes them.
         self.txn_index.reset()?;
         self.tail_problem = None;

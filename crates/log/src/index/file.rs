@@ -203,6 +203,20 @@ impl IndexFile {
         self.entries = keep;
     }
 
+    /// Drops every entry by cutting the file to nothing. Zeroing them through
+    /// the mapping instead would fault in and dirty every page of a
+    /// preallocated file (10 MiB an index by default): recovering 300
+    /// partitions after a kill -9 wrote 6 GB that way.
+    pub(crate) fn clear(&mut self) -> io::Result<()> {
+        self.mmap = None;
+        let file = Self::open_file(&self.path)?;
+        file.set_len(0)?;
+        self.entries = 0;
+        self.partial_entry = false;
+        self.backed_bytes = 0;
+        self.remap(&file, 0)
+    }
+
     /// Binary search: the last entry index for which `at_or_before(entry)`
     /// holds, given it holds for a prefix of the entries.
     pub(crate) fn last_matching(&self, at_or_before: impl Fn(&[u8]) -> bool) -> Option<usize> {

@@ -77,8 +77,9 @@ impl<E: IndexEntry> Index<E> {
         self.file.truncate_entries(keep);
     }
 
-    pub fn reset(&mut self) {
-        self.file.truncate_entries(0);
+    /// Drops every entry (and the file's preallocated length with them).
+    pub fn reset(&mut self) -> io::Result<()> {
+        self.file.clear()
     }
 
     pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
