@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::{ConfigError, Listener};
+use super::broker::Listener;
 use super::broker_keys::{KeyValues, DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS};
+use super::error::ConfigError;
 use super::values::split_list;
 
 /// The resolved listener layout of a broker.

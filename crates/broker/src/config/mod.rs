@@ -8,13 +8,16 @@
 pub mod broker;
 mod broker_keys;
 mod describe;
+mod error;
 mod listeners;
 pub mod topic;
 mod topic_keys;
 mod values;
 
-pub use broker::{BrokerConfig, ConfigError, Listener};
+pub use broker::{BrokerConfig, Listener};
+pub use error::ConfigError;
 pub use topic::{
     describe_topic, effective_topic_configs, is_topic_config, log_config, topic_compression, validate_topic_config,
-    validate_topic_configs, ConfigEntry, ConfigSource, ConfigType, TopicCompression,
+    validate_topic_configs, ConfigEntry, ConfigSource, TopicCompression,
 };
+pub use values::ConfigType;

@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 
 use krabka_log::{CleanupPolicy, LogConfig, TimestampPolicy};
 
-use super::broker::{BrokerConfig, ConfigError};
+use super::broker::BrokerConfig;
 use super::describe::broker_synonyms;
+use super::error::ConfigError;
 use super::topic_keys::{check_compaction_lags, topic_key, TOPIC_KEYS};
-use super::values::{int_or, split_list};
+use super::values::{int_or, split_list, ConfigType};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
@@ -21,19 +22,6 @@ pub enum ConfigSource {
     DynamicDefaultBroker,
     StaticBroker,
     Default,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigType {
-    Boolean,
-    String,
-    Int,
-    Short,
-    Long,
-    Double,
-    List,
-    Class,
-    Password,
 }
 
 #[derive(Clone, Debug, PartialEq)]
