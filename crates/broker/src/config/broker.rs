@@ -8,20 +8,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::broker_keys::{broker_key, KeyValues, BROKER_KEYS};
-use super::describe::broker_synonyms;
+use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
 use super::error::ConfigError;
-use super::listeners::Listeners;
-use super::topic::{ConfigEntry, ConfigSource};
+use super::listeners::{Listener, Listeners};
 use super::topic_keys::broker_topic_defaults;
 use super::values::split_list;
-
-/// One `listeners` entry: `NAME://host:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listener {
-    pub name: String,
-    pub host: String,
-    pub port: u16,
-}
 
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {

@@ -14,10 +14,12 @@ pub mod topic;
 mod topic_keys;
 mod values;
 
-pub use broker::{BrokerConfig, Listener};
+pub use broker::BrokerConfig;
+pub use describe::{ConfigEntry, ConfigSource};
 pub use error::ConfigError;
+pub use listeners::Listener;
 pub use topic::{
     describe_topic, effective_topic_configs, is_topic_config, log_config, topic_compression, validate_topic_config,
-    validate_topic_configs, ConfigEntry, ConfigSource, TopicCompression,
+    validate_topic_configs, TopicCompression,
 };
 pub use values::ConfigType;
