@@ -4,6 +4,10 @@
 //! topic overrides and derives each topic's effective `LogConfig`. Both answer
 //! DescribeConfigs the way Kafka 4.3 does. The key tables live in
 //! `broker_keys` and `topic_keys`; `values` holds the typed parsing they share.
+//!
+//! Imports point one way, from the top down: `topic` -> `broker` ->
+//! `listeners`, `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
+//! `broker_keys` -> `values` (`ConfigType`, `Check`) -> `error` (`ConfigError`).
 
 pub mod broker;
 mod broker_keys;
