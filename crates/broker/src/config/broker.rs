@@ -8,33 +8,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::broker_keys::{broker_key, KeyValues, BROKER_KEYS};
-use super::describe::broker_synonyms;
-use super::listeners::Listeners;
-use super::topic::{ConfigEntry, ConfigSource};
+use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
+use super::error::ConfigError;
+use super::listeners::{Listener, Listeners};
 use super::topic_keys::broker_topic_defaults;
 use super::values::split_list;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("invalid value {value:?} for configuration {key}: {reason}")]
-    Invalid { key: String, value: String, reason: String },
-    #[error("missing required configuration {0}")]
-    Missing(String),
-    /// A topic config name Kafka does not define (CreateTopics/AlterConfigs).
-    #[error("Unknown topic config name: {0}")]
-    UnknownTopicConfig(String),
-    /// Values that are each valid but not together.
-    #[error("{0}")]
-    Conflict(String),
-}
-
-/// One `listeners` entry: `NAME://host:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listener {
-    pub name: String,
-    pub host: String,
-    pub port: u16,
-}
 
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {

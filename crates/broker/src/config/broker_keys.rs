@@ -9,9 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::ConfigError;
-use super::topic::ConfigType;
-use super::values::{canonical, int_or, Check};
+use super::error::ConfigError;
+use super::values::{canonical, int_or, Check, ConfigType};
 
 pub(crate) struct BrokerKey {
     pub name: &'static str,

@@ -1,4 +1,5 @@
-//! Config synonyms as DescribeConfigs reports them.
+//! DescribeConfigs' answer for one config: its entry, where its value comes
+//! from, and its synonyms.
 //!
 //! Kafka lists, for a broker key, every key of its synonym group that is set in
 //! server.properties (STATIC_BROKER_CONFIG) followed by every one that has a
@@ -10,7 +11,31 @@
 use std::collections::BTreeMap;
 
 use super::broker_keys::broker_key;
-use super::topic::ConfigSource;
+use super::values::ConfigType;
+
+/// Where a described value comes from, most specific first (Kafka's
+/// `DescribeConfigsResponse.ConfigSource`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    DynamicTopic,
+    DynamicBroker,
+    DynamicDefaultBroker,
+    StaticBroker,
+    Default,
+}
+
+/// One config as DescribeConfigs reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigEntry {
+    pub name: String,
+    pub value: Option<String>,
+    pub source: ConfigSource,
+    pub read_only: bool,
+    pub sensitive: bool,
+    pub config_type: ConfigType,
+    /// (name, value, source), most specific first, as DescribeConfigs reports them.
+    pub synonyms: Vec<(String, Option<String>, ConfigSource)>,
+}
 
 /// (name, value, source), most specific first, as in `ConfigEntry::synonyms`.
 pub(crate) type Synonym = (String, Option<String>, ConfigSource);

@@ -4,9 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::{ConfigError, Listener};
 use super::broker_keys::{KeyValues, DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS};
+use super::error::ConfigError;
 use super::values::split_list;
+
+/// One `listeners` entry: `NAME://host:port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+}
 
 /// The resolved listener layout of a broker.
 pub(crate) struct Listeners {

@@ -4,17 +4,26 @@
 //! topic overrides and derives each topic's effective `LogConfig`. Both answer
 //! DescribeConfigs the way Kafka 4.3 does. The key tables live in
 //! `broker_keys` and `topic_keys`; `values` holds the typed parsing they share.
+//!
+//! Imports point one way, from the top down: `topic` -> `broker` ->
+//! `listeners`, `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
+//! `broker_keys` -> `values` (`ConfigType`, `Check`) -> `error` (`ConfigError`).
 
 pub mod broker;
 mod broker_keys;
 mod describe;
+mod error;
 mod listeners;
 pub mod topic;
 mod topic_keys;
 mod values;
 
-pub use broker::{BrokerConfig, ConfigError, Listener};
+pub use broker::BrokerConfig;
+pub use describe::{ConfigEntry, ConfigSource};
+pub use error::ConfigError;
+pub use listeners::Listener;
 pub use topic::{
     describe_topic, effective_topic_configs, is_topic_config, log_config, topic_compression, validate_topic_config,
-    validate_topic_configs, ConfigEntry, ConfigSource, ConfigType, TopicCompression,
+    validate_topic_configs, TopicCompression,
 };
+pub use values::ConfigType;

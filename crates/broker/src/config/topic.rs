@@ -9,44 +9,11 @@ use std::collections::BTreeMap;
 
 use krabka_log::{CleanupPolicy, LogConfig, TimestampPolicy};
 
-use super::broker::{BrokerConfig, ConfigError};
-use super::describe::broker_synonyms;
+use super::broker::BrokerConfig;
+use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
+use super::error::ConfigError;
 use super::topic_keys::{check_compaction_lags, topic_key, TOPIC_KEYS};
 use super::values::{int_or, split_list};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigSource {
-    DynamicTopic,
-    DynamicBroker,
-    DynamicDefaultBroker,
-    StaticBroker,
-    Default,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigType {
-    Boolean,
-    String,
-    Int,
-    Short,
-    Long,
-    Double,
-    List,
-    Class,
-    Password,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConfigEntry {
-    pub name: String,
-    pub value: Option<String>,
-    pub source: ConfigSource,
-    pub read_only: bool,
-    pub sensitive: bool,
-    pub config_type: ConfigType,
-    /// (name, value, source), most specific first, as DescribeConfigs reports them.
-    pub synonyms: Vec<(String, Option<String>, ConfigSource)>,
-}
 
 /// `compression.type` of a topic: what the broker stores batches as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

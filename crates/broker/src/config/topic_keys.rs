@@ -2,10 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::ConfigError;
 use super::broker_keys::{KeyValues, CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, ZSTD_LEVELS};
-use super::topic::ConfigType;
-use super::values::{canonical, int_or, Check};
+use super::error::ConfigError;
+use super::values::{canonical, int_or, Check, ConfigType};
 
 const HOUR_MS: i64 = 3_600_000;
 const MINUTE_MS: i64 = 60_000;

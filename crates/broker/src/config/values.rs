@@ -5,8 +5,22 @@
 //! back, so `retention.ms= 0100` is described as `100`. These helpers do the
 //! same so validation and description agree.
 
-use super::broker::ConfigError;
-use super::topic::ConfigType;
+use super::error::ConfigError;
+
+/// The type Kafka declares for a config, which decides how its value parses
+/// and how DescribeConfigs reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean,
+    String,
+    Int,
+    Short,
+    Long,
+    Double,
+    List,
+    Class,
+    Password,
+}
 
 /// The validator of one key, beyond its type.
 #[derive(Clone, Copy, Debug)]

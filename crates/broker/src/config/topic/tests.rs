@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::ConfigType;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
