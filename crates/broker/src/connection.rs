@@ -22,73 +22,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use krabka_log::FileSlice;
 use krabka_protocol::frame::{FrameError, RequestFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
+use crate::broker::Broker;
 use crate::handlers;
 use crate::observability::FailureKind;
-use crate::server::Broker;
-
-/// A piece of a response frame.
-pub enum Chunk {
-    Bytes(Bytes),
-    /// Record bytes sent straight from a segment file.
-    File(FileSlice),
-}
-
-/// A complete response frame (size prefix included), in pieces.
-pub struct Response {
-    pub chunks: Vec<Chunk>,
-}
-
-impl Response {
-    pub fn from_bytes(bytes: Bytes) -> Self {
-        Response { chunks: vec![Chunk::Bytes(bytes)] }
-    }
-}
-
-/// What a handler gives the writer.
-pub enum Reply {
-    Now(Response),
-    /// A response still being worked on (long poll).
-    Later(JoinHandle<Response>),
-    /// No response at all (produce with acks=0).
-    Nothing,
-}
-
-/// Why the connection must close (Kafka closes rather than answering).
-#[derive(Debug)]
-pub struct Close {
-    pub reason: String,
-    /// Set when the close is a failure to count (a bad or unserved request),
-    /// not a client going away or idling.
-    pub failure: Option<FailureKind>,
-}
-
-impl Close {
-    pub fn routine(reason: impl Into<String>) -> Self {
-        Close { reason: reason.into(), failure: None }
-    }
-
-    pub fn failure(kind: FailureKind, reason: impl Into<String>) -> Self {
-        Close { reason: reason.into(), failure: Some(kind) }
-    }
-}
+use crate::request::{Chunk, Close, ConnectionInfo, Reply};
 
 /// Requests read ahead of the writer, per connection: bounds the memory one
 /// pipelining client can hold (Kafka's clients keep at most five in flight).
 const MAX_QUEUED_RESPONSES: usize = 32;
-
-/// Connection details handlers may use.
-pub struct ConnectionInfo {
-    pub peer: SocketAddr,
-}
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     let _ = stream.set_nodelay(true);

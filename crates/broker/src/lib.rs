@@ -6,15 +6,19 @@
 //! connection on another, never copy record bytes on produce or fetch, and
 //! never acknowledge a record the log has not accepted.
 
+pub mod broker;
 pub mod config;
 pub mod connection;
+pub mod controller;
 pub mod errors;
+pub mod fetch_session;
 pub mod group;
 pub mod handlers;
 pub mod log_manager;
 pub mod metadata;
 pub mod observability;
 pub mod replica_manager;
+pub mod request;
 pub mod server;
 
 /// CPUs this process may run on (its affinity mask, e.g. under `taskset`),

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Parser;
+use krabka_broker::broker::Broker;
 use krabka_broker::config::BrokerConfig;
 use krabka_broker::observability;
-use krabka_broker::server::Broker;
 use krabka_format::properties;
 use tokio::net::{TcpListener, TcpSocket};
 

@@ -24,6 +24,19 @@ pub enum ConfigSource {
     Default,
 }
 
+impl ConfigSource {
+    /// Its code on the wire (DescribeConfigs, CreateTopics v5+).
+    pub fn code(self) -> i8 {
+        match self {
+            ConfigSource::DynamicTopic => 1,
+            ConfigSource::DynamicBroker => 2,
+            ConfigSource::DynamicDefaultBroker => 3,
+            ConfigSource::StaticBroker => 4,
+            ConfigSource::Default => 5,
+        }
+    }
+}
+
 /// One config as DescribeConfigs reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfigEntry {

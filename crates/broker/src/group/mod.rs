@@ -30,10 +30,20 @@ use self::classic::{ClassicConfig, ClassicGroup, GroupState, JoinOutcome, JoinRe
 use self::consumer::{ConsumerConfig, ConsumerGroup, HeartbeatRequest, HeartbeatResponse};
 use self::records::CoordinatorRecord;
 use crate::metadata::store::now_ms;
-use crate::server::Broker;
+use crate::metadata::MetadataStore;
+use crate::replica_manager::ReplicaManager;
 use krabka_protocol::group_metadata_value::MemberMetadata;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// What the coordinator uses of the broker: the `__consumer_offsets`
+/// partitions its shards persist to, and the metadata image its assignors
+/// read. Kept this narrow so the coordinator never reaches for the broker
+/// (and can move to a crate of its own, over a log trait).
+pub struct GroupHost<'a> {
+    pub replicas: &'a ReplicaManager,
+    pub metadata: &'a MetadataStore,
+}
 
 #[derive(Clone, Debug)]
 pub struct GroupConfig {
@@ -130,8 +140,8 @@ impl GroupCoordinator {
 
     /// Replays `__consumer_offsets` into memory (on start). Returns the
     /// number of records read.
-    pub fn load(&self, broker: &Broker) -> Result<usize, String> {
-        let Some(topic) = broker.replicas.topic(OFFSETS_TOPIC) else { return Ok(0) };
+    pub fn load(&self, host: &GroupHost<'_>) -> Result<usize, String> {
+        let Some(topic) = host.replicas.topic(OFFSETS_TOPIC) else { return Ok(0) };
         let now = Instant::now();
         let mut loaded = 0;
         for (index, partition) in topic.partitions.iter().enumerate().take(self.shards.len()) {
@@ -167,11 +177,11 @@ impl GroupCoordinator {
     }
 
     /// Appends records to the shard's partition (the caller holds the shard lock).
-    fn persist(&self, broker: &Broker, shard: usize, records: &[CoordinatorRecord]) -> Result<(), i16> {
+    fn persist(&self, host: &GroupHost<'_>, shard: usize, records: &[CoordinatorRecord]) -> Result<(), i16> {
         if records.is_empty() {
             return Ok(());
         }
-        let Some(partition) = broker.replicas.partition(OFFSETS_TOPIC, shard as i32) else {
+        let Some(partition) = host.replicas.partition(OFFSETS_TOPIC, shard as i32) else {
             return Err(codes::COORDINATOR_NOT_AVAILABLE);
         };
         let now = now_ms();
@@ -224,15 +234,15 @@ impl GroupCoordinator {
 
     /// Persists a group whose generation or state moved (Stable with its
     /// assignment, or Empty).
-    fn persist_group(&self, broker: &Broker, shard: usize, group: &ClassicGroup) {
+    fn persist_group(&self, host: &GroupHost<'_>, shard: usize, group: &ClassicGroup) {
         if matches!(group.state, GroupState::Stable | GroupState::Empty) {
-            if let Err(code) = self.persist(broker, shard, &[Self::group_record(group)]) {
+            if let Err(code) = self.persist(host, shard, &[Self::group_record(group)]) {
                 tracing::error!(group = %group.group_id, code, "could not persist group state");
             }
         }
     }
 
-    pub fn join(&self, broker: &Broker, group_id: &str, request: JoinRequest) -> JoinOutcome {
+    pub fn join(&self, host: &GroupHost<'_>, group_id: &str, request: JoinRequest) -> JoinOutcome {
         let (index, mut shard) = self.shard(group_id);
         let now_ms = now_ms();
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
@@ -258,7 +268,7 @@ impl GroupCoordinator {
             } else {
                 request.member_id.clone()
             };
-            let image = broker.metadata.image();
+            let image = host.metadata.image();
             return match consumer.classic_join(
                 &request,
                 &member_id,
@@ -283,14 +293,14 @@ impl GroupCoordinator {
         let generation = entry.group.generation_id;
         let outcome = entry.group.join(request, &self.config.classic, Instant::now(), now_ms);
         if entry.group.generation_id != generation {
-            self.persist_group(broker, index, &entry.group);
+            self.persist_group(host, index, &entry.group);
         }
         outcome
     }
 
     pub fn sync(
         &self,
-        broker: &Broker,
+        host: &GroupHost<'_>,
         group_id: &str,
         member_id: &str,
         generation_id: i32,
@@ -305,7 +315,7 @@ impl GroupCoordinator {
             });
         };
         if let Some(consumer) = entry.consumer.as_mut().filter(|c| c.has_member(member_id)) {
-            let image = broker.metadata.image();
+            let image = host.metadata.image();
             let protocol = consumer.members[member_id]
                 .classic
                 .as_ref()
@@ -322,7 +332,7 @@ impl GroupCoordinator {
         }
         let (result, stabilised) = entry.group.sync(member_id, generation_id, assignments, now_ms());
         if stabilised {
-            self.persist_group(broker, index, &entry.group);
+            self.persist_group(host, index, &entry.group);
         }
         result
     }
@@ -341,7 +351,7 @@ impl GroupCoordinator {
     /// LeaveGroup: one code per (member id, instance id).
     pub fn leave(
         &self,
-        broker: &Broker,
+        host: &GroupHost<'_>,
         group_id: &str,
         members: &[(String, Option<String>)],
     ) -> Result<Vec<i16>, i16> {
@@ -359,20 +369,20 @@ impl GroupCoordinator {
             .map(|(member, instance)| entry.group.leave(member, instance.as_deref(), &self.config.classic, now, now_ms))
             .collect();
         if generation != (entry.group.generation_id, entry.group.state) {
-            self.persist_group(broker, index, &entry.group);
+            self.persist_group(host, index, &entry.group);
         }
         Ok(codes)
     }
 
     /// Clock work for every group: sessions, rebalance deadlines.
-    pub fn tick(&self, broker: &Broker) {
+    pub fn tick(&self, host: &GroupHost<'_>) {
         let now = Instant::now();
         let now_ms = now_ms();
         for (index, shard) in self.shards.iter().enumerate() {
             let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
             for entry in shard.groups.values_mut() {
                 if entry.group.tick(&self.config.classic, now, now_ms) {
-                    self.persist_group(broker, index, &entry.group);
+                    self.persist_group(host, index, &entry.group);
                 }
                 if let Some(consumer) = entry.consumer.as_mut() {
                     consumer.tick(&self.config.consumer, now, now_ms);
@@ -383,7 +393,7 @@ impl GroupCoordinator {
 
     /// Removes offsets `offsets.retention.minutes` after their group became
     /// empty (KIP-211), and groups with nothing left.
-    pub fn expire_offsets(&self, broker: &Broker) {
+    pub fn expire_offsets(&self, host: &GroupHost<'_>) {
         let now_ms = now_ms();
         let retention = self.config.offsets_retention_ms;
         for (index, shard) in self.shards.iter().enumerate() {
@@ -416,7 +426,7 @@ impl GroupCoordinator {
             if records.is_empty() {
                 continue;
             }
-            match self.persist(broker, index, &records) {
+            match self.persist(host, index, &records) {
                 Ok(()) => {
                     for group_id in emptied {
                         shard.groups.remove(&group_id);
@@ -429,11 +439,16 @@ impl GroupCoordinator {
     }
 
     /// ConsumerGroupHeartbeat (KIP-848).
-    pub fn consumer_heartbeat(&self, broker: &Broker, group_id: &str, request: HeartbeatRequest) -> HeartbeatResponse {
+    pub fn consumer_heartbeat(
+        &self,
+        host: &GroupHost<'_>,
+        group_id: &str,
+        request: HeartbeatRequest,
+    ) -> HeartbeatResponse {
         let (index, mut shard) = self.shard(group_id);
         let now_ms = now_ms();
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
-        let image = broker.metadata.image();
+        let image = host.metadata.image();
         let upgradable = entry.group.protocol_type.as_deref() == Some(migration::CONSUMER_PROTOCOL_TYPE);
         if !entry.group.is_empty() && upgradable && request.member_epoch == 0 {
             if entry.group.state != GroupState::Stable {
@@ -451,7 +466,7 @@ impl GroupCoordinator {
             let generation = entry.group.generation_id;
             entry.group = ClassicGroup::new(group_id, now_ms);
             entry.group.generation_id = generation;
-            self.persist_group(broker, index, &entry.group);
+            self.persist_group(host, index, &entry.group);
         }
         if !entry.group.is_empty() {
             return HeartbeatResponse {
@@ -484,7 +499,7 @@ impl GroupCoordinator {
     /// OffsetCommit: one code per partition, in request order.
     pub fn commit_offsets(
         &self,
-        broker: &Broker,
+        host: &GroupHost<'_>,
         group_id: &str,
         member_id: &str,
         group_instance_id: Option<&str>,
@@ -521,7 +536,7 @@ impl GroupCoordinator {
         if let Some(code) = group_error {
             return vec![code; offsets.len()];
         }
-        let image = broker.metadata.image();
+        let image = host.metadata.image();
         let mut results = Vec::with_capacity(offsets.len());
         let mut records = Vec::new();
         let mut accepted = Vec::new();
@@ -558,7 +573,7 @@ impl GroupCoordinator {
             };
             results.push(code);
         }
-        if let Err(code) = self.persist(broker, index, &records) {
+        if let Err(code) = self.persist(host, index, &records) {
             return results.into_iter().map(|c| if c == codes::NONE { code } else { c }).collect();
         }
         let entry = shard.groups.get_mut(group_id).expect("group inserted above");
@@ -666,7 +681,7 @@ impl GroupCoordinator {
     }
 
     /// DeleteGroups: only empty groups; their offsets go with them.
-    pub fn delete_group(&self, broker: &Broker, group_id: &str) -> i16 {
+    pub fn delete_group(&self, host: &GroupHost<'_>, group_id: &str) -> i16 {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get(group_id) else { return codes::GROUP_ID_NOT_FOUND };
         if entry.has_members() {
@@ -678,7 +693,7 @@ impl GroupCoordinator {
             .map(|(topic, partition)| CoordinatorRecord::offset(group_id, topic, *partition, None))
             .collect();
         records.push(CoordinatorRecord::Group { group: group_id.to_string(), value: None });
-        if let Err(code) = self.persist(broker, index, &records) {
+        if let Err(code) = self.persist(host, index, &records) {
             return code;
         }
         shard.groups.remove(group_id);
@@ -688,7 +703,7 @@ impl GroupCoordinator {
     /// OffsetDelete: the group-level code, and one code per partition.
     pub fn delete_offsets(
         &self,
-        broker: &Broker,
+        host: &GroupHost<'_>,
         group_id: &str,
         topics: &[(String, Vec<i32>)],
     ) -> (i16, Vec<Vec<i16>>) {
@@ -720,7 +735,7 @@ impl GroupCoordinator {
                     .collect(),
             );
         }
-        if let Err(code) = self.persist(broker, index, &records) {
+        if let Err(code) = self.persist(host, index, &records) {
             return (code, Vec::new());
         }
         (codes::NONE, results)

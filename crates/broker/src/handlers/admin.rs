@@ -18,9 +18,9 @@ use krabka_protocol::{
     DescribeQuorumRequest, DescribeQuorumResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 
-use super::RequestContext;
 use crate::errors::{code, log_error_code};
 use crate::metadata::store::{now_ms, METADATA_LOG_DIR_NAME};
+use crate::request::RequestContext;
 
 /// DeleteRecords' "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;

@@ -13,24 +13,13 @@ use krabka_protocol::{
     IncrementalAlterConfigsResponse,
 };
 
-use super::topics::TopicError;
-use super::RequestContext;
 use crate::config::topic::{describe_topic, validate_topic_configs};
-use crate::config::{ConfigEntry, ConfigSource, ConfigType};
+use crate::config::{ConfigEntry, ConfigType};
+use crate::controller::ApiError;
 use crate::errors::code;
 use crate::metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use crate::metadata::MetadataRecord;
-
-/// DescribeConfigs' ConfigSource codes.
-pub fn config_source_code(source: ConfigSource) -> i8 {
-    match source {
-        ConfigSource::DynamicTopic => 1,
-        ConfigSource::DynamicBroker => 2,
-        ConfigSource::DynamicDefaultBroker => 3,
-        ConfigSource::StaticBroker => 4,
-        ConfigSource::Default => 5,
-    }
-}
+use crate::request::RequestContext;
 
 fn config_type_code(config_type: ConfigType) -> i8 {
     match config_type {
@@ -50,7 +39,7 @@ fn entry_result(entry: ConfigEntry, synonyms: bool) -> DescribeConfigsResourceRe
     DescribeConfigsResourceResult {
         value: if entry.sensitive { None } else { entry.value },
         read_only: entry.read_only,
-        config_source: config_source_code(entry.source),
+        config_source: entry.source.code(),
         is_sensitive: entry.sensitive,
         synonyms: if synonyms {
             entry
@@ -59,7 +48,7 @@ fn entry_result(entry: ConfigEntry, synonyms: bool) -> DescribeConfigsResourceRe
                 .map(|(name, value, source)| DescribeConfigsSynonym {
                     name,
                     value: if entry.sensitive { None } else { value },
-                    source: config_source_code(source),
+                    source: source.code(),
                     ..Default::default()
                 })
                 .collect()
@@ -126,8 +115,8 @@ fn topic_config_records(
     topic: &str,
     current: &BTreeMap<String, String>,
     wanted: &BTreeMap<String, String>,
-) -> Result<Vec<MetadataRecord>, TopicError> {
-    validate_topic_configs(wanted).map_err(|e| TopicError::new(code::INVALID_CONFIG, e.to_string()))?;
+) -> Result<Vec<MetadataRecord>, ApiError> {
+    validate_topic_configs(wanted).map_err(|e| ApiError::new(code::INVALID_CONFIG, e.to_string()))?;
     let record = |name: &str, value: Option<&String>| {
         MetadataRecord::Config(ConfigRecord {
             resource_type: CONFIG_RESOURCE_TOPIC,
@@ -148,7 +137,7 @@ fn alter_topics(
     ctx: &RequestContext<'_>,
     resources: Vec<(i8, String)>,
     validate_only: bool,
-    change: impl Fn(usize, &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, TopicError>,
+    change: impl Fn(usize, &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
 ) -> Vec<(i8, String, i16, Option<String>)> {
     let broker = ctx.broker;
     let commit = broker.metadata.commit(|image| {
@@ -158,16 +147,16 @@ fn alter_topics(
             let outcome = match *resource_type {
                 CONFIG_RESOURCE_TOPIC => match image.topic(name) {
                     None => {
-                        Err(TopicError::new(code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic {name} does not exist.")))
+                        Err(ApiError::new(code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic {name} does not exist.")))
                     }
                     Some(topic) => change(index, &topic.configs)
                         .and_then(|wanted| topic_config_records(name, &topic.configs, &wanted)),
                 },
-                CONFIG_RESOURCE_BROKER => Err(TopicError::new(
+                CONFIG_RESOURCE_BROKER => Err(ApiError::new(
                     code::INVALID_REQUEST,
                     "Dynamic broker configs are not supported; set them in server.properties",
                 )),
-                other => Err(TopicError::new(code::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
+                other => Err(ApiError::new(code::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
             };
             match outcome {
                 Ok(new_records) => {
@@ -179,7 +168,7 @@ fn alter_topics(
                 Err(e) => outcomes.push((e.code, Some(e.message))),
             }
         }
-        Ok::<_, TopicError>((records, outcomes))
+        Ok::<_, ApiError>((records, outcomes))
     });
     let outcomes = match commit {
         Ok((image, outcomes)) => {
@@ -201,7 +190,7 @@ pub fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterCon
         let mut wanted = BTreeMap::new();
         for config in &request.resources[index].configs {
             let Some(value) = &config.value else {
-                return Err(TopicError::new(code::INVALID_REQUEST, format!("Null value for config {}", config.name)));
+                return Err(ApiError::new(code::INVALID_REQUEST, format!("Null value for config {}", config.name)));
             };
             wanted.insert(config.name.clone(), value.clone());
         }
@@ -263,7 +252,7 @@ pub fn incremental_alter(
                     wanted.insert(name, items.join(","));
                 }
                 (op, _) => {
-                    return Err(TopicError::new(
+                    return Err(ApiError::new(
                         code::INVALID_REQUEST,
                         format!("Invalid operation {op} or null value for config {name}"),
                     ))

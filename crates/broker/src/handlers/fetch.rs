@@ -16,13 +16,13 @@ use krabka_protocol::fetch_splice::{
 };
 use krabka_protocol::FetchRequest;
 
-use super::fetch_session::{SessionContext, SessionPartition};
-use super::RequestContext;
-use crate::connection::{Chunk, Reply, Response};
+use crate::broker::Broker;
 use crate::errors::{code, log_error_code};
+use crate::fetch_session::{SessionContext, SessionPartition};
 use crate::replica_manager::purgatory::Waiter;
 use crate::replica_manager::Partition;
-use crate::server::Broker;
+use crate::request::RequestContext;
+use crate::request::{Chunk, Reply, Response};
 
 /// READ_COMMITTED in FetchRequest.isolation_level.
 const READ_COMMITTED: i8 = 1;

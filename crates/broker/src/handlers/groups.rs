@@ -23,12 +23,12 @@ use krabka_protocol::{
 };
 
 use super::topics::ensure_internal_topic;
-use super::{encode_frame, RequestContext};
-use crate::connection::{Reply, Response};
 use crate::group::assignor::Assignment;
 use crate::group::classic::{GroupState, JoinOutcome, JoinRequest};
 use crate::group::consumer::HeartbeatRequest as ConsumerHeartbeat;
 use crate::group::{codes, CommittedOffset, OFFSETS_TOPIC};
+use crate::request::{encode_frame, RequestContext};
+use crate::request::{Reply, Response};
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -149,7 +149,7 @@ pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply 
         protocols: request.protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect(),
         require_known_member_id: version >= 4,
     };
-    match ctx.broker.groups.join(ctx.broker, &request.group_id, join) {
+    match ctx.broker.groups.join(&ctx.broker.group_host(), &request.group_id, join) {
         JoinOutcome::Now(response) => ctx.reply(ResponseBody::JoinGroup(Box::new(normalize_join(version, response)))),
         JoinOutcome::Wait(receiver) => {
             let gone = JoinGroupResponse {
@@ -166,8 +166,13 @@ pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply 
 pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply {
     let version = ctx.api_version;
     let assignments = request.assignments.iter().map(|a| (a.member_id.clone(), a.assignment.clone())).collect();
-    let result =
-        ctx.broker.groups.sync(ctx.broker, &request.group_id, &request.member_id, request.generation_id, assignments);
+    let result = ctx.broker.groups.sync(
+        &ctx.broker.group_host(),
+        &request.group_id,
+        &request.member_id,
+        request.generation_id,
+        assignments,
+    );
     match result {
         Ok(response) => ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, response)))),
         Err(receiver) => {
@@ -188,7 +193,7 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
     } else {
         vec![(request.member_id.clone(), None)]
     };
-    match ctx.broker.groups.leave(ctx.broker, &request.group_id, &members) {
+    match ctx.broker.groups.leave(&ctx.broker.group_host(), &request.group_id, &members) {
         Err(code) => LeaveGroupResponse { error_code: code, ..Default::default() },
         Ok(results) if ctx.api_version >= 3 => LeaveGroupResponse {
             members: members
@@ -240,7 +245,7 @@ pub fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> 
         vec![code; offsets.len()]
     } else {
         broker.groups.commit_offsets(
-            broker,
+            &broker.group_host(),
             &request.group_id,
             &request.member_id,
             request.group_instance_id.as_deref(),
@@ -431,7 +436,7 @@ pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> 
         .iter()
         .map(|group_id| krabka_protocol::delete_groups_response::DeletableGroupResult {
             group_id: group_id.clone(),
-            error_code: ctx.broker.groups.delete_group(ctx.broker, group_id),
+            error_code: ctx.broker.groups.delete_group(&ctx.broker.group_host(), group_id),
             ..Default::default()
         })
         .collect();
@@ -444,7 +449,7 @@ pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> 
         .iter()
         .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
         .collect();
-    let (error_code, codes) = ctx.broker.groups.delete_offsets(ctx.broker, &request.group_id, &topics);
+    let (error_code, codes) = ctx.broker.groups.delete_offsets(&ctx.broker.group_host(), &request.group_id, &topics);
     if error_code != codes::NONE {
         return OffsetDeleteResponse { error_code, ..Default::default() };
     }
@@ -519,7 +524,7 @@ pub fn consumer_group_heartbeat(
         client_id: ctx.client_id.unwrap_or_default().to_string(),
         client_host: format!("/{}", ctx.connection.peer.ip()),
     };
-    let response = ctx.broker.groups.consumer_heartbeat(ctx.broker, &request.group_id, heartbeat);
+    let response = ctx.broker.groups.consumer_heartbeat(&ctx.broker.group_host(), &request.group_id, heartbeat);
     ConsumerGroupHeartbeatResponse {
         error_code: response.error_code,
         error_message: response.error_message,

@@ -3,8 +3,8 @@
 use krabka_protocol::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use krabka_protocol::{ListOffsetsRequest, ListOffsetsResponse};
 
-use super::RequestContext;
 use crate::errors::log_error_code;
+use crate::request::RequestContext;
 
 /// Special timestamps of ListOffsets (KIP-734, KIP-1005, KIP-1023).
 const LATEST: i64 = -1;

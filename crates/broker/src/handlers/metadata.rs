@@ -5,10 +5,11 @@
 use krabka_protocol::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
-use super::topics::{auto_create_topics, validate_topic_name};
-use super::RequestContext;
+use super::topics::auto_create_topics;
+use crate::controller::topics::validate_topic_name;
 use crate::errors::code;
 use crate::metadata::{MetadataImage, TopicImage};
+use crate::request::RequestContext;
 
 /// Every operation a topic or cluster allows (no ACLs: all are allowed).
 /// Bits of Kafka's AclOperation codes READ(3)..DESCRIBE_CONFIGS(10) etc.

@@ -6,7 +6,6 @@ pub mod admin;
 pub mod api_versions;
 pub mod configs;
 pub mod fetch;
-pub mod fetch_session;
 pub mod groups;
 pub mod list_offsets;
 pub mod metadata;
@@ -18,99 +17,14 @@ pub mod topics;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{BufMut, BytesMut};
 use krabka_protocol::frame::RequestFrame;
-use krabka_protocol::{ApiKey, Message, RequestBody, ResponseBody, ResponseHeader};
+use krabka_protocol::{ApiKey, RequestBody, ResponseBody};
 
-use crate::connection::{Close, ConnectionInfo, Reply, Response};
+use crate::broker::Broker;
 use crate::observability::FailureKind;
-use crate::server::Broker;
+use crate::request::{encode_frame, Close, ConnectionInfo, Reply, RequestContext, Response};
 
-/// What a handler knows about the request it serves.
-pub struct RequestContext<'a> {
-    pub broker: &'a Arc<Broker>,
-    pub connection: &'a ConnectionInfo,
-    pub api_key: ApiKey,
-    pub api_version: i16,
-    pub correlation_id: i32,
-    pub client_id: Option<&'a str>,
-    pub started: Instant,
-}
-
-impl RequestContext<'_> {
-    /// Encodes a complete response frame for this request.
-    pub fn encode(&self, body: &ResponseBody) -> Response {
-        Response::from_bytes(encode_frame(self.api_key, self.api_version, self.correlation_id, body).freeze())
-    }
-
-    pub fn reply(&self, body: ResponseBody) -> Reply {
-        let response = self.encode(&body);
-        self.broker.metrics.request_completed(self.api_key.info().name, 0, self.started.elapsed());
-        Reply::Now(response)
-    }
-}
-
-/// size | response header | body, with the header version the API uses.
-pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {
-    let mut buf = BytesMut::with_capacity(128);
-    buf.put_i32(0);
-    let header_version = api_key.info().response_header_version(api_version);
-    let header = ResponseHeader { correlation_id, ..Default::default() };
-    let encoded = header.encode(&mut buf, header_version).and_then(|_| body.encode(&mut buf, api_version));
-    // Handlers only set fields their version has: a failure is a bug, and the
-    // client is better served by a closed connection than a wrong frame.
-    assert!(encoded.is_ok(), "{api_key:?} v{api_version} response does not encode: {encoded:?}");
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    buf
-}
-
-/// The APIs krabka serves, with the highest version it speaks of each
-/// (Kafka 4.3.1's, unless noted in docs/compatibility.md).
-pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
-    use ApiKey::*;
-    let keys = [
-        Produce,
-        Fetch,
-        ListOffsets,
-        Metadata,
-        ApiVersions,
-        CreateTopics,
-        DeleteTopics,
-        DeleteRecords,
-        InitProducerId,
-        OffsetForLeaderEpoch,
-        DescribeConfigs,
-        AlterConfigs,
-        DescribeLogDirs,
-        CreatePartitions,
-        IncrementalAlterConfigs,
-        DescribeCluster,
-        DescribeProducers,
-        DescribeTopicPartitions,
-        DescribeQuorum,
-        FindCoordinator,
-        JoinGroup,
-        SyncGroup,
-        Heartbeat,
-        LeaveGroup,
-        OffsetCommit,
-        OffsetFetch,
-        ListGroups,
-        DescribeGroups,
-        DeleteGroups,
-        OffsetDelete,
-        ConsumerGroupHeartbeat,
-        ConsumerGroupDescribe,
-    ];
-    keys.iter()
-        .map(|&key| {
-            let info = key.info();
-            let max = if info.latest_version_unstable { info.max_version - 1 } else { info.max_version };
-            (key, info.min_version, max)
-        })
-        .collect()
-}
+pub use api_versions::supported_apis;
 
 fn is_supported(api_key: ApiKey, version: i16) -> bool {
     supported_apis().iter().any(|&(key, min, max)| key == api_key && (min..=max).contains(&version))

@@ -13,11 +13,11 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
 
 use super::recompress::recompress;
-use super::RequestContext;
-use crate::connection::Reply;
 use crate::errors::{code, log_error_code};
 use crate::metadata::store::now_ms;
 use crate::replica_manager::Partition;
+use crate::request::Reply;
+use crate::request::RequestContext;
 
 /// A partition append decided, waiting to run.
 struct PendingAppend {

@@ -4,8 +4,8 @@
 
 use krabka_protocol::{InitProducerIdRequest, InitProducerIdResponse};
 
-use super::RequestContext;
 use crate::errors::code;
+use crate::request::RequestContext;
 
 pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };

@@ -12,184 +12,25 @@ use krabka_protocol::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
 use krabka_protocol::{
-    ConfigRecord, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
-    PartitionRecord, RemoveTopicRecord, TopicRecord, Uuid,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, RemoveTopicRecord, Uuid,
 };
 
-use super::configs::config_source_code;
-use super::RequestContext;
+use crate::broker::Broker;
 use crate::config::topic::{describe_topic, validate_topic_configs};
+use crate::controller::topics::{
+    check_replication_factor, check_total_partitions, partition_record, topic_records, validate_topic_name, NewTopic,
+};
+use crate::controller::{ApiError, RecordBudget};
 use crate::errors::code;
-use crate::metadata::records::CONFIG_RESOURCE_TOPIC;
-use crate::metadata::store::MAX_RECORDS_PER_USER_OP;
-use crate::metadata::{MetadataError, MetadataImage, MetadataRecord};
-use crate::server::Broker;
-
-/// Kafka's limit on topic name length (so partition directory names fit).
-pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
-
-/// An error code and message for one topic of a request.
-#[derive(Debug)]
-pub struct TopicError {
-    pub code: i16,
-    pub message: String,
-}
-
-impl TopicError {
-    pub fn new(code: i16, message: impl Into<String>) -> Self {
-        TopicError { code, message: message.into() }
-    }
-}
-
-impl From<MetadataError> for TopicError {
-    fn from(e: MetadataError) -> Self {
-        if let MetadataError::TooManyRecords { .. } = e {
-            return TopicError::too_many_records();
-        }
-        tracing::error!(error = %e, "metadata commit failed");
-        TopicError::new(code::KAFKA_STORAGE_ERROR, e.to_string())
-    }
-}
-
-impl TopicError {
-    /// Kafka's answer to an operation over `MAX_RECORDS_PER_USER_OP` records.
-    fn too_many_records() -> Self {
-        TopicError::new(code::POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
-    }
-}
-
-/// Counts the records an operation plans, and fails the whole operation
-/// before one past `MAX_RECORDS_PER_USER_OP` is built (validate-only
-/// requests count too, as Kafka's controller builds their records as well).
-#[derive(Default)]
-struct RecordBudget {
-    planned: usize,
-}
-
-impl RecordBudget {
-    fn take(&mut self, records: usize) -> Result<(), TopicError> {
-        self.planned = self.planned.saturating_add(records);
-        if self.planned > MAX_RECORDS_PER_USER_OP {
-            return Err(TopicError::too_many_records());
-        }
-        Ok(())
-    }
-}
-
-/// Kafka's first check of a CreateTopics request (the controller's
-/// `validateTotalNumberOfPartitions`): the partitions asked for across all
-/// topics, -1 counting as `num.partitions`, at most `MAX_RECORDS_PER_USER_OP`.
-fn check_total_partitions(request: &CreateTopicsRequest, default_partitions: i32) -> Result<(), TopicError> {
-    let total: u64 = request
-        .topics
-        .iter()
-        .map(|topic| match (topic.assignments.len(), topic.num_partitions) {
-            (0, -1) => default_partitions.max(0) as u64,
-            (0, n) => n.max(0) as u64,
-            (assigned, _) => assigned as u64,
-        })
-        .sum();
-    if total > MAX_RECORDS_PER_USER_OP as u64 {
-        return Err(TopicError::new(code::POLICY_VIOLATION, "Excessively large number of partitions per request."));
-    }
-    Ok(())
-}
-
-/// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
-pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
-    let invalid = |why: String| Err(TopicError::new(code::INVALID_TOPIC_EXCEPTION, why));
-    if name.is_empty() {
-        return invalid("Topic name is illegal, it can't be empty".into());
-    }
-    if name == "." || name == ".." {
-        return invalid("Topic name cannot be \".\" or \"..\"".into());
-    }
-    if name.len() > MAX_TOPIC_NAME_LENGTH {
-        return invalid(format!(
-            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
-        ));
-    }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
-        return invalid(format!(
-            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        ));
-    }
-    Ok(())
-}
-
-/// A topic to create, validated.
-struct NewTopic {
-    name: String,
-    partitions: i32,
-    configs: BTreeMap<String, String>,
-}
-
-impl NewTopic {
-    /// The metadata records creating it takes: the topic, its partitions, its configs.
-    fn record_count(&self) -> usize {
-        1 + self.partitions.max(0) as usize + self.configs.len()
-    }
-}
-
-fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, TopicError> {
-    RecordBudget::default().take(topic.record_count())?;
-    let topic_id =
-        Uuid::random().map_err(|e| TopicError::new(code::UNKNOWN_SERVER_ERROR, format!("no random topic id: {e}")))?;
-    let mut records =
-        vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
-    records.extend((0..topic.partitions).map(|p| partition_record(node_id, topic_id, p)));
-    records.extend(topic.configs.iter().map(|(name, value)| {
-        MetadataRecord::Config(ConfigRecord {
-            resource_type: CONFIG_RESOURCE_TOPIC,
-            resource_name: topic.name.clone(),
-            name: name.clone(),
-            value: Some(value.clone()),
-            ..Default::default()
-        })
-    }));
-    Ok(records)
-}
-
-fn partition_record(node_id: i32, topic_id: Uuid, partition_id: i32) -> MetadataRecord {
-    MetadataRecord::Partition(PartitionRecord {
-        partition_id,
-        topic_id,
-        replicas: vec![node_id],
-        isr: vec![node_id],
-        leader: node_id,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        ..Default::default()
-    })
-}
+use crate::metadata::{MetadataImage, MetadataRecord};
+use crate::request::RequestContext;
 
 /// Opens the logs of what a commit created and drops what it deleted.
 fn apply_to_replicas(broker: &Broker, image: &MetadataImage) {
     if let Err(e) = broker.replicas.sync_with_image(image) {
         tracing::error!(error = %e, "could not open or delete partition logs");
     }
-}
-
-/// Validates the replication factor against the one-node cluster.
-fn check_replication_factor(requested: i16, default: i16) -> Result<(), TopicError> {
-    let factor = if requested == -1 { default } else { requested };
-    if factor <= 0 {
-        return Err(TopicError::new(
-            code::INVALID_REPLICATION_FACTOR,
-            "Replication factor must be larger than 0, or -1 to use the default value.",
-        ));
-    }
-    if factor > 1 {
-        return Err(TopicError::new(
-            code::INVALID_REPLICATION_FACTOR,
-            format!(
-                "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} \
-                 cannot be reached because only 1 broker(s) are registered."
-            ),
-        ));
-    }
-    Ok(())
 }
 
 pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
@@ -201,23 +42,23 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     let mut seen = HashSet::new();
     let duplicates: HashSet<String> =
         request.topics.iter().filter(|t| !seen.insert(t.name.clone())).map(|t| t.name.clone()).collect();
-    let mut planned: Vec<(String, Result<NewTopic, TopicError>)> = Vec::new();
+    let mut planned: Vec<(String, Result<NewTopic, ApiError>)> = Vec::new();
     for topic in &request.topics {
         let result = (|| {
             if duplicates.contains(&topic.name) {
-                return Err(TopicError::new(code::INVALID_REQUEST, "Duplicate topic name."));
+                return Err(ApiError::new(code::INVALID_REQUEST, "Duplicate topic name."));
             }
             validate_topic_name(&topic.name)?;
             let partitions = if !topic.assignments.is_empty() {
                 if topic.num_partitions != -1 || topic.replication_factor != -1 {
-                    return Err(TopicError::new(
+                    return Err(ApiError::new(
                         code::INVALID_REQUEST,
                         "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
                     ));
                 }
                 for (i, assignment) in topic.assignments.iter().enumerate() {
                     if assignment.partition_index != i as i32 || assignment.broker_ids != [broker.node_id] {
-                        return Err(TopicError::new(
+                        return Err(ApiError::new(
                             code::INVALID_REPLICA_ASSIGNMENT,
                             format!("Invalid replica assignment for partition {}", assignment.partition_index),
                         ));
@@ -229,7 +70,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
                 match topic.num_partitions {
                     -1 => config.num_partitions,
                     n if n <= 0 => {
-                        return Err(TopicError::new(
+                        return Err(ApiError::new(
                             code::INVALID_PARTITIONS,
                             "Number of partitions was set to an invalid non-positive value.",
                         ))
@@ -240,14 +81,14 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
             let mut configs = BTreeMap::new();
             for entry in &topic.configs {
                 let Some(value) = &entry.value else {
-                    return Err(TopicError::new(
+                    return Err(ApiError::new(
                         code::INVALID_CONFIG,
                         format!("Null value not supported for topic configs: {}", entry.name),
                     ));
                 };
                 configs.insert(entry.name.clone(), value.clone());
             }
-            validate_topic_configs(&configs).map_err(|e| TopicError::new(code::INVALID_CONFIG, e.to_string()))?;
+            validate_topic_configs(&configs).map_err(|e| ApiError::new(code::INVALID_CONFIG, e.to_string()))?;
             Ok(NewTopic { name: topic.name.clone(), partitions, configs })
         })();
         planned.push((topic.name.clone(), result));
@@ -259,9 +100,9 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
         let mut outcomes = Vec::new();
         for (name, plan) in &planned {
             let outcome = match plan {
-                Err(e) => Err(TopicError::new(e.code, e.message.clone())),
+                Err(e) => Err(ApiError::new(e.code, e.message.clone())),
                 Ok(_) if image.topic(name).is_some() => {
-                    Err(TopicError::new(code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
+                    Err(ApiError::new(code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
                 }
                 Ok(topic) => {
                     budget.take(topic.record_count())?;
@@ -273,7 +114,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
             };
             outcomes.push(outcome);
         }
-        Ok::<_, TopicError>((records, outcomes))
+        Ok::<_, ApiError>((records, outcomes))
     });
     let (image, outcomes) = match commit {
         Ok(done) => done,
@@ -298,7 +139,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
                                 name: e.name,
                                 value: e.value,
                                 read_only: e.read_only,
-                                config_source: config_source_code(e.source),
+                                config_source: e.source.code(),
                                 is_sensitive: e.sensitive,
                                 ..Default::default()
                             })
@@ -329,7 +170,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
 }
 
 /// Every topic of a request failed with the same error.
-fn failed_topics(request: &CreateTopicsRequest, e: &TopicError) -> Vec<CreatableTopicResult> {
+fn failed_topics(request: &CreateTopicsRequest, e: &ApiError) -> Vec<CreatableTopicResult> {
     request
         .topics
         .iter()
@@ -360,7 +201,7 @@ pub fn ensure_internal_topic(
         }
         tracing::info!(topic = %name, partitions, "creating internal topic");
         let topic = NewTopic { name: name.to_string(), partitions, configs: configs.clone() };
-        Ok::<_, TopicError>((topic_records(node_id, &topic)?, ()))
+        Ok::<_, ApiError>((topic_records(node_id, &topic)?, ()))
     });
     match commit {
         Ok((image, ())) => {
@@ -385,7 +226,7 @@ pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<
             records.extend(topic_records(node_id, &topic)?);
             tracing::info!(topic = %name, partitions = config.num_partitions, "auto-creating topic");
         }
-        Ok::<_, TopicError>((records, ()))
+        Ok::<_, ApiError>((records, ()))
     });
     match commit {
         Ok((image, ())) => {
@@ -443,7 +284,7 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
             }
             results.push(result);
         }
-        Ok::<_, TopicError>((records, results))
+        Ok::<_, ApiError>((records, results))
     });
     match commit {
         Ok((image, mut results)) => {
@@ -485,23 +326,23 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
         for topic in &request.topics {
             let outcome = (|| {
                 if !seen.insert(topic.name.clone()) {
-                    return Err(TopicError::new(code::INVALID_REQUEST, "Duplicate topic name."));
+                    return Err(ApiError::new(code::INVALID_REQUEST, "Duplicate topic name."));
                 }
                 let Some(existing) = image.topic(&topic.name) else {
-                    return Err(TopicError::new(
+                    return Err(ApiError::new(
                         code::UNKNOWN_TOPIC_OR_PARTITION,
                         "This server does not host this topic-partition.",
                     ));
                 };
                 let current = existing.partitions.len() as i32;
                 if topic.count == current {
-                    return Err(TopicError::new(
+                    return Err(ApiError::new(
                         code::INVALID_PARTITIONS,
                         format!("Topic already has {current} partition(s)."),
                     ));
                 }
                 if topic.count < current {
-                    return Err(TopicError::new(
+                    return Err(ApiError::new(
                         code::INVALID_PARTITIONS,
                         format!(
                             "The topic {} currently has {current} partition(s); {} would not be an increase.",
@@ -513,7 +354,7 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
                     if assignments.len() as i32 != topic.count - current
                         || assignments.iter().any(|a| a.broker_ids != [node_id])
                     {
-                        return Err(TopicError::new(code::INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."));
+                        return Err(ApiError::new(code::INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."));
                     }
                 }
                 Ok((existing.id, current))
@@ -537,7 +378,7 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
                 ..Default::default()
             });
         }
-        Ok::<_, TopicError>((records, results))
+        Ok::<_, ApiError>((records, results))
     });
     match commit {
         Ok((image, results)) => {

@@ -1,0 +1,163 @@
+//! The broker's shared state, `Broker`: its config, the metadata store, the
+//! hosted partitions, the group coordinator, fetch sessions and metrics, and
+//! opening all of it at start (meta.properties check, metadata replay,
+//! partition logs, groups). It knows nothing of sockets or requests: the
+//! server (`server.rs`) and the handlers take it from here.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use krabka_format::MetaProperties;
+use tokio::sync::watch;
+
+use crate::config::BrokerConfig;
+use crate::fetch_session::FetchSessionCache;
+use crate::group::classic::ClassicConfig;
+use crate::group::consumer::ConsumerConfig;
+use crate::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
+use crate::log_manager::LogManager;
+use crate::metadata::store::now_ms;
+use crate::metadata::MetadataStore;
+use crate::observability::Metrics;
+use crate::replica_manager::ReplicaManager;
+
+pub struct Broker {
+    pub config: Arc<BrokerConfig>,
+    pub cluster_id: String,
+    pub node_id: i32,
+    pub metadata: MetadataStore,
+    pub replicas: ReplicaManager,
+    pub metrics: Arc<Metrics>,
+    pub fetch_sessions: FetchSessionCache,
+    pub groups: GroupCoordinator,
+    /// Open client connections, against `max.connections` (the server counts them).
+    pub(crate) open_connections: AtomicUsize,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Broker {
+    /// Opens the storage: checks `meta.properties`, replays the metadata
+    /// log, opens every partition log.
+    pub fn open(config: BrokerConfig) -> anyhow::Result<Arc<Broker>> {
+        let started = Instant::now();
+        let first_dir = config.log_dirs.first().context("log.dirs is empty")?;
+        let meta = MetaProperties::read(first_dir)?.with_context(|| {
+            format!("{} is not formatted: run `krabka-format format -c <server.properties>` first", first_dir.display())
+        })?;
+        if meta.node_id != config.node_id {
+            anyhow::bail!(
+                "{} was formatted for node {} but node.id is {}",
+                first_dir.display(),
+                meta.node_id,
+                config.node_id
+            );
+        }
+        for dir in &config.log_dirs[1..] {
+            if let Some(other) = MetaProperties::read(dir)? {
+                anyhow::ensure!(other.cluster_id == meta.cluster_id, "{} belongs to another cluster", dir.display());
+            }
+        }
+        let config = Arc::new(config);
+        let log_manager = LogManager::open(&config.log_dirs).context("opening log directories")?;
+        log_manager.remove_leftover_deletions();
+        let snapshot_every_bytes = config
+            .raw
+            .get("metadata.log.max.record.bytes.between.snapshots")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(20 * 1024 * 1024);
+        let metadata_clean = log_manager.was_clean_shutdown(&config.metadata_log_dir);
+        let metadata = MetadataStore::open(
+            &config.metadata_log_dir,
+            config.node_id,
+            snapshot_every_bytes,
+            metadata_clean,
+            now_ms(),
+        )
+        .context("opening the metadata log")?;
+        let image = metadata.image();
+        for stray in log_manager.stray_partitions(|tp, id| {
+            image
+                .topic(&tp.topic)
+                .is_some_and(|t| (tp.partition as usize) < t.partitions.len() && id.is_none_or(|id| *id == t.id))
+        }) {
+            tracing::info!(dir = %stray.display(), "removing the log of a deleted topic");
+            log_manager.delete_partition_dir(&stray)?;
+        }
+        let replicas = ReplicaManager::new(config.clone(), log_manager);
+        replicas.sync_with_image(&image).context("opening partition logs")?;
+        tracing::info!(
+            partitions = replicas.all_partitions().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "storage loaded"
+        );
+        let groups = GroupCoordinator::new(
+            group_config(&config),
+            image
+                .topic(OFFSETS_TOPIC)
+                .map_or(config.offsets_topic_num_partitions.max(1) as usize, |t| t.partitions.len()),
+        );
+        let broker = Arc::new(Broker {
+            groups,
+            node_id: config.node_id,
+            cluster_id: meta.cluster_id,
+            config,
+            metadata,
+            replicas,
+            metrics: Arc::new(Metrics::new()),
+            fetch_sessions: Default::default(),
+            open_connections: AtomicUsize::new(0),
+            shutdown: watch::channel(false).0,
+        });
+        let records =
+            broker.groups.load(&broker.group_host()).map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
+        tracing::info!(records, elapsed_ms = started.elapsed().as_millis() as u64, "groups loaded");
+        Ok(broker)
+    }
+
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Asks every loop to stop; `run` then finishes the shutdown.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// What the group coordinator may use of the broker.
+    pub fn group_host(&self) -> GroupHost<'_> {
+        GroupHost { replicas: &self.replicas, metadata: &self.metadata }
+    }
+
+    /// Flushes and seals every log, then marks the clean shutdown.
+    pub(crate) fn close_storage(&self) -> anyhow::Result<()> {
+        self.replicas.shutdown().context("closing partition logs")?;
+        self.metadata.close().context("closing the metadata log")?;
+        self.replicas.log_manager().mark_clean_shutdown().context("writing the clean-shutdown marker")?;
+        tracing::info!("clean shutdown complete");
+        Ok(())
+    }
+}
+
+/// Kafka's `group.*` and `offsets.*` settings.
+fn group_config(config: &BrokerConfig) -> GroupConfig {
+    let raw =
+        |key: &str, default: i64| -> i64 { config.raw.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(default) };
+    GroupConfig {
+        classic: ClassicConfig {
+            min_session_timeout_ms: raw("group.min.session.timeout.ms", 6_000) as i32,
+            max_session_timeout_ms: raw("group.max.session.timeout.ms", 1_800_000) as i32,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            max_size: raw("group.max.size", i64::from(i32::MAX)).max(1) as usize,
+        },
+        consumer: ConsumerConfig {
+            session_timeout_ms: raw("group.consumer.session.timeout.ms", 45_000),
+            heartbeat_interval_ms: raw("group.consumer.heartbeat.interval.ms", 5_000) as i32,
+            max_size: raw("group.consumer.max.size", i64::from(i32::MAX)).max(1) as usize,
+        },
+        offsets_partitions: config.offsets_topic_num_partitions.max(1) as usize,
+        offsets_retention_ms: raw("offsets.retention.minutes", 10_080).saturating_mul(60_000),
+        offset_metadata_max_bytes: raw("offset.metadata.max.bytes", 4_096).max(0) as usize,
+    }
+}

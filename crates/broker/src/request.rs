@@ -1,0 +1,106 @@
+//! The leaf types of request handling, shared by the connection that reads
+//! frames and writes responses and the handlers that serve them: what a
+//! handler is given (`RequestContext`, `ConnectionInfo`) and what it gives
+//! back (`Reply`, `Response` in `Chunk`s, or `Close`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use krabka_log::FileSlice;
+use krabka_protocol::{ApiKey, Message, ResponseBody, ResponseHeader};
+use tokio::task::JoinHandle;
+
+use crate::broker::Broker;
+use crate::observability::FailureKind;
+
+/// A piece of a response frame.
+pub enum Chunk {
+    Bytes(Bytes),
+    /// Record bytes sent straight from a segment file.
+    File(FileSlice),
+}
+
+/// A complete response frame (size prefix included), in pieces.
+pub struct Response {
+    pub chunks: Vec<Chunk>,
+}
+
+impl Response {
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        Response { chunks: vec![Chunk::Bytes(bytes)] }
+    }
+}
+
+/// What a handler gives the writer.
+pub enum Reply {
+    Now(Response),
+    /// A response still being worked on (long poll).
+    Later(JoinHandle<Response>),
+    /// No response at all (produce with acks=0).
+    Nothing,
+}
+
+/// Why the connection must close (Kafka closes rather than answering).
+#[derive(Debug)]
+pub struct Close {
+    pub reason: String,
+    /// Set when the close is a failure to count (a bad or unserved request),
+    /// not a client going away or idling.
+    pub failure: Option<FailureKind>,
+}
+
+impl Close {
+    pub fn routine(reason: impl Into<String>) -> Self {
+        Close { reason: reason.into(), failure: None }
+    }
+
+    pub fn failure(kind: FailureKind, reason: impl Into<String>) -> Self {
+        Close { reason: reason.into(), failure: Some(kind) }
+    }
+}
+
+/// Connection details handlers may use.
+pub struct ConnectionInfo {
+    pub peer: SocketAddr,
+}
+
+/// What a handler knows about the request it serves.
+pub struct RequestContext<'a> {
+    pub broker: &'a Arc<Broker>,
+    pub connection: &'a ConnectionInfo,
+    pub api_key: ApiKey,
+    pub api_version: i16,
+    pub correlation_id: i32,
+    pub client_id: Option<&'a str>,
+    pub started: Instant,
+}
+
+impl RequestContext<'_> {
+    /// Encodes a complete response frame for this request.
+    pub fn encode(&self, body: &ResponseBody) -> Response {
+        Response::from_bytes(encode_frame(self.api_key, self.api_version, self.correlation_id, body).freeze())
+    }
+
+    pub fn reply(&self, body: ResponseBody) -> Reply {
+        let response = self.encode(&body);
+        self.broker.metrics.request_completed(self.api_key.info().name, 0, self.started.elapsed());
+        Reply::Now(response)
+    }
+}
+
+/// size | response header | body, with the header version the API uses.
+pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(128);
+    buf.put_i32(0);
+    let header_version = api_key.info().response_header_version(api_version);
+    let header = ResponseHeader { correlation_id, ..Default::default() };
+    let encoded = header.encode(&mut buf, header_version).and_then(|_| body.encode(&mut buf, api_version));
+    // Handlers only set fields their version has: a failure is a bug, and the
+    // client is better served by a closed connection than a wrong frame.
+    assert!(encoded.is_ok(), "{api_key:?} v{api_version} response does not encode: {encoded:?}");
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    buf
+}
