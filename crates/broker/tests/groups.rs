@@ -382,3 +382,66 @@ fn offsets_of_an_empty_group_expire_after_offsets_retention_minutes() {
     let listed: ListGroupsResponse = admin.request(ApiKey::ListGroups, 5, &ListGroupsRequest::default());
     assert!(!listed.groups.iter().any(|g| g.group_id == GROUP), "the emptied group is removed");
 }
+
+#[test]
+fn offset_fetch_answers_the_same_offsets_at_every_version() {
+    let broker = BrokerProcess::start(&FAST_GROUPS);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut admin, "versions", 3);
+    find_coordinator(&mut admin, broker.port);
+    assert_eq!(commit(&mut admin, "", -1, "versions", &[(0, 7), (2, 9)], "meta"), vec![0, 0]);
+    let topic_id = {
+        let metadata: MetadataResponse =
+            admin.request(ApiKey::Metadata, 12, &MetadataRequest { topics: None, ..Default::default() });
+        metadata.topics.iter().find(|t| t.name.as_deref() == Some("versions")).expect("topic").topic_id
+    };
+    for version in 1..=10 {
+        let (committed, metadata): (Vec<(i32, i64)>, Vec<Option<String>>) = if version < 8 {
+            let request = OffsetFetchRequest {
+                group_id: GROUP.into(),
+                topics: Some(vec![offset_fetch_request::OffsetFetchRequestTopic {
+                    name: "versions".into(),
+                    partition_indexes: vec![0, 1, 2],
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            };
+            let response: OffsetFetchResponse = admin.request(ApiKey::OffsetFetch, version, &request);
+            assert_eq!(response.topics.len(), 1, "v{version}");
+            assert_eq!(response.topics[0].name, "versions");
+            let partitions = &response.topics[0].partitions;
+            (
+                partitions.iter().map(|p| (p.partition_index, p.committed_offset)).collect(),
+                partitions.iter().map(|p| p.metadata.clone()).collect(),
+            )
+        } else {
+            let request = OffsetFetchRequest {
+                groups: vec![OffsetFetchRequestGroup {
+                    group_id: GROUP.into(),
+                    member_epoch: -1,
+                    topics: Some(vec![OffsetFetchRequestTopics {
+                        name: if version >= 10 { String::new() } else { "versions".into() },
+                        topic_id: if version >= 10 { topic_id } else { Uuid::ZERO },
+                        partition_indexes: vec![0, 1, 2],
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let response: OffsetFetchResponse = admin.request(ApiKey::OffsetFetch, version, &request);
+            let topic = &response.groups[0].topics[0];
+            if version >= 10 {
+                assert_eq!(topic.topic_id, topic_id, "v{version} names topics by id");
+            } else {
+                assert_eq!(topic.name, "versions");
+            }
+            (
+                topic.partitions.iter().map(|p| (p.partition_index, p.committed_offset)).collect(),
+                topic.partitions.iter().map(|p| p.metadata.clone()).collect(),
+            )
+        };
+        assert_eq!(committed, vec![(0, 7), (1, -1), (2, 9)], "v{version}");
+        assert_eq!(metadata, vec![Some("meta".into()), Some(String::new()), Some("meta".into())], "v{version}");
+    }
+}

@@ -288,83 +288,87 @@ fn committed_fields(committed: Option<CommittedOffset>) -> (i64, i32, Option<Str
     }
 }
 
+/// The partitions a request names per topic (None: every committed one).
+type WantedOffsets = Option<Vec<(String, Vec<i32>)>>;
+
 pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> OffsetFetchResponse {
-    let groups = &ctx.broker.groups;
-    if ctx.api_version < 8 {
-        let wanted: Option<Vec<(String, Vec<i32>)>> = request
+    let image = ctx.broker.metadata.image();
+    let by_id = ctx.api_version >= 10;
+    // v0-7 ask for one group in top-level fields: it is answered as v8+
+    // answers each group, then moved up.
+    let asked: Vec<(&str, WantedOffsets)> = if ctx.api_version < 8 {
+        let wanted = request
             .topics
             .as_ref()
             .map(|ts| ts.iter().map(|t| (t.name.clone(), t.partition_indexes.clone())).collect());
-        let found = groups.fetch_offsets(&request.group_id, wanted.as_deref());
-        let topics = found
-            .into_iter()
-            .map(|(name, partitions)| OffsetFetchResponseTopic {
-                name,
-                partitions: partitions
-                    .into_iter()
-                    .map(|(partition_index, committed)| {
-                        let (committed_offset, committed_leader_epoch, metadata) = committed_fields(committed);
-                        OffsetFetchResponsePartition {
-                            partition_index,
-                            committed_offset,
-                            committed_leader_epoch,
-                            metadata,
-                            ..Default::default()
-                        }
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect();
-        return OffsetFetchResponse { topics, ..Default::default() };
-    }
-    let image = ctx.broker.metadata.image();
-    let by_id = ctx.api_version >= 10;
-    let results = request
-        .groups
-        .iter()
-        .map(|group| {
-            let wanted: Option<Vec<(String, Vec<i32>)>> = group.topics.as_ref().map(|ts| {
-                ts.iter()
-                    .map(|t| {
-                        let name = if by_id {
-                            image.topic_by_id(&t.topic_id).map(|i| i.name.clone()).unwrap_or_default()
-                        } else {
-                            t.name.clone()
-                        };
-                        (name, t.partition_indexes.clone())
-                    })
-                    .collect()
-            });
-            let found = groups.fetch_offsets(&group.group_id, wanted.as_deref());
-            OffsetFetchResponseGroup {
-                group_id: group.group_id.clone(),
-                topics: found
-                    .into_iter()
-                    .map(|(name, partitions)| OffsetFetchResponseTopics {
-                        topic_id: if by_id { image.topic(&name).map_or(Uuid::ZERO, |t| t.id) } else { Uuid::ZERO },
-                        name: if by_id { String::new() } else { name },
-                        partitions: partitions
-                            .into_iter()
-                            .map(|(partition_index, committed)| {
-                                let (committed_offset, committed_leader_epoch, metadata) = committed_fields(committed);
-                                OffsetFetchResponsePartitions {
-                                    partition_index,
-                                    committed_offset,
-                                    committed_leader_epoch,
-                                    metadata,
-                                    ..Default::default()
-                                }
-                            })
-                            .collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
+        vec![(request.group_id.as_str(), wanted)]
+    } else {
+        let name_of = |t: &krabka_protocol::offset_fetch_request::OffsetFetchRequestTopics| {
+            if by_id {
+                image.topic_by_id(&t.topic_id).map(|i| i.name.clone()).unwrap_or_default()
+            } else {
+                t.name.clone()
             }
+        };
+        request
+            .groups
+            .iter()
+            .map(|g| {
+                let wanted =
+                    g.topics.as_ref().map(|ts| ts.iter().map(|t| (name_of(t), t.partition_indexes.clone())).collect());
+                (g.group_id.as_str(), wanted)
+            })
+            .collect()
+    };
+    let groups: Vec<OffsetFetchResponseGroup> = asked
+        .into_iter()
+        .map(|(group_id, wanted)| {
+            let found = ctx.broker.groups.fetch_offsets(group_id, wanted.as_deref());
+            let topics = found
+                .into_iter()
+                .map(|(name, partitions)| OffsetFetchResponseTopics {
+                    topic_id: if by_id { image.topic(&name).map_or(Uuid::ZERO, |t| t.id) } else { Uuid::ZERO },
+                    name: if by_id { String::new() } else { name },
+                    partitions: partitions.into_iter().map(committed_partition).collect(),
+                    ..Default::default()
+                })
+                .collect();
+            OffsetFetchResponseGroup { group_id: group_id.to_string(), topics, ..Default::default() }
         })
         .collect();
-    OffsetFetchResponse { groups: results, ..Default::default() }
+    if ctx.api_version >= 8 {
+        return OffsetFetchResponse { groups, ..Default::default() };
+    }
+    let group = groups.into_iter().next().unwrap_or_default();
+    OffsetFetchResponse { topics: group.topics.into_iter().map(top_level_topic).collect(), ..Default::default() }
+}
+
+fn committed_partition((partition_index, committed): (i32, Option<CommittedOffset>)) -> OffsetFetchResponsePartitions {
+    let (committed_offset, committed_leader_epoch, metadata) = committed_fields(committed);
+    OffsetFetchResponsePartitions {
+        partition_index,
+        committed_offset,
+        committed_leader_epoch,
+        metadata,
+        ..Default::default()
+    }
+}
+
+/// A v8+ topic answer in the v0-7 (one group, top-level) shape.
+fn top_level_topic(topic: OffsetFetchResponseTopics) -> OffsetFetchResponseTopic {
+    let partitions = topic
+        .partitions
+        .into_iter()
+        .map(|p| OffsetFetchResponsePartition {
+            partition_index: p.partition_index,
+            committed_offset: p.committed_offset,
+            committed_leader_epoch: p.committed_leader_epoch,
+            metadata: p.metadata,
+            error_code: p.error_code,
+            ..Default::default()
+        })
+        .collect();
+    OffsetFetchResponseTopic { name: topic.name, partitions, ..Default::default() }
 }
 
 pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> ListGroupsResponse {
