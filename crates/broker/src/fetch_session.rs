@@ -11,14 +11,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use krabka_protocol::{FetchRequest, Uuid};
+use krabka_protocol::{ErrorCode, FetchRequest, Uuid};
 
 use crate::metadata::MetadataImage;
 
-/// Kafka's FETCH_SESSION_ID_NOT_FOUND.
-pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
-/// Kafka's INVALID_FETCH_SESSION_EPOCH.
-pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+const FETCH_SESSION_ID_NOT_FOUND: i16 = ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code();
+const INVALID_FETCH_SESSION_EPOCH: i16 = ErrorCode::INVALID_FETCH_SESSION_EPOCH.code();
 
 /// The session epoch a client sends to close its session (or to ask for none).
 const FINAL_EPOCH: i32 = -1;

@@ -8,6 +8,7 @@
 
 pub mod purgatory;
 
+use krabka_protocol::ErrorCode;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering};
@@ -55,8 +56,8 @@ impl Partition {
         let epoch = self.leader_epoch();
         match current_leader_epoch {
             requested if requested < 0 || requested == epoch => Ok(()),
-            requested if requested > epoch => Err(crate::errors::code::UNKNOWN_LEADER_EPOCH),
-            _ => Err(crate::errors::code::FENCED_LEADER_EPOCH),
+            requested if requested > epoch => Err(ErrorCode::UNKNOWN_LEADER_EPOCH.code()),
+            _ => Err(ErrorCode::FENCED_LEADER_EPOCH.code()),
         }
     }
 
@@ -159,7 +160,7 @@ impl ReplicaManager {
     /// client's `current_leader_epoch`: UNKNOWN_TOPIC_OR_PARTITION, or the
     /// epoch error of [`Partition::check_leader_epoch`].
     pub fn leader_partition(&self, topic: &str, index: i32, current_leader_epoch: i32) -> Result<Arc<Partition>, i16> {
-        let partition = self.partition(topic, index).ok_or(crate::errors::code::UNKNOWN_TOPIC_OR_PARTITION)?;
+        let partition = self.partition(topic, index).ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code())?;
         partition.check_leader_epoch(current_leader_epoch)?;
         Ok(partition)
     }

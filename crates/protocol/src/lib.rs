@@ -6,7 +6,8 @@
 //! The hot path is written by hand: primitives and varints ([`primitives`]),
 //! record batches v2 with CRC-32C ([`records`]) and the compression codecs
 //! ([`compression`]), and the Fetch response with holes where record bytes
-//! sent from files go ([`fetch_splice`]).
+//! sent from files go ([`fetch_splice`]). Kafka's error codes have their one
+//! home in [`ErrorCode`].
 //!
 //! This crate must never panic or allocate an unchecked amount on bytes from
 //! the network or the disk: every decoder returns `Ok` or a typed error. It
@@ -14,6 +15,7 @@
 
 pub mod compression;
 pub mod error;
+pub mod error_code;
 pub mod fetch_splice;
 pub mod frame;
 pub mod generated;
@@ -27,6 +29,7 @@ mod testing;
 pub mod uuid;
 
 pub use error::{DecodeError, EncodeError};
+pub use error_code::ErrorCode;
 pub use generated::*;
 pub use message::Message;
 pub use uuid::Uuid;

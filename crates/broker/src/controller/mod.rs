@@ -6,9 +6,9 @@
 
 pub mod topics;
 
-use crate::errors::code;
 use crate::metadata::store::MAX_RECORDS_PER_USER_OP;
 use crate::metadata::MetadataError;
+use krabka_protocol::ErrorCode;
 
 /// An error code and message for one resource of a request (Kafka's `ApiError`).
 #[derive(Debug)]
@@ -29,14 +29,14 @@ impl From<MetadataError> for ApiError {
             return ApiError::too_many_records();
         }
         tracing::error!(error = %e, "metadata commit failed");
-        ApiError::new(code::KAFKA_STORAGE_ERROR, e.to_string())
+        ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR.code(), e.to_string())
     }
 }
 
 impl ApiError {
     /// Kafka's answer to an operation over `MAX_RECORDS_PER_USER_OP` records.
     pub fn too_many_records() -> Self {
-        ApiError::new(code::POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+        ApiError::new(ErrorCode::POLICY_VIOLATION.code(), "Unable to perform excessively large batch operation.")
     }
 }
 

@@ -1,12 +1,12 @@
 //! Topics and partitions: Kafka's validation of a topic to create and the
 //! records (TopicRecord, PartitionRecord, ConfigRecord) that create it.
 
+use krabka_protocol::ErrorCode;
 use std::collections::BTreeMap;
 
 use krabka_protocol::{ConfigRecord, CreateTopicsRequest, PartitionRecord, TopicRecord, Uuid};
 
 use super::{ApiError, RecordBudget};
-use crate::errors::code;
 use crate::metadata::records::CONFIG_RESOURCE_TOPIC;
 use crate::metadata::store::MAX_RECORDS_PER_USER_OP;
 use crate::metadata::MetadataRecord;
@@ -28,14 +28,17 @@ pub fn check_total_partitions(request: &CreateTopicsRequest, default_partitions:
         })
         .sum();
     if total > MAX_RECORDS_PER_USER_OP as u64 {
-        return Err(ApiError::new(code::POLICY_VIOLATION, "Excessively large number of partitions per request."));
+        return Err(ApiError::new(
+            ErrorCode::POLICY_VIOLATION.code(),
+            "Excessively large number of partitions per request.",
+        ));
     }
     Ok(())
 }
 
 /// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
 pub fn validate_topic_name(name: &str) -> Result<(), ApiError> {
-    let invalid = |why: String| Err(ApiError::new(code::INVALID_TOPIC_EXCEPTION, why));
+    let invalid = |why: String| Err(ApiError::new(ErrorCode::INVALID_TOPIC_EXCEPTION.code(), why));
     if name.is_empty() {
         return invalid("Topic name is illegal, it can't be empty".into());
     }
@@ -71,8 +74,8 @@ impl NewTopic {
 
 pub fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, ApiError> {
     RecordBudget::default().take(topic.record_count())?;
-    let topic_id =
-        Uuid::random().map_err(|e| ApiError::new(code::UNKNOWN_SERVER_ERROR, format!("no random topic id: {e}")))?;
+    let topic_id = Uuid::random()
+        .map_err(|e| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR.code(), format!("no random topic id: {e}")))?;
     let mut records =
         vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
     records.extend((0..topic.partitions).map(|p| partition_record(node_id, topic_id, p)));
@@ -106,13 +109,13 @@ pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiE
     let factor = if requested == -1 { default } else { requested };
     if factor <= 0 {
         return Err(ApiError::new(
-            code::INVALID_REPLICATION_FACTOR,
+            ErrorCode::INVALID_REPLICATION_FACTOR.code(),
             "Replication factor must be larger than 0, or -1 to use the default value.",
         ));
     }
     if factor > 1 {
         return Err(ApiError::new(
-            code::INVALID_REPLICATION_FACTOR,
+            ErrorCode::INVALID_REPLICATION_FACTOR.code(),
             format!(
                 "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} \
                  cannot be reached because only 1 broker(s) are registered."

@@ -9,6 +9,7 @@
 //! until the rebalance completes, a SyncGroup waiting for the leader) are
 //! oneshot senders kept on the member.
 
+use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -16,8 +17,6 @@ use bytes::Bytes;
 use krabka_protocol::join_group_response::JoinGroupResponseMember;
 use krabka_protocol::{JoinGroupResponse, SyncGroupResponse};
 use tokio::sync::oneshot;
-
-use super::codes;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupState {
@@ -203,15 +202,15 @@ impl ClassicGroup {
     pub fn join(&mut self, request: JoinRequest, config: &ClassicConfig, now: Instant, now_ms: i64) -> JoinOutcome {
         let member_id = request.member_id.clone();
         if self.state == GroupState::Dead {
-            return JoinOutcome::Now(error_join(&member_id, codes::COORDINATOR_NOT_AVAILABLE));
+            return JoinOutcome::Now(error_join(&member_id, ErrorCode::COORDINATOR_NOT_AVAILABLE.code()));
         }
         if request.session_timeout_ms < config.min_session_timeout_ms
             || request.session_timeout_ms > config.max_session_timeout_ms
         {
-            return JoinOutcome::Now(error_join(&member_id, codes::INVALID_SESSION_TIMEOUT));
+            return JoinOutcome::Now(error_join(&member_id, ErrorCode::INVALID_SESSION_TIMEOUT.code()));
         }
         if !self.supports_protocols(&request.protocol_type, &request.protocols) {
-            return JoinOutcome::Now(error_join(&member_id, codes::INCONSISTENT_GROUP_PROTOCOL));
+            return JoinOutcome::Now(error_join(&member_id, ErrorCode::INCONSISTENT_GROUP_PROTOCOL.code()));
         }
         let known = self.members.contains_key(&member_id) || self.pending_members.contains_key(&member_id);
         if member_id.is_empty() {
@@ -222,26 +221,26 @@ impl ClassicGroup {
                 }
             }
             if self.members.len() >= config.max_size {
-                return JoinOutcome::Now(error_join("", codes::GROUP_MAX_SIZE_REACHED));
+                return JoinOutcome::Now(error_join("", ErrorCode::GROUP_MAX_SIZE_REACHED.code()));
             }
             let new_id = new_member_id(&request.client_id, request.group_instance_id.as_deref());
             if request.require_known_member_id && request.group_instance_id.is_none() {
                 self.pending_members.insert(new_id.clone(), now);
-                return JoinOutcome::Now(error_join(&new_id, codes::MEMBER_ID_REQUIRED));
+                return JoinOutcome::Now(error_join(&new_id, ErrorCode::MEMBER_ID_REQUIRED.code()));
             }
             return self.add_member_and_rebalance(new_id, request, config, now, now_ms);
         }
         if !known {
-            return JoinOutcome::Now(error_join(&member_id, codes::UNKNOWN_MEMBER_ID));
+            return JoinOutcome::Now(error_join(&member_id, ErrorCode::UNKNOWN_MEMBER_ID.code()));
         }
         if let Some(instance) = &request.group_instance_id {
             if self.static_members.get(instance).is_some_and(|id| *id != member_id) {
-                return JoinOutcome::Now(error_join(&member_id, codes::FENCED_INSTANCE_ID));
+                return JoinOutcome::Now(error_join(&member_id, ErrorCode::FENCED_INSTANCE_ID.code()));
             }
         }
         if self.pending_members.remove(&member_id).is_some() {
             if self.members.len() >= config.max_size {
-                return JoinOutcome::Now(error_join(&member_id, codes::GROUP_MAX_SIZE_REACHED));
+                return JoinOutcome::Now(error_join(&member_id, ErrorCode::GROUP_MAX_SIZE_REACHED.code()));
             }
             return self.add_member_and_rebalance(member_id, request, config, now, now_ms);
         }
@@ -330,8 +329,10 @@ impl ClassicGroup {
     pub fn prepare_rebalance(&mut self, config: &ClassicConfig, now: Instant, now_ms: i64) {
         for member in self.members.values_mut() {
             if let Some(waiter) = member.sync_waiter.take() {
-                let _ =
-                    waiter.send(SyncGroupResponse { error_code: codes::REBALANCE_IN_PROGRESS, ..Default::default() });
+                let _ = waiter.send(SyncGroupResponse {
+                    error_code: ErrorCode::REBALANCE_IN_PROGRESS.code(),
+                    ..Default::default()
+                });
             }
         }
         let timeout = self.members.values().map(|m| m.rebalance_timeout_ms.max(0) as u64).max().unwrap_or(0);
@@ -412,7 +413,7 @@ impl ClassicGroup {
             Vec::new()
         };
         JoinGroupResponse {
-            error_code: codes::NONE,
+            error_code: ErrorCode::NONE.code(),
             generation_id: self.generation_id,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),
@@ -434,14 +435,14 @@ impl ClassicGroup {
     ) -> (Result<SyncGroupResponse, oneshot::Receiver<SyncGroupResponse>>, bool) {
         let error = |code| (Ok(SyncGroupResponse { error_code: code, ..Default::default() }), false);
         if !self.members.contains_key(member_id) {
-            return error(codes::UNKNOWN_MEMBER_ID);
+            return error(ErrorCode::UNKNOWN_MEMBER_ID.code());
         }
         if generation_id != self.generation_id {
-            return error(codes::ILLEGAL_GENERATION);
+            return error(ErrorCode::ILLEGAL_GENERATION.code());
         }
         match self.state {
-            GroupState::PreparingRebalance => error(codes::REBALANCE_IN_PROGRESS),
-            GroupState::Empty | GroupState::Dead => error(codes::UNKNOWN_MEMBER_ID),
+            GroupState::PreparingRebalance => error(ErrorCode::REBALANCE_IN_PROGRESS.code()),
+            GroupState::Empty | GroupState::Dead => error(ErrorCode::UNKNOWN_MEMBER_ID.code()),
             GroupState::Stable => {
                 let member = &self.members[member_id];
                 (Ok(self.sync_response(member.assignment.clone())), false)
@@ -472,7 +473,7 @@ impl ClassicGroup {
 
     fn sync_response(&self, assignment: Bytes) -> SyncGroupResponse {
         SyncGroupResponse {
-            error_code: codes::NONE,
+            error_code: ErrorCode::NONE.code(),
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),
             assignment,
@@ -481,15 +482,15 @@ impl ClassicGroup {
     }
 
     pub fn heartbeat(&mut self, member_id: &str, generation_id: i32, now: Instant) -> i16 {
-        let Some(member) = self.members.get_mut(member_id) else { return codes::UNKNOWN_MEMBER_ID };
+        let Some(member) = self.members.get_mut(member_id) else { return ErrorCode::UNKNOWN_MEMBER_ID.code() };
         member.last_heartbeat = now;
         if generation_id != self.generation_id {
-            return codes::ILLEGAL_GENERATION;
+            return ErrorCode::ILLEGAL_GENERATION.code();
         }
         match self.state {
-            GroupState::PreparingRebalance => codes::REBALANCE_IN_PROGRESS,
-            GroupState::CompletingRebalance | GroupState::Stable => codes::NONE,
-            GroupState::Empty | GroupState::Dead => codes::UNKNOWN_MEMBER_ID,
+            GroupState::PreparingRebalance => ErrorCode::REBALANCE_IN_PROGRESS.code(),
+            GroupState::CompletingRebalance | GroupState::Stable => ErrorCode::NONE.code(),
+            GroupState::Empty | GroupState::Dead => ErrorCode::UNKNOWN_MEMBER_ID.code(),
         }
     }
 
@@ -505,20 +506,20 @@ impl ClassicGroup {
         let id = match group_instance_id {
             Some(instance) => match self.static_members.get(instance) {
                 Some(id) if member_id.is_empty() || id == member_id => id.clone(),
-                Some(_) => return codes::FENCED_INSTANCE_ID,
-                None => return codes::UNKNOWN_MEMBER_ID,
+                Some(_) => return ErrorCode::FENCED_INSTANCE_ID.code(),
+                None => return ErrorCode::UNKNOWN_MEMBER_ID.code(),
             },
             None => member_id.to_string(),
         };
         if self.pending_members.remove(&id).is_some() {
-            return codes::NONE;
+            return ErrorCode::NONE.code();
         }
         if !self.members.contains_key(&id) {
-            return codes::UNKNOWN_MEMBER_ID;
+            return ErrorCode::UNKNOWN_MEMBER_ID.code();
         }
         self.remove_member(&id);
         self.member_gone(config, now, now_ms);
-        codes::NONE
+        ErrorCode::NONE.code()
     }
 
     fn remove_member(&mut self, member_id: &str) {
@@ -527,10 +528,11 @@ impl ClassicGroup {
                 self.static_members.remove(instance);
             }
             if let Some(waiter) = member.join_waiter {
-                let _ = waiter.send(error_join(member_id, codes::UNKNOWN_MEMBER_ID));
+                let _ = waiter.send(error_join(member_id, ErrorCode::UNKNOWN_MEMBER_ID.code()));
             }
             if let Some(waiter) = member.sync_waiter {
-                let _ = waiter.send(SyncGroupResponse { error_code: codes::UNKNOWN_MEMBER_ID, ..Default::default() });
+                let _ = waiter
+                    .send(SyncGroupResponse { error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(), ..Default::default() });
             }
         }
         self.join_order.retain(|id| id != member_id);

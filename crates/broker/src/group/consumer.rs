@@ -10,13 +10,13 @@
 //! coordinator. After a broker restart members are unknown, get
 //! UNKNOWN_MEMBER_ID and rejoin with epoch 0, which clients do by themselves.
 
+use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use krabka_protocol::Uuid;
 
 use super::assignor::{self, Assignment, TopicInfo};
-use super::codes;
 use crate::metadata::MetadataImage;
 
 /// Member epoch -1: leave the group; -2: a static member leaves temporarily.
@@ -262,7 +262,7 @@ impl ConsumerGroup {
                     self.bump_epoch(now_ms);
                 }
                 return HeartbeatResponse {
-                    error_code: codes::NONE,
+                    error_code: ErrorCode::NONE.code(),
                     error_message: None,
                     member_id,
                     member_epoch: request.member_epoch,
@@ -273,12 +273,16 @@ impl ConsumerGroup {
                 if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
                     return HeartbeatResponse::error(
                         &member_id,
-                        codes::INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST.code(),
                         "SubscribedTopicNames must be set in the first request.",
                     );
                 }
                 if !self.members.contains_key(&member_id) && self.members.len() >= config.max_size {
-                    return HeartbeatResponse::error(&member_id, codes::GROUP_MAX_SIZE_REACHED, "The group is full.");
+                    return HeartbeatResponse::error(
+                        &member_id,
+                        ErrorCode::GROUP_MAX_SIZE_REACHED.code(),
+                        "The group is full.",
+                    );
                 }
                 // A static member rejoining replaces its previous incarnation.
                 if let Some(instance) = &request.instance_id {
@@ -317,7 +321,7 @@ impl ConsumerGroup {
                 let Some(member) = self.members.get(&member_id) else {
                     return HeartbeatResponse::error(
                         &member_id,
-                        codes::UNKNOWN_MEMBER_ID,
+                        ErrorCode::UNKNOWN_MEMBER_ID.code(),
                         "The member is not in the group.",
                     );
                 };
@@ -328,7 +332,7 @@ impl ConsumerGroup {
                 if epoch != member.member_epoch && !lost_response {
                     return HeartbeatResponse::error(
                         &member_id,
-                        codes::FENCED_MEMBER_EPOCH,
+                        ErrorCode::FENCED_MEMBER_EPOCH.code(),
                         format!("The member epoch {epoch} is not the current one ({}).", member.member_epoch),
                     );
                 }
@@ -338,7 +342,7 @@ impl ConsumerGroup {
             if name != assignor::UNIFORM && name != assignor::RANGE {
                 return HeartbeatResponse::error(
                     &member_id,
-                    codes::UNSUPPORTED_ASSIGNOR,
+                    ErrorCode::UNSUPPORTED_ASSIGNOR.code(),
                     format!("Unknown assignor {name}."),
                 );
             }
@@ -408,7 +412,7 @@ impl ConsumerGroup {
         };
         let _ = config;
         HeartbeatResponse {
-            error_code: codes::NONE,
+            error_code: ErrorCode::NONE.code(),
             error_message: None,
             member_id,
             member_epoch: member.member_epoch,
@@ -483,9 +487,9 @@ impl ConsumerGroup {
 
     /// OffsetCommit from a member: its epoch must be its current one.
     pub fn validate_commit(&self, member_id: &str, member_epoch: i32) -> Result<(), i16> {
-        let Some(member) = self.members.get(member_id) else { return Err(codes::UNKNOWN_MEMBER_ID) };
+        let Some(member) = self.members.get(member_id) else { return Err(ErrorCode::UNKNOWN_MEMBER_ID.code()) };
         if member_epoch != member.member_epoch {
-            return Err(codes::STALE_MEMBER_EPOCH);
+            return Err(ErrorCode::STALE_MEMBER_EPOCH.code());
         }
         Ok(())
     }
@@ -548,13 +552,13 @@ impl ConsumerGroup {
         now_ms: i64,
     ) -> Result<(i32, String), i16> {
         let Some((protocol, metadata)) = request.protocols.first() else {
-            return Err(codes::INCONSISTENT_GROUP_PROTOCOL);
+            return Err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL.code());
         };
         let Some((topics, owned)) = super::migration::decode_subscription(metadata.clone(), image) else {
-            return Err(codes::INCONSISTENT_GROUP_PROTOCOL);
+            return Err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL.code());
         };
         if !self.members.contains_key(member_id) && self.members.len() >= config.max_size {
-            return Err(codes::GROUP_MAX_SIZE_REACHED);
+            return Err(ErrorCode::GROUP_MAX_SIZE_REACHED.code());
         }
         let topics: BTreeSet<String> = topics.into_iter().collect();
         let mut bump = false;
@@ -610,9 +614,9 @@ impl ConsumerGroup {
         generation_id: i32,
         image: &MetadataImage,
     ) -> Result<bytes::Bytes, i16> {
-        let member = self.members.get_mut(member_id).ok_or(codes::UNKNOWN_MEMBER_ID)?;
+        let member = self.members.get_mut(member_id).ok_or(ErrorCode::UNKNOWN_MEMBER_ID.code())?;
         if member.member_epoch != generation_id {
-            return Err(codes::ILLEGAL_GENERATION);
+            return Err(ErrorCode::ILLEGAL_GENERATION.code());
         }
         member.last_sent = Some(member.assigned.clone());
         Ok(super::migration::encode_assignment(&member.assigned, image))
@@ -623,25 +627,25 @@ impl ConsumerGroup {
     pub fn classic_heartbeat(&mut self, member_id: &str, generation_id: i32, now: Instant) -> i16 {
         let target = self.target.get(member_id).cloned().unwrap_or_default();
         let assignment_epoch = self.assignment_epoch;
-        let Some(member) = self.members.get_mut(member_id) else { return codes::UNKNOWN_MEMBER_ID };
+        let Some(member) = self.members.get_mut(member_id) else { return ErrorCode::UNKNOWN_MEMBER_ID.code() };
         member.last_heartbeat = now;
         if generation_id != member.member_epoch {
-            return codes::ILLEGAL_GENERATION;
+            return ErrorCode::ILLEGAL_GENERATION.code();
         }
         if member.assigned != target || member.member_epoch != assignment_epoch {
-            return codes::REBALANCE_IN_PROGRESS;
+            return ErrorCode::REBALANCE_IN_PROGRESS.code();
         }
-        codes::NONE
+        ErrorCode::NONE.code()
     }
 
     /// LeaveGroup of a classic member.
     pub fn classic_leave(&mut self, member_id: &str, now_ms: i64) -> i16 {
         if self.members.remove(member_id).is_none() {
-            return codes::UNKNOWN_MEMBER_ID;
+            return ErrorCode::UNKNOWN_MEMBER_ID.code();
         }
         self.target.remove(member_id);
         self.bump_epoch(now_ms);
-        codes::NONE
+        ErrorCode::NONE.code()
     }
 
     pub fn has_member(&self, member_id: &str) -> bool {
@@ -744,14 +748,14 @@ mod tests {
         // Fencing: an old epoch is refused; an unknown member too.
         assert_eq!(
             group.heartbeat(request("b", 1, None), &image, &config, now, 0).error_code,
-            codes::FENCED_MEMBER_EPOCH
+            ErrorCode::FENCED_MEMBER_EPOCH.code()
         );
         assert_eq!(
             group.heartbeat(request("z", 3, None), &image, &config, now, 0).error_code,
-            codes::UNKNOWN_MEMBER_ID
+            ErrorCode::UNKNOWN_MEMBER_ID.code()
         );
         assert_eq!(group.validate_commit("a", 2), Ok(()));
-        assert_eq!(group.validate_commit("a", 1), Err(codes::STALE_MEMBER_EPOCH));
+        assert_eq!(group.validate_commit("a", 1), Err(ErrorCode::STALE_MEMBER_EPOCH.code()));
         // b's session expires: a gets everything back at the next epoch.
         assert!(group.tick(&config, now + Duration::from_secs(46), 0) || group.members.len() == 2);
         let _ = id;

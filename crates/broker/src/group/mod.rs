@@ -12,11 +12,11 @@
 
 pub mod assignor;
 pub mod classic;
-pub mod codes;
 pub mod consumer;
 pub mod migration;
 pub mod records;
 
+use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
@@ -182,16 +182,16 @@ impl GroupCoordinator {
             return Ok(());
         }
         let Some(partition) = host.replicas.partition(OFFSETS_TOPIC, shard as i32) else {
-            return Err(codes::COORDINATOR_NOT_AVAILABLE);
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE.code());
         };
         let now = now_ms();
         let encoded: Vec<(Bytes, Option<Bytes>)> = records.iter().map(CoordinatorRecord::encode).collect();
         let mut builder = RecordBatchBuilder::new(Compression::None);
         for (key, value) in &encoded {
             let record = NewRecord { timestamp_ms: now, key: Some(key), value: value.as_deref(), headers: &[] };
-            builder.append(&record).map_err(|_| codes::UNKNOWN_SERVER_ERROR)?;
+            builder.append(&record).map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
         }
-        let batch = builder.build().map_err(|_| codes::UNKNOWN_SERVER_ERROR)?;
+        let batch = builder.build().map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
         match partition.append(batch.as_bytes(), now) {
             Ok(_) => Ok(()),
             Err(e) => {
@@ -257,12 +257,12 @@ impl GroupCoordinator {
                 })
             };
             if request.protocol_type != migration::CONSUMER_PROTOCOL_TYPE {
-                return fail(codes::INCONSISTENT_GROUP_PROTOCOL, request.member_id);
+                return fail(ErrorCode::INCONSISTENT_GROUP_PROTOCOL.code(), request.member_id);
             }
             let member_id = if request.member_id.is_empty() {
                 let id = classic::new_member_id(&request.client_id, request.group_instance_id.as_deref());
                 if request.require_known_member_id {
-                    return fail(codes::MEMBER_ID_REQUIRED, id);
+                    return fail(ErrorCode::MEMBER_ID_REQUIRED.code(), id);
                 }
                 id
             } else {
@@ -310,7 +310,7 @@ impl GroupCoordinator {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get_mut(group_id) else {
             return Ok(krabka_protocol::SyncGroupResponse {
-                error_code: codes::UNKNOWN_MEMBER_ID,
+                error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(),
                 ..Default::default()
             });
         };
@@ -344,7 +344,7 @@ impl GroupCoordinator {
                 Some(consumer) => consumer.classic_heartbeat(member_id, generation_id, Instant::now()),
                 None => entry.group.heartbeat(member_id, generation_id, Instant::now()),
             },
-            None => codes::UNKNOWN_MEMBER_ID,
+            None => ErrorCode::UNKNOWN_MEMBER_ID.code(),
         }
     }
 
@@ -356,7 +356,7 @@ impl GroupCoordinator {
         members: &[(String, Option<String>)],
     ) -> Result<Vec<i16>, i16> {
         let (index, mut shard) = self.shard(group_id);
-        let Some(entry) = shard.groups.get_mut(group_id) else { return Err(codes::UNKNOWN_MEMBER_ID) };
+        let Some(entry) = shard.groups.get_mut(group_id) else { return Err(ErrorCode::UNKNOWN_MEMBER_ID.code()) };
         if let Some(consumer) = entry.consumer.as_mut().filter(|c| !c.is_empty()) {
             let now_ms = now_ms();
             return Ok(members.iter().map(|(member, _)| consumer.classic_leave(member, now_ms)).collect());
@@ -454,7 +454,7 @@ impl GroupCoordinator {
             if entry.group.state != GroupState::Stable {
                 // Convert only a settled group; the member retries.
                 return HeartbeatResponse {
-                    error_code: codes::COORDINATOR_NOT_AVAILABLE,
+                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.code(),
                     error_message: Some(format!("Group {group_id} is rebalancing; retry.")),
                     member_id: request.member_id,
                     member_epoch: -1,
@@ -470,7 +470,7 @@ impl GroupCoordinator {
         }
         if !entry.group.is_empty() {
             return HeartbeatResponse {
-                error_code: codes::GROUP_ID_NOT_FOUND,
+                error_code: ErrorCode::GROUP_ID_NOT_FOUND.code(),
                 error_message: Some(format!("Group {group_id} is not a consumer group.")),
                 member_id: request.member_id,
                 member_epoch: -1,
@@ -491,8 +491,10 @@ impl GroupCoordinator {
         let (_, shard) = self.shard(group_id);
         match shard.groups.get(group_id) {
             Some(entry) if entry.is_consumer_group() => Ok(describe(entry.consumer.as_ref().expect("consumer group"))),
-            Some(_) => Err((codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."))),
-            None => Err((codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} not found."))),
+            Some(_) => {
+                Err((ErrorCode::GROUP_ID_NOT_FOUND.code(), format!("Group {group_id} is not a consumer group.")))
+            }
+            None => Err((ErrorCode::GROUP_ID_NOT_FOUND.code(), format!("Group {group_id} not found."))),
         }
     }
 
@@ -517,19 +519,19 @@ impl GroupCoordinator {
         let group_error = if let Some(check) = consumer_check {
             check.err()
         } else if group.state == GroupState::Dead {
-            Some(codes::COORDINATOR_NOT_AVAILABLE)
+            Some(ErrorCode::COORDINATOR_NOT_AVAILABLE.code())
         } else if generation_id < 0 && member_id.is_empty() && group.is_empty() {
             None // a commit from outside the group (admin tools, assign() consumers)
         } else if !group.members.contains_key(member_id) {
-            Some(codes::UNKNOWN_MEMBER_ID)
+            Some(ErrorCode::UNKNOWN_MEMBER_ID.code())
         } else if group_instance_id.is_some()
             && group.members.get(member_id).and_then(|m| m.group_instance_id.as_deref()) != group_instance_id
         {
-            Some(codes::FENCED_INSTANCE_ID)
+            Some(ErrorCode::FENCED_INSTANCE_ID.code())
         } else if generation_id != group.generation_id {
-            Some(codes::ILLEGAL_GENERATION)
+            Some(ErrorCode::ILLEGAL_GENERATION.code())
         } else if group.state == GroupState::CompletingRebalance {
-            Some(codes::REBALANCE_IN_PROGRESS)
+            Some(ErrorCode::REBALANCE_IN_PROGRESS.code())
         } else {
             None
         };
@@ -545,9 +547,9 @@ impl GroupCoordinator {
                 image.topic(topic).is_some_and(|t| *partition >= 0 && (*partition as usize) < t.partitions.len());
             let metadata = metadata.clone().unwrap_or_default();
             let code = if !exists {
-                codes::UNKNOWN_TOPIC_OR_PARTITION
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
             } else if metadata.len() > self.config.offset_metadata_max_bytes {
-                codes::OFFSET_METADATA_TOO_LARGE
+                ErrorCode::OFFSET_METADATA_TOO_LARGE.code()
             } else {
                 let committed = CommittedOffset {
                     offset: *offset,
@@ -569,12 +571,12 @@ impl GroupCoordinator {
                     }),
                 ));
                 accepted.push(((topic.clone(), *partition), committed));
-                codes::NONE
+                ErrorCode::NONE.code()
             };
             results.push(code);
         }
         if let Err(code) = self.persist(host, index, &records) {
-            return results.into_iter().map(|c| if c == codes::NONE { code } else { c }).collect();
+            return results.into_iter().map(|c| if c == ErrorCode::NONE.code() { code } else { c }).collect();
         }
         let entry = shard.groups.get_mut(group_id).expect("group inserted above");
         entry.offsets.extend(accepted);
@@ -683,9 +685,9 @@ impl GroupCoordinator {
     /// DeleteGroups: only empty groups; their offsets go with them.
     pub fn delete_group(&self, host: &GroupHost<'_>, group_id: &str) -> i16 {
         let (index, mut shard) = self.shard(group_id);
-        let Some(entry) = shard.groups.get(group_id) else { return codes::GROUP_ID_NOT_FOUND };
+        let Some(entry) = shard.groups.get(group_id) else { return ErrorCode::GROUP_ID_NOT_FOUND.code() };
         if entry.has_members() {
-            return codes::NON_EMPTY_GROUP;
+            return ErrorCode::NON_EMPTY_GROUP.code();
         }
         let mut records: Vec<CoordinatorRecord> = entry
             .offsets
@@ -697,7 +699,7 @@ impl GroupCoordinator {
             return code;
         }
         shard.groups.remove(group_id);
-        codes::NONE
+        ErrorCode::NONE.code()
     }
 
     /// OffsetDelete: the group-level code, and one code per partition.
@@ -708,13 +710,15 @@ impl GroupCoordinator {
         topics: &[(String, Vec<i32>)],
     ) -> (i16, Vec<Vec<i16>>) {
         let (index, mut shard) = self.shard(group_id);
-        let Some(entry) = shard.groups.get_mut(group_id) else { return (codes::GROUP_ID_NOT_FOUND, Vec::new()) };
+        let Some(entry) = shard.groups.get_mut(group_id) else {
+            return (ErrorCode::GROUP_ID_NOT_FOUND.code(), Vec::new());
+        };
         let mut subscribed = subscribed_topics(&entry.group);
         if let Some(consumer) = &entry.consumer {
             subscribed.extend(consumer.subscribed_topic_names());
         }
         if !entry.group.is_empty() && entry.group.protocol_type.as_deref() != Some("consumer") {
-            return (codes::NON_EMPTY_GROUP, Vec::new());
+            return (ErrorCode::NON_EMPTY_GROUP.code(), Vec::new());
         }
         let mut records = Vec::new();
         let mut results = Vec::new();
@@ -725,12 +729,12 @@ impl GroupCoordinator {
                     .iter()
                     .map(|p| {
                         if busy {
-                            return codes::GROUP_SUBSCRIBED_TO_TOPIC;
+                            return ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.code();
                         }
                         if entry.offsets.remove(&(topic.clone(), *p)).is_some() {
                             records.push(CoordinatorRecord::offset(group_id, topic, *p, None));
                         }
-                        codes::NONE
+                        ErrorCode::NONE.code()
                     })
                     .collect(),
             );
@@ -738,7 +742,7 @@ impl GroupCoordinator {
         if let Err(code) = self.persist(host, index, &records) {
             return (code, Vec::new());
         }
-        (codes::NONE, results)
+        (ErrorCode::NONE.code(), results)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The smaller admin APIs: DeleteRecords, DescribeCluster, DescribeLogDirs,
 //! OffsetForLeaderEpoch, DescribeProducers and DescribeQuorum.
 
+use krabka_protocol::ErrorCode;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -18,7 +19,7 @@ use krabka_protocol::{
     DescribeQuorumRequest, DescribeQuorumResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 
-use crate::errors::{code, log_error_code};
+use crate::errors::log_error_code;
 use crate::metadata::store::{now_ms, METADATA_LOG_DIR_NAME};
 use crate::request::RequestContext;
 
@@ -42,13 +43,13 @@ pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -
                         ..Default::default()
                     };
                     let Some(partition) = broker.replicas.partition(&topic.name, p.partition_index) else {
-                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+                        out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code();
                         return out;
                     };
                     let high_watermark = partition.high_watermark();
                     let offset = if p.offset == HIGH_WATERMARK { high_watermark } else { p.offset };
                     if offset < 0 || offset > high_watermark {
-                        out.error_code = code::OFFSET_OUT_OF_RANGE;
+                        out.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.code();
                         return out;
                     }
                     match partition.delete_records_before(offset, now) {
@@ -86,7 +87,7 @@ pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterReques
         ..Default::default()
     };
     if ctx.api_version >= 1 && request.endpoint_type != ENDPOINT_BROKERS {
-        response.error_code = code::UNSUPPORTED_VERSION;
+        response.error_code = ErrorCode::UNSUPPORTED_VERSION.code();
         response.error_message = Some("The request was sent to an endpoint of type BROKER".into());
         response.endpoint_type = ENDPOINT_BROKERS;
     }
@@ -212,7 +213,7 @@ pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRe
                 .map(|&index| {
                     let mut out = PartitionResponse { partition_index: index, ..Default::default() };
                     let Some(partition) = broker.replicas.partition(&topic.name, index) else {
-                        out.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+                        out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code();
                         return out;
                     };
                     let log = partition.lock_log();

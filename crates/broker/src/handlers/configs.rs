@@ -2,6 +2,7 @@
 //! (stored as ConfigRecords in the metadata log) and the broker (its static
 //! configuration; dynamic broker configs are refused).
 
+use krabka_protocol::ErrorCode;
 use std::collections::BTreeMap;
 
 use krabka_protocol::describe_configs_response::{
@@ -16,7 +17,6 @@ use krabka_protocol::{
 use crate::config::topic::{describe_topic, validate_topic_configs};
 use crate::config::{ConfigEntry, ConfigType};
 use crate::controller::ApiError;
-use crate::errors::code;
 use crate::metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use crate::metadata::MetadataRecord;
 use crate::request::RequestContext;
@@ -78,7 +78,7 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
                 CONFIG_RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
                     Some(topic) => describe_topic(&broker.config, &topic.configs),
                     None => {
-                        result.error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+                        result.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code();
                         result.error_message = Some(format!("Topic {} does not exist.", resource.resource_name));
                         return result;
                     }
@@ -89,12 +89,12 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
                     broker.config.describe()
                 }
                 CONFIG_RESOURCE_BROKER => {
-                    result.error_code = code::INVALID_REQUEST;
+                    result.error_code = ErrorCode::INVALID_REQUEST.code();
                     result.error_message = Some(format!("Unexpected broker id, expected {}", broker.node_id));
                     return result;
                 }
                 other => {
-                    result.error_code = code::INVALID_REQUEST;
+                    result.error_code = ErrorCode::INVALID_REQUEST.code();
                     result.error_message = Some(format!("Unsupported resource type {other}"));
                     return result;
                 }
@@ -116,7 +116,7 @@ fn topic_config_records(
     current: &BTreeMap<String, String>,
     wanted: &BTreeMap<String, String>,
 ) -> Result<Vec<MetadataRecord>, ApiError> {
-    validate_topic_configs(wanted).map_err(|e| ApiError::new(code::INVALID_CONFIG, e.to_string()))?;
+    validate_topic_configs(wanted).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
     let record = |name: &str, value: Option<&String>| {
         MetadataRecord::Config(ConfigRecord {
             resource_type: CONFIG_RESOURCE_TOPIC,
@@ -146,24 +146,27 @@ fn alter_topics(
         for (index, (resource_type, name)) in resources.iter().enumerate() {
             let outcome = match *resource_type {
                 CONFIG_RESOURCE_TOPIC => match image.topic(name) {
-                    None => {
-                        Err(ApiError::new(code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic {name} does not exist.")))
-                    }
+                    None => Err(ApiError::new(
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+                        format!("Topic {name} does not exist."),
+                    )),
                     Some(topic) => change(index, &topic.configs)
                         .and_then(|wanted| topic_config_records(name, &topic.configs, &wanted)),
                 },
                 CONFIG_RESOURCE_BROKER => Err(ApiError::new(
-                    code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST.code(),
                     "Dynamic broker configs are not supported; set them in server.properties",
                 )),
-                other => Err(ApiError::new(code::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
+                other => {
+                    Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), format!("Unsupported resource type {other}")))
+                }
             };
             match outcome {
                 Ok(new_records) => {
                     if !validate_only {
                         records.extend(new_records);
                     }
-                    outcomes.push((code::NONE, None));
+                    outcomes.push((ErrorCode::NONE.code(), None));
                 }
                 Err(e) => outcomes.push((e.code, Some(e.message))),
             }
@@ -190,7 +193,10 @@ pub fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterCon
         let mut wanted = BTreeMap::new();
         for config in &request.resources[index].configs {
             let Some(value) = &config.value else {
-                return Err(ApiError::new(code::INVALID_REQUEST, format!("Null value for config {}", config.name)));
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_REQUEST.code(),
+                    format!("Null value for config {}", config.name),
+                ));
             };
             wanted.insert(config.name.clone(), value.clone());
         }
@@ -253,7 +259,7 @@ pub fn incremental_alter(
                 }
                 (op, _) => {
                     return Err(ApiError::new(
-                        code::INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST.code(),
                         format!("Invalid operation {op} or null value for config {name}"),
                     ))
                 }

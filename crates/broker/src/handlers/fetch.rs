@@ -5,6 +5,7 @@
 //! encoded around the file ranges, which the connection sends with
 //! sendfile(2).
 
+use krabka_protocol::ErrorCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use krabka_protocol::fetch_splice::{
 use krabka_protocol::FetchRequest;
 
 use crate::broker::Broker;
-use crate::errors::{code, log_error_code};
+use crate::errors::log_error_code;
 use crate::fetch_session::{SessionContext, SessionPartition};
 use crate::replica_manager::purgatory::Waiter;
 use crate::replica_manager::Partition;
@@ -136,8 +137,11 @@ impl FetchPlan {
                 self.broker.replicas.partition(&wanted.topic, wanted.partition)
             };
             let Some(partition) = partition else {
-                data.error_code =
-                    if self.api_version >= 13 { code::UNKNOWN_TOPIC_ID } else { code::UNKNOWN_TOPIC_OR_PARTITION };
+                data.error_code = if self.api_version >= 13 {
+                    ErrorCode::UNKNOWN_TOPIC_ID.code()
+                } else {
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
+                };
                 errors = true;
                 results.push(PartitionResult { topic_index, data, slice: None });
                 continue;
@@ -217,7 +221,7 @@ impl FetchPlan {
                         p.sent_last_stable_offset = data.last_stable_offset;
                         p.sent_log_start_offset = data.log_start_offset;
                     }
-                    if !incremental || changed || result.slice.is_some() || data.error_code != code::NONE {
+                    if !incremental || changed || result.slice.is_some() || data.error_code != ErrorCode::NONE.code() {
                         included.push(result);
                     }
                 }
@@ -241,8 +245,14 @@ impl FetchPlan {
         // Stable: partitions keep their order within a topic.
         grouped.sort_by_key(|result| result.topic_index);
         let session_id = self.session.session_id();
-        let response =
-            encode_response(self.api_version, self.correlation_id, session_id, code::NONE, &topics, &grouped);
+        let response = encode_response(
+            self.api_version,
+            self.correlation_id,
+            session_id,
+            ErrorCode::NONE.code(),
+            &topics,
+            &grouped,
+        );
         for result in &grouped {
             if let Some(slice) = &result.slice {
                 self.broker.metrics.bytes_out(topics[result.topic_index].name, u64::from(slice.length));
@@ -327,7 +337,7 @@ mod tests {
                 partition(0, 1, None),
                 partition(1, 4, Some(slice(150, 150))),
             ];
-            let response = encode_response(version, 77, 9, code::NONE, &topics, &results);
+            let response = encode_response(version, 77, 9, ErrorCode::NONE.code(), &topics, &results);
             let files = response.chunks.iter().filter(|c| matches!(c, Chunk::File(_))).count();
             assert_eq!(files, 2, "fetch v{version}: one file range per partition with records");
             let mut ours = Vec::new();

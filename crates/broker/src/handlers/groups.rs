@@ -14,6 +14,7 @@ use krabka_protocol::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 };
+use krabka_protocol::ErrorCode;
 use krabka_protocol::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
@@ -26,7 +27,7 @@ use super::topics::ensure_internal_topic;
 use crate::group::assignor::Assignment;
 use crate::group::classic::{GroupState, JoinOutcome, JoinRequest};
 use crate::group::consumer::HeartbeatRequest as ConsumerHeartbeat;
-use crate::group::{codes, CommittedOffset, OFFSETS_TOPIC};
+use crate::group::{CommittedOffset, OFFSETS_TOPIC};
 use crate::request::{encode_frame, RequestContext};
 use crate::request::{Reply, Response};
 
@@ -46,9 +47,9 @@ pub fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorReques
     let answer = |key: &str| -> Coordinator {
         let error = if request.key_type != KEY_TYPE_GROUP {
             // Transactions and share groups are not served yet.
-            Some((codes::COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
+            Some((ErrorCode::COORDINATOR_NOT_AVAILABLE.code(), "The coordinator is not available."))
         } else if key.is_empty() && ctx.api_version < 4 {
-            Some((codes::INVALID_GROUP_ID, "The group id is invalid."))
+            Some((ErrorCode::INVALID_GROUP_ID.code(), "The group id is invalid."))
         } else {
             ensure_offsets_topic(ctx).err().map(|c| (c, "The coordinator is not available."))
         };
@@ -131,7 +132,7 @@ fn later<T: Send + 'static>(
 pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply {
     let version = ctx.api_version;
     if request.group_id.is_empty() {
-        let body = join_error(ctx, &request.member_id, codes::INVALID_GROUP_ID);
+        let body = join_error(ctx, &request.member_id, ErrorCode::INVALID_GROUP_ID.code());
         return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
     }
     if let Err(code) = ensure_offsets_topic(ctx) {
@@ -153,7 +154,7 @@ pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply 
         JoinOutcome::Now(response) => ctx.reply(ResponseBody::JoinGroup(Box::new(normalize_join(version, response)))),
         JoinOutcome::Wait(receiver) => {
             let gone = JoinGroupResponse {
-                error_code: codes::UNKNOWN_MEMBER_ID,
+                error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(),
                 generation_id: -1,
                 member_id: request.member_id.clone(),
                 ..Default::default()
@@ -176,7 +177,7 @@ pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply 
     match result {
         Ok(response) => ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, response)))),
         Err(receiver) => {
-            let gone = SyncGroupResponse { error_code: codes::REBALANCE_IN_PROGRESS, ..Default::default() };
+            let gone = SyncGroupResponse { error_code: ErrorCode::REBALANCE_IN_PROGRESS.code(), ..Default::default() };
             later(ctx, receiver, gone, move |r| ResponseBody::SyncGroup(Box::new(normalize_sync(version, r))))
         }
     }
@@ -208,9 +209,10 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
                 .collect(),
             ..Default::default()
         },
-        Ok(results) => {
-            LeaveGroupResponse { error_code: results.first().copied().unwrap_or(codes::NONE), ..Default::default() }
-        }
+        Ok(results) => LeaveGroupResponse {
+            error_code: results.first().copied().unwrap_or(ErrorCode::NONE.code()),
+            ..Default::default()
+        },
     }
 }
 
@@ -240,7 +242,7 @@ pub fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> 
         })
         .collect();
     let codes = if request.group_id.is_empty() {
-        vec![codes::INVALID_GROUP_ID; offsets.len()]
+        vec![ErrorCode::INVALID_GROUP_ID.code(); offsets.len()]
     } else if let Err(code) = ensure_offsets_topic(ctx) {
         vec![code; offsets.len()]
     } else {
@@ -264,9 +266,12 @@ pub fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> 
                 .partitions
                 .iter()
                 .map(|p| {
-                    let mut code = codes.next().unwrap_or(codes::UNKNOWN_SERVER_ERROR);
-                    if by_id && code == codes::UNKNOWN_TOPIC_OR_PARTITION && image.topic_by_id(&t.topic_id).is_none() {
-                        code = crate::errors::code::UNKNOWN_TOPIC_ID;
+                    let mut code = codes.next().unwrap_or(ErrorCode::UNKNOWN_SERVER_ERROR.code());
+                    if by_id
+                        && code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
+                        && image.topic_by_id(&t.topic_id).is_none()
+                    {
+                        code = ErrorCode::UNKNOWN_TOPIC_ID.code();
                     }
                     OffsetCommitResponsePartition {
                         partition_index: p.partition_index,
@@ -424,7 +429,11 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
             None => DescribedGroup {
                 group_id: group_id.clone(),
                 // v6 (KIP-1043) reports a missing group as an error.
-                error_code: if ctx.api_version >= 6 { codes::GROUP_ID_NOT_FOUND } else { codes::NONE },
+                error_code: if ctx.api_version >= 6 {
+                    ErrorCode::GROUP_ID_NOT_FOUND.code()
+                } else {
+                    ErrorCode::NONE.code()
+                },
                 error_message: (ctx.api_version >= 6).then(|| format!("Group {group_id} not found.")),
                 group_state: GroupState::Dead.name().into(),
                 ..Default::default()
@@ -454,7 +463,7 @@ pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> 
         .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
         .collect();
     let (error_code, codes) = ctx.broker.groups.delete_offsets(&ctx.broker.group_host(), &request.group_id, &topics);
-    if error_code != codes::NONE {
+    if error_code != ErrorCode::NONE.code() {
         return OffsetDeleteResponse { error_code, ..Default::default() };
     }
     OffsetDeleteResponse {
@@ -502,13 +511,13 @@ pub fn consumer_group_heartbeat(
         ..Default::default()
     };
     if request.group_id.is_empty() {
-        return fail(codes::INVALID_GROUP_ID, "GroupId can't be empty.");
+        return fail(ErrorCode::INVALID_GROUP_ID.code(), "GroupId can't be empty.");
     }
     // v1 clients make their member id (KIP-1082); v0 ones get one on joining.
     let mut member_id = request.member_id.clone();
     if member_id.is_empty() {
         if ctx.api_version >= 1 || request.member_epoch != 0 {
-            return fail(codes::INVALID_REQUEST, "MemberId can't be empty.");
+            return fail(ErrorCode::INVALID_REQUEST.code(), "MemberId can't be empty.");
         }
         member_id = Uuid::random().map(|u| u.to_string()).unwrap_or_else(|_| format!("member-{}", ctx.correlation_id));
     }

@@ -3,11 +3,11 @@
 //! `auto.create.topics.enable` is on.
 
 use krabka_protocol::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use krabka_protocol::ErrorCode;
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
 use super::topics::auto_create_topics;
 use crate::controller::topics::validate_topic_name;
-use crate::errors::code;
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::request::RequestContext;
 
@@ -56,9 +56,11 @@ pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataRes
                     }
                     None => {
                         let error_code = match &wanted.name {
-                            Some(name) if validate_topic_name(name).is_err() => code::INVALID_TOPIC_EXCEPTION,
-                            Some(_) => code::UNKNOWN_TOPIC_OR_PARTITION,
-                            None => code::UNKNOWN_TOPIC_ID,
+                            Some(name) if validate_topic_name(name).is_err() => {
+                                ErrorCode::INVALID_TOPIC_EXCEPTION.code()
+                            }
+                            Some(_) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+                            None => ErrorCode::UNKNOWN_TOPIC_ID.code(),
                         };
                         topics.push(MetadataResponseTopic {
                             error_code,
@@ -100,7 +102,7 @@ fn describe(
 ) -> MetadataResponseTopic {
     let node = ctx.broker.node_id;
     MetadataResponseTopic {
-        error_code: code::NONE,
+        error_code: ErrorCode::NONE.code(),
         name: Some(topic.name.clone()),
         topic_id: topic.id,
         is_internal: topic.is_internal(),
@@ -109,7 +111,7 @@ fn describe(
             .iter()
             .enumerate()
             .map(|(index, p)| MetadataResponsePartition {
-                error_code: code::NONE,
+                error_code: ErrorCode::NONE.code(),
                 partition_index: index as i32,
                 leader_id: node,
                 leader_epoch: p.leader_epoch,

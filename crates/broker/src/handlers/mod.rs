@@ -14,6 +14,7 @@ pub mod producer_ids;
 pub mod recompress;
 pub mod topics;
 
+use krabka_protocol::ErrorCode;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -127,8 +128,8 @@ pub fn unsupported_version(
             format!("{api_key:?} v{api_version} is not supported"),
         ));
     }
-    let body = ResponseBody::ApiVersions(Box::new(api_versions::response(crate::errors::code::UNSUPPORTED_VERSION)));
-    broker.metrics.request_completed("ApiVersions", crate::errors::code::UNSUPPORTED_VERSION, Default::default());
+    let body = ResponseBody::ApiVersions(Box::new(api_versions::response(ErrorCode::UNSUPPORTED_VERSION.code())));
+    broker.metrics.request_completed("ApiVersions", ErrorCode::UNSUPPORTED_VERSION.code(), Default::default());
     Ok(Reply::Now(Response::from_bytes(encode_frame(api_key, 0, correlation_id, &body).freeze())))
 }
 

@@ -5,6 +5,7 @@
 
 use krabka_protocol::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use krabka_protocol::records::RecordBatches;
+use krabka_protocol::ErrorCode;
 use krabka_protocol::{ProduceRequest, ProduceResponse, ResponseBody, Uuid};
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
 
 use super::recompress::recompress;
-use crate::errors::{code, log_error_code};
+use crate::errors::log_error_code;
 use crate::metadata::store::now_ms;
 use crate::replica_manager::Partition;
 use crate::request::Reply;
@@ -40,17 +41,17 @@ fn refuse_from_client(records: &Bytes) -> Option<(i16, String)> {
     for batch in RecordBatches::new(records.clone()) {
         let Ok(batch) = batch else { return None };
         if batch.is_control() {
-            return Some((code::INVALID_RECORD, "clients are not allowed to write control records".into()));
+            return Some((ErrorCode::INVALID_RECORD.code(), "clients are not allowed to write control records".into()));
         }
         if batch.is_transactional() {
             return Some((
-                code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
                 "transactional records need a transactional id, and transactions are not supported yet".into(),
             ));
         }
         if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
             return Some((
-                code::INVALID_RECORD,
+                ErrorCode::INVALID_RECORD.code(),
                 format!("invalid sequence number {} for producer {}", batch.base_sequence(), batch.producer_id()),
             ));
         }
@@ -102,7 +103,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
                 (Some(codec), Some(records)) => match recompress(&records, codec, MAX_RECOMPRESS_BYTES) {
                     Ok(rewritten) => Some(rewritten),
                     Err(e) => {
-                        partition_responses.push(failed(index, code::CORRUPT_MESSAGE, Some(e.to_string())));
+                        partition_responses.push(failed(index, ErrorCode::CORRUPT_MESSAGE.code(), Some(e.to_string())));
                         continue;
                     }
                 },
@@ -110,26 +111,26 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             };
             let refused = records.as_ref().and_then(refuse_from_client);
             let response = match (partition, records) {
-                _ if !matches!(request.acks, -1..=1) => failed(index, code::INVALID_REQUIRED_ACKS, None),
+                _ if !matches!(request.acks, -1..=1) => failed(index, ErrorCode::INVALID_REQUIRED_ACKS.code(), None),
                 _ if request.transactional_id.is_some() => failed(
                     index,
-                    code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
                     Some("transactions are not supported yet".into()),
                 ),
                 (Some(_), _) if refused.is_some() => {
                     let (error, message) = refused.expect("checked");
                     failed(index, error, Some(message))
                 }
-                (None, _) if by_id && topic.is_none() => failed(index, code::UNKNOWN_TOPIC_ID, None),
-                (None, _) => failed(index, code::UNKNOWN_TOPIC_OR_PARTITION, None),
+                (None, _) if by_id && topic.is_none() => failed(index, ErrorCode::UNKNOWN_TOPIC_ID.code(), None),
+                (None, _) => failed(index, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), None),
                 (Some(_), _) if request.acks == -1 && min_isr > 1 => failed(
                     index,
-                    code::NOT_ENOUGH_REPLICAS,
+                    ErrorCode::NOT_ENOUGH_REPLICAS.code(),
                     Some(format!(
                         "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {min_isr}"
                     )),
                 ),
-                (Some(_), None) => failed(index, code::INVALID_RECORD, Some("no records".into())),
+                (Some(_), None) => failed(index, ErrorCode::INVALID_RECORD.code(), Some("no records".into())),
                 (Some(partition), Some(records)) => {
                     appends.push(PendingAppend {
                         topic: responses.len(),
@@ -137,7 +138,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
                         partition: partition.clone(),
                         records,
                     });
-                    failed(index, code::UNKNOWN_SERVER_ERROR, None)
+                    failed(index, ErrorCode::UNKNOWN_SERVER_ERROR.code(), None)
                 }
             };
             partition_responses.push(response);
@@ -177,7 +178,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
                 broker.metrics.messages_in(&append.partition.topic, info.record_count as u64);
                 PartitionProduceResponse {
                     index,
-                    error_code: code::NONE,
+                    error_code: ErrorCode::NONE.code(),
                     base_offset: info.first_offset,
                     log_append_time_ms: info.log_append_time_ms,
                     log_start_offset,
@@ -187,7 +188,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             Err(e) => {
                 let error_code = log_error_code(&e);
                 let topic = &append.partition.topic;
-                if error_code == code::KAFKA_STORAGE_ERROR {
+                if error_code == ErrorCode::KAFKA_STORAGE_ERROR.code() {
                     tracing::error!(%topic, partition = index, error = %e, "append failed");
                 } else {
                     tracing::debug!(%topic, partition = index, error = %e, "append refused");

@@ -2,16 +2,16 @@
 //! from the block reserved in the metadata log, as Kafka's coordinator does
 //! for a producer without a transactional id.
 
+use krabka_protocol::ErrorCode;
 use krabka_protocol::{InitProducerIdRequest, InitProducerIdResponse};
 
-use crate::errors::code;
 use crate::request::RequestContext;
 
 pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
     if let Some(transactional_id) = &request.transactional_id {
         tracing::warn!(%transactional_id, "transactional producers are not supported yet");
-        response.error_code = code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        response.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
         return response;
     }
     match ctx.broker.metadata.allocate_producer_id() {
@@ -21,7 +21,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitP
         }
         Err(e) => {
             tracing::error!(error = %e, "could not reserve producer ids");
-            response.error_code = code::COORDINATOR_NOT_AVAILABLE;
+            response.error_code = ErrorCode::COORDINATOR_NOT_AVAILABLE.code();
         }
     }
     response

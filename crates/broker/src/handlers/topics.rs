@@ -2,6 +2,7 @@
 //! auto-creation from Metadata. Changes are metadata records committed in
 //! one batch per request, then the hosted partitions follow the new image.
 
+use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -22,7 +23,6 @@ use crate::controller::topics::{
     check_replication_factor, check_total_partitions, partition_record, topic_records, validate_topic_name, NewTopic,
 };
 use crate::controller::{ApiError, RecordBudget};
-use crate::errors::code;
 use crate::metadata::{MetadataImage, MetadataRecord};
 use crate::request::RequestContext;
 
@@ -46,20 +46,20 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     for topic in &request.topics {
         let result = (|| {
             if duplicates.contains(&topic.name) {
-                return Err(ApiError::new(code::INVALID_REQUEST, "Duplicate topic name."));
+                return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."));
             }
             validate_topic_name(&topic.name)?;
             let partitions = if !topic.assignments.is_empty() {
                 if topic.num_partitions != -1 || topic.replication_factor != -1 {
                     return Err(ApiError::new(
-                        code::INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST.code(),
                         "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
                     ));
                 }
                 for (i, assignment) in topic.assignments.iter().enumerate() {
                     if assignment.partition_index != i as i32 || assignment.broker_ids != [broker.node_id] {
                         return Err(ApiError::new(
-                            code::INVALID_REPLICA_ASSIGNMENT,
+                            ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
                             format!("Invalid replica assignment for partition {}", assignment.partition_index),
                         ));
                     }
@@ -71,7 +71,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
                     -1 => config.num_partitions,
                     n if n <= 0 => {
                         return Err(ApiError::new(
-                            code::INVALID_PARTITIONS,
+                            ErrorCode::INVALID_PARTITIONS.code(),
                             "Number of partitions was set to an invalid non-positive value.",
                         ))
                     }
@@ -82,13 +82,14 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
             for entry in &topic.configs {
                 let Some(value) = &entry.value else {
                     return Err(ApiError::new(
-                        code::INVALID_CONFIG,
+                        ErrorCode::INVALID_CONFIG.code(),
                         format!("Null value not supported for topic configs: {}", entry.name),
                     ));
                 };
                 configs.insert(entry.name.clone(), value.clone());
             }
-            validate_topic_configs(&configs).map_err(|e| ApiError::new(code::INVALID_CONFIG, e.to_string()))?;
+            validate_topic_configs(&configs)
+                .map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
             Ok(NewTopic { name: topic.name.clone(), partitions, configs })
         })();
         planned.push((topic.name.clone(), result));
@@ -101,9 +102,10 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
         for (name, plan) in &planned {
             let outcome = match plan {
                 Err(e) => Err(ApiError::new(e.code, e.message.clone())),
-                Ok(_) if image.topic(name).is_some() => {
-                    Err(ApiError::new(code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
-                }
+                Ok(_) if image.topic(name).is_some() => Err(ApiError::new(
+                    ErrorCode::TOPIC_ALREADY_EXISTS.code(),
+                    format!("Topic '{name}' already exists."),
+                )),
                 Ok(topic) => {
                     budget.take(topic.record_count())?;
                     if !request.validate_only {
@@ -258,7 +260,7 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
             let mut result = DeletableTopicResult { name: name.clone(), topic_id: *id, ..Default::default() };
             match found {
                 _ if !deletion_enabled => {
-                    result.error_code = code::TOPIC_DELETION_DISABLED;
+                    result.error_code = ErrorCode::TOPIC_DELETION_DISABLED.code();
                     result.error_message = Some("Topic deletion is disabled.".into());
                 }
                 Some(topic) => {
@@ -273,10 +275,11 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
                 }
                 None => {
                     let (error, message) = match name {
-                        Some(_) => {
-                            (code::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
-                        }
-                        None => (code::UNKNOWN_TOPIC_ID, "This server does not host this topic ID."),
+                        Some(_) => (
+                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+                            "This server does not host this topic-partition.",
+                        ),
+                        None => (ErrorCode::UNKNOWN_TOPIC_ID.code(), "This server does not host this topic ID."),
                     };
                     result.error_code = error;
                     result.error_message = Some(message.into());
@@ -326,24 +329,24 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
         for topic in &request.topics {
             let outcome = (|| {
                 if !seen.insert(topic.name.clone()) {
-                    return Err(ApiError::new(code::INVALID_REQUEST, "Duplicate topic name."));
+                    return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."));
                 }
                 let Some(existing) = image.topic(&topic.name) else {
                     return Err(ApiError::new(
-                        code::UNKNOWN_TOPIC_OR_PARTITION,
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                         "This server does not host this topic-partition.",
                     ));
                 };
                 let current = existing.partitions.len() as i32;
                 if topic.count == current {
                     return Err(ApiError::new(
-                        code::INVALID_PARTITIONS,
+                        ErrorCode::INVALID_PARTITIONS.code(),
                         format!("Topic already has {current} partition(s)."),
                     ));
                 }
                 if topic.count < current {
                     return Err(ApiError::new(
-                        code::INVALID_PARTITIONS,
+                        ErrorCode::INVALID_PARTITIONS.code(),
                         format!(
                             "The topic {} currently has {current} partition(s); {} would not be an increase.",
                             topic.name, topic.count
@@ -354,7 +357,10 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
                     if assignments.len() as i32 != topic.count - current
                         || assignments.iter().any(|a| a.broker_ids != [node_id])
                     {
-                        return Err(ApiError::new(code::INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."));
+                        return Err(ApiError::new(
+                            ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
+                            "Invalid replica assignment.",
+                        ));
                     }
                 }
                 Ok((existing.id, current))
@@ -368,7 +374,7 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
                 }
             }
             let (error_code, error_message) = match outcome {
-                Ok(_) => (code::NONE, None),
+                Ok(_) => (ErrorCode::NONE.code(), None),
                 Err(e) => (e.code, Some(e.message)),
             };
             results.push(CreatePartitionsTopicResult {
@@ -424,7 +430,7 @@ pub fn describe_topic_partitions(
     for name in names.iter().filter(|n| start_topic.as_ref().is_none_or(|s| *n >= s)) {
         let Some(topic) = image.topic(name) else {
             topics.push(DescribeTopicPartitionsResponseTopic {
-                error_code: code::UNKNOWN_TOPIC_OR_PARTITION,
+                error_code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                 name: Some(name.clone()),
                 ..Default::default()
             });
