@@ -47,6 +47,8 @@ pub struct Report {
     pub rss_start_kib: u64,
     pub rss_peak_kib: u64,
     pub rss_end_kib: u64,
+    pub rss_anon_start_kib: u64,
+    pub rss_anon_end_kib: u64,
 }
 
 impl Report {
@@ -58,7 +60,7 @@ impl Report {
     pub fn summary(&self, seed: u64) -> String {
         let mut text = format!(
             "wire_fuzz seed {seed}: {:?}, {} frames ({} mutated), {} connections, {} probes, {} acknowledged records \
-             read back; RSS start/peak/end {}/{}/{} MiB; {} failures, {} distinct broker panics\n",
+             read back; RSS start/peak/end {}/{}/{} MiB (anonymous {}/-/{} MiB); {} failures, {} distinct broker panics\n",
             self.elapsed,
             self.frames,
             self.mutated_frames,
@@ -68,6 +70,8 @@ impl Report {
             self.rss_start_kib / 1024,
             self.rss_peak_kib / 1024,
             self.rss_end_kib / 1024,
+            self.rss_anon_start_kib / 1024,
+            self.rss_anon_end_kib / 1024,
             self.failure_count,
             self.broker_panics.len()
         );
@@ -312,8 +316,14 @@ fn worker(shared: Arc<Shared>, seed: u64) {
 
 /// VmRSS of a process in KiB.
 pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// One KiB figure of /proc/<pid>/status (RssAnon: the heap's share of RSS,
+/// without mapped index and binary pages).
+fn status_kib(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -481,6 +491,7 @@ pub fn run(options: &Options) -> Report {
         }
     };
     report.rss_start_kib = rss_start;
+    report.rss_anon_start_kib = options.pid.and_then(|pid| status_kib(pid, "RssAnon:")).unwrap_or(0);
     let sampling = Arc::new(AtomicBool::new(false));
     let sampler = sample_rss(options.pid, sampling.clone());
     fuzz_and_probe(&shared, options, &mut ledger, &mut report);
@@ -493,6 +504,7 @@ pub fn run(options: &Options) -> Report {
         Err(e) => shared.fail(format!("deleting new topics: {e}")),
     }
     report.rss_end_kib = settle(options, report.rss_start_kib);
+    report.rss_anon_end_kib = options.pid.and_then(|pid| status_kib(pid, "RssAnon:")).unwrap_or(0);
     sampling.store(true, Relaxed);
     report.rss_peak_kib = sampler.join().unwrap_or(0).max(report.rss_end_kib);
     if options.pid.is_some() && report.rss_end_kib > report.rss_start_kib + options.rss_slack_kib {

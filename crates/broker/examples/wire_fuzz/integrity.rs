@@ -34,9 +34,12 @@ impl Ledger {
         let values: Vec<String> = (0..count).map(|i| format!("integrity-{}-{i}", self.batches)).collect();
         let compression = if self.batches.is_multiple_of(2) { Compression::None } else { Compression::Zstd };
         let mut builder = RecordBatchBuilder::new(compression);
+        // Now, not a fixed date: records older than retention.ms (7 days)
+        // are rightly deleted by the first retention check, 5 min in.
+        let now_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         for value in &values {
-            let record =
-                NewRecord { timestamp_ms: 1_700_000_000_000, key: None, value: Some(value.as_bytes()), headers: &[] };
+            let record = NewRecord { timestamp_ms: now_ms, key: None, value: Some(value.as_bytes()), headers: &[] };
             builder.append(&record).map_err(|e| format!("building a batch: {e}"))?;
         }
         let records = builder.build().map_err(|e| format!("building a batch: {e}"))?.into_bytes();
