@@ -24,8 +24,8 @@ mod generated_tests;
 pub mod message;
 pub mod primitives;
 pub mod records;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod uuid;
 
 pub use error::{DecodeError, EncodeError};

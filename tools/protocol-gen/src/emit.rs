@@ -536,9 +536,12 @@ impl StructEmitter<'_> {
         }
         writeln!(body, "        this")?;
         let o = &mut self.out;
-        writeln!(o, "#[cfg(test)]")?;
+        // Public under the `testing` feature: the broker's black-box tests and
+        // wire fuzzer build requests from these too.
+        writeln!(o, "#[cfg(any(test, feature = \"testing\"))]")?;
         writeln!(o, "impl {} {{", st.name)?;
-        writeln!(o, "    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {{")?;
+        writeln!(o, "    /// A random value valid at `version` (tests and fuzzing only).")?;
+        writeln!(o, "    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {{")?;
         o.push_str(&body);
         writeln!(o, "    }}\n}}\n")?;
         Ok(())

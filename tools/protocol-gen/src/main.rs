@@ -196,6 +196,20 @@ fn emit_mod(specs: &[Spec]) -> anyhow::Result<String> {
         }
         writeln!(o, "        }}")?;
         writeln!(o, "    }}\n")?;
+        writeln!(o, "    /// A random body of API `key`, valid at `version` (tests and fuzzing only).")?;
+        writeln!(o, "    #[cfg(any(test, feature = \"testing\"))]")?;
+        writeln!(o, "    pub fn random(key: ApiKey, rng: &mut crate::testing::Rng, version: i16) -> Self {{")?;
+        writeln!(o, "        match key {{")?;
+        for api in &apis {
+            let spec = if side == "request" { api.request } else { api.response };
+            writeln!(
+                o,
+                "            ApiKey::{} => Self::{}(Box::new({}::random(rng, version))),",
+                api.name, api.name, spec.name
+            )?;
+        }
+        writeln!(o, "        }}")?;
+        writeln!(o, "    }}\n")?;
         writeln!(o, "    pub fn api_key(&self) -> ApiKey {{")?;
         writeln!(o, "        match self {{")?;
         for api in &apis {

@@ -16,6 +16,9 @@ use crate::request::RequestContext;
 const ALL_TOPIC_OPERATIONS: i32 = 0b0000_1111_1111_1000;
 const ALL_CLUSTER_OPERATIONS: i32 = 0b0001_1111_1111_1000;
 
+/// The first Metadata version whose topics may be named by id alone.
+const NULLABLE_NAME_VERSION: i16 = 12;
+
 pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataResponse {
     let broker = ctx.broker;
     let mut image = broker.metadata.image();
@@ -60,11 +63,19 @@ pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataRes
                                 ErrorCode::INVALID_TOPIC_EXCEPTION.code()
                             }
                             Some(_) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+                            // v10-11 requests may carry a null name but have no topic
+                            // ids (Kafka: "Topic name can not be null for version").
+                            None if ctx.api_version < NULLABLE_NAME_VERSION => ErrorCode::INVALID_REQUEST.code(),
                             None => ErrorCode::UNKNOWN_TOPIC_ID.code(),
+                        };
+                        // Before v12 a response topic's name is not nullable.
+                        let name = match &wanted.name {
+                            None if ctx.api_version < NULLABLE_NAME_VERSION => Some(String::new()),
+                            name => name.clone(),
                         };
                         topics.push(MetadataResponseTopic {
                             error_code,
-                            name: wanted.name.clone(),
+                            name,
                             topic_id: wanted.topic_id,
                             ..Default::default()
                         });

@@ -175,6 +175,16 @@ impl BrokerProcess {
             .count()
     }
 
+    /// Starts again on the same port and data directory after the process
+    /// ended on its own (a crash the test recorded and wants to go past).
+    pub fn restart_after_exit(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.spawn();
+    }
+
     pub fn is_running(&mut self) -> bool {
         self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }

@@ -58,9 +58,10 @@ impl AbortTransactionRecord {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AbortTransactionRecord {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.reason = if rng.below(4) == 0 { None } else { Some(rng.string()) };
         if true && rng.below(4) == 0 {

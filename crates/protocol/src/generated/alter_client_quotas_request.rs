@@ -46,9 +46,10 @@ impl AlterClientQuotasRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterClientQuotasRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.entries = (0..rng.below(3)).map(|_| EntryData::random(rng, version)).collect();
         this.validate_only = rng.bool();
@@ -102,9 +103,10 @@ impl EntityData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl EntityData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.entity_type = rng.string();
         this.entity_name = if rng.below(4) == 0 { None } else { Some(rng.string()) };
@@ -162,9 +164,10 @@ impl OpData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OpData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.key = rng.string();
         this.value = rng.f64();
@@ -219,9 +222,10 @@ impl EntryData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl EntryData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.entity = (0..rng.below(3)).map(|_| EntityData::random(rng, version)).collect();
         this.ops = (0..rng.below(3)).map(|_| OpData::random(rng, version)).collect();

@@ -47,9 +47,10 @@ impl AlterReplicaLogDirsResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterReplicaLogDirsResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.results = (0..rng.below(3)).map(|_| AlterReplicaLogDirTopicResult::random(rng, version)).collect();
@@ -103,9 +104,10 @@ impl AlterReplicaLogDirPartitionResult {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterReplicaLogDirPartitionResult {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this.error_code = rng.next_u64() as i16;
@@ -160,9 +162,10 @@ impl AlterReplicaLogDirTopicResult {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterReplicaLogDirTopicResult {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_name = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| AlterReplicaLogDirPartitionResult::random(rng, version)).collect();

@@ -48,9 +48,10 @@ impl AlterUserScramCredentialsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterUserScramCredentialsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.deletions = (0..rng.below(3)).map(|_| ScramCredentialDeletion::random(rng, version)).collect();
         this.upsertions = (0..rng.below(3)).map(|_| ScramCredentialUpsertion::random(rng, version)).collect();
@@ -104,9 +105,10 @@ impl ScramCredentialDeletion {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ScramCredentialDeletion {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.mechanism = rng.next_u64() as i8;
@@ -179,9 +181,10 @@ impl ScramCredentialUpsertion {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ScramCredentialUpsertion {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.mechanism = rng.next_u64() as i8;

@@ -47,9 +47,10 @@ impl AlterUserScramCredentialsResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterUserScramCredentialsResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.results = (0..rng.below(3)).map(|_| AlterUserScramCredentialsResult::random(rng, version)).collect();
@@ -112,9 +113,10 @@ impl AlterUserScramCredentialsResult {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterUserScramCredentialsResult {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.user = rng.string();
         this.error_code = rng.next_u64() as i16;

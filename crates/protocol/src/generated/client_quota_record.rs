@@ -54,9 +54,10 @@ impl ClientQuotaRecord {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ClientQuotaRecord {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.entity = (0..rng.below(3)).map(|_| EntityData::random(rng, version)).collect();
         this.key = rng.string();
@@ -112,9 +113,10 @@ impl EntityData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl EntityData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.entity_type = rng.string();
         this.entity_name = if rng.below(4) == 0 { None } else { Some(rng.string()) };

@@ -117,9 +117,10 @@ impl ConsumerGroupMemberMetadataValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ConsumerGroupMemberMetadataValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.instance_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
         this.rack_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
@@ -181,9 +182,10 @@ impl ClassicProtocol {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ClassicProtocol {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.metadata = rng.bytes();
@@ -238,9 +240,10 @@ impl ClassicMemberMetadata {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ClassicMemberMetadata {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.session_timeout_ms = rng.next_u64() as i32;
         this.supported_protocols = (0..rng.below(3)).map(|_| ClassicProtocol::random(rng, version)).collect();

@@ -66,9 +66,10 @@ impl ConsumerGroupMetadataValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ConsumerGroupMetadataValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.epoch = rng.next_u64() as i32;
         this.metadata_hash = rng.next_u64() as i64;

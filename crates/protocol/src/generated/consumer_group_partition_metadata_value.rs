@@ -42,9 +42,10 @@ impl ConsumerGroupPartitionMetadataValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ConsumerGroupPartitionMetadataValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topics = (0..rng.below(3)).map(|_| TopicMetadata::random(rng, version)).collect();
         if true && rng.below(4) == 0 {
@@ -100,9 +101,10 @@ impl PartitionMetadata {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl PartitionMetadata {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition = rng.next_u64() as i32;
         this.racks = (0..rng.below(3)).map(|_| rng.string()).collect();
@@ -171,9 +173,10 @@ impl TopicMetadata {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TopicMetadata {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_id = rng.uuid();
         this.topic_name = rng.string();

@@ -50,9 +50,10 @@ impl ConsumerGroupRegularExpressionValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ConsumerGroupRegularExpressionValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topics = (0..rng.below(3)).map(|_| rng.string()).collect();
         this.version = rng.next_u64() as i64;

@@ -100,9 +100,10 @@ impl CreateDelegationTokenRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl CreateDelegationTokenRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         if version >= 3 {
             this.owner_principal_type = if version >= 3 && rng.below(4) == 0 { None } else { Some(rng.string()) };
@@ -162,9 +163,10 @@ impl CreatableRenewers {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl CreatableRenewers {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.principal_type = rng.string();
         this.principal_name = rng.string();

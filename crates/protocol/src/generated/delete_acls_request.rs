@@ -42,9 +42,10 @@ impl DeleteAclsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeleteAclsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.filters = (0..rng.below(3)).map(|_| DeleteAclsFilter::random(rng, version)).collect();
         if version >= 2 && rng.below(4) == 0 {
@@ -126,9 +127,10 @@ impl DeleteAclsFilter {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeleteAclsFilter {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.resource_type_filter = rng.next_u64() as i8;
         this.resource_name_filter = if rng.below(4) == 0 { None } else { Some(rng.string()) };

@@ -46,9 +46,10 @@ impl DeleteGroupsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeleteGroupsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.groups_names = (0..rng.below(3)).map(|_| rng.string()).collect();
         if version >= 2 && rng.below(4) == 0 {

@@ -64,9 +64,10 @@ impl DeleteTopicsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeleteTopicsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         if version >= 6 {
             this.topics = (0..rng.below(3)).map(|_| DeleteTopicState::random(rng, version)).collect();
@@ -146,9 +147,10 @@ impl DeleteTopicState {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeleteTopicState {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         if version >= 6 {
             this.name = if version >= 6 && rng.below(4) == 0 { None } else { Some(rng.string()) };

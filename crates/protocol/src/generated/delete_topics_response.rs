@@ -46,9 +46,10 @@ impl DeleteTopicsResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeleteTopicsResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.responses = (0..rng.below(3)).map(|_| DeletableTopicResult::random(rng, version)).collect();
@@ -139,9 +140,10 @@ impl DeletableTopicResult {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DeletableTopicResult {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = if version >= 6 && rng.below(4) == 0 { None } else { Some(rng.string()) };
         if version >= 6 {

@@ -75,9 +75,10 @@ impl DescribeAclsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeAclsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.resource_type_filter = rng.next_u64() as i8;
         this.resource_name_filter = if rng.below(4) == 0 { None } else { Some(rng.string()) };

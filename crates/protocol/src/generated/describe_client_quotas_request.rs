@@ -46,9 +46,10 @@ impl DescribeClientQuotasRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeClientQuotasRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.components = (0..rng.below(3)).map(|_| ComponentData::random(rng, version)).collect();
         this.strict = rng.bool();
@@ -111,9 +112,10 @@ impl ComponentData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ComponentData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.entity_type = rng.string();
         this.match_type = rng.next_u64() as i8;

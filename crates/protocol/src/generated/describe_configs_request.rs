@@ -66,9 +66,10 @@ impl DescribeConfigsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeConfigsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.resources = (0..rng.below(3)).map(|_| DescribeConfigsResource::random(rng, version)).collect();
         this.include_synonyms = rng.bool();
@@ -138,9 +139,10 @@ impl DescribeConfigsResource {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeConfigsResource {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.resource_type = rng.next_u64() as i8;
         this.resource_name = rng.string();

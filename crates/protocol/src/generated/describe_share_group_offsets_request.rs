@@ -43,9 +43,10 @@ impl DescribeShareGroupOffsetsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.groups = (0..rng.below(3)).map(|_| DescribeShareGroupOffsetsRequestGroup::random(rng, version)).collect();
         if true && rng.below(4) == 0 {
@@ -101,9 +102,10 @@ impl DescribeShareGroupOffsetsRequestTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsRequestTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_name = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| rng.next_u64() as i32).collect();
@@ -158,9 +160,10 @@ impl DescribeShareGroupOffsetsRequestGroup {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsRequestGroup {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.group_id = rng.string();
         this.topics = if rng.below(4) == 0 {

@@ -48,9 +48,10 @@ impl DescribeShareGroupOffsetsResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.groups = (0..rng.below(3)).map(|_| DescribeShareGroupOffsetsResponseGroup::random(rng, version)).collect();
@@ -132,9 +133,10 @@ impl DescribeShareGroupOffsetsResponsePartition {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsResponsePartition {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this.start_offset = rng.next_u64() as i64;
@@ -204,9 +206,10 @@ impl DescribeShareGroupOffsetsResponseTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsResponseTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_name = rng.string();
         this.topic_id = rng.uuid();
@@ -278,9 +281,10 @@ impl DescribeShareGroupOffsetsResponseGroup {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeShareGroupOffsetsResponseGroup {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.group_id = rng.string();
         this.topics = (0..rng.below(3)).map(|_| DescribeShareGroupOffsetsResponseTopic::random(rng, version)).collect();

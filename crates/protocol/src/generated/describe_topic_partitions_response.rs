@@ -57,9 +57,10 @@ impl DescribeTopicPartitionsResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeTopicPartitionsResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.topics = (0..rng.below(3)).map(|_| DescribeTopicPartitionsResponseTopic::random(rng, version)).collect();
@@ -168,9 +169,10 @@ impl DescribeTopicPartitionsResponsePartition {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeTopicPartitionsResponsePartition {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.error_code = rng.next_u64() as i16;
         this.partition_index = rng.next_u64() as i32;
@@ -259,9 +261,10 @@ impl DescribeTopicPartitionsResponseTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeTopicPartitionsResponseTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.error_code = rng.next_u64() as i16;
         this.name = if rng.below(4) == 0 { None } else { Some(rng.string()) };
@@ -320,9 +323,10 @@ impl Cursor {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Cursor {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_name = rng.string();
         this.partition_index = rng.next_u64() as i32;

@@ -46,9 +46,10 @@ impl DescribeTransactionsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeTransactionsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.transactional_ids = (0..rng.below(3)).map(|_| rng.string()).collect();
         if true && rng.below(4) == 0 {

@@ -61,9 +61,10 @@ impl DescribeUserScramCredentialsResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeUserScramCredentialsResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.error_code = rng.next_u64() as i16;
@@ -119,9 +120,10 @@ impl CredentialInfo {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl CredentialInfo {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.mechanism = rng.next_u64() as i8;
         this.iterations = rng.next_u64() as i32;
@@ -190,9 +192,10 @@ impl DescribeUserScramCredentialsResult {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl DescribeUserScramCredentialsResult {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.user = rng.string();
         this.error_code = rng.next_u64() as i16;

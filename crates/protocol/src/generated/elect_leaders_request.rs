@@ -67,9 +67,10 @@ impl ElectLeadersRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ElectLeadersRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         if version >= 1 {
             this.election_type = rng.next_u64() as i8;
@@ -133,9 +134,10 @@ impl TopicPartitions {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TopicPartitions {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| rng.next_u64() as i32).collect();

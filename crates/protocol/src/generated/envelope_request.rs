@@ -55,9 +55,10 @@ impl EnvelopeRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl EnvelopeRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.request_data = rng.bytes();
         this.request_principal = if rng.below(4) == 0 { None } else { Some(rng.bytes()) };

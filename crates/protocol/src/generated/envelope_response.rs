@@ -46,9 +46,10 @@ impl EnvelopeResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl EnvelopeResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.response_data = if rng.below(4) == 0 { None } else { Some(rng.bytes()) };
         this.error_code = rng.next_u64() as i16;

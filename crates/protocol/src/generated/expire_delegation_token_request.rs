@@ -46,9 +46,10 @@ impl ExpireDelegationTokenRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ExpireDelegationTokenRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.hmac = rng.bytes();
         this.expiry_time_period_ms = rng.next_u64() as i64;

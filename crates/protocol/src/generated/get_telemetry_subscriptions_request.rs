@@ -42,9 +42,10 @@ impl GetTelemetrySubscriptionsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl GetTelemetrySubscriptionsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.client_instance_id = rng.uuid();
         if true && rng.below(4) == 0 {

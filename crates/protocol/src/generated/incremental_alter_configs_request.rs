@@ -46,9 +46,10 @@ impl IncrementalAlterConfigsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl IncrementalAlterConfigsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.resources = (0..rng.below(3)).map(|_| AlterConfigsResource::random(rng, version)).collect();
         this.validate_only = rng.bool();
@@ -111,9 +112,10 @@ impl AlterableConfig {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterableConfig {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.config_operation = rng.next_u64() as i8;
@@ -177,9 +179,10 @@ impl AlterConfigsResource {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AlterConfigsResource {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.resource_type = rng.next_u64() as i8;
         this.resource_name = rng.string();

@@ -110,9 +110,10 @@ impl InitProducerIdRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl InitProducerIdRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.transactional_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
         this.transaction_timeout_ms = rng.next_u64() as i32;

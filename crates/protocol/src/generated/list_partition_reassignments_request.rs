@@ -47,9 +47,10 @@ impl ListPartitionReassignmentsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ListPartitionReassignmentsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.timeout_ms = rng.next_u64() as i32;
         this.topics = if rng.below(4) == 0 {
@@ -110,9 +111,10 @@ impl ListPartitionReassignmentsTopics {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ListPartitionReassignmentsTopics {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.partition_indexes = (0..rng.below(3)).map(|_| rng.next_u64() as i32).collect();

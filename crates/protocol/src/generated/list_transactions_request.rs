@@ -99,9 +99,10 @@ impl ListTransactionsRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ListTransactionsRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.state_filters = (0..rng.below(3)).map(|_| rng.string()).collect();
         this.producer_id_filters = (0..rng.below(3)).map(|_| rng.next_u64() as i64).collect();

@@ -2144,6 +2144,176 @@ impl RequestBody {
         }
     }
 
+    /// A random body of API `key`, valid at `version` (tests and fuzzing only).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn random(key: ApiKey, rng: &mut crate::testing::Rng, version: i16) -> Self {
+        match key {
+            ApiKey::Produce => Self::Produce(Box::new(ProduceRequest::random(rng, version))),
+            ApiKey::Fetch => Self::Fetch(Box::new(FetchRequest::random(rng, version))),
+            ApiKey::ListOffsets => Self::ListOffsets(Box::new(ListOffsetsRequest::random(rng, version))),
+            ApiKey::Metadata => Self::Metadata(Box::new(MetadataRequest::random(rng, version))),
+            ApiKey::OffsetCommit => Self::OffsetCommit(Box::new(OffsetCommitRequest::random(rng, version))),
+            ApiKey::OffsetFetch => Self::OffsetFetch(Box::new(OffsetFetchRequest::random(rng, version))),
+            ApiKey::FindCoordinator => Self::FindCoordinator(Box::new(FindCoordinatorRequest::random(rng, version))),
+            ApiKey::JoinGroup => Self::JoinGroup(Box::new(JoinGroupRequest::random(rng, version))),
+            ApiKey::Heartbeat => Self::Heartbeat(Box::new(HeartbeatRequest::random(rng, version))),
+            ApiKey::LeaveGroup => Self::LeaveGroup(Box::new(LeaveGroupRequest::random(rng, version))),
+            ApiKey::SyncGroup => Self::SyncGroup(Box::new(SyncGroupRequest::random(rng, version))),
+            ApiKey::DescribeGroups => Self::DescribeGroups(Box::new(DescribeGroupsRequest::random(rng, version))),
+            ApiKey::ListGroups => Self::ListGroups(Box::new(ListGroupsRequest::random(rng, version))),
+            ApiKey::SaslHandshake => Self::SaslHandshake(Box::new(SaslHandshakeRequest::random(rng, version))),
+            ApiKey::ApiVersions => Self::ApiVersions(Box::new(ApiVersionsRequest::random(rng, version))),
+            ApiKey::CreateTopics => Self::CreateTopics(Box::new(CreateTopicsRequest::random(rng, version))),
+            ApiKey::DeleteTopics => Self::DeleteTopics(Box::new(DeleteTopicsRequest::random(rng, version))),
+            ApiKey::DeleteRecords => Self::DeleteRecords(Box::new(DeleteRecordsRequest::random(rng, version))),
+            ApiKey::InitProducerId => Self::InitProducerId(Box::new(InitProducerIdRequest::random(rng, version))),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(Box::new(OffsetForLeaderEpochRequest::random(rng, version)))
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(Box::new(AddPartitionsToTxnRequest::random(rng, version)))
+            }
+            ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(Box::new(AddOffsetsToTxnRequest::random(rng, version))),
+            ApiKey::EndTxn => Self::EndTxn(Box::new(EndTxnRequest::random(rng, version))),
+            ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(Box::new(WriteTxnMarkersRequest::random(rng, version))),
+            ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(Box::new(TxnOffsetCommitRequest::random(rng, version))),
+            ApiKey::DescribeAcls => Self::DescribeAcls(Box::new(DescribeAclsRequest::random(rng, version))),
+            ApiKey::CreateAcls => Self::CreateAcls(Box::new(CreateAclsRequest::random(rng, version))),
+            ApiKey::DeleteAcls => Self::DeleteAcls(Box::new(DeleteAclsRequest::random(rng, version))),
+            ApiKey::DescribeConfigs => Self::DescribeConfigs(Box::new(DescribeConfigsRequest::random(rng, version))),
+            ApiKey::AlterConfigs => Self::AlterConfigs(Box::new(AlterConfigsRequest::random(rng, version))),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(Box::new(AlterReplicaLogDirsRequest::random(rng, version)))
+            }
+            ApiKey::DescribeLogDirs => Self::DescribeLogDirs(Box::new(DescribeLogDirsRequest::random(rng, version))),
+            ApiKey::SaslAuthenticate => Self::SaslAuthenticate(Box::new(SaslAuthenticateRequest::random(rng, version))),
+            ApiKey::CreatePartitions => Self::CreatePartitions(Box::new(CreatePartitionsRequest::random(rng, version))),
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(Box::new(CreateDelegationTokenRequest::random(rng, version)))
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(Box::new(RenewDelegationTokenRequest::random(rng, version)))
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(Box::new(ExpireDelegationTokenRequest::random(rng, version)))
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(Box::new(DescribeDelegationTokenRequest::random(rng, version)))
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(Box::new(DeleteGroupsRequest::random(rng, version))),
+            ApiKey::ElectLeaders => Self::ElectLeaders(Box::new(ElectLeadersRequest::random(rng, version))),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(Box::new(IncrementalAlterConfigsRequest::random(rng, version)))
+            }
+            ApiKey::AlterPartitionReassignments => {
+                Self::AlterPartitionReassignments(Box::new(AlterPartitionReassignmentsRequest::random(rng, version)))
+            }
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(Box::new(ListPartitionReassignmentsRequest::random(rng, version)))
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(Box::new(OffsetDeleteRequest::random(rng, version))),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(Box::new(DescribeClientQuotasRequest::random(rng, version)))
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(Box::new(AlterClientQuotasRequest::random(rng, version)))
+            }
+            ApiKey::DescribeUserScramCredentials => {
+                Self::DescribeUserScramCredentials(Box::new(DescribeUserScramCredentialsRequest::random(rng, version)))
+            }
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(Box::new(AlterUserScramCredentialsRequest::random(rng, version)))
+            }
+            ApiKey::Vote => Self::Vote(Box::new(VoteRequest::random(rng, version))),
+            ApiKey::BeginQuorumEpoch => Self::BeginQuorumEpoch(Box::new(BeginQuorumEpochRequest::random(rng, version))),
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(Box::new(EndQuorumEpochRequest::random(rng, version))),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(Box::new(DescribeQuorumRequest::random(rng, version))),
+            ApiKey::AlterPartition => Self::AlterPartition(Box::new(AlterPartitionRequest::random(rng, version))),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(Box::new(UpdateFeaturesRequest::random(rng, version))),
+            ApiKey::Envelope => Self::Envelope(Box::new(EnvelopeRequest::random(rng, version))),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(Box::new(FetchSnapshotRequest::random(rng, version))),
+            ApiKey::DescribeCluster => Self::DescribeCluster(Box::new(DescribeClusterRequest::random(rng, version))),
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(Box::new(DescribeProducersRequest::random(rng, version)))
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(Box::new(BrokerRegistrationRequest::random(rng, version)))
+            }
+            ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(Box::new(BrokerHeartbeatRequest::random(rng, version))),
+            ApiKey::UnregisterBroker => Self::UnregisterBroker(Box::new(UnregisterBrokerRequest::random(rng, version))),
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(Box::new(DescribeTransactionsRequest::random(rng, version)))
+            }
+            ApiKey::ListTransactions => Self::ListTransactions(Box::new(ListTransactionsRequest::random(rng, version))),
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(Box::new(AllocateProducerIdsRequest::random(rng, version)))
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(Box::new(ConsumerGroupHeartbeatRequest::random(rng, version)))
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(Box::new(ConsumerGroupDescribeRequest::random(rng, version)))
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(Box::new(ControllerRegistrationRequest::random(rng, version)))
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(Box::new(GetTelemetrySubscriptionsRequest::random(rng, version)))
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(Box::new(PushTelemetryRequest::random(rng, version))),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(Box::new(AssignReplicasToDirsRequest::random(rng, version)))
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(Box::new(ListConfigResourcesRequest::random(rng, version)))
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(Box::new(DescribeTopicPartitionsRequest::random(rng, version)))
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(Box::new(ShareGroupHeartbeatRequest::random(rng, version)))
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(Box::new(ShareGroupDescribeRequest::random(rng, version)))
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(Box::new(ShareFetchRequest::random(rng, version))),
+            ApiKey::ShareAcknowledge => Self::ShareAcknowledge(Box::new(ShareAcknowledgeRequest::random(rng, version))),
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(Box::new(AddRaftVoterRequest::random(rng, version))),
+            ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(Box::new(RemoveRaftVoterRequest::random(rng, version))),
+            ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(Box::new(UpdateRaftVoterRequest::random(rng, version))),
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(Box::new(InitializeShareGroupStateRequest::random(rng, version)))
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(Box::new(ReadShareGroupStateRequest::random(rng, version)))
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(Box::new(WriteShareGroupStateRequest::random(rng, version)))
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(Box::new(DeleteShareGroupStateRequest::random(rng, version)))
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(Box::new(ReadShareGroupStateSummaryRequest::random(rng, version)))
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(Box::new(StreamsGroupHeartbeatRequest::random(rng, version)))
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(Box::new(StreamsGroupDescribeRequest::random(rng, version)))
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(Box::new(DescribeShareGroupOffsetsRequest::random(rng, version)))
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(Box::new(AlterShareGroupOffsetsRequest::random(rng, version)))
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(Box::new(DeleteShareGroupOffsetsRequest::random(rng, version)))
+            }
+        }
+    }
+
     pub fn api_key(&self) -> ApiKey {
         match self {
             Self::Produce(_) => ApiKey::Produce,
@@ -2606,6 +2776,188 @@ impl ResponseBody {
             Self::DescribeShareGroupOffsets(body) => body.encode(buf, version),
             Self::AlterShareGroupOffsets(body) => body.encode(buf, version),
             Self::DeleteShareGroupOffsets(body) => body.encode(buf, version),
+        }
+    }
+
+    /// A random body of API `key`, valid at `version` (tests and fuzzing only).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn random(key: ApiKey, rng: &mut crate::testing::Rng, version: i16) -> Self {
+        match key {
+            ApiKey::Produce => Self::Produce(Box::new(ProduceResponse::random(rng, version))),
+            ApiKey::Fetch => Self::Fetch(Box::new(FetchResponse::random(rng, version))),
+            ApiKey::ListOffsets => Self::ListOffsets(Box::new(ListOffsetsResponse::random(rng, version))),
+            ApiKey::Metadata => Self::Metadata(Box::new(MetadataResponse::random(rng, version))),
+            ApiKey::OffsetCommit => Self::OffsetCommit(Box::new(OffsetCommitResponse::random(rng, version))),
+            ApiKey::OffsetFetch => Self::OffsetFetch(Box::new(OffsetFetchResponse::random(rng, version))),
+            ApiKey::FindCoordinator => Self::FindCoordinator(Box::new(FindCoordinatorResponse::random(rng, version))),
+            ApiKey::JoinGroup => Self::JoinGroup(Box::new(JoinGroupResponse::random(rng, version))),
+            ApiKey::Heartbeat => Self::Heartbeat(Box::new(HeartbeatResponse::random(rng, version))),
+            ApiKey::LeaveGroup => Self::LeaveGroup(Box::new(LeaveGroupResponse::random(rng, version))),
+            ApiKey::SyncGroup => Self::SyncGroup(Box::new(SyncGroupResponse::random(rng, version))),
+            ApiKey::DescribeGroups => Self::DescribeGroups(Box::new(DescribeGroupsResponse::random(rng, version))),
+            ApiKey::ListGroups => Self::ListGroups(Box::new(ListGroupsResponse::random(rng, version))),
+            ApiKey::SaslHandshake => Self::SaslHandshake(Box::new(SaslHandshakeResponse::random(rng, version))),
+            ApiKey::ApiVersions => Self::ApiVersions(Box::new(ApiVersionsResponse::random(rng, version))),
+            ApiKey::CreateTopics => Self::CreateTopics(Box::new(CreateTopicsResponse::random(rng, version))),
+            ApiKey::DeleteTopics => Self::DeleteTopics(Box::new(DeleteTopicsResponse::random(rng, version))),
+            ApiKey::DeleteRecords => Self::DeleteRecords(Box::new(DeleteRecordsResponse::random(rng, version))),
+            ApiKey::InitProducerId => Self::InitProducerId(Box::new(InitProducerIdResponse::random(rng, version))),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(Box::new(OffsetForLeaderEpochResponse::random(rng, version)))
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(Box::new(AddPartitionsToTxnResponse::random(rng, version)))
+            }
+            ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(Box::new(AddOffsetsToTxnResponse::random(rng, version))),
+            ApiKey::EndTxn => Self::EndTxn(Box::new(EndTxnResponse::random(rng, version))),
+            ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(Box::new(WriteTxnMarkersResponse::random(rng, version))),
+            ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(Box::new(TxnOffsetCommitResponse::random(rng, version))),
+            ApiKey::DescribeAcls => Self::DescribeAcls(Box::new(DescribeAclsResponse::random(rng, version))),
+            ApiKey::CreateAcls => Self::CreateAcls(Box::new(CreateAclsResponse::random(rng, version))),
+            ApiKey::DeleteAcls => Self::DeleteAcls(Box::new(DeleteAclsResponse::random(rng, version))),
+            ApiKey::DescribeConfigs => Self::DescribeConfigs(Box::new(DescribeConfigsResponse::random(rng, version))),
+            ApiKey::AlterConfigs => Self::AlterConfigs(Box::new(AlterConfigsResponse::random(rng, version))),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(Box::new(AlterReplicaLogDirsResponse::random(rng, version)))
+            }
+            ApiKey::DescribeLogDirs => Self::DescribeLogDirs(Box::new(DescribeLogDirsResponse::random(rng, version))),
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(Box::new(SaslAuthenticateResponse::random(rng, version)))
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(Box::new(CreatePartitionsResponse::random(rng, version)))
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(Box::new(CreateDelegationTokenResponse::random(rng, version)))
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(Box::new(RenewDelegationTokenResponse::random(rng, version)))
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(Box::new(ExpireDelegationTokenResponse::random(rng, version)))
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(Box::new(DescribeDelegationTokenResponse::random(rng, version)))
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(Box::new(DeleteGroupsResponse::random(rng, version))),
+            ApiKey::ElectLeaders => Self::ElectLeaders(Box::new(ElectLeadersResponse::random(rng, version))),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(Box::new(IncrementalAlterConfigsResponse::random(rng, version)))
+            }
+            ApiKey::AlterPartitionReassignments => {
+                Self::AlterPartitionReassignments(Box::new(AlterPartitionReassignmentsResponse::random(rng, version)))
+            }
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(Box::new(ListPartitionReassignmentsResponse::random(rng, version)))
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(Box::new(OffsetDeleteResponse::random(rng, version))),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(Box::new(DescribeClientQuotasResponse::random(rng, version)))
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(Box::new(AlterClientQuotasResponse::random(rng, version)))
+            }
+            ApiKey::DescribeUserScramCredentials => {
+                Self::DescribeUserScramCredentials(Box::new(DescribeUserScramCredentialsResponse::random(rng, version)))
+            }
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(Box::new(AlterUserScramCredentialsResponse::random(rng, version)))
+            }
+            ApiKey::Vote => Self::Vote(Box::new(VoteResponse::random(rng, version))),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(Box::new(BeginQuorumEpochResponse::random(rng, version)))
+            }
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(Box::new(EndQuorumEpochResponse::random(rng, version))),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(Box::new(DescribeQuorumResponse::random(rng, version))),
+            ApiKey::AlterPartition => Self::AlterPartition(Box::new(AlterPartitionResponse::random(rng, version))),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(Box::new(UpdateFeaturesResponse::random(rng, version))),
+            ApiKey::Envelope => Self::Envelope(Box::new(EnvelopeResponse::random(rng, version))),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(Box::new(FetchSnapshotResponse::random(rng, version))),
+            ApiKey::DescribeCluster => Self::DescribeCluster(Box::new(DescribeClusterResponse::random(rng, version))),
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(Box::new(DescribeProducersResponse::random(rng, version)))
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(Box::new(BrokerRegistrationResponse::random(rng, version)))
+            }
+            ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(Box::new(BrokerHeartbeatResponse::random(rng, version))),
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(Box::new(UnregisterBrokerResponse::random(rng, version)))
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(Box::new(DescribeTransactionsResponse::random(rng, version)))
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(Box::new(ListTransactionsResponse::random(rng, version)))
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(Box::new(AllocateProducerIdsResponse::random(rng, version)))
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(Box::new(ConsumerGroupHeartbeatResponse::random(rng, version)))
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(Box::new(ConsumerGroupDescribeResponse::random(rng, version)))
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(Box::new(ControllerRegistrationResponse::random(rng, version)))
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(Box::new(GetTelemetrySubscriptionsResponse::random(rng, version)))
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(Box::new(PushTelemetryResponse::random(rng, version))),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(Box::new(AssignReplicasToDirsResponse::random(rng, version)))
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(Box::new(ListConfigResourcesResponse::random(rng, version)))
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(Box::new(DescribeTopicPartitionsResponse::random(rng, version)))
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(Box::new(ShareGroupHeartbeatResponse::random(rng, version)))
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(Box::new(ShareGroupDescribeResponse::random(rng, version)))
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(Box::new(ShareFetchResponse::random(rng, version))),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(Box::new(ShareAcknowledgeResponse::random(rng, version)))
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(Box::new(AddRaftVoterResponse::random(rng, version))),
+            ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(Box::new(RemoveRaftVoterResponse::random(rng, version))),
+            ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(Box::new(UpdateRaftVoterResponse::random(rng, version))),
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(Box::new(InitializeShareGroupStateResponse::random(rng, version)))
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(Box::new(ReadShareGroupStateResponse::random(rng, version)))
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(Box::new(WriteShareGroupStateResponse::random(rng, version)))
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(Box::new(DeleteShareGroupStateResponse::random(rng, version)))
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(Box::new(ReadShareGroupStateSummaryResponse::random(rng, version)))
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(Box::new(StreamsGroupHeartbeatResponse::random(rng, version)))
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(Box::new(StreamsGroupDescribeResponse::random(rng, version)))
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(Box::new(DescribeShareGroupOffsetsResponse::random(rng, version)))
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(Box::new(AlterShareGroupOffsetsResponse::random(rng, version)))
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(Box::new(DeleteShareGroupOffsetsResponse::random(rng, version)))
+            }
         }
     }
 

@@ -38,9 +38,10 @@ impl NoOpRecord {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl NoOpRecord {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         if true && rng.below(4) == 0 {
             this.unknown_tagged_fields.push(RawTaggedField { tag: 10_000 + rng.below(100) as u32, data: rng.bytes() });

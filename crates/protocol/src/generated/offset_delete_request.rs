@@ -36,9 +36,10 @@ impl OffsetDeleteRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetDeleteRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.group_id = rng.string();
         this.topics = (0..rng.below(3)).map(|_| OffsetDeleteRequestTopic::random(rng, version)).collect();
@@ -75,9 +76,10 @@ impl OffsetDeleteRequestPartition {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetDeleteRequestPartition {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this
@@ -118,9 +120,10 @@ impl OffsetDeleteRequestTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetDeleteRequestTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| OffsetDeleteRequestPartition::random(rng, version)).collect();

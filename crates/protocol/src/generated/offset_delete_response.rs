@@ -40,9 +40,10 @@ impl OffsetDeleteResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetDeleteResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.error_code = rng.next_u64() as i16;
         this.throttle_time_ms = rng.next_u64() as i32;
@@ -84,9 +85,10 @@ impl OffsetDeleteResponsePartition {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetDeleteResponsePartition {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this.error_code = rng.next_u64() as i16;
@@ -128,9 +130,10 @@ impl OffsetDeleteResponseTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetDeleteResponseTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| OffsetDeleteResponsePartition::random(rng, version)).collect();

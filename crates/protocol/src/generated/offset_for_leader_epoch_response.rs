@@ -46,9 +46,10 @@ impl OffsetForLeaderEpochResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetForLeaderEpochResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.topics = (0..rng.below(3)).map(|_| OffsetForLeaderTopicResult::random(rng, version)).collect();
@@ -116,9 +117,10 @@ impl EpochEndOffset {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl EpochEndOffset {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.error_code = rng.next_u64() as i16;
         this.partition = rng.next_u64() as i32;
@@ -174,9 +176,10 @@ impl OffsetForLeaderTopicResult {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl OffsetForLeaderTopicResult {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| EpochEndOffset::random(rng, version)).collect();

@@ -46,9 +46,10 @@ impl ReadShareGroupStateSummaryRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ReadShareGroupStateSummaryRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.group_id = rng.string();
         this.topics = (0..rng.below(3)).map(|_| ReadStateSummaryData::random(rng, version)).collect();
@@ -102,9 +103,10 @@ impl PartitionData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl PartitionData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition = rng.next_u64() as i32;
         this.leader_epoch = rng.next_u64() as i32;
@@ -158,9 +160,10 @@ impl ReadStateSummaryData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ReadStateSummaryData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_id = rng.uuid();
         this.partitions = (0..rng.below(3)).map(|_| PartitionData::random(rng, version)).collect();

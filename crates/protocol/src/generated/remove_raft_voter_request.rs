@@ -55,9 +55,10 @@ impl RemoveRaftVoterRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl RemoveRaftVoterRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.cluster_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
         this.voter_id = rng.next_u64() as i32;

@@ -42,9 +42,10 @@ impl SaslAuthenticateRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl SaslAuthenticateRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.auth_bytes = rng.bytes();
         if version >= 2 && rng.below(4) == 0 {

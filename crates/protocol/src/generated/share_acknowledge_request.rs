@@ -75,9 +75,10 @@ impl ShareAcknowledgeRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ShareAcknowledgeRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.group_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
         this.member_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
@@ -143,9 +144,10 @@ impl AcknowledgementBatch {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AcknowledgementBatch {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.first_offset = rng.next_u64() as i64;
         this.last_offset = rng.next_u64() as i64;
@@ -201,9 +203,10 @@ impl AcknowledgePartition {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AcknowledgePartition {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this.acknowledgement_batches = (0..rng.below(3)).map(|_| AcknowledgementBatch::random(rng, version)).collect();
@@ -258,9 +261,10 @@ impl AcknowledgeTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl AcknowledgeTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_id = rng.uuid();
         this.partitions = (0..rng.below(3)).map(|_| AcknowledgePartition::random(rng, version)).collect();

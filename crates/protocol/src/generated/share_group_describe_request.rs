@@ -49,9 +49,10 @@ impl ShareGroupDescribeRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ShareGroupDescribeRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.group_ids = (0..rng.below(3)).map(|_| rng.string()).collect();
         this.include_authorized_operations = rng.bool();

@@ -65,9 +65,10 @@ impl ShareGroupMemberMetadataValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ShareGroupMemberMetadataValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.rack_id = if rng.below(4) == 0 { None } else { Some(rng.string()) };
         this.client_id = rng.string();

@@ -57,9 +57,10 @@ impl ShareGroupStatePartitionMetadataValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ShareGroupStatePartitionMetadataValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.initializing_topics = (0..rng.below(3)).map(|_| TopicPartitionsInfo::random(rng, version)).collect();
         this.initialized_topics = (0..rng.below(3)).map(|_| TopicPartitionsInfo::random(rng, version)).collect();
@@ -126,9 +127,10 @@ impl TopicPartitionsInfo {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TopicPartitionsInfo {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_id = rng.uuid();
         this.topic_name = rng.string();
@@ -183,9 +185,10 @@ impl TopicInfo {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TopicInfo {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_id = rng.uuid();
         this.topic_name = rng.string();

@@ -59,9 +59,10 @@ impl ShareGroupTargetAssignmentMetadataValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ShareGroupTargetAssignmentMetadataValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.assignment_epoch = rng.next_u64() as i32;
         this.assignment_timestamp = rng.next_u64() as i64;

@@ -46,9 +46,10 @@ impl SnapshotHeaderRecord {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl SnapshotHeaderRecord {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.version = rng.next_u64() as i16;
         this.last_contained_log_timestamp = rng.next_u64() as i64;

@@ -55,9 +55,10 @@ impl StreamsGroupTargetAssignmentMemberValue {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl StreamsGroupTargetAssignmentMemberValue {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.active_tasks = (0..rng.below(3)).map(|_| TaskIds::random(rng, version)).collect();
         this.standby_tasks = (0..rng.below(3)).map(|_| TaskIds::random(rng, version)).collect();
@@ -115,9 +116,10 @@ impl TaskIds {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TaskIds {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.subtopology_id = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| rng.next_u64() as i32).collect();

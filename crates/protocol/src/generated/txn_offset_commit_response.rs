@@ -47,9 +47,10 @@ impl TxnOffsetCommitResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TxnOffsetCommitResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.next_u64() as i32;
         this.topics = (0..rng.below(3)).map(|_| TxnOffsetCommitResponseTopic::random(rng, version)).collect();
@@ -103,9 +104,10 @@ impl TxnOffsetCommitResponsePartition {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TxnOffsetCommitResponsePartition {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this.error_code = rng.next_u64() as i16;
@@ -160,9 +162,10 @@ impl TxnOffsetCommitResponseTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TxnOffsetCommitResponseTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| TxnOffsetCommitResponsePartition::random(rng, version)).collect();

@@ -42,9 +42,10 @@ impl UnregisterBrokerRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl UnregisterBrokerRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.broker_id = rng.next_u64() as i32;
         if true && rng.below(4) == 0 {

@@ -66,9 +66,10 @@ impl UpdateFeaturesRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl UpdateFeaturesRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.timeout_ms = rng.next_u64() as i32;
         this.feature_updates = (0..rng.below(3)).map(|_| FeatureUpdateKey::random(rng, version)).collect();
@@ -159,9 +160,10 @@ impl FeatureUpdateKey {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl FeatureUpdateKey {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.feature = rng.string();
         this.max_version_level = rng.next_u64() as i16;

@@ -67,9 +67,10 @@ impl VoteResponse {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl VoteResponse {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.error_code = rng.next_u64() as i16;
         this.topics = (0..rng.below(3)).map(|_| TopicData::random(rng, version)).collect();
@@ -145,9 +146,10 @@ impl PartitionData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl PartitionData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.next_u64() as i32;
         this.error_code = rng.next_u64() as i16;
@@ -204,9 +206,10 @@ impl TopicData {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl TopicData {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic_name = rng.string();
         this.partitions = (0..rng.below(3)).map(|_| PartitionData::random(rng, version)).collect();
@@ -282,9 +285,10 @@ impl NodeEndpoint {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl NodeEndpoint {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         if version >= 1 {
             this.node_id = rng.next_u64() as i32;

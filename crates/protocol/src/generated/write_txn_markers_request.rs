@@ -42,9 +42,10 @@ impl WriteTxnMarkersRequest {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl WriteTxnMarkersRequest {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.markers = (0..rng.below(3)).map(|_| WritableTxnMarker::random(rng, version)).collect();
         if true && rng.below(4) == 0 {
@@ -100,9 +101,10 @@ impl WritableTxnMarkerTopic {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl WritableTxnMarkerTopic {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
         this.partition_indexes = (0..rng.below(3)).map(|_| rng.next_u64() as i32).collect();
@@ -184,9 +186,10 @@ impl WritableTxnMarker {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl WritableTxnMarker {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.producer_id = rng.next_u64() as i64;
         this.producer_epoch = rng.next_u64() as i16;

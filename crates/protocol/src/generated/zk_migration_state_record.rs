@@ -42,9 +42,10 @@ impl ZkMigrationStateRecord {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl ZkMigrationStateRecord {
-    pub(crate) fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
+    /// A random value valid at `version` (tests and fuzzing only).
+    pub fn random(rng: &mut crate::testing::Rng, version: i16) -> Self {
         let mut this = Self::default();
         this.zk_migration_state = rng.next_u64() as i8;
         if true && rng.below(4) == 0 {
