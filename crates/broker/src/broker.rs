@@ -17,11 +17,11 @@ use crate::fetch_session::FetchSessionCache;
 use crate::group::classic::ClassicConfig;
 use crate::group::consumer::ConsumerConfig;
 use crate::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
-use crate::log_manager::LogManager;
-use crate::metadata::store::now_ms;
+use crate::metadata::store::{now_ms, METADATA_LOG_DIR_NAME};
 use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
 use crate::replica_manager::ReplicaManager;
+use krabka_log::LogManager;
 
 pub struct Broker {
     pub config: Arc<BrokerConfig>,
@@ -60,7 +60,8 @@ impl Broker {
             }
         }
         let config = Arc::new(config);
-        let log_manager = LogManager::open(&config.log_dirs).context("opening log directories")?;
+        let log_manager =
+            LogManager::open(&config.log_dirs, &[METADATA_LOG_DIR_NAME]).context("opening log directories")?;
         log_manager.remove_leftover_deletions();
         let snapshot_every_bytes = config
             .raw

@@ -14,7 +14,6 @@ pub mod errors;
 pub mod fetch_session;
 pub mod group;
 pub mod handlers;
-pub mod log_manager;
 pub mod metadata;
 pub mod observability;
 pub mod replica_manager;

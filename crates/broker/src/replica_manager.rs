@@ -22,9 +22,9 @@ use krabka_protocol::Uuid;
 
 use crate::config::topic::{effective_topic_configs, log_config, topic_compression};
 use crate::config::BrokerConfig;
-use crate::log_manager::{LogManager, PartitionCheckpoint};
 use crate::metadata::store::now_ms;
 use crate::metadata::{MetadataImage, TopicImage};
+use krabka_log::{LogManager, PartitionCheckpoint};
 use purgatory::{Waiter, WatchList};
 
 /// Threads that flush and seal logs at shutdown.
@@ -394,7 +394,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let (config, _) = BrokerConfig::from_properties(props).unwrap();
-        let log_manager = LogManager::open(&config.log_dirs).unwrap();
+        let log_manager = LogManager::open(&config.log_dirs, &[]).unwrap();
         ReplicaManager::new(Arc::new(config), log_manager)
     }
 

@@ -10,7 +10,8 @@
 //!
 //! Dependencies inside the crate point one way: `log.rs` (the
 //! [`PartitionLog`] API) uses `validate`, `loader`, `segments` and `cleaner`,
-//! which use `segment` and `index`, and none of them uses `log.rs`.
+//! which use `segment` and `index`, and none of them uses `log.rs`;
+//! `manager` (the log directories, Kafka's `LogManager`) sits above them all.
 
 pub mod checkpoint;
 pub mod cleaner;
@@ -21,6 +22,7 @@ pub mod index;
 pub mod leader_epoch;
 mod loader;
 pub mod log;
+pub mod manager;
 pub mod producer_state;
 pub mod segment;
 mod segments;
@@ -31,4 +33,5 @@ pub use crate::config::{CleanupPolicy, LogConfig, TimestampPolicy};
 pub use crate::error::LogError;
 pub use crate::loader::OpenReport;
 pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
+pub use crate::manager::{LogManager, PartitionCheckpoint};
 pub use crate::segment::FileSlice;

@@ -2,19 +2,19 @@
 //! checkpoint files Kafka keeps (`recovery-point-offset-checkpoint`,
 //! `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
 //! `cleaner-offset-checkpoint`) and the clean-shutdown marker that lets the
-//! next start skip recovery.
+//! next start skip recovery. It opens each partition's log from those
+//! checkpoints (Kafka's `LogManager`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use krabka_log::checkpoint::{self, TopicPartition};
-use krabka_log::fsutil::fsync_dir;
-use krabka_log::{LogConfig, LogError, OpenReport, PartitionLog};
 use krabka_protocol::Uuid;
 
-use crate::metadata::store::METADATA_LOG_DIR_NAME;
+use crate::checkpoint::{self, TopicPartition};
+use crate::fsutil::fsync_dir;
+use crate::{LogConfig, LogError, OpenReport, PartitionLog};
 
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
@@ -64,7 +64,9 @@ fn read_or_empty(path: &Path) -> BTreeMap<TopicPartition, i64> {
 impl LogManager {
     /// Reads every log directory's checkpoints and marker, then removes the
     /// marker: from now on a crash must be treated as unclean.
-    pub fn open(log_dirs: &[PathBuf]) -> io::Result<Self> {
+    /// `reserved` names directories of a log dir that hold no partition of
+    /// a topic (KRaft's `__cluster_metadata-0`, kept by its own log).
+    pub fn open(log_dirs: &[PathBuf], reserved: &[&str]) -> io::Result<Self> {
         let mut dirs = Vec::new();
         for path in log_dirs {
             std::fs::create_dir_all(path)?;
@@ -74,7 +76,7 @@ impl LogManager {
             for entry in std::fs::read_dir(path)? {
                 let entry = entry?;
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if !entry.file_type()?.is_dir() || name == METADATA_LOG_DIR_NAME || name.ends_with("-delete") {
+                if !entry.file_type()?.is_dir() || reserved.contains(&name.as_ref()) || name.ends_with("-delete") {
                     continue;
                 }
                 if let Some(tp) = TopicPartition::from_dir_name(&name) {
