@@ -99,6 +99,7 @@ impl Broker {
                 .topic(OFFSETS_TOPIC)
                 .map_or(config.offsets_topic_num_partitions.max(1) as usize, |t| t.partitions.len()),
         );
+        let fetch_sessions = FetchSessionCache::new(config.max_incremental_fetch_session_cache_slots);
         let broker = Arc::new(Broker {
             groups,
             node_id: config.node_id,
@@ -107,7 +108,7 @@ impl Broker {
             metadata,
             replicas,
             metrics: Arc::new(Metrics::new()),
-            fetch_sessions: Default::default(),
+            fetch_sessions,
             open_connections: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
         });

@@ -352,3 +352,17 @@ fn a_failure_that_repeats_per_request_is_logged_once_and_counted() {
     let mut client = RawClient::connect(&broker.bootstrap());
     assert_api_versions_answered(&mut client);
 }
+
+#[test]
+fn max_incremental_fetch_session_cache_slots_is_honoured_at_zero() {
+    for (slots, sessions) in [("0", false), ("1000", true)] {
+        let broker = BrokerProcess::start(&[&format!("max.incremental.fetch.session.cache.slots={slots}")]);
+        let mut client = RawClient::connect(&broker.bootstrap());
+        assert_eq!(create_topics(&mut client, vec![topic("sessions", 1)], false).topics[0].error_code, 0);
+        // Session id 0 with epoch 0 asks for a new incremental session.
+        let request = FetchRequest { max_wait_ms: 0, session_id: 0, session_epoch: 0, ..parked_fetch("sessions") };
+        let response: FetchResponse = client.request(ApiKey::Fetch, 12, &request);
+        assert_eq!(response.error_code, 0);
+        assert_eq!(response.session_id != 0, sessions, "slots={slots}: session id {}", response.session_id);
+    }
+}

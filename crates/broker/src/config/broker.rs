@@ -33,6 +33,8 @@ pub struct BrokerConfig {
     pub num_network_threads: usize,
     /// `socket.listen.backlog.size`: connections the kernel queues before accept.
     pub socket_listen_backlog_size: u32,
+    /// `max.incremental.fetch.session.cache.slots`: KIP-227 sessions kept (0: none).
+    pub max_incremental_fetch_session_cache_slots: usize,
     /// `num.recovery.threads.per.data.dir`: threads opening (and recovering) logs at start.
     pub num_recovery_threads_per_data_dir: usize,
     pub num_io_threads: usize,
@@ -126,6 +128,7 @@ impl BrokerConfig {
             num_network_threads: int("num.network.threads") as usize,
             socket_listen_backlog_size: int("socket.listen.backlog.size").min(i64::from(u32::MAX)) as u32,
             num_recovery_threads_per_data_dir: int("num.recovery.threads.per.data.dir") as usize,
+            max_incremental_fetch_session_cache_slots: int("max.incremental.fetch.session.cache.slots").max(0) as usize,
             num_io_threads: int("num.io.threads") as usize,
             connections_max_idle_ms: int("connections.max.idle.ms"),
             max_connections: int("max.connections") as usize,
