@@ -366,3 +366,42 @@ fn max_incremental_fetch_session_cache_slots_is_honoured_at_zero() {
         assert_eq!(response.session_id != 0, sessions, "slots={slots}: session id {}", response.session_id);
     }
 }
+
+fn join_group(member_id: &str) -> JoinGroupRequest {
+    JoinGroupRequest {
+        group_id: "parked".into(),
+        session_timeout_ms: 30_000,
+        rebalance_timeout_ms: 60_000,
+        member_id: member_id.into(),
+        protocol_type: "consumer".into(),
+        protocols: vec![krabka_protocol::join_group_request::JoinGroupRequestProtocol {
+            name: "range".into(),
+            metadata: bytes::Bytes::from_static(b"meta"),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_parked_join_group_does_not_outlive_its_connection() {
+    // The first rebalance of a new group waits this long for more members.
+    let broker = BrokerProcess::start(&["group.initial.rebalance.delay.ms=60000"]);
+    let mut clients: Vec<RawClient> = (0..3).map(|_| RawClient::connect(&broker.bootstrap())).collect();
+    for client in &mut clients {
+        let first: JoinGroupResponse = client.request(ApiKey::JoinGroup, 9, &join_group(""));
+        assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
+        // Parked until the rebalance completes, a minute from now.
+        client.send(ApiKey::JoinGroup, 9, &join_group(&first.member_id));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for client in &clients {
+        client.stream.shutdown(Shutdown::Both).expect("close");
+    }
+    drop(clients);
+    support::wait_for("the broker to close the parked connections", Duration::from_secs(10), || {
+        broker.close_wait_sockets() == 0
+    });
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    assert_api_versions_answered(&mut admin);
+}
