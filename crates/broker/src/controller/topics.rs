@@ -2,14 +2,16 @@
 //! records (TopicRecord, PartitionRecord, ConfigRecord) that create it.
 
 use krabka_protocol::ErrorCode;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
+use krabka_protocol::create_topics_request::CreatableTopic;
 use krabka_protocol::{ConfigRecord, CreateTopicsRequest, PartitionRecord, TopicRecord, Uuid};
 
 use super::{ApiError, RecordBudget};
+use crate::config::topic::validate_topic_configs;
 use crate::metadata::records::CONFIG_RESOURCE_TOPIC;
 use crate::metadata::store::MAX_RECORDS_PER_USER_OP;
-use crate::metadata::MetadataRecord;
+use crate::metadata::{MetadataImage, MetadataRecord};
 
 /// Kafka's limit on topic name length (so partition directory names fit).
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
@@ -123,4 +125,119 @@ pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiE
         ));
     }
     Ok(())
+}
+
+/// The defaults a CreateTopics request falls back on, and the one broker
+/// every replica lives on.
+pub struct TopicDefaults {
+    /// `num.partitions`, for `num_partitions` -1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`, for `replication_factor` -1.
+    pub replication_factor: i16,
+    pub node_id: i32,
+}
+
+/// Validates each topic of a CreateTopics request on its own (names,
+/// counts, assignments, configs), as Kafka's controller does before it
+/// looks at what exists. In request order, with the topic's name.
+pub fn validate_new_topics(
+    topics: &[CreatableTopic],
+    defaults: &TopicDefaults,
+) -> Vec<(String, Result<NewTopic, ApiError>)> {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<&str> =
+        topics.iter().filter(|t| !seen.insert(t.name.as_str())).map(|t| t.name.as_str()).collect();
+    topics
+        .iter()
+        .map(|topic| {
+            let result = if duplicates.contains(topic.name.as_str()) {
+                Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."))
+            } else {
+                validate_new_topic(topic, defaults)
+            };
+            (topic.name.clone(), result)
+        })
+        .collect()
+}
+
+fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Result<NewTopic, ApiError> {
+    validate_topic_name(&topic.name)?;
+    let partitions = if topic.assignments.is_empty() {
+        check_replication_factor(topic.replication_factor, defaults.replication_factor)?;
+        match topic.num_partitions {
+            -1 => defaults.num_partitions,
+            n if n <= 0 => {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_PARTITIONS.code(),
+                    "Number of partitions was set to an invalid non-positive value.",
+                ))
+            }
+            n => n,
+        }
+    } else {
+        check_assignments(topic, defaults.node_id)?
+    };
+    let mut configs = BTreeMap::new();
+    for entry in &topic.configs {
+        let Some(value) = &entry.value else {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_CONFIG.code(),
+                format!("Null value not supported for topic configs: {}", entry.name),
+            ));
+        };
+        configs.insert(entry.name.clone(), value.clone());
+    }
+    validate_topic_configs(&configs).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
+    Ok(NewTopic { name: topic.name.clone(), partitions, configs })
+}
+
+/// Manual assignments: every partition on this node, numbered from 0.
+/// Returns the partition count.
+fn check_assignments(topic: &CreatableTopic, node_id: i32) -> Result<i32, ApiError> {
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REQUEST.code(),
+            "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+        ));
+    }
+    for (i, assignment) in topic.assignments.iter().enumerate() {
+        if assignment.partition_index != i as i32 || assignment.broker_ids != [node_id] {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
+                format!("Invalid replica assignment for partition {}", assignment.partition_index),
+            ));
+        }
+    }
+    Ok(topic.assignments.len() as i32)
+}
+
+/// The records creating the validated topics that do not exist in `image`,
+/// and each topic's outcome. Validate-only requests build none, but count
+/// them: past `MAX_RECORDS_PER_USER_OP` the whole request fails.
+pub fn plan_create_topics(
+    image: &MetadataImage,
+    planned: &[(String, Result<NewTopic, ApiError>)],
+    validate_only: bool,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, Vec<Result<(), ApiError>>), ApiError> {
+    let mut records = Vec::new();
+    let mut budget = RecordBudget::default();
+    let mut outcomes = Vec::with_capacity(planned.len());
+    for (name, plan) in planned {
+        let outcome = match plan {
+            Err(e) => Err(ApiError::new(e.code, e.message.clone())),
+            Ok(_) if image.topic(name).is_some() => {
+                Err(ApiError::new(ErrorCode::TOPIC_ALREADY_EXISTS.code(), format!("Topic '{name}' already exists.")))
+            }
+            Ok(topic) => {
+                budget.take(topic.record_count())?;
+                if !validate_only {
+                    records.extend(topic_records(node_id, topic)?);
+                }
+                Ok(())
+            }
+        };
+        outcomes.push(outcome);
+    }
+    Ok((records, outcomes))
 }

@@ -18,9 +18,10 @@ use krabka_protocol::{
 };
 
 use crate::broker::Broker;
-use crate::config::topic::{describe_topic, validate_topic_configs};
+use crate::config::topic::describe_topic;
 use crate::controller::topics::{
-    check_replication_factor, check_total_partitions, partition_record, topic_records, validate_topic_name, NewTopic,
+    check_replication_factor, check_total_partitions, partition_record, plan_create_topics, topic_records,
+    validate_new_topics, NewTopic, TopicDefaults,
 };
 use crate::controller::{ApiError, RecordBudget};
 use crate::metadata::{MetadataImage, MetadataRecord};
@@ -39,85 +40,14 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     if let Err(e) = check_total_partitions(&request, config.num_partitions) {
         return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() };
     }
-    let mut seen = HashSet::new();
-    let duplicates: HashSet<String> =
-        request.topics.iter().filter(|t| !seen.insert(t.name.clone())).map(|t| t.name.clone()).collect();
-    let mut planned: Vec<(String, Result<NewTopic, ApiError>)> = Vec::new();
-    for topic in &request.topics {
-        let result = (|| {
-            if duplicates.contains(&topic.name) {
-                return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."));
-            }
-            validate_topic_name(&topic.name)?;
-            let partitions = if !topic.assignments.is_empty() {
-                if topic.num_partitions != -1 || topic.replication_factor != -1 {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_REQUEST.code(),
-                        "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
-                    ));
-                }
-                for (i, assignment) in topic.assignments.iter().enumerate() {
-                    if assignment.partition_index != i as i32 || assignment.broker_ids != [broker.node_id] {
-                        return Err(ApiError::new(
-                            ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
-                            format!("Invalid replica assignment for partition {}", assignment.partition_index),
-                        ));
-                    }
-                }
-                topic.assignments.len() as i32
-            } else {
-                check_replication_factor(topic.replication_factor, config.default_replication_factor)?;
-                match topic.num_partitions {
-                    -1 => config.num_partitions,
-                    n if n <= 0 => {
-                        return Err(ApiError::new(
-                            ErrorCode::INVALID_PARTITIONS.code(),
-                            "Number of partitions was set to an invalid non-positive value.",
-                        ))
-                    }
-                    n => n,
-                }
-            };
-            let mut configs = BTreeMap::new();
-            for entry in &topic.configs {
-                let Some(value) = &entry.value else {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_CONFIG.code(),
-                        format!("Null value not supported for topic configs: {}", entry.name),
-                    ));
-                };
-                configs.insert(entry.name.clone(), value.clone());
-            }
-            validate_topic_configs(&configs)
-                .map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
-            Ok(NewTopic { name: topic.name.clone(), partitions, configs })
-        })();
-        planned.push((topic.name.clone(), result));
-    }
-    let node_id = broker.node_id;
-    let commit = broker.metadata.commit(|image| {
-        let mut records = Vec::new();
-        let mut budget = RecordBudget::default();
-        let mut outcomes = Vec::new();
-        for (name, plan) in &planned {
-            let outcome = match plan {
-                Err(e) => Err(ApiError::new(e.code, e.message.clone())),
-                Ok(_) if image.topic(name).is_some() => Err(ApiError::new(
-                    ErrorCode::TOPIC_ALREADY_EXISTS.code(),
-                    format!("Topic '{name}' already exists."),
-                )),
-                Ok(topic) => {
-                    budget.take(topic.record_count())?;
-                    if !request.validate_only {
-                        records.extend(topic_records(node_id, topic)?);
-                    }
-                    Ok(())
-                }
-            };
-            outcomes.push(outcome);
-        }
-        Ok::<_, ApiError>((records, outcomes))
-    });
+    let defaults = TopicDefaults {
+        num_partitions: config.num_partitions,
+        replication_factor: config.default_replication_factor,
+        node_id: broker.node_id,
+    };
+    let planned = validate_new_topics(&request.topics, &defaults);
+    let commit =
+        broker.metadata.commit(|image| plan_create_topics(image, &planned, request.validate_only, broker.node_id));
     let (image, outcomes) = match commit {
         Ok(done) => done,
         Err(e) => return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() },
@@ -126,31 +56,9 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
     let topics = planned
         .iter()
         .zip(outcomes)
-        .map(|((name, plan), outcome)| match (plan, outcome) {
-            (Ok(topic), Ok(())) => {
-                let entries = describe_topic(config, &topic.configs);
-                CreatableTopicResult {
-                    name: name.clone(),
-                    topic_id: image.topic(name).map_or(Uuid::ZERO, |t| t.id),
-                    num_partitions: topic.partitions,
-                    replication_factor: 1,
-                    configs: (ctx.api_version >= 5).then(|| {
-                        entries
-                            .into_iter()
-                            .map(|e| CreatableTopicConfigs {
-                                name: e.name,
-                                value: e.value,
-                                read_only: e.read_only,
-                                config_source: e.source.code(),
-                                is_sensitive: e.sensitive,
-                                ..Default::default()
-                            })
-                            .collect()
-                    }),
-                    ..Default::default()
-                }
-            }
-            (Err(e), _) => CreatableTopicResult {
+        .map(|((name, plan), outcome)| match (plan, &outcome) {
+            (Ok(topic), Ok(())) => created_topic(ctx, &image, topic),
+            (Err(e), _) | (_, Err(e)) => CreatableTopicResult {
                 name: name.clone(),
                 error_code: e.code,
                 error_message: Some(e.message.clone()),
@@ -158,17 +66,35 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
                 replication_factor: -1,
                 ..Default::default()
             },
-            (_, Err(e)) => CreatableTopicResult {
-                name: name.clone(),
-                error_code: e.code,
-                error_message: Some(e.message),
-                num_partitions: -1,
-                replication_factor: -1,
-                ..Default::default()
-            },
         })
         .collect();
     CreateTopicsResponse { topics, ..Default::default() }
+}
+
+/// A created (or, validate-only, creatable) topic's answer, with its
+/// configs from v5 on.
+fn created_topic(ctx: &RequestContext<'_>, image: &MetadataImage, topic: &NewTopic) -> CreatableTopicResult {
+    let configs = (ctx.api_version >= 5).then(|| {
+        describe_topic(&ctx.broker.config, &topic.configs)
+            .into_iter()
+            .map(|e| CreatableTopicConfigs {
+                name: e.name,
+                value: e.value,
+                read_only: e.read_only,
+                config_source: e.source.code(),
+                is_sensitive: e.sensitive,
+                ..Default::default()
+            })
+            .collect()
+    });
+    CreatableTopicResult {
+        name: topic.name.clone(),
+        topic_id: image.topic(&topic.name).map_or(Uuid::ZERO, |t| t.id),
+        num_partitions: topic.partitions,
+        replication_factor: 1,
+        configs,
+        ..Default::default()
+    }
 }
 
 /// Every topic of a request failed with the same error.
