@@ -211,6 +211,9 @@ fn check_assignments(topic: &CreatableTopic, node_id: i32) -> Result<i32, ApiErr
     Ok(topic.assignments.len() as i32)
 }
 
+/// Each topic's outcome of a CreateTopics, in request order.
+pub type TopicOutcomes = Vec<Result<(), ApiError>>;
+
 /// The records creating the validated topics that do not exist in `image`,
 /// and each topic's outcome. Validate-only requests build none, but count
 /// them: past `MAX_RECORDS_PER_USER_OP` the whole request fails.
@@ -219,7 +222,7 @@ pub fn plan_create_topics(
     planned: &[(String, Result<NewTopic, ApiError>)],
     validate_only: bool,
     node_id: i32,
-) -> Result<(Vec<MetadataRecord>, Vec<Result<(), ApiError>>), ApiError> {
+) -> Result<(Vec<MetadataRecord>, TopicOutcomes), ApiError> {
     let mut records = Vec::new();
     let mut budget = RecordBudget::default();
     let mut outcomes = Vec::with_capacity(planned.len());
