@@ -411,6 +411,36 @@ def phase_startup(args, broker, topics, results):
     )
 
 
+def phase_recovery(args, broker, bootstrap, topics, clog, results):
+    """kill -9 with a record in every partition, then restart: each log is
+    re-read from its recovery point. Times serving, the first metadata
+    answer with every partition led, and the broker's own storage load."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "logger": clog.logger, "error_cb": clog.error_cb})
+    for topic, partitions in topics.items():
+        for partition in range(partitions):
+            producer.produce(topic, b"recovery", partition=partition)
+    if producer.flush(120):
+        raise BenchError("records for the recovery phase were not all acknowledged")
+    serving, first_metadata, loaded = [], [], []
+    for i in range(args.recovery_runs):
+        broker.kill()
+        broker.start(args.broker_override)
+        t_meta = wait_metadata(broker.port, topics, broker.t_spawn + 300, broker)
+        serving.append(broker.wait_serving(300))
+        first_metadata.append(t_meta - broker.t_spawn)
+        loaded.append(broker.storage_loaded_ms)
+        say(
+            f"recovery {i + 1} after kill -9: serving after {serving[-1] * 1000:.0f} ms, "
+            f"metadata after {first_metadata[-1] * 1000:.0f} ms (storage loaded {loaded[-1]} ms)"
+        )
+    results.update(
+        recovery_runs=args.recovery_runs,
+        recovery_serving_seconds=serving,
+        recovery_metadata_seconds=first_metadata,
+        recovery_storage_loaded_ms=loaded,
+    )
+
+
 def phase_connections(args, broker, nofile, results):
     n = args.connections
     need = n + 64
@@ -678,6 +708,13 @@ def report(args, meta, results, failures):
             "Idle RSS after the last restart (anonymous / file-backed)",
             f"{fmt_mib(r['restarted_idle_rss_bytes'])} ({fmt_mib(r['restarted_idle_rss_anon_bytes'])} / {fmt_mib(r['restarted_idle_rss_file_bytes'])})",
         )
+    if "recovery_runs" in r:
+        runs = ", ".join(f"{x * 1000:.0f}" for x in r["recovery_metadata_seconds"])
+        row(
+            f"Restart after kill -9, a record in each of {r['idle_partitions']:,} partitions: first metadata with every partition led ({runs} ms)",
+            f"{statistics.median(r['recovery_metadata_seconds']) * 1000:.0f} ms",
+        )
+        row("  serving / broker's own 'storage loaded' (ms)", ", ".join(f"{a * 1000:.0f} / {b}" for a, b in zip(r["recovery_serving_seconds"], r["recovery_storage_loaded_ms"])))
     if "bytes_per_connection" in r:
         row(
             f"Memory per idle connection ({r['connections']:,} connections, RSS delta / N)",
@@ -762,6 +799,7 @@ def main():
     parser.add_argument("--topics", type=int, default=100, help="topics for the idle phases (default 100)")
     parser.add_argument("--partitions-per-topic", type=int, default=10, help="partitions per topic (default 10)")
     parser.add_argument("--startup-runs", type=int, default=3, help="restarts to time (default 3)")
+    parser.add_argument("--recovery-runs", type=int, default=3, help="restarts after kill -9 to time (default 3)")
     parser.add_argument("--connections", type=int, default=10000, help="idle connections (default 10000)")
     parser.add_argument("--records", type=int, default=1_000_000, help="records to produce and consume (default 1000000)")
     parser.add_argument("--value-size", type=int, default=1024, help="record value bytes (default 1024)")
@@ -780,7 +818,7 @@ def main():
         help="random bytes (default; librdkafka then sends batches uncompressed) or compressible text",
     )
     parser.add_argument("--settle", type=float, default=5, help="seconds to let the broker settle before reading RSS (default 5)")
-    parser.add_argument("--skip", default="", help="comma-separated phases to skip: connections,throughput")
+    parser.add_argument("--skip", default="", help="comma-separated phases to skip: recovery,connections,throughput")
     parser.add_argument("--no-pin", action="store_true", help="do not pin broker and client to separate CPUs")
     parser.add_argument("--workdir", help="data and log directory (default: a new temp dir, removed on success)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -850,6 +888,7 @@ def main():
         topics = phase_idle(args, broker, bootstrap, clog, results)
         phase_startup(args, broker, topics, results)
         for name, phase in (
+            ("recovery", lambda: phase_recovery(args, broker, bootstrap, topics, clog, results)),
             ("connections", lambda: phase_connections(args, broker, nofile, results)),
             ("throughput", lambda: phase_throughput(args, broker, bootstrap, clog, results)),
         ):

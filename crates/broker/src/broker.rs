@@ -12,12 +12,14 @@ use anyhow::Context;
 use krabka_format::MetaProperties;
 use tokio::sync::watch;
 
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
+use crate::controller::producer_ids::ProducerIdBlocks;
 use crate::fetch_session::FetchSessionCache;
 use crate::group::classic::ClassicConfig;
 use crate::group::consumer::ConsumerConfig;
 use crate::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
-use crate::metadata::store::{now_ms, METADATA_LOG_DIR_NAME};
+use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
 use crate::replica_manager::ReplicaManager;
@@ -28,6 +30,7 @@ pub struct Broker {
     pub cluster_id: String,
     pub node_id: i32,
     pub metadata: MetadataStore,
+    pub producer_ids: ProducerIdBlocks,
     pub replicas: ReplicaManager,
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: FetchSessionCache,
@@ -69,14 +72,8 @@ impl Broker {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(20 * 1024 * 1024);
         let metadata_clean = log_manager.was_clean_shutdown(&config.metadata_log_dir);
-        let metadata = MetadataStore::open(
-            &config.metadata_log_dir,
-            config.node_id,
-            snapshot_every_bytes,
-            metadata_clean,
-            now_ms(),
-        )
-        .context("opening the metadata log")?;
+        let metadata = MetadataStore::open(&config.metadata_log_dir, snapshot_every_bytes, metadata_clean, now_ms())
+            .context("opening the metadata log")?;
         let image = metadata.image();
         for stray in log_manager.stray_partitions(|tp, id| {
             image
@@ -103,6 +100,7 @@ impl Broker {
         let broker = Arc::new(Broker {
             groups,
             node_id: config.node_id,
+            producer_ids: ProducerIdBlocks::new(config.node_id),
             cluster_id: meta.cluster_id,
             config,
             metadata,

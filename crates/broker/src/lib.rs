@@ -1,12 +1,14 @@
 //! krabka-broker: the server that speaks Kafka's protocol over krabka's logs.
 //!
-//! It ties the wire layer (krabka-protocol) to the partition logs (krabka-log):
+//! It ties the wire layer (krabka-protocol) to the partition logs (krabka-log),
+//! the metadata image (krabka-metadata) and its quorum (krabka-raft):
 //! listeners and connections, request dispatch, the handlers of each API, the
-//! metadata image and its log, and observability. It must never block one
+//! controller's decisions, and observability. It must never block one
 //! connection on another, never copy record bytes on produce or fetch, and
 //! never acknowledge a record the log has not accepted.
 
 pub mod broker;
+pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod controller;

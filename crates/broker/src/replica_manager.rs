@@ -20,9 +20,9 @@ use krabka_log::{AppendInfo, LogError, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::Uuid;
 
+use crate::clock::now_ms;
 use crate::config::topic::{effective_topic_configs, log_config, topic_compression};
 use crate::config::BrokerConfig;
-use crate::metadata::store::now_ms;
 use crate::metadata::{MetadataImage, TopicImage};
 use krabka_log::{LogManager, PartitionCheckpoint};
 use purgatory::{Waiter, WatchList};

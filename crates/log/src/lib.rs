@@ -11,7 +11,9 @@
 //! Dependencies inside the crate point one way: `log.rs` (the
 //! [`PartitionLog`] API) uses `validate`, `loader`, `segments` and `cleaner`,
 //! which use `segment` and `index`, and none of them uses `log.rs`;
-//! `manager` (the log directories, Kafka's `LogManager`) sits above them all.
+//! `manager` (the log directories, Kafka's `LogManager`) sits above them
+//! all, and `replicated` (the [`ReplicatedLog`] trait raft drives, which
+//! `PartitionLog` implements) above `log.rs`.
 
 pub mod checkpoint;
 pub mod cleaner;
@@ -24,6 +26,7 @@ mod loader;
 pub mod log;
 pub mod manager;
 pub mod producer_state;
+pub mod replicated;
 pub mod segment;
 mod segments;
 mod validate;
@@ -34,4 +37,5 @@ pub use crate::error::LogError;
 pub use crate::loader::OpenReport;
 pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
 pub use crate::manager::{LogManager, PartitionCheckpoint};
+pub use crate::replicated::ReplicatedLog;
 pub use crate::segment::FileSlice;

@@ -4,6 +4,7 @@
 //! the broker's. On the single combined node the broker is its own
 //! controller; with a quorum this becomes the controller crate.
 
+pub mod producer_ids;
 pub mod topics;
 
 use crate::metadata::store::MAX_RECORDS_PER_USER_OP;

@@ -29,7 +29,7 @@ use krabka_protocol::{ConsumerProtocolSubscription, GroupMetadataValue, Message,
 use self::classic::{ClassicConfig, ClassicGroup, GroupState, JoinOutcome, JoinRequest, Member};
 use self::consumer::{ConsumerConfig, ConsumerGroup, HeartbeatRequest, HeartbeatResponse};
 use self::records::CoordinatorRecord;
-use crate::metadata::store::now_ms;
+use crate::clock::now_ms;
 use crate::metadata::MetadataStore;
 use crate::replica_manager::ReplicaManager;
 use krabka_protocol::group_metadata_value::MemberMetadata;

@@ -19,8 +19,9 @@ use krabka_protocol::{
     DescribeQuorumRequest, DescribeQuorumResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 
+use crate::clock::now_ms;
 use crate::errors::log_error_code;
-use crate::metadata::store::{now_ms, METADATA_LOG_DIR_NAME};
+use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::request::RequestContext;
 
 /// DeleteRecords' "up to the high watermark".

@@ -14,8 +14,8 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
 
 use super::recompress::recompress;
+use crate::clock::now_ms;
 use crate::errors::log_error_code;
-use crate::metadata::store::now_ms;
 use crate::replica_manager::Partition;
 use crate::request::Reply;
 use crate::request::RequestContext;

@@ -14,7 +14,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitP
         response.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
         return response;
     }
-    match ctx.broker.metadata.allocate_producer_id() {
+    match ctx.broker.producer_ids.allocate(&ctx.broker.metadata) {
         Ok(producer_id) => {
             response.producer_id = producer_id;
             response.producer_epoch = 0;

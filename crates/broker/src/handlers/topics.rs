@@ -159,7 +159,7 @@ pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<
     match commit {
         Ok((image, ())) => {
             apply_to_replicas(broker, &image);
-            Some(image)
+            Some(image.image)
         }
         Err(_) => None,
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use krabka_protocol::Uuid;
 
-use super::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
+use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionImage {
@@ -130,6 +130,16 @@ impl MetadataImage {
             MetadataRecord::FeatureLevel(_) | MetadataRecord::Other { .. } => {}
         }
         Ok(())
+    }
+
+    /// The image's own invariant: every topic is found both by name and by
+    /// id, under the name and id it carries. Linear in the topics: for
+    /// debug assertions once per commit, not once per record.
+    pub fn is_consistent(&self) -> bool {
+        self.topics.len() == self.topic_names_by_id.len()
+            && self.topics.iter().all(|(name, topic)| {
+                topic.name == *name && self.topic_names_by_id.get(&topic.id).is_some_and(|n| n == name)
+            })
     }
 
     fn topic_mut_by_id(&mut self, id: &Uuid) -> Result<&mut TopicImage, String> {

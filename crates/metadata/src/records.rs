@@ -4,6 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
+use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
     ConfigRecord, FeatureLevelRecord, Message, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
     RemoveTopicRecord, TopicRecord,
@@ -104,6 +105,40 @@ impl MetadataRecord {
     }
 }
 
+/// A record of the metadata log that does not decode.
+#[derive(Debug, PartialEq)]
+pub struct CorruptRecord {
+    pub offset: i64,
+    pub reason: String,
+}
+
+/// The metadata records in `batches` (whole record batches as read from the
+/// log) from `from_offset` on, with their offsets, and the offset after the
+/// last batch. Control batches (KRaft's LeaderChange, snapshot markers) hold
+/// no metadata and are skipped.
+pub fn decode_batches(batches: Bytes, from_offset: i64) -> Result<(Vec<(i64, MetadataRecord)>, i64), CorruptRecord> {
+    let mut next_offset = from_offset;
+    let mut out = Vec::new();
+    for batch in RecordBatches::new(batches) {
+        let corrupt = |offset: i64| move |e: RecordError| CorruptRecord { offset, reason: e.to_string() };
+        let batch = batch.map_err(corrupt(next_offset))?;
+        let batch_end = batch.next_offset();
+        if !batch.is_control() {
+            for record in batch.records(usize::MAX).map_err(corrupt(batch.base_offset()))? {
+                let record = record.map_err(corrupt(batch.base_offset()))?;
+                if record.offset < from_offset {
+                    continue; // before the start asked for (covered by a snapshot)
+                }
+                let decoded = MetadataRecord::decode(record.value.unwrap_or_default())
+                    .map_err(|reason| CorruptRecord { offset: record.offset, reason })?;
+                out.push((record.offset, decoded));
+            }
+        }
+        next_offset = batch_end;
+    }
+    Ok((out, next_offset))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +168,42 @@ mod tests {
             MetadataRecord::decode(Bytes::from_static(&[1, 200, 1, 0])).unwrap(),
             MetadataRecord::Other { record_type: 200, version: 0 }
         );
+    }
+
+    #[test]
+    fn decode_batches_skips_control_batches_and_records_before_the_start() {
+        use krabka_protocol::compression::Compression;
+        use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+        let values: Vec<Bytes> = ["a", "b", "c"]
+            .iter()
+            .map(|name| {
+                MetadataRecord::RemoveTopic(RemoveTopicRecord {
+                    topic_id: Uuid([name.as_bytes()[0]; 16]),
+                    ..Default::default()
+                })
+                .encode()
+            })
+            .collect();
+        let mut data = RecordBatchBuilder::new(Compression::None).with_base_offset(10);
+        for value in &values {
+            data.append(&NewRecord { timestamp_ms: 0, key: None, value: Some(value), headers: &[] }).unwrap();
+        }
+        let mut control = RecordBatchBuilder::new(Compression::None).with_control(true).with_base_offset(13);
+        control
+            .append(&NewRecord { timestamp_ms: 0, key: Some(&[0, 0, 0, 2]), value: Some(&[0]), headers: &[] })
+            .unwrap();
+        let mut bytes = data.build().unwrap().into_bytes().to_vec();
+        bytes.extend_from_slice(control.build().unwrap().as_bytes());
+        let (records, next) = decode_batches(Bytes::from(bytes.clone()), 11).unwrap();
+        assert_eq!(next, 14);
+        assert_eq!(records.iter().map(|(offset, _)| *offset).collect::<Vec<_>>(), [11, 12]);
+        assert_eq!(records[0].1.encode(), values[1]);
+        // A record that does not decode is reported at its offset: byte 67
+        // is the first record's frame version (61-byte header, then six
+        // one-byte fields: length, attributes, deltas, key and value lengths).
+        assert_eq!(bytes[67], 1);
+        bytes[67] = 9;
+        let corrupt = decode_batches(Bytes::from(bytes), 10).unwrap_err();
+        assert_eq!(corrupt.offset, 10);
     }
 }

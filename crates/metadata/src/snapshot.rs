@@ -19,8 +19,8 @@ use krabka_protocol::{
     ConfigRecord, Message, PartitionRecord, ProducerIdsRecord, SnapshotFooterRecord, SnapshotHeaderRecord, TopicRecord,
 };
 
-use super::image::MetadataImage;
-use super::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
+use crate::image::MetadataImage;
+use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
 const SUFFIX: &str = ".checkpoint";
 /// Kafka's ControlRecordType ids for snapshot headers and footers.
@@ -203,7 +203,6 @@ pub fn delete_older(dir: &Path, keep: i64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::records::MetadataRecord;
     use krabka_protocol::Uuid;
 
     #[test]

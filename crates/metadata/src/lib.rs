@@ -1,0 +1,24 @@
+//! krabka-metadata: the cluster's metadata as KRaft keeps it in
+//! `__cluster_metadata`: the records, the image they build, what each
+//! commit changed, and snapshots of the image.
+//!
+//! It must never decide anything (what a request may change is the
+//! controller's), never commit (records reach the log through raft; this
+//! crate applies what was committed), never touch a socket or read the
+//! clock (times come in as arguments), and never import raft or the broker.
+//!
+//! Modules point one way: `records` (the wire frames) < `image` (records
+//! applied) < `delta` (what applying changed) < `publisher` (the current
+//! image and its subscribers); `snapshot` writes and reads an image as
+//! records.
+
+pub mod delta;
+pub mod image;
+pub mod publisher;
+pub mod records;
+pub mod snapshot;
+
+pub use delta::MetadataDelta;
+pub use image::{MetadataImage, PartitionImage, TopicImage};
+pub use publisher::{MetadataPublisher, MetadataUpdate};
+pub use records::MetadataRecord;

@@ -1,0 +1,248 @@
+//! The quorum of one: a single combined node is the only voter of
+//! `__cluster_metadata`, so it is always the leader, and a record is
+//! committed as soon as it is durable in its own log. A proposal is built
+//! into one batch, appended as leader in the voter's epoch, flushed, and
+//! committed at once: the high watermark is the log end offset after the
+//! flush. It returns what was committed; applying it is the caller's.
+
+use bytes::Bytes;
+use krabka_log::{AppendInfo, LogError, ReplicatedLog};
+use krabka_protocol::compression::Compression;
+use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+
+/// What one proposal committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Committed {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub epoch: i32,
+    /// The high watermark after the commit: `last_offset + 1`.
+    pub high_watermark: i64,
+    /// Bytes appended to the log.
+    pub bytes: u64,
+}
+
+pub struct SingleVoter<L> {
+    log: L,
+    epoch: i32,
+    /// Everything below it is committed: appended and flushed.
+    high_watermark: i64,
+}
+
+impl<L: ReplicatedLog> SingleVoter<L> {
+    /// Takes the lead of `log`. What it holds is committed: each proposal was
+    /// flushed before it was reported committed, and a tail an unclean stop
+    /// left unflushed (written but never reported) is the only voter's log,
+    /// so it is flushed and committed too, as Kafka's new leader commits its
+    /// whole log. The epoch is the log's latest (0 for an empty log): one
+    /// voter wins every election, so it has no cause to move it.
+    pub fn open(mut log: L, now_ms: i64) -> Result<Self, LogError> {
+        log.flush(now_ms)?;
+        let epoch = log.last_epoch().unwrap_or(0).max(0);
+        let high_watermark = log.log_end_offset();
+        let voter = SingleVoter { log, epoch, high_watermark };
+        voter.check();
+        Ok(voter)
+    }
+
+    pub fn epoch(&self) -> i32 {
+        self.epoch
+    }
+
+    /// One past the last committed offset.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Appends `values` (one record each, stamped `now_ms`) as one batch in
+    /// the voter's epoch, flushes it and commits it. A failure commits
+    /// nothing: the high watermark stays, and what reached the log is cut
+    /// off again, so a later flush cannot commit what was reported failed.
+    pub fn propose(&mut self, values: &[Bytes], now_ms: i64) -> Result<Committed, LogError> {
+        debug_assert!(!values.is_empty(), "an empty proposal");
+        let appended = self.append_and_flush(values, now_ms);
+        if appended.is_err() && self.log.log_end_offset() > self.high_watermark {
+            // Best effort: the disk just failed us and may again, and the
+            // append's error is the one to report.
+            let _ = self.log.truncate_to(self.high_watermark, now_ms);
+        }
+        let info = appended?;
+        let high_watermark = self.log.log_end_offset();
+        debug_assert_eq!(high_watermark, info.last_offset + 1, "the proposal is the log's last batch");
+        debug_assert!(high_watermark > self.high_watermark, "a commit that does not move the high watermark");
+        self.high_watermark = high_watermark;
+        self.check();
+        Ok(Committed {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            epoch: self.epoch,
+            high_watermark,
+            bytes: info.bytes,
+        })
+    }
+
+    fn append_and_flush(&mut self, values: &[Bytes], now_ms: i64) -> Result<AppendInfo, LogError> {
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for value in values {
+            builder.append(&NewRecord { timestamp_ms: now_ms, key: None, value: Some(value), headers: &[] })?;
+        }
+        let batch = builder.build()?;
+        let info = self.log.append_as_leader(batch.as_bytes(), self.epoch, now_ms)?;
+        self.log.flush(now_ms)?;
+        Ok(info)
+    }
+
+    /// Committed batches from `offset`, about `max_bytes` (at least one
+    /// batch); empty at the high watermark.
+    pub fn read_committed(&self, offset: i64, max_bytes: u32) -> Result<Bytes, LogError> {
+        self.log.read(offset, max_bytes, self.high_watermark)
+    }
+
+    pub fn log(&self) -> &L {
+        &self.log
+    }
+
+    /// The log, for what raft does not do yet: dropping what a snapshot
+    /// covers, and the clean shutdown. Its end must not move below the high
+    /// watermark.
+    pub fn log_mut(&mut self) -> &mut L {
+        &mut self.log
+    }
+
+    /// The invariants of a single voter between proposals: what is committed
+    /// is flushed, and what is appended is committed (so the high watermark
+    /// is never past the log end).
+    fn check(&self) {
+        debug_assert!(self.high_watermark <= self.log.last_flushed_offset(), "committed but not flushed");
+        debug_assert_eq!(self.high_watermark, self.log.log_end_offset(), "appended but not committed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use krabka_log::{LogConfig, PartitionLog};
+    use krabka_protocol::records::RecordBatches;
+    use std::path::Path;
+
+    fn open_log(dir: &Path, clean_shutdown: bool) -> PartitionLog {
+        let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, clean_shutdown, 1).unwrap();
+        log
+    }
+
+    fn values(names: &[&str]) -> Vec<Bytes> {
+        names.iter().map(|name| Bytes::copy_from_slice(name.as_bytes())).collect()
+    }
+
+    /// The record values committed from `offset`, read back through the voter.
+    fn committed_values(voter: &SingleVoter<PartitionLog>, mut offset: i64) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        while offset < voter.high_watermark() {
+            let bytes = voter.read_committed(offset, 1 << 20).unwrap();
+            assert!(!bytes.is_empty());
+            for batch in RecordBatches::new(bytes) {
+                let batch = batch.unwrap();
+                assert_eq!(batch.partition_leader_epoch(), voter.epoch());
+                for record in batch.records(usize::MAX).unwrap() {
+                    out.push(record.unwrap().value.unwrap());
+                }
+                offset = batch.next_offset();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn each_proposal_commits_at_once_and_the_high_watermark_is_the_flushed_log_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = SingleVoter::open(open_log(&dir.path().join("__cluster_metadata-0"), true), 1).unwrap();
+        assert_eq!((voter.epoch(), voter.high_watermark()), (0, 0));
+        let first = voter.propose(&values(&["a", "b"]), 2).unwrap();
+        assert_eq!((first.first_offset, first.last_offset, first.high_watermark), (0, 1, 2));
+        let second = voter.propose(&values(&["c"]), 3).unwrap();
+        assert_eq!((second.first_offset, second.last_offset, second.high_watermark), (2, 2, 3));
+        assert!(second.bytes > 0);
+        assert_eq!(voter.high_watermark(), voter.log().log_end_offset());
+        assert_eq!(voter.log().last_flushed_offset(), voter.high_watermark());
+        assert_eq!(committed_values(&voter, 0), values(&["a", "b", "c"]));
+        assert_eq!(committed_values(&voter, 2), values(&["c"]));
+        assert!(voter.read_committed(3, 1024).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_reopened_voter_keeps_what_it_committed_and_its_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("__cluster_metadata-0");
+        {
+            let mut log = open_log(&path, true);
+            log.assign_leader_epoch(4).unwrap();
+            let mut voter = SingleVoter::open(log, 1).unwrap();
+            assert_eq!(voter.epoch(), 4);
+            voter.propose(&values(&["a"]), 2).unwrap();
+            voter.propose(&values(&["b", "c"]), 3).unwrap();
+            // No clean shutdown: the log is dropped as a crash leaves it.
+        }
+        let mut voter = SingleVoter::open(open_log(&path, false), 4).unwrap();
+        assert_eq!((voter.epoch(), voter.high_watermark()), (4, 3));
+        assert_eq!(committed_values(&voter, 0), values(&["a", "b", "c"]));
+        let next = voter.propose(&values(&["d"]), 5).unwrap();
+        assert_eq!((next.first_offset, next.epoch), (3, 4));
+    }
+
+    /// A log whose disk fails the next flush.
+    struct FailingFlush {
+        log: PartitionLog,
+        fail_next_flush: bool,
+    }
+
+    impl ReplicatedLog for FailingFlush {
+        fn append_as_leader(&mut self, records: &Bytes, epoch: i32, now_ms: i64) -> Result<AppendInfo, LogError> {
+            ReplicatedLog::append_as_leader(&mut self.log, records, epoch, now_ms)
+        }
+        fn append_as_follower(&mut self, records: &Bytes, now_ms: i64) -> Result<AppendInfo, LogError> {
+            ReplicatedLog::append_as_follower(&mut self.log, records, now_ms)
+        }
+        fn log_start_offset(&self) -> i64 {
+            ReplicatedLog::log_start_offset(&self.log)
+        }
+        fn log_end_offset(&self) -> i64 {
+            ReplicatedLog::log_end_offset(&self.log)
+        }
+        fn last_epoch(&self) -> Option<i32> {
+            self.log.last_epoch()
+        }
+        fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+            ReplicatedLog::end_offset_for_epoch(&self.log, epoch)
+        }
+        fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+            ReplicatedLog::truncate_to(&mut self.log, offset, now_ms)
+        }
+        fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
+            if std::mem::take(&mut self.fail_next_flush) {
+                return Err(LogError::Io(std::io::Error::other("injected fsync failure")));
+            }
+            ReplicatedLog::flush(&mut self.log, now_ms)
+        }
+        fn last_flushed_offset(&self) -> i64 {
+            self.log.last_flushed_offset()
+        }
+        fn read(&self, offset: i64, max_bytes: u32, upper_bound: i64) -> Result<Bytes, LogError> {
+            ReplicatedLog::read(&self.log, offset, max_bytes, upper_bound)
+        }
+    }
+
+    #[test]
+    fn a_proposal_whose_flush_fails_commits_nothing_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let log =
+            FailingFlush { log: open_log(&dir.path().join("__cluster_metadata-0"), true), fail_next_flush: false };
+        let mut voter = SingleVoter::open(log, 1).unwrap();
+        voter.propose(&values(&["a"]), 2).unwrap();
+        voter.log_mut().fail_next_flush = true;
+        assert!(voter.propose(&values(&["lost"]), 3).is_err());
+        assert_eq!(voter.high_watermark(), 1);
+        assert_eq!(voter.log().log_end_offset(), 1, "the failed proposal was cut off");
+        let next = voter.propose(&values(&["b"]), 4).unwrap();
+        assert_eq!((next.first_offset, next.high_watermark), (1, 2));
+    }
+}
