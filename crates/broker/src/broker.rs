@@ -31,7 +31,7 @@ pub struct Broker {
     pub node_id: i32,
     pub metadata: MetadataStore,
     pub producer_ids: ProducerIdBlocks,
-    pub replicas: ReplicaManager,
+    pub replicas: Arc<ReplicaManager>,
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: FetchSessionCache,
     pub groups: GroupCoordinator,
@@ -83,8 +83,16 @@ impl Broker {
             tracing::info!(dir = %stray.display(), "removing the log of a deleted topic");
             log_manager.delete_partition_dir(&stray)?;
         }
-        let replicas = ReplicaManager::new(config.clone(), log_manager);
+        let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager));
+        // At start a log that cannot open stops the broker; later ones are
+        // the subscriber's to report.
         replicas.sync_with_image(&image).context("opening partition logs")?;
+        let subscriber = Arc::clone(&replicas);
+        metadata.publisher().subscribe(move |update| {
+            if let Err(e) = subscriber.apply_update(update) {
+                tracing::error!(error = %e, "could not open or delete partition logs");
+            }
+        });
         tracing::info!(
             partitions = replicas.all_partitions().len(),
             elapsed_ms = started.elapsed().as_millis() as u64,

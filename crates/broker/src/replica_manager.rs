@@ -9,7 +9,7 @@
 pub mod purgatory;
 
 use krabka_protocol::ErrorCode;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -23,7 +23,7 @@ use krabka_protocol::Uuid;
 use crate::clock::now_ms;
 use crate::config::topic::{effective_topic_configs, log_config, topic_compression};
 use crate::config::BrokerConfig;
-use crate::metadata::{MetadataImage, TopicImage};
+use crate::metadata::{MetadataImage, MetadataUpdate, TopicImage};
 use krabka_log::{LogManager, PartitionCheckpoint};
 use purgatory::{Waiter, WatchList};
 
@@ -173,6 +173,33 @@ impl ReplicaManager {
     /// Makes the hosted partitions match `image`: opens logs of new topics
     /// and partitions, applies changed configs, deletes removed topics.
     pub fn sync_with_image(&self, image: &MetadataImage) -> Result<(), LogError> {
+        self.reconcile(image, image.topics.keys().map(String::as_str).collect())
+    }
+
+    /// Follows one committed metadata update (the replica manager is a
+    /// subscriber of the metadata publisher, as Kafka's is): deletes the
+    /// topics it removed and refreshes only the topics its delta names
+    /// (created, grown, configs changed), not every topic of the image.
+    pub fn apply_update(&self, update: &MetadataUpdate) -> Result<(), LogError> {
+        let (image, delta) = (&update.image, &update.delta);
+        if !delta.changed_broker_configs.is_empty() {
+            // A broker default may be every topic's effective config.
+            return self.sync_with_image(image);
+        }
+        let grown = delta.new_partitions.keys().chain(delta.changed_partitions.keys());
+        let touched: BTreeSet<&str> = delta
+            .created_topics
+            .values()
+            .map(String::as_str)
+            .chain(grown.filter_map(|id| image.topic_by_id(id)).map(|t| t.name.as_str()))
+            .chain(delta.changed_topic_configs.iter().map(String::as_str))
+            .collect();
+        self.reconcile(image, touched)
+    }
+
+    /// Deletes hosted topics `image` no longer has (or has under another
+    /// id), then brings the `touched` topics in line with it.
+    fn reconcile(&self, image: &MetadataImage, touched: BTreeSet<&str>) -> Result<(), LogError> {
         let now = now_ms();
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         // Removed (or recreated under a new id) topics.
@@ -197,7 +224,7 @@ impl ReplicaManager {
         // New partitions are opened together, in parallel, then installed.
         let mut to_open = Vec::new();
         let mut growing = Vec::new();
-        for topic in image.topics.values() {
+        for topic in touched.into_iter().filter_map(|name| image.topics.get(name)) {
             let existing = topics.get(&topic.name).cloned();
             let have = existing.as_ref().map_or(0, |h| h.partitions.len());
             let config = log_config(&self.config, &topic.configs);
@@ -453,5 +480,35 @@ mod tests {
         replicas.sync_with_image(&image(&["b"])).unwrap();
         assert!(replicas.partition("a", 0).is_none());
         assert_eq!((on_a.wakeups(), on_b.wakeups()), (1, 0));
+    }
+
+    /// As a metadata subscriber it acts on the delta: what the delta names
+    /// changes, what it does not name is left alone (not re-compared).
+    #[test]
+    fn an_update_opens_and_deletes_what_its_delta_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let replicas = replica_manager(dir.path());
+        let before = image(&["a", "b"]);
+        replicas.sync_with_image(&before).unwrap();
+        let mut after = image(&["b", "c"]);
+        // A config change the delta does not mention is not picked up.
+        let mut b = (*after.topics["b"]).clone();
+        b.configs.insert("retention.ms".into(), "1000".into());
+        after.topics.insert("b".into(), Arc::new(b));
+        let mut delta = crate::metadata::MetadataDelta::default();
+        delta.created_topics.insert(after.topics["c"].id, "c".into());
+        delta.new_partitions.insert(after.topics["c"].id, [0].into());
+        delta.deleted_topics.insert(before.topics["a"].id, "a".into());
+        let update = MetadataUpdate { image: Arc::new(after), delta: Arc::new(delta) };
+        replicas.apply_update(&update).unwrap();
+        assert!(replicas.partition("a", 0).is_none(), "deleted");
+        assert!(replicas.partition("c", 0).is_some(), "created");
+        let b = replicas.partition("b", 0).unwrap();
+        assert_ne!(b.lock_log().config().retention_ms, 1000, "b was not named by the delta");
+        // Naming it applies it.
+        let mut delta = crate::metadata::MetadataDelta::default();
+        delta.changed_topic_configs.insert("b".into());
+        replicas.apply_update(&MetadataUpdate { image: update.image.clone(), delta: Arc::new(delta) }).unwrap();
+        assert_eq!(b.lock_log().config().retention_ms, 1000);
     }
 }

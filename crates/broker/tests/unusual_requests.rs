@@ -405,3 +405,23 @@ fn a_parked_join_group_does_not_outlive_its_connection() {
     let mut admin = RawClient::connect(&broker.bootstrap());
     assert_api_versions_answered(&mut admin);
 }
+
+#[test]
+fn a_metadata_request_naming_a_missing_topic_twice_creates_it_once() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let wanted =
+        || krabka_protocol::metadata_request::MetadataRequestTopic { name: Some("twice".into()), ..Default::default() };
+    let request = MetadataRequest {
+        topics: Some(vec![wanted(), wanted()]),
+        allow_auto_topic_creation: true,
+        ..Default::default()
+    };
+    let _: MetadataResponse = client.request(ApiKey::Metadata, 12, &request);
+    let all: MetadataResponse =
+        client.request(ApiKey::Metadata, 12, &MetadataRequest { topics: None, ..Default::default() });
+    let created: Vec<_> = all.topics.iter().filter(|t| t.name.as_deref() == Some("twice")).collect();
+    assert_eq!(created.len(), 1, "{:?}", all.topics);
+    assert_eq!(created[0].error_code, 0);
+    assert_api_versions_answered(&mut client);
+}

@@ -60,6 +60,11 @@ impl MetadataImage {
     pub fn apply(&mut self, record: &MetadataRecord) -> Result<(), String> {
         match record {
             MetadataRecord::Topic(r) => {
+                // One name, one id: a second TopicRecord for a live name
+                // would leave the first id pointing at nothing.
+                if let Some(existing) = self.topics.get(&r.name).filter(|t| t.id != r.topic_id) {
+                    return Err(format!("topic {} already exists with id {}", r.name, existing.id));
+                }
                 let topic = TopicImage {
                     name: r.name.clone(),
                     id: r.topic_id,
@@ -146,5 +151,25 @@ impl MetadataImage {
         let name = self.topic_names_by_id.get(id).ok_or_else(|| format!("unknown topic id {id}"))?;
         let topic = self.topics.get_mut(name).ok_or_else(|| format!("unknown topic {name}"))?;
         Ok(Arc::make_mut(topic))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use krabka_protocol::{TopicRecord, Uuid};
+
+    #[test]
+    fn a_second_topic_record_for_a_live_name_is_refused_and_the_image_stays_consistent() {
+        let mut image = MetadataImage::default();
+        let record = |id: u8| {
+            MetadataRecord::Topic(TopicRecord { name: "t".into(), topic_id: Uuid([id; 16]), ..Default::default() })
+        };
+        image.apply(&record(1)).unwrap();
+        assert!(image.apply(&record(2)).is_err());
+        assert!(image.is_consistent());
+        assert_eq!(image.topic("t").unwrap().id, Uuid([1; 16]));
+        image.apply(&record(1)).unwrap();
+        assert!(image.is_consistent(), "the same record again is harmless");
     }
 }

@@ -174,12 +174,8 @@ fn alter_topics(
         Ok::<_, ApiError>((records, outcomes))
     });
     let outcomes = match commit {
-        Ok((image, outcomes)) => {
-            if let Err(e) = broker.replicas.sync_with_image(&image) {
-                tracing::error!(error = %e, "could not apply topic configs");
-            }
-            outcomes
-        }
+        // The replica manager follows the commit (a metadata subscriber).
+        Ok((_, outcomes)) => outcomes,
         Err(e) => resources.iter().map(|_| (e.code, Some(e.message.clone()))).collect(),
     };
     resources.into_iter().zip(outcomes).map(|((t, n), (c, m))| (t, n, c, m)).collect()

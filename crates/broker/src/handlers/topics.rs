@@ -3,7 +3,7 @@
 //! one batch per request, then the hosted partitions follow the new image.
 
 use krabka_protocol::ErrorCode;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
@@ -27,13 +27,6 @@ use crate::controller::{ApiError, RecordBudget};
 use crate::metadata::{MetadataImage, MetadataRecord};
 use crate::request::RequestContext;
 
-/// Opens the logs of what a commit created and drops what it deleted.
-fn apply_to_replicas(broker: &Broker, image: &MetadataImage) {
-    if let Err(e) = broker.replicas.sync_with_image(image) {
-        tracing::error!(error = %e, "could not open or delete partition logs");
-    }
-}
-
 pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
     let config = &broker.config;
@@ -52,7 +45,6 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
         Ok(done) => done,
         Err(e) => return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() },
     };
-    apply_to_replicas(broker, &image);
     let topics = planned
         .iter()
         .zip(outcomes)
@@ -132,10 +124,12 @@ pub fn ensure_internal_topic(
         Ok::<_, ApiError>((topic_records(node_id, &topic)?, ()))
     });
     match commit {
-        Ok((image, ())) => {
-            apply_to_replicas(broker, &image);
-            Ok(())
+        // Known to the image but not hosted (its log failed to open before):
+        // an empty commit publishes nothing, so try to open it here.
+        Ok((image, ())) if broker.replicas.topic(name).is_none() => {
+            broker.replicas.sync_with_image(&image).map_err(|e| crate::errors::log_error_code(&e))
         }
+        Ok(_) => Ok(()),
         Err(e) => Err(e.code),
     }
 }
@@ -147,20 +141,21 @@ pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<
         return None;
     }
     let node_id = broker.node_id;
+    // A request may name a missing topic more than once: it is created once.
+    let names: BTreeSet<&String> = names.iter().collect();
     let commit = broker.metadata.commit(|image| {
         let mut records = Vec::new();
+        let mut budget = RecordBudget::default();
         for name in names.iter().filter(|n| image.topic(n).is_none()) {
-            let topic = NewTopic { name: name.clone(), partitions: config.num_partitions, configs: BTreeMap::new() };
+            let topic = NewTopic { name: (*name).clone(), partitions: config.num_partitions, configs: BTreeMap::new() };
+            budget.take(topic.record_count())?;
             records.extend(topic_records(node_id, &topic)?);
             tracing::info!(topic = %name, partitions = config.num_partitions, "auto-creating topic");
         }
         Ok::<_, ApiError>((records, ()))
     });
     match commit {
-        Ok((image, ())) => {
-            apply_to_replicas(broker, &image);
-            Some(image.image)
-        }
+        Ok((image, ())) => Some(image.image),
         Err(_) => None,
     }
 }
@@ -216,8 +211,7 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
         Ok::<_, ApiError>((records, results))
     });
     match commit {
-        Ok((image, mut results)) => {
-            apply_to_replicas(broker, &image);
+        Ok((_, mut results)) => {
             for result in &mut results {
                 if let Some(name) = &result.name {
                     broker.metrics.remove_topic(name);
@@ -313,10 +307,7 @@ pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequ
         Ok::<_, ApiError>((records, results))
     });
     match commit {
-        Ok((image, results)) => {
-            apply_to_replicas(broker, &image);
-            CreatePartitionsResponse { results, ..Default::default() }
-        }
+        Ok((_, results)) => CreatePartitionsResponse { results, ..Default::default() },
         Err(e) => CreatePartitionsResponse {
             results: request
                 .topics
