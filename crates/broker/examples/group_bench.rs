@@ -493,13 +493,50 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     ensure!(args.groups > 0 && args.partitions > 0 && args.connections > 0 && args.in_flight > 0, "sizes must be > 0");
     ensure!(args.rounds > 0, "--rounds must be > 0");
+    let (versions, created, find_coordinator_ms) = set_up(&args)?;
+    let mut fields: Vec<(String, String)> = vec![
+        ("mode".into(), json_string(if args.verify_only { "verify-only" } else { "commit" })),
+        ("bootstrap".into(), json_string(&args.bootstrap)),
+        ("topic".into(), json_string(&args.topic)),
+        ("topic_created".into(), created.to_string()),
+        ("groups".into(), args.groups.to_string()),
+        ("partitions".into(), args.partitions.to_string()),
+        ("rounds".into(), args.rounds.to_string()),
+        ("connections".into(), args.connections.to_string()),
+        ("in_flight".into(), args.in_flight.to_string()),
+        ("offset_commit_version".into(), versions.commit.to_string()),
+        ("offset_fetch_version".into(), versions.fetch.to_string()),
+        ("find_coordinator_ms".into(), json_f64(find_coordinator_ms)),
+    ];
+    let mut failed = false;
+    if !args.verify_only {
+        failed |= report_commits(&args, versions.commit, &mut fields)?;
+    }
+    if args.no_verify {
+        fields.push(("verified".into(), "null".into()));
+    } else {
+        failed |= report_verification(&args, versions.fetch, &mut fields)?;
+    }
+    fields.push(("ok".into(), (!failed).to_string()));
+    let line = fields.iter().map(|(k, v)| format!("{}:{v}", json_string(k))).collect::<Vec<_>>().join(",");
+    println!("{{{line}}}");
+    std::io::stdout().flush()?;
+    if failed {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Negotiates versions, creates the topic (unless verifying only) and times
+/// FindCoordinator: (versions, topic created, FindCoordinator ms).
+fn set_up(args: &Args) -> anyhow::Result<(Versions, bool, f64)> {
     let mut admin = Client::connect(&args.bootstrap)?;
     let versions = negotiate(&mut admin)?;
     eprintln!(
         "group_bench: OffsetCommit v{}, OffsetFetch v{}, {} groups x {} partitions x {} rounds over {} connections ({} in flight each)",
         versions.commit, versions.fetch, args.groups, args.partitions, args.rounds, args.connections, args.in_flight
     );
-    let created = if args.verify_only { false } else { create_topic(&mut admin, &versions, &args)? };
+    let created = if args.verify_only { false } else { create_topic(&mut admin, &versions, args)? };
     let started = Instant::now();
     let coordinator = find_coordinator(&mut admin, &versions)?;
     let find_coordinator_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -517,100 +554,78 @@ fn main() -> anyhow::Result<()> {
         coordinator.1,
         coordinator.2
     );
-    drop(admin);
+    Ok((versions, created, find_coordinator_ms))
+}
 
-    let mut fields: Vec<(String, String)> = vec![
-        ("mode".into(), json_string(if args.verify_only { "verify-only" } else { "commit" })),
-        ("bootstrap".into(), json_string(&args.bootstrap)),
-        ("topic".into(), json_string(&args.topic)),
-        ("topic_created".into(), created.to_string()),
-        ("groups".into(), args.groups.to_string()),
-        ("partitions".into(), args.partitions.to_string()),
-        ("rounds".into(), args.rounds.to_string()),
-        ("connections".into(), args.connections.to_string()),
-        ("in_flight".into(), args.in_flight.to_string()),
-        ("offset_commit_version".into(), versions.commit.to_string()),
-        ("offset_fetch_version".into(), versions.fetch.to_string()),
-        ("find_coordinator_ms".into(), json_f64(find_coordinator_ms)),
-    ];
+/// Runs the commit phase and adds its figures to `fields`. True when it failed.
+fn report_commits(args: &Args, version: i16, fields: &mut Vec<(String, String)>) -> anyhow::Result<bool> {
     let mut failed = false;
-
-    if !args.verify_only {
-        eprintln!("group_bench: committing {} requests", u64::from(args.groups) * u64::from(args.rounds));
-        let s = commit_phase(&args, versions.commit)?;
-        let offsets = s.requests * args.partitions as u64;
-        let error_count: u64 = s.errors.values().sum();
-        let expected = u64::from(args.groups) * u64::from(args.rounds);
-        if error_count > 0 || s.malformed > 0 || s.requests != expected {
-            failed = true;
-            eprintln!(
-                "group_bench: commit errors {:?}, malformed responses {}, requests {} of {expected}",
-                s.errors, s.malformed, s.requests
-            );
-        }
-        let errors_json = s.errors.iter().map(|(code, n)| format!("\"{code}\":{n}")).collect::<Vec<_>>().join(",");
-        fields.extend([
-            ("commit_requests".into(), s.requests.to_string()),
-            ("commit_offsets".into(), offsets.to_string()),
-            ("commit_seconds".into(), json_f64(s.seconds)),
-            ("commit_requests_per_sec".into(), json_f64(s.requests as f64 / s.seconds)),
-            ("commit_offsets_per_sec".into(), json_f64(offsets as f64 / s.seconds)),
-            ("latency_p50_us".into(), percentile(&s.latencies, 50.0).to_string()),
-            ("latency_p99_us".into(), percentile(&s.latencies, 99.0).to_string()),
-            ("latency_max_us".into(), s.latencies.last().copied().unwrap_or(0).to_string()),
-            ("commit_error_codes".into(), format!("{{{errors_json}}}")),
-            ("commit_malformed_responses".into(), s.malformed.to_string()),
-            ("client_cpu_seconds".into(), json_f64(s.client_cpu_seconds)),
-        ]);
-        match s.broker_cpu_seconds {
-            Some(cpu) => fields.extend([
-                ("broker_cpu_seconds".into(), json_f64(cpu)),
-                ("broker_cpu_us_per_request".into(), json_f64(cpu * 1e6 / s.requests.max(1) as f64)),
-                ("broker_cpu_us_per_offset".into(), json_f64(cpu * 1e6 / offsets.max(1) as f64)),
-            ]),
-            None => fields.extend([
-                ("broker_cpu_seconds".into(), "null".into()),
-                ("broker_cpu_us_per_request".into(), "null".into()),
-                ("broker_cpu_us_per_offset".into(), "null".into()),
-            ]),
-        }
+    eprintln!("group_bench: committing {} requests", u64::from(args.groups) * u64::from(args.rounds));
+    let s = commit_phase(args, version)?;
+    let offsets = s.requests * args.partitions as u64;
+    let error_count: u64 = s.errors.values().sum();
+    let expected = u64::from(args.groups) * u64::from(args.rounds);
+    if error_count > 0 || s.malformed > 0 || s.requests != expected {
+        failed = true;
         eprintln!(
-            "group_bench: {} requests in {:.2} s: {:.0} requests/s, {:.0} offsets/s, p50 {} us, p99 {} us",
-            s.requests,
-            s.seconds,
-            s.requests as f64 / s.seconds,
-            offsets as f64 / s.seconds,
-            percentile(&s.latencies, 50.0),
-            percentile(&s.latencies, 99.0)
+            "group_bench: commit errors {:?}, malformed responses {}, requests {} of {expected}",
+            s.errors, s.malformed, s.requests
         );
     }
+    let errors_json = s.errors.iter().map(|(code, n)| format!("\"{code}\":{n}")).collect::<Vec<_>>().join(",");
+    fields.extend([
+        ("commit_requests".into(), s.requests.to_string()),
+        ("commit_offsets".into(), offsets.to_string()),
+        ("commit_seconds".into(), json_f64(s.seconds)),
+        ("commit_requests_per_sec".into(), json_f64(s.requests as f64 / s.seconds)),
+        ("commit_offsets_per_sec".into(), json_f64(offsets as f64 / s.seconds)),
+        ("latency_p50_us".into(), percentile(&s.latencies, 50.0).to_string()),
+        ("latency_p99_us".into(), percentile(&s.latencies, 99.0).to_string()),
+        ("latency_max_us".into(), s.latencies.last().copied().unwrap_or(0).to_string()),
+        ("commit_error_codes".into(), format!("{{{errors_json}}}")),
+        ("commit_malformed_responses".into(), s.malformed.to_string()),
+        ("client_cpu_seconds".into(), json_f64(s.client_cpu_seconds)),
+    ]);
+    match s.broker_cpu_seconds {
+        Some(cpu) => fields.extend([
+            ("broker_cpu_seconds".into(), json_f64(cpu)),
+            ("broker_cpu_us_per_request".into(), json_f64(cpu * 1e6 / s.requests.max(1) as f64)),
+            ("broker_cpu_us_per_offset".into(), json_f64(cpu * 1e6 / offsets.max(1) as f64)),
+        ]),
+        None => fields.extend([
+            ("broker_cpu_seconds".into(), "null".into()),
+            ("broker_cpu_us_per_request".into(), "null".into()),
+            ("broker_cpu_us_per_offset".into(), "null".into()),
+        ]),
+    }
+    eprintln!(
+        "group_bench: {} requests in {:.2} s: {:.0} requests/s, {:.0} offsets/s, p50 {} us, p99 {} us",
+        s.requests,
+        s.seconds,
+        s.requests as f64 / s.seconds,
+        offsets as f64 / s.seconds,
+        percentile(&s.latencies, 50.0),
+        percentile(&s.latencies, 99.0)
+    );
+    Ok(failed)
+}
 
-    if args.no_verify {
-        fields.push(("verified".into(), "null".into()));
-    } else {
-        let v = verify_phase(&args, versions.fetch)?;
-        if v.mismatches > 0 || v.group_errors > 0 {
-            failed = true;
-        }
-        eprintln!(
-            "group_bench: verify: {} groups, {} offsets checked, {} mismatches, {} group errors ({:.2} s)",
-            v.groups, v.offsets_checked, v.mismatches, v.group_errors, v.seconds
-        );
-        fields.extend([
-            ("verified".into(), (v.mismatches == 0 && v.group_errors == 0).to_string()),
-            ("verify_groups".into(), v.groups.to_string()),
-            ("verify_offsets_checked".into(), v.offsets_checked.to_string()),
-            ("verify_mismatches".into(), v.mismatches.to_string()),
-            ("verify_group_errors".into(), v.group_errors.to_string()),
-            ("verify_seconds".into(), json_f64(v.seconds)),
-        ]);
-    }
-    fields.push(("ok".into(), (!failed).to_string()));
-    let line = fields.iter().map(|(k, v)| format!("{}:{v}", json_string(k))).collect::<Vec<_>>().join(",");
-    println!("{{{line}}}");
-    std::io::stdout().flush()?;
-    if failed {
-        std::process::exit(1);
-    }
-    Ok(())
+/// Reads every committed offset back and adds the tally to `fields`. True
+/// when one was missing or wrong.
+fn report_verification(args: &Args, version: i16, fields: &mut Vec<(String, String)>) -> anyhow::Result<bool> {
+    let v = verify_phase(args, version)?;
+    let failed = v.mismatches > 0 || v.group_errors > 0;
+    eprintln!(
+        "group_bench: verify: {} groups, {} offsets checked, {} mismatches, {} group errors ({:.2} s)",
+        v.groups, v.offsets_checked, v.mismatches, v.group_errors, v.seconds
+    );
+    fields.extend([
+        ("verified".into(), (v.mismatches == 0 && v.group_errors == 0).to_string()),
+        ("verify_groups".into(), v.groups.to_string()),
+        ("verify_offsets_checked".into(), v.offsets_checked.to_string()),
+        ("verify_mismatches".into(), v.mismatches.to_string()),
+        ("verify_group_errors".into(), v.group_errors.to_string()),
+        ("verify_seconds".into(), json_f64(v.seconds)),
+    ]);
+    Ok(failed)
 }

@@ -114,37 +114,40 @@ fn librdkafka_resumes_after_sigkill() {
     resume_across_restart("confluent", "classic", true);
 }
 
-/// Kafka's `kafka-consumer-groups` against the broker: reset offsets (to
-/// earliest, to an offset), describe with lag, list, delete.
-#[test]
-fn kafka_consumer_groups_resets_describes_and_deletes() {
-    let broker = BrokerProcess::start(&FAST_GROUPS);
-    let bootstrap = broker.bootstrap();
-    let cli = |args: &[&str], stdin: Option<&str>| -> String {
-        let mut command = Command::new(repo_root().join("tools/kafka-reference/kafka-cli"));
-        command.args(args).current_dir(repo_root());
-        command
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = command.spawn().expect("kafka-cli");
-        if let Some(input) = stdin {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        } else {
-            drop(child.stdin.take());
-        }
-        let output = child.wait_with_output().unwrap();
-        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    cli(&["kafka-topics", "--bootstrap-server", &bootstrap, "--create", "--topic", "tool", "--partitions", "2"], None);
+/// Runs one of Kafka's command-line tools through tools/kafka-reference/kafka-cli,
+/// with `stdin` as its input, and returns what it printed.
+fn kafka_cli(args: &[&str], stdin: Option<&str>) -> String {
+    let mut command = Command::new(repo_root().join("tools/kafka-reference/kafka-cli"));
+    command.args(args).current_dir(repo_root());
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("kafka-cli");
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Creates topic `tool` (2 partitions), writes 20 keyed records with the
+/// console producer and consumes them all as group `tool-group`.
+fn produce_and_consume_twenty_records(bootstrap: &str) {
+    kafka_cli(
+        &["kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", "tool", "--partitions", "2"],
+        None,
+    );
     let lines: String = (0..20).map(|i| format!("k{i}:v{i}\n")).collect();
-    cli(
+    kafka_cli(
         &[
             "kafka-console-producer",
             "--bootstrap-server",
-            &bootstrap,
+            bootstrap,
             "--topic",
             "tool",
             "--reader-property",
@@ -154,11 +157,11 @@ fn kafka_consumer_groups_resets_describes_and_deletes() {
         ],
         Some(&lines),
     );
-    let consumed = cli(
+    let consumed = kafka_cli(
         &[
             "kafka-console-consumer",
             "--bootstrap-server",
-            &bootstrap,
+            bootstrap,
             "--topic",
             "tool",
             "--group",
@@ -172,67 +175,63 @@ fn kafka_consumer_groups_resets_describes_and_deletes() {
         None,
     );
     assert_eq!(consumed.lines().count(), 20, "{consumed}");
-    let describe = || {
-        cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--describe", "--group", "tool-group"], None)
-    };
-    // (partition, current offset, log end offset, lag) from the describe table.
-    let rows = |table: &str| -> Vec<(i64, i64, i64, i64)> {
-        let mut rows: Vec<(i64, i64, i64, i64)> = table
-            .lines()
-            .filter(|l| l.starts_with("tool-group"))
-            .map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap())
-            })
-            .collect();
-        rows.sort();
-        rows
-    };
-    let before = rows(&describe());
+}
+
+/// (partition, current offset, log end offset, lag) of `tool-group`, from
+/// kafka-consumer-groups --describe, by partition.
+fn describe_tool_group(bootstrap: &str) -> Vec<(i64, i64, i64, i64)> {
+    let table = kafka_cli(
+        &["kafka-consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", "tool-group"],
+        None,
+    );
+    let mut rows: Vec<(i64, i64, i64, i64)> = table
+        .lines()
+        .filter(|l| l.starts_with("tool-group"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap())
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// kafka-consumer-groups --reset-offsets of `tool-group` on `topic` (a
+/// topic, or topic:partition) to `to` (e.g. ["--to-earliest"]).
+fn reset_tool_group(bootstrap: &str, topic: &str, to: &[&str]) {
+    let mut args =
+        vec!["kafka-consumer-groups", "--bootstrap-server", bootstrap, "--group", "tool-group", "--topic", topic];
+    args.push("--reset-offsets");
+    args.extend_from_slice(to);
+    args.push("--execute");
+    kafka_cli(&args, None);
+}
+
+/// Kafka's `kafka-consumer-groups` against the broker: reset offsets (to
+/// earliest, to an offset), describe with lag, list, delete.
+#[test]
+fn kafka_consumer_groups_resets_describes_and_deletes() {
+    let broker = BrokerProcess::start(&FAST_GROUPS);
+    let bootstrap = broker.bootstrap();
+    produce_and_consume_twenty_records(&bootstrap);
+    let before = describe_tool_group(&bootstrap);
     assert_eq!(before.len(), 2);
     assert!(before.iter().all(|(_, current, end, lag)| current == end && *lag == 0), "{before:?}");
     let total: i64 = before.iter().map(|r| r.2).sum();
     assert_eq!(total, 20);
-    cli(
-        &[
-            "kafka-consumer-groups",
-            "--bootstrap-server",
-            &bootstrap,
-            "--group",
-            "tool-group",
-            "--topic",
-            "tool",
-            "--reset-offsets",
-            "--to-earliest",
-            "--execute",
-        ],
-        None,
-    );
-    let reset = rows(&describe());
+    reset_tool_group(&bootstrap, "tool", &["--to-earliest"]);
+    let reset = describe_tool_group(&bootstrap);
     assert!(reset.iter().all(|(_, current, end, lag)| *current == 0 && lag == end), "{reset:?}");
-    cli(
-        &[
-            "kafka-consumer-groups",
-            "--bootstrap-server",
-            &bootstrap,
-            "--group",
-            "tool-group",
-            "--topic",
-            "tool:0",
-            "--reset-offsets",
-            "--to-offset",
-            "1",
-            "--execute",
-        ],
+    reset_tool_group(&bootstrap, "tool:0", &["--to-offset", "1"]);
+    assert_eq!(describe_tool_group(&bootstrap)[0].1, 1);
+    let listed = kafka_cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--list"], None);
+    assert!(listed.lines().any(|l| l.trim() == "tool-group"), "{listed}");
+    let deleted = kafka_cli(
+        &["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--delete", "--group", "tool-group"],
         None,
     );
-    assert_eq!(rows(&describe())[0].1, 1);
-    let listed = cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--list"], None);
-    assert!(listed.lines().any(|l| l.trim() == "tool-group"), "{listed}");
-    let deleted =
-        cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--delete", "--group", "tool-group"], None);
     assert!(deleted.contains("successful"), "{deleted}");
-    let listed = cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--list"], None);
+    let listed = kafka_cli(&["kafka-consumer-groups", "--bootstrap-server", &bootstrap, "--list"], None);
     assert!(!listed.lines().any(|l| l.trim() == "tool-group"), "{listed}");
 }
 

@@ -184,46 +184,76 @@ fn classic_rebalance_and_kafkas_error_codes() {
     let mut admin = RawClient::connect(&broker.bootstrap());
     create_topic(&mut admin, "orders", 4);
     find_coordinator(&mut admin, broker.port);
-
-    // One member: it leads generation 1 and assigns itself everything.
     let mut a = RawClient::connect(&broker.bootstrap());
-    let joined = join(&mut a, 10_000);
+    let a_id = lone_member_leads_generation_one(&mut a, &mut admin);
+    stale_members_and_bad_partitions_get_their_codes(&mut a, &a_id, &mut admin);
+    let b = second_member_rebalances_into_generation_two(&broker, &mut a, &a_id, &mut admin);
+    // Deleting a group with members is refused.
+    assert_eq!(delete_group(&mut admin), 68, "NON_EMPTY_GROUP");
+    member_expires_after_its_session_timeout(b, &mut a, &a_id);
+    leaving_empties_the_group_and_deleting_drops_its_offsets(&mut a, &a_id, &mut admin);
+}
+
+/// DeleteGroups of GROUP: its error code.
+fn delete_group(admin: &mut RawClient) -> i16 {
+    let deleted: DeleteGroupsResponse = admin.request(
+        ApiKey::DeleteGroups,
+        2,
+        &DeleteGroupsRequest { groups_names: vec![GROUP.into()], ..Default::default() },
+    );
+    deleted.results[0].error_code
+}
+
+/// One member: it leads generation 1 and assigns itself everything. Its member id.
+fn lone_member_leads_generation_one(a: &mut RawClient, admin: &mut RawClient) -> String {
+    let joined = join(a, 10_000);
     assert_eq!(joined.error_code, 0);
     assert_eq!(joined.generation_id, 1);
     assert_eq!(joined.leader, joined.member_id);
     assert_eq!(joined.members.len(), 1);
     let a_id = joined.member_id.clone();
-    let synced = sync(&mut a, &a_id, 1, &[(&a_id, b"all")]);
+    let synced = sync(a, &a_id, 1, &[(&a_id, b"all")]);
     assert_eq!((synced.error_code, synced.assignment.as_ref()), (0, &b"all"[..]));
-    assert_eq!(heartbeat(&mut a, &a_id, 1), 0);
-    assert_eq!(describe(&mut admin).group_state, "Stable");
+    assert_eq!(heartbeat(a, &a_id, 1), 0);
+    assert_eq!(describe(admin).group_state, "Stable");
+    a_id
+}
 
-    // Stale generation, unknown member.
-    assert_eq!(heartbeat(&mut a, &a_id, 0), 22, "ILLEGAL_GENERATION");
-    assert_eq!(heartbeat(&mut a, "nobody", 1), 25, "UNKNOWN_MEMBER_ID");
-    assert_eq!(commit(&mut a, &a_id, 7, "orders", &[(0, 5)], ""), vec![22]);
-    assert_eq!(commit(&mut a, "nobody", 1, "orders", &[(0, 5)], ""), vec![25]);
-    // Unknown partitions and oversized metadata, per partition.
-    assert_eq!(commit(&mut a, &a_id, 1, "orders", &[(0, 5), (9, 5)], ""), vec![0, 3]);
-    assert_eq!(commit(&mut a, &a_id, 1, "nope", &[(0, 5)], ""), vec![3]);
-    assert_eq!(commit(&mut a, &a_id, 1, "orders", &[(1, 6)], &"m".repeat(4097)), vec![12], "OFFSET_METADATA_TOO_LARGE");
-    assert_eq!(commit(&mut a, &a_id, 1, "orders", &[(1, 6)], &"m".repeat(4096)), vec![0], "metadata at the limit");
-    assert_eq!(fetch_offsets(&mut admin, "orders", &[0, 1, 2]), vec![5, 6, -1]);
+/// Stale generation, unknown member; unknown partitions and oversized
+/// metadata, per partition.
+fn stale_members_and_bad_partitions_get_their_codes(a: &mut RawClient, a_id: &str, admin: &mut RawClient) {
+    assert_eq!(heartbeat(a, a_id, 0), 22, "ILLEGAL_GENERATION");
+    assert_eq!(heartbeat(a, "nobody", 1), 25, "UNKNOWN_MEMBER_ID");
+    assert_eq!(commit(a, a_id, 7, "orders", &[(0, 5)], ""), vec![22]);
+    assert_eq!(commit(a, "nobody", 1, "orders", &[(0, 5)], ""), vec![25]);
+    assert_eq!(commit(a, a_id, 1, "orders", &[(0, 5), (9, 5)], ""), vec![0, 3]);
+    assert_eq!(commit(a, a_id, 1, "nope", &[(0, 5)], ""), vec![3]);
+    assert_eq!(commit(a, a_id, 1, "orders", &[(1, 6)], &"m".repeat(4097)), vec![12], "OFFSET_METADATA_TOO_LARGE");
+    assert_eq!(commit(a, a_id, 1, "orders", &[(1, 6)], &"m".repeat(4096)), vec![0], "metadata at the limit");
+    assert_eq!(fetch_offsets(admin, "orders", &[0, 1, 2]), vec![5, 6, -1]);
+}
 
-    // A second member joins: the first learns of the rebalance by heartbeat,
-    // rejoins, and both form generation 2 with one leader.
+/// A second member joins: the first learns of the rebalance by heartbeat,
+/// rejoins, and both form generation 2 with one leader. The second member's
+/// connection.
+fn second_member_rebalances_into_generation_two(
+    broker: &BrokerProcess,
+    a: &mut RawClient,
+    a_id: &str,
+    admin: &mut RawClient,
+) -> RawClient {
     let mut b = RawClient::connect(&broker.bootstrap());
     let first: JoinGroupResponse = b.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
     let b_id = first.member_id.clone();
     let b_join = b.send(ApiKey::JoinGroup, 9, &join_request(&b_id, 10_000));
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(heartbeat(&mut a, &a_id, 1), 27, "REBALANCE_IN_PROGRESS");
+    assert_eq!(heartbeat(a, a_id, 1), 27, "REBALANCE_IN_PROGRESS");
     assert_eq!(
-        commit(&mut a, &a_id, 1, "orders", &[(0, 7)], ""),
+        commit(a, a_id, 1, "orders", &[(0, 7)], ""),
         vec![0],
         "commits of the old generation still count while preparing"
     );
-    let a_rejoined: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request(&a_id, 10_000));
+    let a_rejoined: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request(a_id, 10_000));
     let b_joined: JoinGroupResponse = b.receive(ApiKey::JoinGroup, 9, b_join);
     assert_eq!((a_rejoined.generation_id, b_joined.generation_id), (2, 2));
     assert_eq!(a_rejoined.leader, a_id, "the leader stays");
@@ -235,32 +265,27 @@ fn classic_rebalance_and_kafkas_error_codes() {
         5,
         &SyncGroupRequest { group_id: GROUP.into(), generation_id: 2, member_id: b_id.clone(), ..Default::default() },
     );
-    let leader_sync = sync(&mut a, &a_id, 2, &[(&a_id, b"p0p1"), (&b_id, b"p2p3")]);
+    let leader_sync = sync(a, a_id, 2, &[(a_id, b"p0p1"), (&b_id, b"p2p3")]);
     assert_eq!(leader_sync.assignment.as_ref(), b"p0p1");
     let follower_sync: SyncGroupResponse = b.receive(ApiKey::SyncGroup, 5, b_sync);
     assert_eq!(follower_sync.assignment.as_ref(), b"p2p3");
-    assert_eq!(describe(&mut admin).members.len(), 2);
+    assert_eq!(describe(admin).members.len(), 2);
+    b
+}
 
-    // Deleting a group with members is refused.
-    let deleted: DeleteGroupsResponse = admin.request(
-        ApiKey::DeleteGroups,
-        2,
-        &DeleteGroupsRequest { groups_names: vec![GROUP.into()], ..Default::default() },
-    );
-    assert_eq!(deleted.results[0].error_code, 68, "NON_EMPTY_GROUP");
-
-    // Member b dies without leaving: after its session timeout, a rebalance
-    // drops it and a carries on alone.
+/// Member b dies without leaving: after its session timeout, a rebalance
+/// drops it and a carries on alone.
+fn member_expires_after_its_session_timeout(b: RawClient, a: &mut RawClient, a_id: &str) {
     drop(b);
     let started = Instant::now();
     let mut generation = 2;
     loop {
-        let code = heartbeat(&mut a, &a_id, generation);
+        let code = heartbeat(a, a_id, generation);
         if code == 27 {
-            let rejoined: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request(&a_id, 10_000));
+            let rejoined: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request(a_id, 10_000));
             generation = rejoined.generation_id;
             assert_eq!(rejoined.members.len(), 1, "the dead member is gone");
-            assert_eq!(sync(&mut a, &a_id, generation, &[(&a_id, b"all")]).error_code, 0);
+            assert_eq!(sync(a, a_id, generation, &[(a_id, b"all")]).error_code, 0);
             break;
         }
         assert_eq!(code, 0);
@@ -269,28 +294,25 @@ fn classic_rebalance_and_kafkas_error_codes() {
     }
     assert!(started.elapsed() >= Duration::from_secs(9), "not before b's 10 s session timeout");
     assert_eq!(generation, 3);
+}
 
-    // Leaving empties the group; then it can be deleted with its offsets.
+/// Leaving empties the group; then it can be deleted with its offsets.
+fn leaving_empties_the_group_and_deleting_drops_its_offsets(a: &mut RawClient, a_id: &str, admin: &mut RawClient) {
     let left: LeaveGroupResponse = a.request(
         ApiKey::LeaveGroup,
         5,
         &LeaveGroupRequest {
             group_id: GROUP.into(),
-            members: vec![leave_group_request::MemberIdentity { member_id: a_id.clone(), ..Default::default() }],
+            members: vec![leave_group_request::MemberIdentity { member_id: a_id.to_string(), ..Default::default() }],
             ..Default::default()
         },
     );
     assert_eq!(left.members[0].error_code, 0);
-    assert_eq!(describe(&mut admin).group_state, "Empty");
+    assert_eq!(describe(admin).group_state, "Empty");
     let listed: ListGroupsResponse = admin.request(ApiKey::ListGroups, 5, &ListGroupsRequest::default());
     assert!(listed.groups.iter().any(|g| g.group_id == GROUP && g.group_state == "Empty"));
-    let deleted: DeleteGroupsResponse = admin.request(
-        ApiKey::DeleteGroups,
-        2,
-        &DeleteGroupsRequest { groups_names: vec![GROUP.into()], ..Default::default() },
-    );
-    assert_eq!(deleted.results[0].error_code, 0);
-    assert_eq!(fetch_offsets(&mut admin, "orders", &[0, 1]), vec![-1, -1]);
+    assert_eq!(delete_group(admin), 0);
+    assert_eq!(fetch_offsets(admin, "orders", &[0, 1]), vec![-1, -1]);
     let gone: DescribeGroupsResponse = admin.request(
         ApiKey::DescribeGroups,
         6,

@@ -324,14 +324,31 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     let mut client = RawClient::connect(&broker.bootstrap());
     create_topic(&mut client, TOPIC, 1, &[]);
     assert_eq!(produce(&mut client, TOPIC, 0, batch(None, 0, 5, Compression::None)).error_code, 0);
+    malformed_frames_close_their_connections(&broker);
+    refused_batches_get_kafkas_error_codes(&mut client);
+    compacted_topics_refuse_records_without_keys(&mut client);
+    message_max_bytes_limits_the_whole_batch(&mut client);
+    bad_topics_get_kafkas_error_codes(&mut client);
 
+    // Through all of it, the first connection and the acknowledged data are fine.
+    let data = values(&fetch(&mut client, TOPIC, 0, 0));
+    assert_eq!(data.len(), 6);
+    assert_eq!(data[4], (4, "value-4".to_string()));
+    offset_for_leader_epoch_answers_as_kafka_does(&mut client);
+    assert!(broker.is_running());
+    let status = broker.stop();
+    assert!(status.success());
+}
+
+/// Frames Kafka gives up on close their connection (and only theirs).
+fn malformed_frames_close_their_connections(broker: &BrokerProcess) {
     // Garbage: a plausible size then noise that is no request header.
     let mut garbage = 64i32.to_be_bytes().to_vec();
     garbage.extend((0..64u8).map(|i| i.wrapping_mul(97) ^ 0x5a));
-    assert!(closes_on(&broker, &garbage), "garbage closes the connection");
+    assert!(closes_on(broker, &garbage), "garbage closes the connection");
     // A size prefix past socket.request.max.bytes.
-    assert!(closes_on(&broker, &2_000_000i32.to_be_bytes()), "oversized frame closes");
-    assert!(closes_on(&broker, &(-5i32).to_be_bytes()), "negative size closes");
+    assert!(closes_on(broker, &2_000_000i32.to_be_bytes()), "oversized frame closes");
+    assert!(closes_on(broker, &(-5i32).to_be_bytes()), "negative size closes");
     // An unknown API key, and a known API at an unknown version.
     let mut unknown = Vec::new();
     unknown.extend(10i32.to_be_bytes());
@@ -339,14 +356,14 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     unknown.extend(0i16.to_be_bytes());
     unknown.extend(1i32.to_be_bytes());
     unknown.extend((-1i16).to_be_bytes());
-    assert!(closes_on(&broker, &unknown), "unknown api key closes");
+    assert!(closes_on(broker, &unknown), "unknown api key closes");
     let mut future = Vec::new();
     future.extend(10i32.to_be_bytes());
     future.extend((ApiKey::Metadata as i16).to_be_bytes());
     future.extend(99i16.to_be_bytes());
     future.extend(1i32.to_be_bytes());
     future.extend((-1i16).to_be_bytes());
-    assert!(closes_on(&broker, &future), "unsupported version closes");
+    assert!(closes_on(broker, &future), "unsupported version closes");
     // A truncated request: the client hangs up mid-frame.
     {
         let mut c = RawClient::connect(&broker.bootstrap());
@@ -363,13 +380,17 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     body.push(9); // 8 topics follow... but nothing does
     let mut framed = (body.len() as i32).to_be_bytes().to_vec();
     framed.extend(body);
-    assert!(closes_on(&broker, &framed), "undecodable body closes");
+    assert!(closes_on(broker, &framed), "undecodable body closes");
+}
 
+/// Batches to TOPIC that are corrupt, or that Kafka takes from no producer:
+/// each is refused, so none of them reaches the log.
+fn refused_batches_get_kafkas_error_codes(client: &mut RawClient) {
     // A batch with a flipped CRC byte: CORRUPT_MESSAGE.
     let mut corrupt = batch(None, 100, 3, Compression::None).to_vec();
     let last = corrupt.len() - 1;
     corrupt[last] ^= 0xff;
-    let response = produce(&mut client, TOPIC, 0, Bytes::from(corrupt));
+    let response = produce(client, TOPIC, 0, Bytes::from(corrupt));
     assert_eq!(response.error_code, 2, "CORRUPT_MESSAGE");
     // What Kafka refuses from a producer though a log takes it from a broker:
     // a control batch, an idempotent batch without a sequence number
@@ -380,30 +401,38 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
         builder.build().unwrap().into_bytes()
     };
     let control = one_record(RecordBatchBuilder::new(Compression::None).with_control(true));
-    assert_eq!(produce(&mut client, TOPIC, 0, control).error_code, 87, "INVALID_RECORD");
-    let (producer_id, producer_epoch) = init_producer_id(&mut client);
+    assert_eq!(produce(client, TOPIC, 0, control).error_code, 87, "INVALID_RECORD");
+    let (producer_id, producer_epoch) = init_producer_id(client);
     let unsequenced =
         one_record(RecordBatchBuilder::new(Compression::None).with_producer(producer_id, producer_epoch, -1));
-    assert_eq!(produce(&mut client, TOPIC, 0, unsequenced).error_code, 87, "INVALID_RECORD");
+    assert_eq!(produce(client, TOPIC, 0, unsequenced).error_code, 87, "INVALID_RECORD");
     let transactional = one_record(
         RecordBatchBuilder::new(Compression::None)
             .with_producer(producer_id, producer_epoch, 0)
             .with_transactional(true),
     );
-    assert_eq!(produce(&mut client, TOPIC, 0, transactional).error_code, 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
-    // A compacted topic refuses a record without a key (compressed or not).
-    create_topic(&mut client, "compacted", 1, &[("cleanup.policy", "compact")]);
+    assert_eq!(produce(client, TOPIC, 0, transactional).error_code, 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+}
+
+/// A compacted topic refuses a record without a key (compressed or not).
+/// Creates topic `compacted`.
+fn compacted_topics_refuse_records_without_keys(client: &mut RawClient) {
+    create_topic(client, "compacted", 1, &[("cleanup.policy", "compact")]);
     let mut keyless = RecordBatchBuilder::new(Compression::Zstd);
     keyless.append(&NewRecord { timestamp_ms: 1, key: Some(b"k"), value: Some(b"v"), headers: &[] }).unwrap();
     keyless.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(b"v"), headers: &[] }).unwrap();
-    let response = produce(&mut client, "compacted", 0, keyless.build().unwrap().into_bytes());
+    let response = produce(client, "compacted", 0, keyless.build().unwrap().into_bytes());
     assert_eq!(response.error_code, 87, "INVALID_RECORD");
-    assert_eq!(produce(&mut client, "compacted", 0, batch(None, 0, 3, Compression::Zstd)).error_code, 0);
+    assert_eq!(produce(client, "compacted", 0, batch(None, 0, 3, Compression::Zstd)).error_code, 0);
+}
+
+/// message.max.bytes is 20000 here; appends one record, at offset 5 of TOPIC.
+fn message_max_bytes_limits_the_whole_batch(client: &mut RawClient) {
     // A batch over message.max.bytes: MESSAGE_TOO_LARGE.
     let big = vec![b'x'; 30_000];
     let mut builder = RecordBatchBuilder::new(Compression::None);
     builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(&big), headers: &[] }).unwrap();
-    let response = produce(&mut client, TOPIC, 0, builder.build().unwrap().into_bytes());
+    let response = produce(client, TOPIC, 0, builder.build().unwrap().into_bytes());
     assert_eq!(response.error_code, 10, "MESSAGE_TOO_LARGE");
     // A batch exactly at the limit is accepted (the limit counts the whole batch).
     let mut at_limit = 20_000 - 61 - 20;
@@ -417,14 +446,18 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
         }
         at_limit = (at_limit as i64 + 20_000 - bytes.len() as i64) as usize;
     };
-    assert_eq!(produce(&mut client, TOPIC, 0, accepted).error_code, 0, "a batch of exactly message.max.bytes");
+    assert_eq!(produce(client, TOPIC, 0, accepted).error_code, 0, "a batch of exactly message.max.bytes");
+}
+
+/// CreateTopics: invalid names, unknown configs, an impossible replication factor.
+fn bad_topics_get_kafkas_error_codes(client: &mut RawClient) {
     // An invalid topic name: INVALID_TOPIC_EXCEPTION.
-    let created = create_topic(&mut client, "bad/name", 1, &[]);
+    let created = create_topic(client, "bad/name", 1, &[]);
     assert_eq!(created.topics[0].error_code, 17);
-    let created = create_topic(&mut client, &"x".repeat(250), 1, &[]);
+    let created = create_topic(client, &"x".repeat(250), 1, &[]);
     assert_eq!(created.topics[0].error_code, 17);
     // An unknown topic config: INVALID_CONFIG.
-    let created = create_topic(&mut client, "configs", 1, &[("no.such.config", "1")]);
+    let created = create_topic(client, "configs", 1, &[("no.such.config", "1")]);
     assert_eq!(created.topics[0].error_code, 40);
     // Replication factor 3 on one node: INVALID_REPLICATION_FACTOR.
     let mut request = CreateTopicsRequest::default();
@@ -436,14 +469,12 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     });
     let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &request);
     assert_eq!(response.topics[0].error_code, 38);
+}
 
-    // Through all of it, the first connection and the acknowledged data are fine.
-    let data = values(&fetch(&mut client, TOPIC, 0, 0));
-    assert_eq!(data.len(), 6);
-    assert_eq!(data[4], (4, "value-4".to_string()));
-    // OffsetForLeaderEpoch as Kafka answers it: the leader's epoch (assigned
-    // when the partition opened) ends at the log end; an epoch newer than
-    // any known is UNDEFINED (-1, -1).
+/// OffsetForLeaderEpoch as Kafka answers it: the leader's epoch (assigned
+/// when the partition opened) ends at the log end; an epoch newer than
+/// any known is UNDEFINED (-1, -1).
+fn offset_for_leader_epoch_answers_as_kafka_does(client: &mut RawClient) {
     let partition = |leader_epoch| OffsetForLeaderPartition {
         partition: 0,
         current_leader_epoch: -1,
@@ -463,9 +494,6 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     let answers: Vec<(i16, i32, i64)> =
         response.topics[0].partitions.iter().map(|p| (p.error_code, p.leader_epoch, p.end_offset)).collect();
     assert_eq!(answers, vec![(0, 0, 6), (0, -1, -1)]);
-    assert!(broker.is_running());
-    let status = broker.stop();
-    assert!(status.success());
 }
 
 #[test]

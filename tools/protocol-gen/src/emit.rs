@@ -295,6 +295,70 @@ fn random_value(ty: &Ty) -> String {
     }
 }
 
+/// The generated decode and encode bodies of one struct, built field by field.
+#[derive(Default)]
+struct CodecBodies {
+    dec: String,
+    enc: String,
+    /// Match arms of the tagged fields the decoder knows.
+    tagged_dec: String,
+    /// Writes of the tagged fields set to other than their default.
+    tagged_enc: String,
+}
+
+impl CodecBodies {
+    /// The tagged-fields section that closes both bodies in flexible versions.
+    fn emit_tagged_section(&mut self) -> std::fmt::Result {
+        let (dec, enc) = (&mut self.dec, &mut self.enc);
+        writeln!(dec, "        if flexible {{")?;
+        writeln!(dec, "            let mut unknown = Vec::new();")?;
+        if self.tagged_dec.is_empty() {
+            writeln!(dec, "            get_tagged_fields(buf, &mut unknown, |_, _| Ok(false))?;")?;
+        } else {
+            writeln!(dec, "            get_tagged_fields(buf, &mut unknown, |tag, buf| match tag {{")?;
+            dec.push_str(&self.tagged_dec);
+            writeln!(dec, "                _ => Ok(false),")?;
+            writeln!(dec, "            }})?;")?;
+        }
+        writeln!(dec, "            this.unknown_tagged_fields = unknown;")?;
+        writeln!(dec, "        }}")?;
+        writeln!(enc, "        if flexible {{")?;
+        if self.tagged_enc.is_empty() {
+            writeln!(enc, "            put_tagged_fields(buf, Vec::new(), &self.unknown_tagged_fields)?;")?;
+        } else {
+            writeln!(enc, "            let mut tagged = Vec::new();")?;
+            enc.push_str(&self.tagged_enc);
+            writeln!(enc, "            put_tagged_fields(buf, tagged, &self.unknown_tagged_fields)?;")?;
+        }
+        writeln!(enc, "        }}")?;
+        Ok(())
+    }
+}
+
+/// The expressions that read and write a regular (untagged) field, null
+/// checked in the versions where it is nullable.
+fn read_and_write(f: &Field, ident: &str, compact: &str, nullable: Cond) -> (String, String) {
+    if !f.is_option() {
+        return (decode_value(&f.ty, compact, &f.name), encode_value(&f.ty, &format!("&self.{ident}"), compact));
+    }
+    let null_read = decode_nullable(&f.ty, compact, &f.name);
+    let null_write = encode_nullable(&f.ty, &format!("self.{ident}"), compact);
+    let plain_read = format!("Some({})", decode_value(&f.ty, compact, &f.name));
+    let plain_write = format!(
+        "let value = self.{ident}.as_ref().ok_or(EncodeError::UnexpectedNull({:?}))?; {}",
+        f.name,
+        encode_value(&f.ty, "value", compact)
+    );
+    match &nullable {
+        Cond::Always => (null_read, null_write),
+        Cond::Never => (plain_read, plain_write),
+        Cond::When(c) => (
+            format!("if {c} {{ {null_read} }} else {{ {plain_read} }}"),
+            format!("if {c} {{ {null_write} }} else {{ {plain_write} }}"),
+        ),
+    }
+}
+
 struct StructEmitter<'a> {
     spec: &'a Spec,
     out: String,
@@ -367,140 +431,102 @@ impl StructEmitter<'_> {
 
     fn emit_codec(&mut self, st: &Struct) -> anyhow::Result<()> {
         let valid = self.spec.valid;
-        let flexible_cond = cond(self.spec.flexible, valid);
-        let mut dec = String::new();
-        let mut enc = String::new();
-        let mut tagged_dec = String::new();
-        let mut tagged_enc = String::new();
+        let mut bodies = CodecBodies::default();
         let flexible_expr = cond_expr(self.spec.flexible, valid);
         if self.is_flexible_somewhere() {
-            writeln!(dec, "        let flexible = {flexible_expr};")?;
-            writeln!(enc, "        let flexible = {flexible_expr};")?;
+            writeln!(bodies.dec, "        let flexible = {flexible_expr};")?;
+            writeln!(bodies.enc, "        let flexible = {flexible_expr};")?;
         }
-        writeln!(dec, "        let mut this = Self::default();")?;
+        writeln!(bodies.dec, "        let mut this = Self::default();")?;
         for f in &st.fields {
-            let ident = field_ident(&f.name);
-            let compact = self.compact_of(f);
-            let default = differs_from_default(f, &ident)?;
-            // A response that carries a value its version has no field for
-            // is a handler bug: debug builds (every test) refuse to encode
-            // it, release builds drop the value, so that a valid request is
-            // still answered rather than its connection closed.
-            let refused = if self.spec.kind == "response" {
-                format!("{default} && cfg!(debug_assertions)")
-            } else {
-                default.clone()
-            };
-            let presence = cond(f.versions, valid);
-            let not_supported = format!(
-                "return Err(EncodeError::FieldNotSupported {{ message: {:?}, field: {:?}, version }});",
-                self.spec.name, f.name
-            );
-            if !self.regular(f)? {
-                let (tag, tagged_versions) = f.tagged.expect("tagged");
-                let tagged_cond = cond_expr(tagged_versions, valid);
-                // Decode: tags arrive in the tagged section, in flexible versions only.
-                let value = if f.is_option() {
-                    decode_nullable(&f.ty, "true", &f.name)
-                } else {
-                    decode_value(&f.ty, "true", &f.name)
-                };
-                writeln!(
-                    tagged_dec,
-                    "                {tag} if {tagged_cond} => {{ this.{ident} = {value}; Ok(true) }}"
-                )?;
-                let write = if f.is_option() {
-                    encode_nullable(&f.ty, &format!("self.{ident}"), "true")
-                } else {
-                    encode_value(&f.ty, &format!("&self.{ident}"), "true")
-                };
-                writeln!(tagged_enc, "            if {tagged_cond} && {default} {{")?;
-                writeln!(tagged_enc, "                let mut data = BytesMut::new();")?;
-                writeln!(tagged_enc, "                {{ let buf = &mut data; {write} }}")?;
-                writeln!(tagged_enc, "                tagged.push(({tag}, data));")?;
-                writeln!(tagged_enc, "            }}")?;
-                if !f.ignorable {
-                    writeln!(enc, "        if !({tagged_cond}) && {refused} {{ {not_supported} }}")?;
-                }
-                continue;
-            }
-            let nullable = cond(f.nullable, valid);
-            let (read, write) = if !f.is_option() {
-                (decode_value(&f.ty, compact, &f.name), encode_value(&f.ty, &format!("&self.{ident}"), compact))
-            } else {
-                let null_read = decode_nullable(&f.ty, compact, &f.name);
-                let null_write = encode_nullable(&f.ty, &format!("self.{ident}"), compact);
-                let plain_read = format!("Some({})", decode_value(&f.ty, compact, &f.name));
-                let plain_write = format!(
-                    "let value = self.{ident}.as_ref().ok_or(EncodeError::UnexpectedNull({:?}))?; {}",
-                    f.name,
-                    encode_value(&f.ty, "value", compact)
-                );
-                match &nullable {
-                    Cond::Always => (null_read, null_write),
-                    Cond::Never => (plain_read, plain_write),
-                    Cond::When(c) => (
-                        format!("if {c} {{ {null_read} }} else {{ {plain_read} }}"),
-                        format!("if {c} {{ {null_write} }} else {{ {plain_write} }}"),
-                    ),
-                }
-            };
-            match presence {
-                Cond::Always => {
-                    writeln!(dec, "        this.{ident} = {read};")?;
-                    writeln!(enc, "        {write}")?;
-                }
-                Cond::Never => {
-                    if !f.ignorable {
-                        writeln!(enc, "        if {refused} {{ {not_supported} }}")?;
-                    }
-                }
-                Cond::When(c) => {
-                    writeln!(dec, "        if {c} {{ this.{ident} = {read}; }}")?;
-                    if f.ignorable {
-                        writeln!(enc, "        if {c} {{ {write} }}")?;
-                    } else {
-                        writeln!(enc, "        if {c} {{ {write} }} else if {refused} {{ {not_supported} }}")?;
-                    }
-                }
-            }
+            self.emit_field_codec(f, &mut bodies)?;
         }
-        if !matches!(flexible_cond, Cond::Never) {
-            writeln!(dec, "        if flexible {{")?;
-            writeln!(dec, "            let mut unknown = Vec::new();")?;
-            if tagged_dec.is_empty() {
-                writeln!(dec, "            get_tagged_fields(buf, &mut unknown, |_, _| Ok(false))?;")?;
-            } else {
-                writeln!(dec, "            get_tagged_fields(buf, &mut unknown, |tag, buf| match tag {{")?;
-                dec.push_str(&tagged_dec);
-                writeln!(dec, "                _ => Ok(false),")?;
-                writeln!(dec, "            }})?;")?;
-            }
-            writeln!(dec, "            this.unknown_tagged_fields = unknown;")?;
-            writeln!(dec, "        }}")?;
-            writeln!(enc, "        if flexible {{")?;
-            if tagged_enc.is_empty() {
-                writeln!(enc, "            put_tagged_fields(buf, Vec::new(), &self.unknown_tagged_fields)?;")?;
-            } else {
-                writeln!(enc, "            let mut tagged = Vec::new();")?;
-                enc.push_str(&tagged_enc);
-                writeln!(enc, "            put_tagged_fields(buf, tagged, &self.unknown_tagged_fields)?;")?;
-            }
-            writeln!(enc, "        }}")?;
+        if !matches!(cond(self.spec.flexible, valid), Cond::Never) {
+            bodies.emit_tagged_section()?;
         }
-        writeln!(dec, "        Ok(this)")?;
-        writeln!(enc, "        Ok(())")?;
+        writeln!(bodies.dec, "        Ok(this)")?;
+        writeln!(bodies.enc, "        Ok(())")?;
 
         let o = &mut self.out;
         writeln!(o, "impl {} {{", st.name)?;
         writeln!(o, "    /// Reads the struct's fields as of `version` (already checked by the caller).")?;
         writeln!(o, "    pub fn decode_body(buf: &mut Bytes, version: i16) -> DecodeResult<Self> {{")?;
-        o.push_str(&dec);
+        o.push_str(&bodies.dec);
         writeln!(o, "    }}\n")?;
         writeln!(o, "    /// Writes the struct's fields as of `version` (already checked by the caller).")?;
         writeln!(o, "    pub fn encode_body(&self, buf: &mut BytesMut, version: i16) -> EncodeResult<()> {{")?;
-        o.push_str(&enc);
+        o.push_str(&bodies.enc);
         writeln!(o, "    }}\n}}\n")?;
+        Ok(())
+    }
+
+    /// One field's lines in the decode and encode bodies (or their tagged sections).
+    fn emit_field_codec(&self, f: &Field, bodies: &mut CodecBodies) -> anyhow::Result<()> {
+        let valid = self.spec.valid;
+        let ident = field_ident(&f.name);
+        let compact = self.compact_of(f);
+        let default = differs_from_default(f, &ident)?;
+        // A response that carries a value its version has no field for
+        // is a handler bug: debug builds (every test) refuse to encode
+        // it, release builds drop the value, so that a valid request is
+        // still answered rather than its connection closed.
+        let refused =
+            if self.spec.kind == "response" { format!("{default} && cfg!(debug_assertions)") } else { default.clone() };
+        let presence = cond(f.versions, valid);
+        let not_supported = format!(
+            "return Err(EncodeError::FieldNotSupported {{ message: {:?}, field: {:?}, version }});",
+            self.spec.name, f.name
+        );
+        if !self.regular(f)? {
+            let (tag, tagged_versions) = f.tagged.expect("tagged");
+            let tagged_cond = cond_expr(tagged_versions, valid);
+            // Decode: tags arrive in the tagged section, in flexible versions only.
+            let value = if f.is_option() {
+                decode_nullable(&f.ty, "true", &f.name)
+            } else {
+                decode_value(&f.ty, "true", &f.name)
+            };
+            writeln!(
+                bodies.tagged_dec,
+                "                {tag} if {tagged_cond} => {{ this.{ident} = {value}; Ok(true) }}"
+            )?;
+            let write = if f.is_option() {
+                encode_nullable(&f.ty, &format!("self.{ident}"), "true")
+            } else {
+                encode_value(&f.ty, &format!("&self.{ident}"), "true")
+            };
+            let tagged_enc = &mut bodies.tagged_enc;
+            writeln!(tagged_enc, "            if {tagged_cond} && {default} {{")?;
+            writeln!(tagged_enc, "                let mut data = BytesMut::new();")?;
+            writeln!(tagged_enc, "                {{ let buf = &mut data; {write} }}")?;
+            writeln!(tagged_enc, "                tagged.push(({tag}, data));")?;
+            writeln!(tagged_enc, "            }}")?;
+            if !f.ignorable {
+                writeln!(bodies.enc, "        if !({tagged_cond}) && {refused} {{ {not_supported} }}")?;
+            }
+            return Ok(());
+        }
+        let (read, write) = read_and_write(f, &ident, compact, cond(f.nullable, valid));
+        let (dec, enc) = (&mut bodies.dec, &mut bodies.enc);
+        match presence {
+            Cond::Always => {
+                writeln!(dec, "        this.{ident} = {read};")?;
+                writeln!(enc, "        {write}")?;
+            }
+            Cond::Never => {
+                if !f.ignorable {
+                    writeln!(enc, "        if {refused} {{ {not_supported} }}")?;
+                }
+            }
+            Cond::When(c) => {
+                writeln!(dec, "        if {c} {{ this.{ident} = {read}; }}")?;
+                if f.ignorable {
+                    writeln!(enc, "        if {c} {{ {write} }}")?;
+                } else {
+                    writeln!(enc, "        if {c} {{ {write} }} else if {refused} {{ {not_supported} }}")?;
+                }
+            }
+        }
         Ok(())
     }
 

@@ -254,127 +254,173 @@ impl ConsumerGroup {
         let member_id = request.member_id.clone();
         // One heartbeat moves the group epoch at most once, however many
         // things it changed.
-        let mut bump = false;
-        match request.member_epoch {
-            LEAVE_EPOCH | STATIC_LEAVE_EPOCH => {
-                if self.members.remove(&member_id).is_some() {
-                    self.target.remove(&member_id);
-                    self.bump_epoch(now_ms);
-                }
-                return HeartbeatResponse {
-                    error_code: ErrorCode::NONE.code(),
-                    error_message: None,
+        let mut bump = match request.member_epoch {
+            LEAVE_EPOCH | STATIC_LEAVE_EPOCH => return self.leave(member_id, request.member_epoch, now_ms),
+            0 => match self.join(&request, config, now) {
+                Ok(()) => true,
+                Err(response) => return response,
+            },
+            epoch => match self.check_member_epoch(&request, epoch) {
+                Ok(()) => false,
+                Err(response) => return response,
+            },
+        };
+        match self.choose_server_assignor(&request) {
+            Ok(assignor_changed) => bump |= assignor_changed,
+            Err(response) => return response,
+        }
+        let mut changed = self.record_heartbeat(&request, now);
+        changed |= self.match_regex_subscriptions(&request, image);
+        bump |= self.refresh_subscribed_topics(image);
+        if changed || bump {
+            self.bump_epoch(now_ms);
+        }
+        self.maybe_assign();
+        self.reconcile(&member_id, request.owned.as_ref(), now);
+        self.answer(member_id)
+    }
+
+    /// Epoch -1 or -2: the member leaves, and its answer echoes that epoch.
+    fn leave(&mut self, member_id: String, member_epoch: i32, now_ms: i64) -> HeartbeatResponse {
+        if self.members.remove(&member_id).is_some() {
+            self.target.remove(&member_id);
+            self.bump_epoch(now_ms);
+        }
+        HeartbeatResponse {
+            error_code: ErrorCode::NONE.code(),
+            error_message: None,
+            member_id,
+            member_epoch,
+            assignment: None,
+        }
+    }
+
+    /// Epoch 0: the member joins, or rejoins afresh with nothing assigned.
+    fn join(
+        &mut self,
+        request: &HeartbeatRequest,
+        config: &ConsumerConfig,
+        now: Instant,
+    ) -> Result<(), HeartbeatResponse> {
+        let member_id = &request.member_id;
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
+            return Err(HeartbeatResponse::error(
+                member_id,
+                ErrorCode::INVALID_REQUEST.code(),
+                "SubscribedTopicNames must be set in the first request.",
+            ));
+        }
+        if !self.members.contains_key(member_id) && self.members.len() >= config.max_size {
+            return Err(HeartbeatResponse::error(
+                member_id,
+                ErrorCode::GROUP_MAX_SIZE_REACHED.code(),
+                "The group is full.",
+            ));
+        }
+        // A static member rejoining replaces its previous incarnation.
+        if let Some(instance) = &request.instance_id {
+            let previous: Vec<String> = self
+                .members
+                .iter()
+                .filter(|(id, m)| m.instance_id.as_ref() == Some(instance) && *id != member_id)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in previous {
+                self.members.remove(&id);
+                self.target.remove(&id);
+            }
+        }
+        let rejoin = self.members.remove(member_id).is_some();
+        self.members.insert(
+            member_id.clone(),
+            ConsumerMember {
+                rack_id: request.rack_id.clone(),
+                ..ConsumerMember::joining(
                     member_id,
-                    member_epoch: request.member_epoch,
-                    assignment: None,
-                };
-            }
-            0 => {
-                if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
-                    return HeartbeatResponse::error(
-                        &member_id,
-                        ErrorCode::INVALID_REQUEST.code(),
-                        "SubscribedTopicNames must be set in the first request.",
-                    );
-                }
-                if !self.members.contains_key(&member_id) && self.members.len() >= config.max_size {
-                    return HeartbeatResponse::error(
-                        &member_id,
-                        ErrorCode::GROUP_MAX_SIZE_REACHED.code(),
-                        "The group is full.",
-                    );
-                }
-                // A static member rejoining replaces its previous incarnation.
-                if let Some(instance) = &request.instance_id {
-                    let previous: Vec<String> = self
-                        .members
-                        .iter()
-                        .filter(|(id, m)| m.instance_id.as_ref() == Some(instance) && **id != member_id)
-                        .map(|(id, _)| id.clone())
-                        .collect();
-                    for id in previous {
-                        self.members.remove(&id);
-                        self.target.remove(&id);
-                    }
-                }
-                let rejoin = self.members.remove(&member_id).is_some();
-                self.members.insert(
-                    member_id.clone(),
-                    ConsumerMember {
-                        rack_id: request.rack_id.clone(),
-                        ..ConsumerMember::joining(
-                            &member_id,
-                            request.instance_id.clone(),
-                            &request.client_id,
-                            &request.client_host,
-                            request.rebalance_timeout_ms,
-                            now,
-                        )
-                    },
-                );
-                if rejoin {
-                    self.target.remove(&member_id);
-                }
-                bump = true;
-            }
-            epoch => {
-                let Some(member) = self.members.get(&member_id) else {
-                    return HeartbeatResponse::error(
-                        &member_id,
-                        ErrorCode::UNKNOWN_MEMBER_ID.code(),
-                        "The member is not in the group.",
-                    );
-                };
-                // The previous epoch is accepted when the member did not get
-                // our last answer but owns exactly what it had.
-                let lost_response = epoch == member.previous_member_epoch
-                    && request.owned.as_ref().is_some_and(|owned| *owned == member.assigned);
-                if epoch != member.member_epoch && !lost_response {
-                    return HeartbeatResponse::error(
-                        &member_id,
-                        ErrorCode::FENCED_MEMBER_EPOCH.code(),
-                        format!("The member epoch {epoch} is not the current one ({}).", member.member_epoch),
-                    );
-                }
-            }
+                    request.instance_id.clone(),
+                    &request.client_id,
+                    &request.client_host,
+                    request.rebalance_timeout_ms,
+                    now,
+                )
+            },
+        );
+        if rejoin {
+            self.target.remove(member_id);
         }
-        if let Some(name) = &request.server_assignor {
-            if name != assignor::UNIFORM && name != assignor::RANGE {
-                return HeartbeatResponse::error(
-                    &member_id,
-                    ErrorCode::UNSUPPORTED_ASSIGNOR.code(),
-                    format!("Unknown assignor {name}."),
-                );
-            }
-            if *name != self.assignor {
-                self.assignor = name.clone();
-                bump = true;
-            }
+        Ok(())
+    }
+
+    /// Any other epoch: the member must be known and at its current epoch.
+    fn check_member_epoch(&self, request: &HeartbeatRequest, epoch: i32) -> Result<(), HeartbeatResponse> {
+        let member_id = &request.member_id;
+        let Some(member) = self.members.get(member_id) else {
+            return Err(HeartbeatResponse::error(
+                member_id,
+                ErrorCode::UNKNOWN_MEMBER_ID.code(),
+                "The member is not in the group.",
+            ));
+        };
+        // The previous epoch is accepted when the member did not get
+        // our last answer but owns exactly what it had.
+        let lost_response = epoch == member.previous_member_epoch
+            && request.owned.as_ref().is_some_and(|owned| *owned == member.assigned);
+        if epoch != member.member_epoch && !lost_response {
+            return Err(HeartbeatResponse::error(
+                member_id,
+                ErrorCode::FENCED_MEMBER_EPOCH.code(),
+                format!("The member epoch {epoch} is not the current one ({}).", member.member_epoch),
+            ));
         }
+        Ok(())
+    }
+
+    /// The assignor the member asks for, if any. True when the group's changed.
+    fn choose_server_assignor(&mut self, request: &HeartbeatRequest) -> Result<bool, HeartbeatResponse> {
+        let Some(name) = &request.server_assignor else { return Ok(false) };
+        if name != assignor::UNIFORM && name != assignor::RANGE {
+            return Err(HeartbeatResponse::error(
+                &request.member_id,
+                ErrorCode::UNSUPPORTED_ASSIGNOR.code(),
+                format!("Unknown assignor {name}."),
+            ));
+        }
+        if *name == self.assignor {
+            return Ok(false);
+        }
+        self.assignor = name.clone();
+        Ok(true)
+    }
+
+    /// The member's liveness, rebalance timeout and subscription from this
+    /// heartbeat. True when its subscription changed.
+    fn record_heartbeat(&mut self, request: &HeartbeatRequest, now: Instant) -> bool {
         let mut changed = false;
-        {
-            let member = self.members.get_mut(&member_id).expect("member present");
-            member.last_heartbeat = now;
-            // -1 means "unchanged" after the first heartbeat.
-            if request.rebalance_timeout_ms >= 0 {
-                member.rebalance_timeout_ms = request.rebalance_timeout_ms;
-            }
-            if let Some(names) = &request.subscribed_topic_names {
-                let names: BTreeSet<String> = names.iter().cloned().collect();
-                if names != member.subscribed_topic_names {
-                    member.subscribed_topic_names = names;
-                    changed = true;
-                }
-            }
-            if request.subscribed_topic_regex.is_some()
-                && request.subscribed_topic_regex != member.subscribed_topic_regex
-            {
-                member.subscribed_topic_regex = request.subscribed_topic_regex.clone();
+        let member = self.members.get_mut(&request.member_id).expect("member present");
+        member.last_heartbeat = now;
+        // -1 means "unchanged" after the first heartbeat.
+        if request.rebalance_timeout_ms >= 0 {
+            member.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        }
+        if let Some(names) = &request.subscribed_topic_names {
+            let names: BTreeSet<String> = names.iter().cloned().collect();
+            if names != member.subscribed_topic_names {
+                member.subscribed_topic_names = names;
                 changed = true;
             }
         }
-        // Regular expressions are matched against the current topics (RE2/J
-        // syntax; krabka supports the common subset: literals, `.*`, `|`).
+        if request.subscribed_topic_regex.is_some() && request.subscribed_topic_regex != member.subscribed_topic_regex {
+            member.subscribed_topic_regex = request.subscribed_topic_regex.clone();
+            changed = true;
+        }
+        changed
+    }
+
+    /// Regular expressions are matched against the current topics (RE2/J
+    /// syntax; krabka supports the common subset: literals, `.*`, `|`).
+    /// True when a member's subscribed topics changed.
+    fn match_regex_subscriptions(&mut self, request: &HeartbeatRequest, image: &MetadataImage) -> bool {
+        let mut changed = false;
         let regex_topics: Vec<(String, String)> = self
             .members
             .iter()
@@ -392,16 +438,22 @@ impl ConsumerGroup {
                 changed = true;
             }
         }
+        changed
+    }
+
+    /// The subscribed topics' ids and sizes as the image has them now. True
+    /// when they differ from those the target was computed for.
+    fn refresh_subscribed_topics(&mut self, image: &MetadataImage) -> bool {
         let topics = self.topics_for(image);
-        if topics != self.subscribed_topics {
-            self.subscribed_topics = topics;
-            bump = true;
+        if topics == self.subscribed_topics {
+            return false;
         }
-        if changed || bump {
-            self.bump_epoch(now_ms);
-        }
-        self.maybe_assign();
-        self.reconcile(&member_id, request.owned.as_ref(), now);
+        self.subscribed_topics = topics;
+        true
+    }
+
+    /// The member's epoch, and its assignment when it changed since last sent.
+    fn answer(&mut self, member_id: String) -> HeartbeatResponse {
         let member = self.members.get_mut(&member_id).expect("member present");
         let current = member.assigned.clone();
         let assignment = if member.last_sent.as_ref() != Some(&current) {
@@ -410,7 +462,6 @@ impl ConsumerGroup {
         } else {
             None
         };
-        let _ = config;
         HeartbeatResponse {
             error_code: ErrorCode::NONE.code(),
             error_message: None,

@@ -3,6 +3,8 @@
 //! came), so nothing is copied or allocated per record. On one node the ISR
 //! is this broker alone: acks=all is satisfied once the append returns.
 
+use krabka_protocol::compression::Compression;
+use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
 use krabka_protocol::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use krabka_protocol::records::RecordBatches;
 use krabka_protocol::ErrorCode;
@@ -14,8 +16,10 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
 
 use super::recompress::recompress;
+use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
+use crate::metadata::MetadataImage;
 use crate::replica_manager::Partition;
 use crate::request::Reply;
 use crate::request::RequestContext;
@@ -82,94 +86,166 @@ fn append_in_parallel(appends: &[PendingAppend]) -> bool {
         && appends.iter().map(|a| a.records.len()).sum::<usize>() >= PARALLEL_APPEND_MIN_BYTES
 }
 
+/// What every partition of one request is checked against.
+struct RequestChecks {
+    /// v13+ names topics by id.
+    by_id: bool,
+    acks: i16,
+    transactional: bool,
+}
+
+/// What one topic of a request is checked against.
+struct TopicTarget {
+    /// The topic is in the metadata (by name or by id).
+    known: bool,
+    min_insync_replicas: i32,
+    forced_codec: Option<Compression>,
+    /// Where the topic's answer sits in the response.
+    position: usize,
+}
+
 pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
     let broker = ctx.broker;
     let image = broker.metadata.image();
     let now = now_ms();
-    let by_id = ctx.api_version >= 13;
+    let checks = RequestChecks {
+        by_id: ctx.api_version >= 13,
+        acks: request.acks,
+        transactional: request.transactional_id.is_some(),
+    };
     let mut appends: Vec<PendingAppend> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
-        let topic = if by_id { image.topic_by_id(&topic_data.topic_id) } else { image.topic(&topic_data.name) };
-        let hosted = topic.and_then(|t| broker.replicas.topic(&t.name).filter(|h| h.id == t.id));
-        // min.insync.replicas above 1 cannot be met by a single replica.
-        let (min_isr, forced) =
-            hosted.as_ref().map_or((1, None), |h| (h.produce.min_insync_replicas, h.produce.forced_codec));
-        let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
-        for data in topic_data.partition_data {
-            let index = data.index;
-            let partition = hosted.as_ref().and_then(|h| usize::try_from(index).ok().and_then(|i| h.partitions.get(i)));
-            let records = match (forced, data.records) {
-                (Some(codec), Some(records)) => match recompress(&records, codec, MAX_RECOMPRESS_BYTES) {
-                    Ok(rewritten) => Some(rewritten),
-                    Err(e) => {
-                        partition_responses.push(failed(index, ErrorCode::CORRUPT_MESSAGE.code(), Some(e.to_string())));
-                        continue;
-                    }
-                },
-                (_, records) => records,
-            };
-            let refused = records.as_ref().and_then(refuse_from_client);
-            let response = match (partition, records) {
-                _ if !matches!(request.acks, -1..=1) => failed(index, ErrorCode::INVALID_REQUIRED_ACKS.code(), None),
-                _ if request.transactional_id.is_some() => failed(
-                    index,
-                    ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
-                    Some("transactions are not supported yet".into()),
-                ),
-                (Some(_), _) if refused.is_some() => {
-                    let (error, message) = refused.expect("checked");
-                    failed(index, error, Some(message))
-                }
-                (None, _) if by_id && topic.is_none() => failed(index, ErrorCode::UNKNOWN_TOPIC_ID.code(), None),
-                (None, _) => failed(index, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), None),
-                (Some(_), _) if request.acks == -1 && min_isr > 1 => failed(
-                    index,
-                    ErrorCode::NOT_ENOUGH_REPLICAS.code(),
-                    Some(format!(
-                        "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {min_isr}"
-                    )),
-                ),
-                (Some(_), None) => failed(index, ErrorCode::INVALID_RECORD.code(), Some("no records".into())),
-                (Some(partition), Some(records)) => {
-                    appends.push(PendingAppend {
-                        topic: responses.len(),
-                        slot: partition_responses.len(),
-                        partition: partition.clone(),
-                        records,
-                    });
-                    failed(index, ErrorCode::UNKNOWN_SERVER_ERROR.code(), None)
-                }
-            };
-            partition_responses.push(response);
-        }
-        responses.push(TopicProduceResponse {
-            name: if by_id { String::new() } else { topic_data.name },
-            topic_id: if by_id { topic_data.topic_id } else { Uuid::ZERO },
-            partition_responses,
-            ..Default::default()
-        });
+        let response = decide_topic(broker, &image, &checks, topic_data, responses.len(), &mut appends);
+        responses.push(response);
     }
-    // Large requests spanning several partitions are appended in parallel
-    // when the broker may run on more than one CPU; the request is answered
-    // (and the next one on this connection read) only when all are done, so
-    // one producer's batches stay in order.
-    let outcomes: Vec<Result<(AppendInfo, i64), LogError>> = if append_in_parallel(&appends) {
-        let tasks: Vec<_> = appends
-            .iter()
-            .map(|a| {
-                let (partition, records) = (a.partition.clone(), a.records.clone());
-                tokio::spawn(async move { partition.append(&records, now) })
-            })
-            .collect();
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            outcomes.push(task.await.unwrap_or_else(|e| Err(LogError::Io(std::io::Error::other(e.to_string())))));
+    let outcomes = run_appends(&appends, now).await;
+    answer_appends(broker, &appends, outcomes, &mut responses);
+    if request.acks == 0 {
+        broker.metrics.request_completed("Produce", 0, ctx.started.elapsed());
+        return Reply::Nothing;
+    }
+    if ctx.api_version < 8 {
+        for topic in &mut responses {
+            for p in &mut topic.partition_responses {
+                p.error_message = None;
+            }
         }
-        outcomes
-    } else {
-        appends.iter().map(|a| a.partition.append(&a.records, now)).collect()
+    }
+    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, ..Default::default() })))
+}
+
+/// One topic's answers before any append runs: accepted partitions are
+/// queued in `appends` and hold a placeholder until they are answered.
+fn decide_topic(
+    broker: &Broker,
+    image: &MetadataImage,
+    checks: &RequestChecks,
+    topic_data: TopicProduceData,
+    position: usize,
+    appends: &mut Vec<PendingAppend>,
+) -> TopicProduceResponse {
+    let by_id = checks.by_id;
+    let topic = if by_id { image.topic_by_id(&topic_data.topic_id) } else { image.topic(&topic_data.name) };
+    let hosted = topic.and_then(|t| broker.replicas.topic(&t.name).filter(|h| h.id == t.id));
+    // min.insync.replicas above 1 cannot be met by a single replica.
+    let (min_insync_replicas, forced_codec) =
+        hosted.as_ref().map_or((1, None), |h| (h.produce.min_insync_replicas, h.produce.forced_codec));
+    let target = TopicTarget { known: topic.is_some(), min_insync_replicas, forced_codec, position };
+    let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
+    for data in topic_data.partition_data {
+        let partition =
+            hosted.as_ref().and_then(|h| usize::try_from(data.index).ok().and_then(|i| h.partitions.get(i)));
+        let response = decide_partition(checks, &target, partition, partition_responses.len(), data, appends);
+        partition_responses.push(response);
+    }
+    TopicProduceResponse {
+        name: if by_id { String::new() } else { topic_data.name },
+        topic_id: if by_id { topic_data.topic_id } else { Uuid::ZERO },
+        partition_responses,
+        ..Default::default()
+    }
+}
+
+/// One partition's answer, or its placeholder when its append is queued
+/// (at `slot` of its topic's answers). The guards go in Kafka's order.
+fn decide_partition(
+    checks: &RequestChecks,
+    target: &TopicTarget,
+    partition: Option<&Arc<Partition>>,
+    slot: usize,
+    data: PartitionProduceData,
+    appends: &mut Vec<PendingAppend>,
+) -> PartitionProduceResponse {
+    let index = data.index;
+    let records = match (target.forced_codec, data.records) {
+        (Some(codec), Some(records)) => match recompress(&records, codec, MAX_RECOMPRESS_BYTES) {
+            Ok(rewritten) => Some(rewritten),
+            Err(e) => return failed(index, ErrorCode::CORRUPT_MESSAGE.code(), Some(e.to_string())),
+        },
+        (_, records) => records,
     };
+    let refused = records.as_ref().and_then(refuse_from_client);
+    let min_isr = target.min_insync_replicas;
+    match (partition, records) {
+        _ if !matches!(checks.acks, -1..=1) => failed(index, ErrorCode::INVALID_REQUIRED_ACKS.code(), None),
+        _ if checks.transactional => failed(
+            index,
+            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
+            Some("transactions are not supported yet".into()),
+        ),
+        (Some(_), _) if refused.is_some() => {
+            let (error, message) = refused.expect("checked");
+            failed(index, error, Some(message))
+        }
+        (None, _) if checks.by_id && !target.known => failed(index, ErrorCode::UNKNOWN_TOPIC_ID.code(), None),
+        (None, _) => failed(index, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), None),
+        (Some(_), _) if checks.acks == -1 && min_isr > 1 => failed(
+            index,
+            ErrorCode::NOT_ENOUGH_REPLICAS.code(),
+            Some(format!(
+                "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {min_isr}"
+            )),
+        ),
+        (Some(_), None) => failed(index, ErrorCode::INVALID_RECORD.code(), Some("no records".into())),
+        (Some(partition), Some(records)) => {
+            appends.push(PendingAppend { topic: target.position, slot, partition: partition.clone(), records });
+            failed(index, ErrorCode::UNKNOWN_SERVER_ERROR.code(), None)
+        }
+    }
+}
+
+/// Runs the queued appends, their outcomes in the same order.
+///
+/// Large requests spanning several partitions are appended in parallel
+/// when the broker may run on more than one CPU; the request is answered
+/// (and the next one on this connection read) only when all are done, so
+/// one producer's batches stay in order.
+async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendInfo, i64), LogError>> {
+    if !append_in_parallel(appends) {
+        return appends.iter().map(|a| a.partition.append(&a.records, now)).collect();
+    }
+    let tasks: Vec<_> = appends
+        .iter()
+        .map(|a| {
+            let (partition, records) = (a.partition.clone(), a.records.clone());
+            tokio::spawn(async move { partition.append(&records, now) })
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        outcomes.push(task.await.unwrap_or_else(|e| Err(LogError::Io(std::io::Error::other(e.to_string())))));
+    }
+    outcomes
+}
+
+/// Replaces each queued append's placeholder by its outcome.
+fn answer_appends(
+    broker: &Broker,
+    appends: &[PendingAppend],
+    outcomes: Vec<Result<(AppendInfo, i64), LogError>>,
+    responses: &mut [TopicProduceResponse],
+) {
     for (append, outcome) in appends.iter().zip(outcomes) {
         let index = responses[append.topic].partition_responses[append.slot].index;
         let response = match outcome {
@@ -198,16 +274,4 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         };
         responses[append.topic].partition_responses[append.slot] = response;
     }
-    if request.acks == 0 {
-        broker.metrics.request_completed("Produce", 0, ctx.started.elapsed());
-        return Reply::Nothing;
-    }
-    if ctx.api_version < 8 {
-        for topic in &mut responses {
-            for p in &mut topic.partition_responses {
-                p.error_message = None;
-            }
-        }
-    }
-    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, ..Default::default() })))
 }
