@@ -22,7 +22,7 @@ use crate::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
 use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::ReplicaManager;
 use krabka_log::LogManager;
 
 pub struct Broker {

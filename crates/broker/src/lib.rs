@@ -18,7 +18,7 @@ pub mod group;
 pub mod handlers;
 pub mod metadata;
 pub mod observability;
-pub mod replica_manager;
+pub mod replica;
 pub mod request;
 pub mod server;
 

@@ -31,7 +31,7 @@ use self::consumer::{ConsumerConfig, ConsumerGroup, HeartbeatRequest, HeartbeatR
 use self::records::CoordinatorRecord;
 use crate::clock::now_ms;
 use crate::metadata::MetadataStore;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::ReplicaManager;
 use krabka_protocol::group_metadata_value::MemberMetadata;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

@@ -20,8 +20,8 @@ use krabka_protocol::FetchRequest;
 use crate::broker::Broker;
 use crate::errors::log_error_code;
 use crate::fetch_session::{SessionContext, SessionPartition};
-use crate::replica_manager::purgatory::Waiter;
-use crate::replica_manager::Partition;
+use crate::replica::purgatory::Waiter;
+use crate::replica::Partition;
 use crate::request::RequestContext;
 use crate::request::{Chunk, Reply, Response};
 

@@ -20,7 +20,7 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
 use crate::metadata::MetadataImage;
-use crate::replica_manager::Partition;
+use crate::replica::Partition;
 use crate::request::Reply;
 use crate::request::RequestContext;
 

@@ -1,0 +1,135 @@
+//! One hosted partition: its log behind a lock, its leader epoch and high
+//! watermark, and the requests parked on it; and what Produce needs of its
+//! topic's configs.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use krabka_log::{AppendInfo, LogError, PartitionCheckpoint, PartitionLog};
+use krabka_protocol::compression::Compression;
+use krabka_protocol::{ErrorCode, Uuid};
+
+use super::purgatory::{Waiter, WatchList};
+use crate::config::topic::{effective_topic_configs, topic_compression};
+use crate::config::BrokerConfig;
+
+pub struct Partition {
+    pub topic: Arc<str>,
+    pub topic_id: Uuid,
+    pub index: i32,
+    pub log_dir: PathBuf,
+    pub(super) log: Mutex<PartitionLog>,
+    pub(super) leader_epoch: AtomicI32,
+    pub(super) high_watermark: AtomicI64,
+    pub(super) watchers: WatchList,
+}
+
+impl Partition {
+    /// A partition this node leads (every one, on a single node): its high
+    /// watermark starts at the log end.
+    pub(super) fn led_here(topic: &str, topic_id: Uuid, index: i32, log: PartitionLog, leader_epoch: i32) -> Self {
+        let log_dir = log.dir().parent().map(PathBuf::from).unwrap_or_default();
+        let high_watermark = log.log_end_offset();
+        Partition {
+            topic: Arc::from(topic),
+            topic_id,
+            index,
+            log_dir,
+            log: Mutex::new(log),
+            leader_epoch: AtomicI32::new(leader_epoch),
+            high_watermark: AtomicI64::new(high_watermark),
+            watchers: WatchList::default(),
+        }
+    }
+
+    pub fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// A client's `current_leader_epoch` against ours (-1 skips the check):
+    /// newer is UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, as Kafka.
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), i16> {
+        let epoch = self.leader_epoch();
+        match current_leader_epoch {
+            requested if requested < 0 || requested == epoch => Ok(()),
+            requested if requested > epoch => Err(ErrorCode::UNKNOWN_LEADER_EPOCH.code()),
+            _ => Err(ErrorCode::FENCED_LEADER_EPOCH.code()),
+        }
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Appends a producer's records as leader, moves the high watermark and
+    /// wakes the requests parked on this partition.
+    pub fn append(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
+        let mut log = self.lock_log();
+        let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
+        let end = log.log_end_offset();
+        self.high_watermark.store(end, Ordering::Release);
+        let log_start_offset = log.log_start_offset();
+        // Unlocked first: the woken fetches go straight for the log.
+        drop(log);
+        self.watchers.wake_all();
+        Ok((info, log_start_offset))
+    }
+
+    /// DeleteRecords: moves the log start to `offset` (returns the new low
+    /// watermark) and wakes the fetches parked below it, now out of range.
+    pub fn delete_records_before(&self, offset: i64, now_ms: i64) -> Result<i64, LogError> {
+        let low_watermark = self.lock_log().delete_records_before(offset, now_ms)?;
+        self.watchers.wake_all();
+        Ok(low_watermark)
+    }
+
+    /// Parks `waiter` on this partition until `waiter` is dropped.
+    pub fn watch(&self, waiter: &Arc<Waiter>) {
+        self.watchers.watch(waiter);
+    }
+
+    pub(super) fn checkpoint(&self) -> PartitionCheckpoint {
+        let log = self.lock_log();
+        PartitionCheckpoint {
+            topic_partition: log.topic_partition().clone(),
+            log_dir: self.log_dir.clone(),
+            recovery_point: log.recovery_point(),
+            log_start_offset: log.log_start_offset(),
+            high_watermark: self.high_watermark(),
+            cleaner_offset: log.cleaner_checkpoint(),
+        }
+    }
+}
+
+/// The partitions of one topic, indexed by partition id.
+pub struct HostedTopic {
+    pub id: Uuid,
+    pub partitions: Vec<Arc<Partition>>,
+    pub produce: ProducePolicy,
+}
+
+/// What Produce needs of a topic's configs, worked out when they change
+/// rather than on every request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducePolicy {
+    /// `min.insync.replicas` (override, broker key or default).
+    pub min_insync_replicas: i32,
+    /// The codec `compression.type` forces, None for `producer`.
+    pub forced_codec: Option<Compression>,
+}
+
+impl ProducePolicy {
+    pub(super) fn of(broker: &BrokerConfig, overrides: &std::collections::BTreeMap<String, String>) -> Self {
+        let effective = effective_topic_configs(broker, overrides);
+        ProducePolicy {
+            min_insync_replicas: effective.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(1),
+            forced_codec: topic_compression(broker, overrides).forced_codec(),
+        }
+    }
+}
