@@ -73,6 +73,10 @@ impl Partition {
         let mut log = self.lock_log();
         let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
         let end = log.log_end_offset();
+        // The ISR is this node alone: what it appended is replicated. The
+        // high watermark never passes the log end, nor moves back.
+        debug_assert!(info.last_offset < end, "appended up to {} but the log ends at {end}", info.last_offset);
+        debug_assert!(self.high_watermark() <= end, "high watermark {} past the log end {end}", self.high_watermark());
         self.high_watermark.store(end, Ordering::Release);
         let log_start_offset = log.log_start_offset();
         // Unlocked first: the woken fetches go straight for the log.
