@@ -373,23 +373,34 @@ def phase_idle(args, broker, bootstrap, clog, results):
     return topics
 
 
+def timed_restart(args, broker, topics, stop, timeout=60):
+    """Stops the broker with `stop` and starts it again: (serving, first
+    metadata with every partition led, the broker's own 'storage loaded' ms)."""
+    stop()
+    broker.start(args.broker_override)
+    t_meta = wait_metadata(broker.port, topics, broker.t_spawn + timeout, broker)
+    serving = broker.wait_serving(timeout)
+    return serving, t_meta - broker.t_spawn, broker.storage_loaded_ms
+
+
 def phase_startup(args, broker, topics, results):
     serving, first_metadata, shutdowns, loaded, codes = [], [], [], [], []
-    for i in range(args.startup_runs):
-        if i:
-            time.sleep(1)  # let the previous start settle before the next SIGTERM
+
+    def sigterm():
         code, took = broker.stop()
         codes.append(code)
         shutdowns.append(took)
         if code != 0:
             raise BenchError(f"clean shutdown exited with code {code}\n{broker.tail()}")
-        broker.start(args.broker_override)
-        t_meta = wait_metadata(broker.port, topics, broker.t_spawn + 60, broker)
-        serving.append(broker.wait_serving(60))
-        first_metadata.append(t_meta - broker.t_spawn)
-        loaded.append(broker.storage_loaded_ms)
+
+    for i in range(args.startup_runs):
+        if i:
+            time.sleep(1)  # let the previous start settle before the next SIGTERM
+        timing = timed_restart(args, broker, topics, sigterm)
+        for series, value in zip((serving, first_metadata, loaded), timing):
+            series.append(value)
         say(
-            f"restart {i + 1}: shutdown {took * 1000:.0f} ms, serving after {serving[-1] * 1000:.0f} ms, "
+            f"restart {i + 1}: shutdown {shutdowns[-1] * 1000:.0f} ms, serving after {serving[-1] * 1000:.0f} ms, "
             f"metadata after {first_metadata[-1] * 1000:.0f} ms (storage loaded {loaded[-1]} ms)"
         )
     results.update(
@@ -423,12 +434,9 @@ def phase_recovery(args, broker, bootstrap, topics, clog, results):
         raise BenchError("records for the recovery phase were not all acknowledged")
     serving, first_metadata, loaded = [], [], []
     for i in range(args.recovery_runs):
-        broker.kill()
-        broker.start(args.broker_override)
-        t_meta = wait_metadata(broker.port, topics, broker.t_spawn + 300, broker)
-        serving.append(broker.wait_serving(300))
-        first_metadata.append(t_meta - broker.t_spawn)
-        loaded.append(broker.storage_loaded_ms)
+        timing = timed_restart(args, broker, topics, broker.kill, timeout=300)
+        for series, value in zip((serving, first_metadata, loaded), timing):
+            series.append(value)
         say(
             f"recovery {i + 1} after kill -9: serving after {serving[-1] * 1000:.0f} ms, "
             f"metadata after {first_metadata[-1] * 1000:.0f} ms (storage loaded {loaded[-1]} ms)"

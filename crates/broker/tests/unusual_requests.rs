@@ -177,6 +177,19 @@ fn parked_fetch(name: &str) -> FetchRequest {
     }
 }
 
+/// Closes clients whose requests are parked; the broker must close its side
+/// at once (no CLOSE-WAIT left), not when the waits run out.
+fn close_parked(broker: &BrokerProcess, clients: Vec<RawClient>) {
+    std::thread::sleep(Duration::from_millis(500));
+    for client in &clients {
+        client.stream.shutdown(Shutdown::Both).expect("close");
+    }
+    drop(clients);
+    support::wait_for("the broker to close the parked connections", Duration::from_secs(10), || {
+        broker.close_wait_sockets() == 0
+    });
+}
+
 #[test]
 fn a_parked_fetch_does_not_outlive_its_connection() {
     let broker = BrokerProcess::start(&[]);
@@ -186,15 +199,7 @@ fn a_parked_fetch_does_not_outlive_its_connection() {
     for client in &mut clients {
         client.send(ApiKey::Fetch, 12, &parked_fetch("quiet"));
     }
-    std::thread::sleep(Duration::from_millis(500));
-    for client in &clients {
-        client.stream.shutdown(Shutdown::Both).expect("close");
-    }
-    drop(clients);
-    // The broker closes its side at once, not when the 60 s wait runs out.
-    support::wait_for("the broker to close the parked connections", Duration::from_secs(10), || {
-        broker.close_wait_sockets() == 0
-    });
+    close_parked(&broker, clients);
     assert_api_versions_answered(&mut admin);
 }
 
@@ -394,14 +399,7 @@ fn a_parked_join_group_does_not_outlive_its_connection() {
         // Parked until the rebalance completes, a minute from now.
         client.send(ApiKey::JoinGroup, 9, &join_group(&first.member_id));
     }
-    std::thread::sleep(Duration::from_millis(500));
-    for client in &clients {
-        client.stream.shutdown(Shutdown::Both).expect("close");
-    }
-    drop(clients);
-    support::wait_for("the broker to close the parked connections", Duration::from_secs(10), || {
-        broker.close_wait_sockets() == 0
-    });
+    close_parked(&broker, clients);
     let mut admin = RawClient::connect(&broker.bootstrap());
     assert_api_versions_answered(&mut admin);
 }
