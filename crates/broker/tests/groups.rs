@@ -467,3 +467,39 @@ fn offset_fetch_answers_the_same_offsets_at_every_version() {
         assert_eq!(metadata, vec![Some("meta".into()), Some(String::new()), Some("meta".into())], "v{version}");
     }
 }
+
+/// Kafka's cleanup removes an empty group that has no offsets left at once;
+/// offsets themselves wait `offsets.retention.minutes` (KIP-211).
+#[test]
+fn an_empty_group_without_offsets_is_removed_at_the_next_cleanup() {
+    let broker = BrokerProcess::start(&[FAST_GROUPS[0], FAST_GROUPS[1], "offsets.retention.check.interval.ms=500"]);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut admin, "kept", 1);
+    find_coordinator(&mut admin, broker.port);
+    let listed = |admin: &mut RawClient| -> bool {
+        let groups: ListGroupsResponse = admin.request(ApiKey::ListGroups, 5, &ListGroupsRequest::default());
+        groups.groups.iter().any(|g| g.group_id == GROUP)
+    };
+    let mut member = RawClient::connect(&broker.bootstrap());
+    let joined = join(&mut member, 10_000);
+    assert_eq!(sync(&mut member, &joined.member_id, joined.generation_id, &[(&joined.member_id, b"a")]).error_code, 0);
+    let left: LeaveGroupResponse = member.request(
+        ApiKey::LeaveGroup,
+        5,
+        &LeaveGroupRequest {
+            group_id: GROUP.into(),
+            members: vec![leave_group_request::MemberIdentity {
+                member_id: joined.member_id.clone(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+    assert_eq!(left.members[0].error_code, 0);
+    support::wait_for("the empty group to be removed", Duration::from_secs(20), || !listed(&mut admin));
+    // With an offset committed the group stays (for the retention).
+    assert_eq!(commit(&mut admin, "", -1, "kept", &[(0, 5)], ""), vec![0]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(listed(&mut admin), "a group with offsets is kept");
+    assert_eq!(fetch_offsets(&mut admin, "kept", &[0]), vec![5]);
+}

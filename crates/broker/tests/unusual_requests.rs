@@ -423,3 +423,36 @@ fn a_metadata_request_naming_a_missing_topic_twice_creates_it_once() {
     assert_eq!(created[0].error_code, 0);
     assert_api_versions_answered(&mut client);
 }
+
+/// A produce to several partitions wakes a fetch parked on them once they
+/// are all appended (as Kafka completes delayed fetches after the whole
+/// request), so the fetch answers with every partition's records at once.
+#[test]
+fn a_fetch_parked_on_two_partitions_answers_with_both_after_one_produce() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    assert_eq!(create_topics(&mut client, vec![topic("pair", 2)], false).topics[0].error_code, 0);
+    for _ in 0..20 {
+        let mut fetcher = RawClient::connect(&broker.bootstrap());
+        let mut request = parked_fetch("pair");
+        let mut second = request.topics[0].partitions[0].clone();
+        second.partition = 1;
+        request.topics[0].partitions.push(second);
+        // Each round starts at the partitions' current ends.
+        let now: FetchResponse =
+            fetcher.request(ApiKey::Fetch, 12, &FetchRequest { max_wait_ms: 0, ..request.clone() });
+        for (p, data) in request.topics[0].partitions.iter_mut().zip(&now.responses[0].partitions) {
+            p.fetch_offset = data.high_watermark;
+        }
+        let id = fetcher.send(ApiKey::Fetch, 12, &request);
+        std::thread::sleep(Duration::from_millis(100));
+        produce_to_every_partition(&mut client, "pair", 2);
+        let response: FetchResponse = fetcher.receive(ApiKey::Fetch, 12, id);
+        let with_records = response.responses[0]
+            .partitions
+            .iter()
+            .filter(|p| p.records.as_ref().is_some_and(|r| !r.is_empty()))
+            .count();
+        assert_eq!(with_records, 2, "both partitions' records in the one answer: {response:?}");
+    }
+}

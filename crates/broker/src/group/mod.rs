@@ -405,13 +405,18 @@ impl GroupCoordinator {
                     Some(consumer) if entry.group.is_empty() => consumer.state_timestamp_ms,
                     _ => entry.group.state_timestamp_ms,
                 };
-                if entry.has_members() || entry.group.state != GroupState::Empty || now_ms - empty_since < retention {
+                if entry.has_members() || entry.group.state != GroupState::Empty {
                     continue;
                 }
+                // Offsets expire `offsets.retention.minutes` after the group
+                // emptied (KIP-211); an empty group with no offsets left goes
+                // at once, as Kafka's cleanup removes it (a client naming
+                // random group ids would otherwise grow the broker for days).
+                let expiring = now_ms - empty_since >= retention;
                 let expired: Vec<(String, i32)> = entry
                     .offsets
                     .iter()
-                    .filter(|(_, o)| now_ms - o.commit_timestamp_ms >= retention)
+                    .filter(|(_, o)| expiring && now_ms - o.commit_timestamp_ms >= retention)
                     .map(|(k, _)| k.clone())
                     .collect();
                 for (topic, partition) in expired {

@@ -222,19 +222,27 @@ fn decide_partition(
 /// (and the next one on this connection read) only when all are done, so
 /// one producer's batches stay in order.
 async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendInfo, i64), LogError>> {
-    if !append_in_parallel(appends) {
-        return appends.iter().map(|a| a.partition.append(&a.records, now)).collect();
-    }
-    let tasks: Vec<_> = appends
-        .iter()
-        .map(|a| {
-            let (partition, records) = (a.partition.clone(), a.records.clone());
-            tokio::spawn(async move { partition.append(&records, now) })
-        })
-        .collect();
-    let mut outcomes = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        outcomes.push(task.await.unwrap_or_else(|e| Err(LogError::Io(std::io::Error::other(e.to_string())))));
+    let outcomes = if append_in_parallel(appends) {
+        let tasks: Vec<_> = appends
+            .iter()
+            .map(|a| {
+                let (partition, records) = (a.partition.clone(), a.records.clone());
+                tokio::spawn(async move { partition.append_unwoken(&records, now) })
+            })
+            .collect();
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            outcomes.push(task.await.unwrap_or_else(|e| Err(LogError::Io(std::io::Error::other(e.to_string())))));
+        }
+        outcomes
+    } else {
+        appends.iter().map(|a| a.partition.append_unwoken(&a.records, now)).collect()
+    };
+    // Every partition is appended before any parked fetch is woken.
+    for (append, outcome) in appends.iter().zip(&outcomes) {
+        if outcome.is_ok() {
+            append.partition.wake_waiters();
+        }
     }
     outcomes
 }

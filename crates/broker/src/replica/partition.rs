@@ -67,9 +67,19 @@ impl Partition {
         self.high_watermark.load(Ordering::Acquire)
     }
 
-    /// Appends a producer's records as leader, moves the high watermark and
-    /// wakes the requests parked on this partition.
+    /// Appends records as leader, moves the high watermark and wakes the
+    /// requests parked on this partition.
     pub fn append(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
+        let appended = self.append_unwoken(records, now_ms)?;
+        self.wake_waiters();
+        Ok(appended)
+    }
+
+    /// [`Partition::append`] without the wake-up: a Produce request appends
+    /// all its partitions first and then wakes them, as Kafka completes
+    /// delayed fetches after the whole request, so a fetch parked on several
+    /// of them answers once with all their records.
+    pub fn append_unwoken(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
         let mut log = self.lock_log();
         let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
         let end = log.log_end_offset();
@@ -78,11 +88,12 @@ impl Partition {
         debug_assert!(info.last_offset < end, "appended up to {} but the log ends at {end}", info.last_offset);
         debug_assert!(self.high_watermark() <= end, "high watermark {} past the log end {end}", self.high_watermark());
         self.high_watermark.store(end, Ordering::Release);
-        let log_start_offset = log.log_start_offset();
-        // Unlocked first: the woken fetches go straight for the log.
-        drop(log);
+        Ok((info, log.log_start_offset()))
+    }
+
+    /// Wakes the requests parked on this partition (they read it again).
+    pub fn wake_waiters(&self) {
         self.watchers.wake_all();
-        Ok((info, log_start_offset))
     }
 
     /// DeleteRecords: moves the log start to `offset` (returns the new low
