@@ -86,13 +86,18 @@ impl Broker {
         let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager));
         // At start a log that cannot open stops the broker; later ones are
         // the subscriber's to report.
-        replicas.sync_with_image(&image).context("opening partition logs")?;
         let subscriber = Arc::clone(&replicas);
-        metadata.publisher().subscribe(move |update| {
-            if let Err(e) = subscriber.apply_update(update) {
-                tracing::error!(error = %e, "could not open or delete partition logs");
-            }
-        });
+        metadata
+            .publisher()
+            .subscribe_after(
+                |image| replicas.sync_with_image(image),
+                move |update| {
+                    if let Err(e) = subscriber.apply_update(update) {
+                        tracing::error!(error = %e, "could not open or delete partition logs");
+                    }
+                },
+            )
+            .context("opening partition logs")?;
         tracing::info!(
             partitions = replicas.all_partitions().len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
