@@ -19,7 +19,7 @@
 //! back as actions.
 //!
 //! Modules point one way: `runtime` < `group` (and inside it `records`,
-//! `assignor` < `migration` < `classic`, `consumer` < `group/mod.rs`).
+//! `assignor` < `migration`, `classic` < `consumer` < `group/mod.rs`).
 
 pub mod group;
 pub mod runtime;

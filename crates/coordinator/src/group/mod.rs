@@ -2,13 +2,13 @@
 //! stored in `__consumer_offsets` in Kafka's record formats.
 //!
 //! Groups are spread over the topic's partitions as Kafka spreads them
-//! (`abs(javaHashCode(group_id)) % partitions`); each partition is a shard
-//! with its own lock, so groups on different shards never wait for each
-//! other. Every change that must survive a restart is appended to the
+//! (`javaHashCode(group_id)` without its sign bit, modulo the partitions);
+//! each partition is a shard of the runtime with its own lock, so groups on
+//! different shards never wait for each other. Every change that must survive a restart is appended to the
 //! shard's partition while its lock is held, so the log's order is the
 //! state's order; a start replays those partitions (compaction keeps the
-//! latest record per key). The topic is created on first use, compacted,
-//! with `offsets.topic.num.partitions` partitions.
+//! latest record per key). The host creates the topic on first use,
+//! compacted, with `offsets.topic.num.partitions` partitions.
 
 pub mod assignor;
 pub mod classic;
