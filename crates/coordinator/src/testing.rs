@@ -1,10 +1,13 @@
-//! A [`CoordinatorLog`] in memory, for the crate's tests: a test double of
-//! the log interface, not of anything this crate builds.
+//! What the crate's tests stand on: a [`CoordinatorLog`] in memory (a test
+//! double of the log interface, not of anything this crate builds), and
+//! metadata images with a topic.
 
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::records::{RecordBatch, RecordBatches};
+use krabka_protocol::{PartitionRecord, TopicRecord, Uuid};
 
 use crate::runtime::CoordinatorLog;
 
@@ -49,4 +52,17 @@ impl CoordinatorLog for MemoryLog {
         }
         Ok(())
     }
+}
+
+/// An image holding `topic` (id 7...7) with `partitions` partitions.
+pub fn image_with(topic: &str, partitions: i32) -> (MetadataImage, Uuid) {
+    let mut image = MetadataImage::default();
+    let id = Uuid([7; 16]);
+    let created = TopicRecord { name: topic.into(), topic_id: id, ..Default::default() };
+    image.apply(&MetadataRecord::Topic(created)).unwrap();
+    for partition_id in 0..partitions {
+        let partition = PartitionRecord { partition_id, topic_id: id, ..Default::default() };
+        image.apply(&MetadataRecord::Partition(partition)).unwrap();
+    }
+    (image, id)
 }

@@ -724,26 +724,7 @@ pub fn topic_ids(assignment: &Assignment) -> Vec<Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use krabka_metadata::MetadataRecord;
-    use krabka_protocol::{PartitionRecord, TopicRecord};
-
-    fn image_with(topic: &str, partitions: i32) -> (MetadataImage, Uuid) {
-        let mut image = MetadataImage::default();
-        let id = Uuid([7; 16]);
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord { name: topic.into(), topic_id: id, ..Default::default() }))
-            .unwrap();
-        for p in 0..partitions {
-            image
-                .apply(&MetadataRecord::Partition(PartitionRecord {
-                    partition_id: p,
-                    topic_id: id,
-                    ..Default::default()
-                }))
-                .unwrap();
-        }
-        (image, id)
-    }
+    use crate::testing::image_with;
 
     fn request(member: &str, epoch: i32, owned: Option<Assignment>) -> HeartbeatRequest {
         HeartbeatRequest {

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::testing::MemoryLog;
+use crate::testing::{image_with, MemoryLog};
 
 const SESSION_MS: i32 = 10_000;
 
@@ -123,4 +123,32 @@ fn nothing_changes_when_the_log_refuses_the_records() {
     groups.tick(&host(&log, now));
     assert_eq!(groups.delete_group(&host(&log, now), "g"), ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
     assert!(groups.describe_group("g").is_some(), "the group stays until its deletion is persisted");
+}
+
+#[test]
+fn offsets_of_an_empty_group_expire_after_the_retention_on_the_fake_clock() {
+    let log = MemoryLog::new(3);
+    let groups = coordinator();
+    let start = Time::new(1_700_000_000_000, 0);
+    let image = Arc::new(image_with("t", 2).0);
+    let at = |now: Time| GroupHost { log: &log, image: image.clone(), now };
+    let offsets = vec![("t".to_string(), 0, 42, 3, Some("m".to_string())), ("t".to_string(), 5, 1, -1, None)];
+    let codes = groups.commit_offsets(&at(start), "g", "", None, -1, &offsets);
+    assert_eq!(codes, vec![0, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()]);
+    let committed =
+        CommittedOffset { offset: 42, leader_epoch: 3, metadata: "m".into(), commit_timestamp_ms: start.wall_ms };
+    let fetched = groups.fetch_offsets("g", None);
+    assert_eq!(fetched, vec![("t".to_string(), vec![(0, Some(committed.clone()))])]);
+
+    // offsets.retention (60 s here) counts from when the group emptied.
+    groups.expire_offsets(&at(start.plus_ms(59_999)));
+    assert_eq!(groups.fetch_offsets("g", None).len(), 1);
+    groups.expire_offsets(&at(start.plus_ms(60_000)));
+    assert!(groups.fetch_offsets("g", None).is_empty());
+    assert!(groups.describe_group("g").is_none(), "a group with nothing left goes too");
+
+    // The log says the same: commit, then the offset's and the group's tombstones.
+    let reloaded = coordinator();
+    assert_eq!(reloaded.load(&log, start.plus_ms(70_000)), Ok(3));
+    assert!(reloaded.describe_group("g").is_none());
 }
