@@ -164,7 +164,11 @@ async fn group_clock_loop(broker: Arc<Broker>) {
         if last_expiry.elapsed() >= expire_every {
             last_expiry = Instant::now();
             let worker = broker.clone();
-            let _ = tokio::task::spawn_blocking(move || worker.groups.expire_offsets(&worker.group_host())).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                worker.groups.expire_offsets(&worker.group_host());
+                crate::memory::release_free_memory();
+            })
+            .await;
         }
     }
 }

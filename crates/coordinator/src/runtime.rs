@@ -93,9 +93,16 @@ impl<S> Shards<S> {
         self.shards.is_empty()
     }
 
-    /// The shard a key lives on: `abs(javaHashCode(key)) % shards`.
+    /// The shard a key lives on, as Kafka places it:
+    /// `Utils.abs(key.hashCode()) % shards`, where `Utils.abs` is
+    /// `Math.abs` except that `Integer.MIN_VALUE` maps to 0. (Not the hash
+    /// with its sign bit masked off: for a negative hash that is another
+    /// partition, and a data directory written by Kafka would have its
+    /// groups where this broker never looks.)
     pub fn index_of(&self, key: &str) -> usize {
-        ((java_string_hash(key) & 0x7fff_ffff) as usize) % self.shards.len()
+        let hash = java_string_hash(key);
+        let positive = if hash == i32::MIN { 0 } else { hash.unsigned_abs() };
+        positive as usize % self.shards.len()
     }
 
     /// Locks shard `index` (a poisoned lock is taken over: state is only
@@ -160,8 +167,19 @@ mod tests {
         assert_eq!(java_string_hash("ab"), 97 * 31 + 98);
         assert_eq!(java_string_hash("my-group"), -1906497762);
         let shards: Shards<()> = Shards::new(50);
-        // The sign bit is masked off (as the broker placed groups before).
-        assert_eq!(shards.index_of("my-group"), ((-1906497762i32 & 0x7fff_ffff) % 50) as usize);
+        // Kafka's Utils.abs: 1906497762 % 50, not (hash & 0x7fffffff) % 50 (= 36).
+        assert_eq!(shards.index_of("my-group"), 12);
+        assert_eq!(shards.index_of("a"), 97 % 50);
+        // A key whose hash is Integer.MIN_VALUE goes to partition 0.
+        let min = min_value_key();
+        assert_eq!(java_string_hash(&min), i32::MIN);
+        assert_eq!(Shards::<()>::new(7).index_of(&min), 0);
+    }
+
+    /// A string whose Java hash is `Integer.MIN_VALUE`: "polygenelubricants"
+    /// is the classic one.
+    fn min_value_key() -> String {
+        "polygenelubricants".to_string()
     }
 
     #[test]

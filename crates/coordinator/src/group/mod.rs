@@ -91,6 +91,23 @@ struct Shard {
     groups: HashMap<String, GroupEntry>,
 }
 
+/// What the cleanup removes of one group: (group id, its expired offsets,
+/// whether the group itself goes).
+type Expired = (String, Vec<(String, i32)>, bool);
+
+impl Shard {
+    /// A hash table never gives back what it grew to: after a burst of
+    /// short-lived groups (a client naming random group ids), the table of
+    /// entries would keep its peak size for the life of the process.
+    fn shrink_if_sparse(&mut self) {
+        let (len, capacity) = (self.groups.len(), self.groups.capacity());
+        if capacity > 64 && len < capacity / 4 {
+            self.groups.shrink_to(len * 2);
+            debug_assert!(self.groups.capacity() >= len);
+        }
+    }
+}
+
 pub struct GroupCoordinator {
     config: GroupConfig,
     shards: Shards<Shard>,
@@ -333,53 +350,68 @@ impl GroupCoordinator {
     /// Removes offsets `offsets.retention.minutes` after their group became
     /// empty (KIP-211), and groups with nothing left.
     pub fn expire_offsets(&self, host: &GroupHost<'_>) {
-        let now_ms = host.now.wall_ms;
-        let retention = self.config.offsets_retention_ms;
         for index in 0..self.shards.len() {
             let mut shard = self.shards.lock(index);
+            let expired = self.expired_offsets(&shard, host.now.wall_ms);
+            if expired.is_empty() {
+                continue;
+            }
             let mut records = Vec::new();
-            let mut emptied = Vec::new();
-            for (group_id, entry) in shard.groups.iter_mut() {
-                let empty_since = match &entry.consumer {
-                    Some(consumer) if entry.group.is_empty() => consumer.state_timestamp_ms,
-                    _ => entry.group.state_timestamp_ms,
-                };
-                if entry.has_members() || entry.group.state != GroupState::Empty {
-                    continue;
+            for (group_id, offsets, group_goes) in &expired {
+                for (topic, partition) in offsets {
+                    records.push(CoordinatorRecord::offset(group_id, topic, *partition, None));
                 }
-                // Offsets expire `offsets.retention.minutes` after the group
-                // emptied (KIP-211); an empty group with no offsets left goes
-                // at once, as Kafka's cleanup removes it (a client naming
-                // random group ids would otherwise grow the broker for days).
-                let expiring = now_ms - empty_since >= retention;
-                let expired: Vec<(String, i32)> = entry
-                    .offsets
-                    .iter()
-                    .filter(|(_, o)| expiring && now_ms - o.commit_timestamp_ms >= retention)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for (topic, partition) in expired {
-                    entry.offsets.remove(&(topic.clone(), partition));
-                    records.push(CoordinatorRecord::offset(group_id, &topic, partition, None));
-                }
-                if entry.offsets.is_empty() {
-                    emptied.push(group_id.clone());
+                if *group_goes {
                     records.push(CoordinatorRecord::Group { group: group_id.clone(), value: None });
                 }
             }
-            if records.is_empty() {
+            // Persist, then apply: a failed write leaves the state as it was.
+            if let Err(code) = self.persist(host, index, &records) {
+                tracing::error!(partition = index, code, "could not expire offsets");
                 continue;
             }
-            match self.persist(host, index, &records) {
-                Ok(()) => {
-                    for group_id in emptied {
-                        shard.groups.remove(&group_id);
-                    }
-                    tracing::info!(partition = index, records = records.len(), "expired committed offsets");
+            for (group_id, offsets, group_goes) in expired {
+                if group_goes {
+                    shard.groups.remove(&group_id);
+                } else if let Some(entry) = shard.groups.get_mut(&group_id) {
+                    offsets.iter().for_each(|key| drop(entry.offsets.remove(key)));
                 }
-                Err(code) => tracing::error!(partition = index, code, "could not expire offsets"),
+            }
+            shard.shrink_if_sparse();
+            tracing::info!(partition = index, records = records.len(), "expired committed offsets");
+        }
+    }
+
+    /// What `expire_offsets` removes from one shard at `now_ms`: per empty
+    /// group, its expired offsets and whether the group goes with them.
+    fn expired_offsets(&self, shard: &Shard, now_ms: i64) -> Vec<Expired> {
+        let retention = self.config.offsets_retention_ms;
+        let mut expired = Vec::new();
+        for (group_id, entry) in &shard.groups {
+            let empty_since = match &entry.consumer {
+                Some(consumer) if entry.group.is_empty() => consumer.state_timestamp_ms,
+                _ => entry.group.state_timestamp_ms,
+            };
+            if entry.has_members() || entry.group.state != GroupState::Empty {
+                continue;
+            }
+            // Offsets expire `offsets.retention.minutes` after the group
+            // emptied (KIP-211); an empty group with no offsets left goes
+            // at once, as Kafka's cleanup removes it (a client naming
+            // random group ids would otherwise grow the broker for days).
+            let expiring = now_ms - empty_since >= retention;
+            let offsets: Vec<(String, i32)> = entry
+                .offsets
+                .iter()
+                .filter(|(_, o)| expiring && now_ms - o.commit_timestamp_ms >= retention)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let group_goes = offsets.len() == entry.offsets.len();
+            if group_goes || !offsets.is_empty() {
+                expired.push((group_id.clone(), offsets, group_goes));
             }
         }
+        expired
     }
 
     /// ConsumerGroupHeartbeat (KIP-848).
