@@ -82,10 +82,17 @@ impl Drop for OwnBroker {
     }
 }
 
+/// The broker beside this program: `target/<profile>/krabka-broker` when run
+/// from `target/<profile>/examples/`, else the `krabka-broker` in its own
+/// directory (a copy of both). Never a `krabka-broker` one level up from a
+/// copy: that once measured whatever binary happened to sit in /tmp.
 fn default_broker_bin() -> PathBuf {
-    // target/<profile>/examples/wire_fuzz -> target/<profile>/krabka-broker
     let exe = std::env::current_exe().unwrap_or_default();
-    exe.parent().and_then(Path::parent).map(|p| p.join("krabka-broker")).unwrap_or_default()
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("examples") => dir.parent().unwrap_or(dir).join("krabka-broker"),
+        _ => dir.join("krabka-broker"),
+    }
 }
 
 fn start_broker(binary: &Path) -> anyhow::Result<OwnBroker> {
@@ -129,9 +136,10 @@ fn main() -> anyhow::Result<()> {
     let seed = cli.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
     });
+    let broker_bin = cli.broker_bin.clone().unwrap_or_else(default_broker_bin);
     let own = match &cli.bootstrap {
         Some(_) => None,
-        None => Some(start_broker(&cli.broker_bin.clone().unwrap_or_else(default_broker_bin))?),
+        None => Some(start_broker(&broker_bin)?),
     };
     let options = fuzz::Options {
         bootstrap: own.as_ref().map_or_else(|| cli.bootstrap.clone().unwrap_or_default(), |b| b.bootstrap.clone()),
@@ -143,7 +151,15 @@ fn main() -> anyhow::Result<()> {
         settle: cli.settle,
         rss_slack_kib: cli.rss_slack_mib * 1024,
     };
-    eprintln!("wire_fuzz: seed {seed}, {:?} against {}", options.duration, options.bootstrap);
+    match &own {
+        Some(_) => eprintln!(
+            "wire_fuzz: seed {seed}, {:?} against {} ({})",
+            options.duration,
+            options.bootstrap,
+            broker_bin.display()
+        ),
+        None => eprintln!("wire_fuzz: seed {seed}, {:?} against {}", options.duration, options.bootstrap),
+    }
     let report = fuzz::run(&options);
     println!("{}", report.summary(seed));
     // `exit` skips destructors: stop our broker (and remove its data
