@@ -18,6 +18,7 @@
 pub mod checkpoint;
 pub mod cleaner;
 pub mod config;
+pub mod config_values;
 pub mod error;
 pub mod fsutil;
 pub mod index;
@@ -29,6 +30,7 @@ pub mod producer_state;
 pub mod replicated;
 pub mod segment;
 mod segments;
+pub mod topic_config;
 mod validate;
 
 pub use crate::cleaner::CleanReport;
