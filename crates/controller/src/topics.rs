@@ -1,0 +1,272 @@
+//! Topics: Kafka's validation of a topic to create and the records
+//! (TopicRecord, PartitionRecord, ConfigRecord) that create it, for
+//! CreateTopics, auto-creation from Metadata and the internal topics.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use krabka_log::topic_config::validate_topic_configs;
+use krabka_metadata::records::CONFIG_RESOURCE_TOPIC;
+use krabka_metadata::{MetadataImage, MetadataRecord};
+use krabka_protocol::create_topics_request::CreatableTopic;
+use krabka_protocol::{ConfigRecord, CreateTopicsRequest, ErrorCode, TopicRecord, Uuid};
+
+use crate::budget::RecordBudget;
+use crate::error::ApiError;
+use crate::limits::MAX_RECORDS_PER_USER_OP;
+use crate::partitions::partition_record;
+
+/// Kafka's limit on topic name length (so partition directory names fit).
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+
+/// Kafka's first check of a CreateTopics request (the controller's
+/// `validateTotalNumberOfPartitions`): the partitions asked for across all
+/// topics, -1 counting as `num.partitions`, at most `MAX_RECORDS_PER_USER_OP`.
+pub fn check_total_partitions(request: &CreateTopicsRequest, default_partitions: i32) -> Result<(), ApiError> {
+    let total: u64 = request
+        .topics
+        .iter()
+        .map(|topic| match (topic.assignments.len(), topic.num_partitions) {
+            (0, -1) => default_partitions.max(0) as u64,
+            (0, n) => n.max(0) as u64,
+            (assigned, _) => assigned as u64,
+        })
+        .sum();
+    if total > MAX_RECORDS_PER_USER_OP as u64 {
+        return Err(ApiError::new(
+            ErrorCode::POLICY_VIOLATION.code(),
+            "Excessively large number of partitions per request.",
+        ));
+    }
+    Ok(())
+}
+
+/// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), ApiError> {
+    let invalid = |why: String| Err(ApiError::new(ErrorCode::INVALID_TOPIC_EXCEPTION.code(), why));
+    if name.is_empty() {
+        return invalid("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return invalid("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > MAX_TOPIC_NAME_LENGTH {
+        return invalid(format!(
+            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
+        ));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
+        return invalid(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// A topic to create, validated.
+pub struct NewTopic {
+    pub name: String,
+    pub partitions: i32,
+    pub configs: BTreeMap<String, String>,
+}
+
+impl NewTopic {
+    /// The metadata records creating it takes: the topic, its partitions, its configs.
+    pub fn record_count(&self) -> usize {
+        1 + self.partitions.max(0) as usize + self.configs.len()
+    }
+}
+
+/// The records creating `topic` on `node_id`: `topic.record_count()` of
+/// them, which the caller has budgeted (and the commit's backstop caps).
+pub fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, ApiError> {
+    let topic_id = Uuid::random()
+        .map_err(|e| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR.code(), format!("no random topic id: {e}")))?;
+    let mut records =
+        vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
+    records.extend((0..topic.partitions).map(|p| partition_record(node_id, topic_id, p)));
+    records.extend(topic.configs.iter().map(|(name, value)| {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: CONFIG_RESOURCE_TOPIC,
+            resource_name: topic.name.clone(),
+            name: name.clone(),
+            value: Some(value.clone()),
+            ..Default::default()
+        })
+    }));
+    Ok(records)
+}
+
+/// Validates the replication factor against the one-node cluster.
+pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiError> {
+    let factor = if requested == -1 { default } else { requested };
+    if factor <= 0 {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REPLICATION_FACTOR.code(),
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ));
+    }
+    if factor > 1 {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REPLICATION_FACTOR.code(),
+            format!(
+                "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} \
+                 cannot be reached because only 1 broker(s) are registered."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The defaults a CreateTopics request falls back on, and the one broker
+/// every replica lives on.
+pub struct TopicDefaults {
+    /// `num.partitions`, for `num_partitions` -1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`, for `replication_factor` -1.
+    pub replication_factor: i16,
+    pub node_id: i32,
+}
+
+/// Validates each topic of a CreateTopics request on its own (names,
+/// counts, assignments, configs), as Kafka's controller does before it
+/// looks at what exists. In request order, with the topic's name.
+pub fn validate_new_topics(
+    topics: &[CreatableTopic],
+    defaults: &TopicDefaults,
+) -> Vec<(String, Result<NewTopic, ApiError>)> {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<&str> =
+        topics.iter().filter(|t| !seen.insert(t.name.as_str())).map(|t| t.name.as_str()).collect();
+    topics
+        .iter()
+        .map(|topic| {
+            let result = if duplicates.contains(topic.name.as_str()) {
+                Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."))
+            } else {
+                validate_new_topic(topic, defaults)
+            };
+            (topic.name.clone(), result)
+        })
+        .collect()
+}
+
+fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Result<NewTopic, ApiError> {
+    validate_topic_name(&topic.name)?;
+    let partitions = if topic.assignments.is_empty() {
+        check_replication_factor(topic.replication_factor, defaults.replication_factor)?;
+        match topic.num_partitions {
+            -1 => defaults.num_partitions,
+            n if n <= 0 => {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_PARTITIONS.code(),
+                    "Number of partitions was set to an invalid non-positive value.",
+                ))
+            }
+            n => n,
+        }
+    } else {
+        check_assignments(topic, defaults.node_id)?
+    };
+    let mut configs = BTreeMap::new();
+    for entry in &topic.configs {
+        let Some(value) = &entry.value else {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_CONFIG.code(),
+                format!("Null value not supported for topic configs: {}", entry.name),
+            ));
+        };
+        configs.insert(entry.name.clone(), value.clone());
+    }
+    validate_topic_configs(&configs).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
+    Ok(NewTopic { name: topic.name.clone(), partitions, configs })
+}
+
+/// Manual assignments: every partition on this node, numbered from 0.
+/// Returns the partition count.
+fn check_assignments(topic: &CreatableTopic, node_id: i32) -> Result<i32, ApiError> {
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REQUEST.code(),
+            "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+        ));
+    }
+    for (i, assignment) in topic.assignments.iter().enumerate() {
+        if assignment.partition_index != i as i32 || assignment.broker_ids != [node_id] {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
+                format!("Invalid replica assignment for partition {}", assignment.partition_index),
+            ));
+        }
+    }
+    Ok(topic.assignments.len() as i32)
+}
+
+/// Each topic's outcome of a CreateTopics, in request order.
+pub type TopicOutcomes = Vec<Result<(), ApiError>>;
+
+/// The records creating the validated topics that do not exist in `image`,
+/// and each topic's outcome. Validate-only requests build none, but count
+/// them: past `MAX_RECORDS_PER_USER_OP` the whole request fails.
+pub fn plan_create_topics(
+    image: &MetadataImage,
+    planned: &[(String, Result<NewTopic, ApiError>)],
+    validate_only: bool,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, TopicOutcomes), ApiError> {
+    let mut records = Vec::new();
+    let mut budget = RecordBudget::default();
+    let mut outcomes = Vec::with_capacity(planned.len());
+    for (name, plan) in planned {
+        let outcome = match plan {
+            Err(e) => Err(ApiError::new(e.code, e.message.clone())),
+            Ok(_) if image.topic(name).is_some() => {
+                Err(ApiError::new(ErrorCode::TOPIC_ALREADY_EXISTS.code(), format!("Topic '{name}' already exists.")))
+            }
+            Ok(topic) => {
+                budget.take(topic.record_count())?;
+                if !validate_only {
+                    records.extend(topic_records(node_id, topic)?);
+                }
+                Ok(())
+            }
+        };
+        outcomes.push(outcome);
+    }
+    Ok((records, outcomes))
+}
+
+/// The records creating the internal topic `topic` if `image` lacks it
+/// (none if it exists).
+pub fn plan_internal_topic(
+    image: &MetadataImage,
+    topic: &NewTopic,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
+    if image.topic(&topic.name).is_some() {
+        return Ok((Vec::new(), ()));
+    }
+    RecordBudget::default().take(topic.record_count())?;
+    tracing::info!(topic = %topic.name, partitions = topic.partitions, "creating internal topic");
+    Ok((topic_records(node_id, topic)?, ()))
+}
+
+/// The records auto-creating the topics of `names` that `image` lacks (a
+/// Metadata request's), each with `num_partitions` and no configs, once
+/// each however often it is named.
+pub fn plan_auto_create_topics(
+    image: &MetadataImage,
+    names: &[String],
+    num_partitions: i32,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
+    let names: BTreeSet<&String> = names.iter().filter(|n| image.topic(n).is_none()).collect();
+    let mut records = Vec::new();
+    let mut budget = RecordBudget::default();
+    for name in names {
+        let topic = NewTopic { name: name.clone(), partitions: num_partitions, configs: BTreeMap::new() };
+        budget.take(topic.record_count())?;
+        records.extend(topic_records(node_id, &topic)?);
+        tracing::info!(topic = %name, partitions = num_partitions, "auto-creating topic");
+    }
+    Ok((records, ()))
+}
