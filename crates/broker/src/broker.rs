@@ -14,7 +14,6 @@ use tokio::sync::watch;
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
-use crate::controller::producer_ids::ProducerIdBlocks;
 use crate::fetch_session::FetchSessionCache;
 use crate::group::classic::ClassicConfig;
 use crate::group::consumer::ConsumerConfig;
@@ -23,6 +22,7 @@ use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
 use crate::replica::ReplicaManager;
+use krabka_controller::producer_ids::ProducerIdBlocks;
 use krabka_log::LogManager;
 
 pub struct Broker {
