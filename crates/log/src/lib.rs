@@ -13,7 +13,9 @@
 //! which use `segment` and `index`, and none of them uses `log.rs`;
 //! `manager` (the log directories, Kafka's `LogManager`) sits above them
 //! all, and `replicated` (the [`ReplicatedLog`] trait raft drives, which
-//! `PartitionLog` implements) above `log.rs`.
+//! `PartitionLog` implements) above `log.rs`. `topic_config` (Kafka's
+//! topic configs, the log's settings, and their validation) stands on
+//! `config_values` (typed config values) and on nothing else here.
 
 pub mod checkpoint;
 pub mod cleaner;
