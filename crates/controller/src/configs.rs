@@ -180,3 +180,46 @@ fn edited_list(existing: &str, value: &str, append: bool) -> String {
     }
     items.join(",")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use incremental_alter_configs_request::AlterableConfig;
+
+    fn op(name: &str, config_operation: i8, value: Option<&str>) -> AlterableConfig {
+        AlterableConfig { name: name.into(), config_operation, value: value.map(String::from), ..Default::default() }
+    }
+
+    #[test]
+    fn incremental_operations_apply_in_order() {
+        let current = BTreeMap::from([("cleanup.policy".to_string(), "delete".to_string())]);
+        let ops = [
+            op("cleanup.policy", OP_APPEND, Some("compact, delete")),
+            op("retention.ms", OP_SET, Some("100")),
+            op("cleanup.policy", OP_SUBTRACT, Some("delete")),
+            op("segment.ms", OP_DELETE, None),
+        ];
+        let wanted = altered_configs(&current, &ops).unwrap();
+        assert_eq!(wanted["cleanup.policy"], "compact");
+        assert_eq!(wanted["retention.ms"], "100");
+        assert!(altered_configs(&current, &[op("retention.ms", OP_SET, None)]).is_err());
+        assert!(altered_configs(&current, &[op("retention.ms", 9, Some("1"))]).is_err());
+    }
+
+    #[test]
+    fn records_set_what_changed_and_clear_what_went() {
+        let current = BTreeMap::from([("a.b".to_string(), "1".to_string()), ("retention.ms".into(), "5".into())]);
+        let wanted = BTreeMap::from([("retention.ms".to_string(), "6".to_string())]);
+        let records = topic_config_records("t", &current, &wanted).unwrap();
+        let values: Vec<(String, Option<String>)> = records
+            .into_iter()
+            .map(|r| match r {
+                MetadataRecord::Config(c) => (c.name, c.value),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(values, [("retention.ms".to_string(), Some("6".to_string())), ("a.b".to_string(), None)]);
+        let bad = BTreeMap::from([("retention.ms".to_string(), "x".to_string())]);
+        assert_eq!(topic_config_records("t", &current, &bad).unwrap_err().code, ErrorCode::INVALID_CONFIG.code());
+    }
+}
