@@ -12,17 +12,18 @@ use anyhow::Context;
 use krabka_format::MetaProperties;
 use tokio::sync::watch;
 
-use crate::clock::now_ms;
+use crate::clock::{coordinator_time, now_ms};
 use crate::config::BrokerConfig;
+use crate::coordinator_log::TopicLog;
 use crate::fetch_session::FetchSessionCache;
-use crate::group::classic::ClassicConfig;
-use crate::group::consumer::ConsumerConfig;
-use crate::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
 use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
 use crate::replica::ReplicaManager;
 use krabka_controller::producer_ids::ProducerIdBlocks;
+use krabka_coordinator::group::classic::ClassicConfig;
+use krabka_coordinator::group::consumer::ConsumerConfig;
+use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
 use krabka_log::LogManager;
 
 pub struct Broker {
@@ -35,6 +36,8 @@ pub struct Broker {
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: FetchSessionCache,
     pub groups: GroupCoordinator,
+    /// The `__consumer_offsets` partitions the group coordinator persists to.
+    offsets_log: TopicLog,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
     shutdown: watch::Sender<bool>,
@@ -86,13 +89,18 @@ impl Broker {
         let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager));
         // At start a log that cannot open stops the broker; later ones are
         // the subscriber's to report.
-        replicas.sync_with_image(&image).context("opening partition logs")?;
         let subscriber = Arc::clone(&replicas);
-        metadata.publisher().subscribe(move |update| {
-            if let Err(e) = subscriber.apply_update(update) {
-                tracing::error!(error = %e, "could not open or delete partition logs");
-            }
-        });
+        metadata
+            .publisher()
+            .subscribe_after(
+                |image| replicas.sync_with_image(image),
+                move |update| {
+                    if let Err(e) = subscriber.apply_update(update) {
+                        tracing::error!(error = %e, "could not open or delete partition logs");
+                    }
+                },
+            )
+            .context("opening partition logs")?;
         tracing::info!(
             partitions = replicas.all_partitions().len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -107,6 +115,7 @@ impl Broker {
         let fetch_sessions = FetchSessionCache::new(config.max_incremental_fetch_session_cache_slots);
         let broker = Arc::new(Broker {
             groups,
+            offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),
             node_id: config.node_id,
             producer_ids: ProducerIdBlocks::new(config.node_id),
             cluster_id: meta.cluster_id,
@@ -118,8 +127,10 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
         });
-        let records =
-            broker.groups.load(&broker.group_host()).map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
+        let records = broker
+            .groups
+            .load(&broker.offsets_log, coordinator_time())
+            .map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
         tracing::info!(records, elapsed_ms = started.elapsed().as_millis() as u64, "groups loaded");
         Ok(broker)
     }
@@ -133,9 +144,10 @@ impl Broker {
         self.shutdown.send_replace(true);
     }
 
-    /// What the group coordinator may use of the broker.
+    /// What a group coordinator call may use of the broker: the offsets
+    /// topic's log, the current metadata image, and the time now.
     pub fn group_host(&self) -> GroupHost<'_> {
-        GroupHost { replicas: &self.replicas, metadata: &self.metadata }
+        GroupHost { log: &self.offsets_log, image: self.metadata.image(), now: coordinator_time() }
     }
 
     /// Flushes and seals every log, then marks the clean shutdown.

@@ -15,9 +15,6 @@ use krabka_protocol::{ErrorCode, FetchRequest, Uuid};
 
 use crate::metadata::MetadataImage;
 
-const FETCH_SESSION_ID_NOT_FOUND: i16 = ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code();
-const INVALID_FETCH_SESSION_EPOCH: i16 = ErrorCode::INVALID_FETCH_SESSION_EPOCH.code();
-
 /// The session epoch a client sends to close its session (or to ask for none).
 const FINAL_EPOCH: i32 = -1;
 /// Kafka's default `max.incremental.fetch.session.cache.slots`.
@@ -120,7 +117,7 @@ impl FetchSessionCache {
         request: &FetchRequest,
         by_id: bool,
         image: &MetadataImage,
-    ) -> Result<(SessionContext, Vec<SessionPartition>), i16> {
+    ) -> Result<(SessionContext, Vec<SessionPartition>), ErrorCode> {
         let requested = request_partitions(request, by_id, image);
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         match (request.session_id, request.session_epoch) {
@@ -157,18 +154,20 @@ impl FetchSessionCache {
                 sessions.insert(id, session.clone());
                 Ok((SessionContext::Full(session), requested))
             }
-            (0, _) => Err(INVALID_FETCH_SESSION_EPOCH),
+            (0, _) => Err(ErrorCode::INVALID_FETCH_SESSION_EPOCH),
             (id, FINAL_EPOCH) => {
                 // Closing a session: the request is a full, sessionless one.
                 sessions.remove(&id);
                 Ok((SessionContext::Sessionless, requested))
             }
             (id, epoch) => {
-                let Some(session) = sessions.get(&id).cloned() else { return Err(FETCH_SESSION_ID_NOT_FOUND) };
+                let Some(session) = sessions.get(&id).cloned() else {
+                    return Err(ErrorCode::FETCH_SESSION_ID_NOT_FOUND);
+                };
                 drop(sessions);
                 let mut state = session.lock().unwrap_or_else(|e| e.into_inner());
                 if epoch != state.next_epoch {
-                    return Err(INVALID_FETCH_SESSION_EPOCH);
+                    return Err(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
                 }
                 state.next_epoch = if state.next_epoch == i32::MAX { 1 } else { state.next_epoch + 1 };
                 state.last_used = Instant::now();

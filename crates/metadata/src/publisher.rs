@@ -63,6 +63,22 @@ impl MetadataPublisher {
         subscribers.push(Box::new(subscriber));
     }
 
+    /// Adds a subscriber that has its own way of catching up: `catch_up`
+    /// gets the current image first (no update is published meanwhile), and
+    /// only if it succeeds is `subscriber` told of every later update. For a
+    /// subscriber whose start must stop on an error instead of logging it,
+    /// and that would otherwise apply the whole image twice.
+    pub fn subscribe_after<E>(
+        &self,
+        catch_up: impl FnOnce(&MetadataImage) -> Result<(), E>,
+        subscriber: impl Fn(&MetadataUpdate) + Send + Sync + 'static,
+    ) -> Result<(), E> {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        catch_up(&self.image())?;
+        subscribers.push(Box::new(subscriber));
+        Ok(())
+    }
+
     /// Makes `update` the current image, then tells every subscriber.
     pub fn publish(&self, update: &MetadataUpdate) {
         let subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
@@ -113,5 +129,31 @@ mod tests {
         assert!(update.topic("a").is_some());
         let seen = seen.lock().unwrap();
         assert_eq!(*seen, [(0, vec!["a".to_string()]), (1, vec!["b".to_string()])]);
+    }
+
+    #[test]
+    fn a_subscriber_that_catches_up_itself_sees_only_later_updates() {
+        let publisher = MetadataPublisher::new(Arc::new(MetadataImage::default()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let failed: Result<(), &str> = publisher.subscribe_after(|_| Err("cannot open"), |_| unreachable!());
+        assert_eq!(failed, Err("cannot open"));
+        let log = seen.clone();
+        let caught_up = Arc::new(Mutex::new(None));
+        let start = caught_up.clone();
+        publisher
+            .subscribe_after::<()>(
+                move |image| {
+                    *start.lock().unwrap() = Some(image.offset);
+                    Ok(())
+                },
+                move |update| log.lock().unwrap().push(update.image.offset),
+            )
+            .unwrap();
+        let mut next = (*publisher.image()).clone();
+        next.offset = 5;
+        publisher.publish(&MetadataUpdate::unchanged(Arc::new(next)));
+        assert_eq!(*caught_up.lock().unwrap(), Some(MetadataImage::default().offset));
+        // Only the later update, and the failed subscriber was never added.
+        assert_eq!(*seen.lock().unwrap(), [5]);
     }
 }

@@ -142,6 +142,9 @@ fn main() -> anyhow::Result<()> {
     eprintln!("wire_fuzz: seed {seed}, {:?} against {}", options.duration, options.bootstrap);
     let report = fuzz::run(&options);
     println!("{}", report.summary(seed));
+    // `exit` skips destructors: stop our broker (and remove its data
+    // directory) first, so a failed run leaves nothing running.
+    drop(own);
     if !report.passed() {
         std::process::exit(1);
     }

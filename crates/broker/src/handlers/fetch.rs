@@ -55,7 +55,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     let (session, wanted) = match broker.fetch_sessions.admit(&request, by_id, &image) {
         Ok(admitted) => admitted,
         Err(error_code) => {
-            return Reply::Now(encode_response(ctx.api_version, ctx.correlation_id, 0, error_code, &[], &[]));
+            return Reply::Now(encode_response(ctx.api_version, ctx.correlation_id, 0, error_code.code(), &[], &[]));
         }
     };
     let plan = FetchPlan {

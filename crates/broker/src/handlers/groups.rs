@@ -1,8 +1,9 @@
 //! The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 //! LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups,
 //! DeleteGroups and OffsetDelete, translated to and from the coordinator
-//! (crate::group). JoinGroup and SyncGroup may answer later: they hand the
-//! connection a task that waits for the rebalance.
+//! (krabka-coordinator's group coordinator). JoinGroup and SyncGroup may
+//! answer later: the coordinator keeps a waiter that fills a oneshot, and
+//! the connection gets a task that waits on it.
 
 use krabka_protocol::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use krabka_protocol::find_coordinator_response::Coordinator;
@@ -24,12 +25,14 @@ use krabka_protocol::{
 };
 
 use super::topics::ensure_internal_topic;
-use crate::group::assignor::Assignment;
-use crate::group::classic::{GroupState, JoinOutcome, JoinRequest};
-use crate::group::consumer::HeartbeatRequest as ConsumerHeartbeat;
-use crate::group::{CommittedOffset, OFFSETS_TOPIC};
+use crate::clock::coordinator_time;
 use crate::request::{encode_frame, RequestContext};
 use crate::request::{Reply, Response};
+use krabka_coordinator::group::assignor::Assignment;
+use krabka_coordinator::group::classic::{GroupState, JoinRequest};
+use krabka_coordinator::group::consumer::HeartbeatRequest as ConsumerHeartbeat;
+use krabka_coordinator::group::{CommittedOffset, OFFSETS_TOPIC};
+use krabka_coordinator::runtime::{Outcome, Waiter};
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -112,6 +115,17 @@ fn normalize_sync(version: i16, mut response: SyncGroupResponse) -> SyncGroupRes
 }
 
 /// A reply that waits for the coordinator to answer.
+/// A waiter for the coordinator that sends the answer down a oneshot.
+fn oneshot_waiter<T: Send + 'static>() -> (Waiter<T>, tokio::sync::oneshot::Receiver<T>) {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    (
+        Box::new(move |value| {
+            let _ = sender.send(value);
+        }),
+        receiver,
+    )
+}
+
 fn later<T: Send + 'static>(
     ctx: &RequestContext<'_>,
     receiver: tokio::sync::oneshot::Receiver<T>,
@@ -150,9 +164,10 @@ pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply 
         protocols: request.protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect(),
         require_known_member_id: version >= 4,
     };
-    match ctx.broker.groups.join(&ctx.broker.group_host(), &request.group_id, join) {
-        JoinOutcome::Now(response) => ctx.reply(ResponseBody::JoinGroup(Box::new(normalize_join(version, response)))),
-        JoinOutcome::Wait(receiver) => {
+    let (waiter, receiver) = oneshot_waiter();
+    match ctx.broker.groups.join(&ctx.broker.group_host(), &request.group_id, join, waiter) {
+        Outcome::Now(response) => ctx.reply(ResponseBody::JoinGroup(Box::new(normalize_join(version, response)))),
+        Outcome::Wait => {
             let gone = JoinGroupResponse {
                 error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(),
                 generation_id: -1,
@@ -167,16 +182,18 @@ pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply 
 pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply {
     let version = ctx.api_version;
     let assignments = request.assignments.iter().map(|a| (a.member_id.clone(), a.assignment.clone())).collect();
+    let (waiter, receiver) = oneshot_waiter();
     let result = ctx.broker.groups.sync(
         &ctx.broker.group_host(),
         &request.group_id,
         &request.member_id,
         request.generation_id,
         assignments,
+        waiter,
     );
     match result {
-        Ok(response) => ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, response)))),
-        Err(receiver) => {
+        Outcome::Now(response) => ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, response)))),
+        Outcome::Wait => {
             let gone = SyncGroupResponse { error_code: ErrorCode::REBALANCE_IN_PROGRESS.code(), ..Default::default() };
             later(ctx, receiver, gone, move |r| ResponseBody::SyncGroup(Box::new(normalize_sync(version, r))))
         }
@@ -184,7 +201,8 @@ pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply 
 }
 
 pub fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
-    let error_code = ctx.broker.groups.heartbeat(&request.group_id, &request.member_id, request.generation_id);
+    let error_code =
+        ctx.broker.groups.heartbeat(&request.group_id, &request.member_id, request.generation_id, coordinator_time());
     HeartbeatResponse { error_code, ..Default::default() }
 }
 

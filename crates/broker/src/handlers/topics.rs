@@ -111,7 +111,7 @@ pub fn ensure_internal_topic(
         // Known to the image but not hosted (its log failed to open before):
         // an empty commit publishes nothing, so try to open it here.
         Ok((image, ())) if broker.replicas.topic(name).is_none() => {
-            broker.replicas.sync_with_image(&image).map_err(|e| crate::errors::log_error_code(&e))
+            broker.replicas.sync_topic(&image, name).map_err(|e| crate::errors::log_error_code(&e))
         }
         Ok(_) => Ok(()),
         Err(e) => Err(e.code),

@@ -63,6 +63,12 @@ impl ReplicaManager {
         self.reconcile(image, image.topics.keys().map(String::as_str).collect())
     }
 
+    /// Opens (or brings in line) the one topic `name` of `image`, for a
+    /// topic the image has but whose log failed to open before.
+    pub fn sync_topic(&self, image: &MetadataImage, name: &str) -> Result<(), LogError> {
+        self.reconcile(image, BTreeSet::from([name]))
+    }
+
     /// Follows one committed metadata update (the replica manager is a
     /// subscriber of the metadata publisher, as Kafka's is): deletes the
     /// topics it removed and refreshes only the topics its delta names

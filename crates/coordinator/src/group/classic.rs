@@ -7,16 +7,16 @@
 //! The group is pure state: callers hold its shard's lock, pass the clock,
 //! and persist the records it asks for. Delayed answers (a JoinGroup parked
 //! until the rebalance completes, a SyncGroup waiting for the leader) are
-//! oneshot senders kept on the member.
+//! the host's [`Waiter`]s, kept on the member and called under the lock.
 
 use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use krabka_protocol::join_group_response::JoinGroupResponseMember;
 use krabka_protocol::{JoinGroupResponse, SyncGroupResponse};
-use tokio::sync::oneshot;
+
+use crate::runtime::{Outcome, Time, Waiter};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupState {
@@ -60,9 +60,10 @@ pub struct Member {
     /// (protocol name, metadata), in the member's order of preference.
     pub protocols: Vec<(String, Bytes)>,
     pub assignment: Bytes,
-    pub last_heartbeat: Instant,
-    pub join_waiter: Option<oneshot::Sender<JoinGroupResponse>>,
-    pub sync_waiter: Option<oneshot::Sender<SyncGroupResponse>>,
+    /// When the member last showed it is alive (monotonic ms).
+    pub last_heartbeat: i64,
+    pub join_waiter: Option<Waiter<JoinGroupResponse>>,
+    pub sync_waiter: Option<Waiter<SyncGroupResponse>>,
 }
 
 impl Member {
@@ -85,12 +86,8 @@ pub struct JoinRequest {
     pub require_known_member_id: bool,
 }
 
-pub enum JoinOutcome {
-    /// Answer now.
-    Now(JoinGroupResponse),
-    /// The response arrives when the rebalance completes.
-    Wait(oneshot::Receiver<JoinGroupResponse>),
-}
+/// A JoinGroup's answer: now, or later through the waiter it was given.
+pub type JoinOutcome = Outcome<JoinGroupResponse>;
 
 pub struct ClassicGroup {
     pub group_id: String,
@@ -103,12 +100,12 @@ pub struct ClassicGroup {
     pub members: HashMap<String, Member>,
     join_order: Vec<String>,
     /// Ids handed out by MEMBER_ID_REQUIRED, waiting for the member's rejoin.
-    pending_members: HashMap<String, Instant>,
+    pending_members: HashMap<String, i64>,
     static_members: HashMap<String, String>,
     /// When the current PreparingRebalance or CompletingRebalance gives up waiting.
-    pub rebalance_deadline: Option<Instant>,
+    pub rebalance_deadline: Option<i64>,
     /// For a group rebalancing from Empty: the initial delay (KIP-134) ends here.
-    initial_delay_until: Option<Instant>,
+    initial_delay_until: Option<i64>,
     pub state_timestamp_ms: i64,
 }
 
@@ -199,7 +196,15 @@ impl ClassicGroup {
         candidates.into_iter().find(|c| votes.get(c.as_str()) == Some(&best))
     }
 
-    pub fn join(&mut self, request: JoinRequest, config: &ClassicConfig, now: Instant, now_ms: i64) -> JoinOutcome {
+    /// JoinGroup. When the answer must wait for the rebalance, `waiter` is
+    /// kept and called with it; otherwise it is dropped unused.
+    pub fn join(
+        &mut self,
+        request: JoinRequest,
+        waiter: Waiter<JoinGroupResponse>,
+        config: &ClassicConfig,
+        now: Time,
+    ) -> JoinOutcome {
         let member_id = request.member_id.clone();
         if self.state == GroupState::Dead {
             return JoinOutcome::Now(error_join(&member_id, ErrorCode::COORDINATOR_NOT_AVAILABLE.code()));
@@ -225,10 +230,10 @@ impl ClassicGroup {
             }
             let new_id = new_member_id(&request.client_id, request.group_instance_id.as_deref());
             if request.require_known_member_id && request.group_instance_id.is_none() {
-                self.pending_members.insert(new_id.clone(), now);
+                self.pending_members.insert(new_id.clone(), now.mono_ms);
                 return JoinOutcome::Now(error_join(&new_id, ErrorCode::MEMBER_ID_REQUIRED.code()));
             }
-            return self.add_member_and_rebalance(new_id, request, config, now, now_ms);
+            return self.add_member_and_rebalance(new_id, request, waiter, config, now);
         }
         if !known {
             return JoinOutcome::Now(error_join(&member_id, ErrorCode::UNKNOWN_MEMBER_ID.code()));
@@ -242,26 +247,25 @@ impl ClassicGroup {
             if self.members.len() >= config.max_size {
                 return JoinOutcome::Now(error_join(&member_id, ErrorCode::GROUP_MAX_SIZE_REACHED.code()));
             }
-            return self.add_member_and_rebalance(member_id, request, config, now, now_ms);
+            return self.add_member_and_rebalance(member_id, request, waiter, config, now);
         }
         // A known member rejoining.
-        let (receiver, changed) = {
+        let changed = {
             let member = self.members.get_mut(&member_id).expect("known member");
             let changed = member.protocols != request.protocols;
             member.protocols = request.protocols;
             member.session_timeout_ms = request.session_timeout_ms;
             member.rebalance_timeout_ms = request.rebalance_timeout_ms;
-            member.last_heartbeat = now;
-            let (tx, rx) = oneshot::channel();
-            member.join_waiter = Some(tx);
-            (rx, changed)
+            member.last_heartbeat = now.mono_ms;
+            member.join_waiter = Some(waiter);
+            changed
         };
         match self.state {
             GroupState::PreparingRebalance => {}
             GroupState::CompletingRebalance | GroupState::Stable => {
                 let is_leader = self.leader_id.as_deref() == Some(member_id.as_str());
                 if changed || is_leader {
-                    self.prepare_rebalance(config, now, now_ms);
+                    self.prepare_rebalance(config, now);
                 } else {
                     // Nothing changed: the member just gets the current generation back.
                     let response = self.join_response_for(&member_id);
@@ -271,24 +275,23 @@ impl ClassicGroup {
                     return JoinOutcome::Now(response);
                 }
             }
-            GroupState::Empty | GroupState::Dead => self.prepare_rebalance(config, now, now_ms),
+            GroupState::Empty | GroupState::Dead => self.prepare_rebalance(config, now),
         }
-        self.maybe_complete_join(now, now_ms);
-        JoinOutcome::Wait(receiver)
+        self.maybe_complete_join(now);
+        Outcome::Wait
     }
 
     fn add_member_and_rebalance(
         &mut self,
         member_id: String,
         request: JoinRequest,
+        waiter: Waiter<JoinGroupResponse>,
         config: &ClassicConfig,
-        now: Instant,
-        now_ms: i64,
+        now: Time,
     ) -> JoinOutcome {
         if self.members.is_empty() {
             self.protocol_type = Some(request.protocol_type.clone());
         }
-        let (tx, rx) = oneshot::channel();
         if let Some(instance) = &request.group_instance_id {
             self.static_members.insert(instance.clone(), member_id.clone());
         }
@@ -305,8 +308,8 @@ impl ClassicGroup {
                 protocol_type: request.protocol_type,
                 protocols: request.protocols,
                 assignment: Bytes::new(),
-                last_heartbeat: now,
-                join_waiter: Some(tx),
+                last_heartbeat: now.mono_ms,
+                join_waiter: Some(waiter),
                 sync_waiter: None,
             },
         );
@@ -314,48 +317,45 @@ impl ClassicGroup {
             // KIP-134: each member joining an initially empty group extends
             // the delay, up to the rebalance timeout.
             if let (Some(until), Some(deadline)) = (self.initial_delay_until, self.rebalance_deadline) {
-                let extended = until.max(now) + Duration::from_millis(config.initial_rebalance_delay_ms.max(0) as u64);
+                let extended = until.max(now.mono_ms) + config.initial_rebalance_delay_ms.max(0);
                 self.initial_delay_until = Some(extended.min(deadline));
             }
         } else {
-            self.prepare_rebalance(config, now, now_ms);
+            self.prepare_rebalance(config, now);
         }
-        self.maybe_complete_join(now, now_ms);
-        JoinOutcome::Wait(rx)
+        self.maybe_complete_join(now);
+        Outcome::Wait
     }
 
     /// Moves to PreparingRebalance: members must rejoin within the longest
     /// rebalance timeout; sync waiters learn that a rebalance started.
-    pub fn prepare_rebalance(&mut self, config: &ClassicConfig, now: Instant, now_ms: i64) {
+    pub fn prepare_rebalance(&mut self, config: &ClassicConfig, now: Time) {
         for member in self.members.values_mut() {
             if let Some(waiter) = member.sync_waiter.take() {
-                let _ = waiter.send(SyncGroupResponse {
-                    error_code: ErrorCode::REBALANCE_IN_PROGRESS.code(),
-                    ..Default::default()
-                });
+                waiter(SyncGroupResponse { error_code: ErrorCode::REBALANCE_IN_PROGRESS.code(), ..Default::default() });
             }
         }
-        let timeout = self.members.values().map(|m| m.rebalance_timeout_ms.max(0) as u64).max().unwrap_or(0);
-        let deadline = now + Duration::from_millis(timeout);
+        let timeout = self.members.values().map(|m| i64::from(m.rebalance_timeout_ms.max(0))).max().unwrap_or(0);
+        let deadline = now.mono_ms + timeout;
         self.initial_delay_until = if self.state == GroupState::Empty && config.initial_rebalance_delay_ms > 0 {
-            Some((now + Duration::from_millis(config.initial_rebalance_delay_ms as u64)).min(deadline))
+            Some((now.mono_ms + config.initial_rebalance_delay_ms).min(deadline))
         } else {
             None
         };
         self.rebalance_deadline = Some(deadline);
-        self.set_state(GroupState::PreparingRebalance, now_ms);
+        self.set_state(GroupState::PreparingRebalance, now.wall_ms);
     }
 
     /// Completes the join phase when every member has rejoined (and the
     /// initial delay is over), or when the deadline passed (members that did
     /// not rejoin are dropped). Returns true when a generation was formed.
-    pub fn maybe_complete_join(&mut self, now: Instant, now_ms: i64) -> bool {
+    pub fn maybe_complete_join(&mut self, now: Time) -> bool {
         if self.state != GroupState::PreparingRebalance {
             return false;
         }
         let all_joined = self.members.values().all(|m| m.join_waiter.is_some()) && self.pending_members.is_empty();
-        let delay_over = self.initial_delay_until.is_none_or(|until| now >= until);
-        let deadline_passed = self.rebalance_deadline.is_some_and(|d| now >= d);
+        let delay_over = self.initial_delay_until.is_none_or(|until| now.mono_ms >= until);
+        let deadline_passed = self.rebalance_deadline.is_some_and(|d| now.mono_ms >= d);
         if !(deadline_passed || (all_joined && delay_over)) {
             return false;
         }
@@ -371,24 +371,24 @@ impl ClassicGroup {
             self.protocol_name = None;
             self.leader_id = None;
             self.rebalance_deadline = None;
-            self.set_state(GroupState::Empty, now_ms);
+            self.set_state(GroupState::Empty, now.wall_ms);
             return true;
         }
         self.protocol_name = self.select_protocol();
         if self.leader_id.as_ref().is_none_or(|l| !self.members.contains_key(l)) {
             self.leader_id = self.join_order.iter().find(|id| self.members.contains_key(*id)).cloned();
         }
-        let max_rebalance = self.members.values().map(|m| m.rebalance_timeout_ms.max(0) as u64).max().unwrap_or(0);
-        self.rebalance_deadline = Some(now + Duration::from_millis(max_rebalance));
-        self.set_state(GroupState::CompletingRebalance, now_ms);
+        let max_rebalance = self.members.values().map(|m| i64::from(m.rebalance_timeout_ms.max(0))).max().unwrap_or(0);
+        self.rebalance_deadline = Some(now.mono_ms + max_rebalance);
+        self.set_state(GroupState::CompletingRebalance, now.wall_ms);
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for member_id in ids {
             let response = self.join_response_for(&member_id);
             if let Some(member) = self.members.get_mut(&member_id) {
-                member.last_heartbeat = now;
+                member.last_heartbeat = now.mono_ms;
                 member.assignment = Bytes::new();
                 if let Some(waiter) = member.join_waiter.take() {
-                    let _ = waiter.send(response);
+                    waiter(response);
                 }
             }
         }
@@ -424,16 +424,17 @@ impl ClassicGroup {
         }
     }
 
-    /// SyncGroup. Returns the response now, or a receiver for it; `Ok(true)`
-    /// in the second slot when the group became Stable (persist it).
+    /// SyncGroup. Returns the response now, or Wait when `waiter` was kept
+    /// for it; true in the second slot when the group became Stable (persist it).
     pub fn sync(
         &mut self,
         member_id: &str,
         generation_id: i32,
         assignments: Vec<(String, Bytes)>,
+        waiter: Waiter<SyncGroupResponse>,
         now_ms: i64,
-    ) -> (Result<SyncGroupResponse, oneshot::Receiver<SyncGroupResponse>>, bool) {
-        let error = |code| (Ok(SyncGroupResponse { error_code: code, ..Default::default() }), false);
+    ) -> (Outcome<SyncGroupResponse>, bool) {
+        let error = |code| (Outcome::Now(SyncGroupResponse { error_code: code, ..Default::default() }), false);
         if !self.members.contains_key(member_id) {
             return error(ErrorCode::UNKNOWN_MEMBER_ID.code());
         }
@@ -445,28 +446,26 @@ impl ClassicGroup {
             GroupState::Empty | GroupState::Dead => error(ErrorCode::UNKNOWN_MEMBER_ID.code()),
             GroupState::Stable => {
                 let member = &self.members[member_id];
-                (Ok(self.sync_response(member.assignment.clone())), false)
+                (Outcome::Now(self.sync_response(member.assignment.clone())), false)
             }
             GroupState::CompletingRebalance => {
-                let (tx, rx) = oneshot::channel();
                 if let Some(member) = self.members.get_mut(member_id) {
-                    member.sync_waiter = Some(tx);
+                    member.sync_waiter = Some(waiter);
                 }
                 if self.leader_id.as_deref() != Some(member_id) {
-                    return (Err(rx), false);
+                    return (Outcome::Wait, false);
                 }
                 let assigned: HashMap<String, Bytes> = assignments.into_iter().collect();
                 let response_base = self.sync_response(Bytes::new());
                 for member in self.members.values_mut() {
                     member.assignment = assigned.get(&member.member_id).cloned().unwrap_or_default();
                     if let Some(waiter) = member.sync_waiter.take() {
-                        let _ = waiter
-                            .send(SyncGroupResponse { assignment: member.assignment.clone(), ..response_base.clone() });
+                        waiter(SyncGroupResponse { assignment: member.assignment.clone(), ..response_base.clone() });
                     }
                 }
                 self.rebalance_deadline = None;
                 self.set_state(GroupState::Stable, now_ms);
-                (Err(rx), true)
+                (Outcome::Wait, true)
             }
         }
     }
@@ -481,9 +480,9 @@ impl ClassicGroup {
         }
     }
 
-    pub fn heartbeat(&mut self, member_id: &str, generation_id: i32, now: Instant) -> i16 {
+    pub fn heartbeat(&mut self, member_id: &str, generation_id: i32, now: Time) -> i16 {
         let Some(member) = self.members.get_mut(member_id) else { return ErrorCode::UNKNOWN_MEMBER_ID.code() };
-        member.last_heartbeat = now;
+        member.last_heartbeat = now.mono_ms;
         if generation_id != self.generation_id {
             return ErrorCode::ILLEGAL_GENERATION.code();
         }
@@ -500,8 +499,7 @@ impl ClassicGroup {
         member_id: &str,
         group_instance_id: Option<&str>,
         config: &ClassicConfig,
-        now: Instant,
-        now_ms: i64,
+        now: Time,
     ) -> i16 {
         let id = match group_instance_id {
             Some(instance) => match self.static_members.get(instance) {
@@ -518,7 +516,7 @@ impl ClassicGroup {
             return ErrorCode::UNKNOWN_MEMBER_ID.code();
         }
         self.remove_member(&id);
-        self.member_gone(config, now, now_ms);
+        self.member_gone(config, now);
         ErrorCode::NONE.code()
     }
 
@@ -528,11 +526,10 @@ impl ClassicGroup {
                 self.static_members.remove(instance);
             }
             if let Some(waiter) = member.join_waiter {
-                let _ = waiter.send(error_join(member_id, ErrorCode::UNKNOWN_MEMBER_ID.code()));
+                waiter(error_join(member_id, ErrorCode::UNKNOWN_MEMBER_ID.code()));
             }
             if let Some(waiter) = member.sync_waiter {
-                let _ = waiter
-                    .send(SyncGroupResponse { error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(), ..Default::default() });
+                waiter(SyncGroupResponse { error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(), ..Default::default() });
             }
         }
         self.join_order.retain(|id| id != member_id);
@@ -542,27 +539,25 @@ impl ClassicGroup {
     }
 
     /// After a member left or expired: rebalance, or finish the one running.
-    fn member_gone(&mut self, config: &ClassicConfig, now: Instant, now_ms: i64) {
+    fn member_gone(&mut self, config: &ClassicConfig, now: Time) {
         match self.state {
-            GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(config, now, now_ms),
+            GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(config, now),
             GroupState::PreparingRebalance => {}
             GroupState::Empty | GroupState::Dead => return,
         }
-        self.maybe_complete_join(now, now_ms);
+        self.maybe_complete_join(now);
     }
 
     /// Clock work: expired sessions, passed deadlines. Returns true when the
     /// group's generation or state changed in a way worth persisting.
-    pub fn tick(&mut self, config: &ClassicConfig, now: Instant, now_ms: i64) -> bool {
+    pub fn tick(&mut self, config: &ClassicConfig, now: Time) -> bool {
         let before = (self.generation_id, self.state);
         // Members waiting in a join are covered by the rebalance timeout.
         let expired: Vec<String> = self
             .members
             .values()
             .filter(|m| {
-                m.join_waiter.is_none()
-                    && now.saturating_duration_since(m.last_heartbeat)
-                        > Duration::from_millis(m.session_timeout_ms.max(0) as u64)
+                m.join_waiter.is_none() && now.mono_ms - m.last_heartbeat > i64::from(m.session_timeout_ms.max(0))
             })
             .map(|m| m.member_id.clone())
             .collect();
@@ -570,19 +565,18 @@ impl ClassicGroup {
             tracing::info!(group = %self.group_id, member = %member_id, "member session expired");
             self.remove_member(member_id);
         }
-        let session_ms = self.members.values().map(|m| m.session_timeout_ms.max(0) as u64).max().unwrap_or(0);
-        self.pending_members
-            .retain(|_, since| now.saturating_duration_since(*since) <= Duration::from_millis(session_ms.max(30_000)));
+        let session_ms = self.members.values().map(|m| i64::from(m.session_timeout_ms.max(0))).max().unwrap_or(0);
+        self.pending_members.retain(|_, since| now.mono_ms - *since <= session_ms.max(30_000));
         if !expired.is_empty() {
-            self.member_gone(config, now, now_ms);
+            self.member_gone(config, now);
         }
         match self.state {
             GroupState::PreparingRebalance => {
-                self.maybe_complete_join(now, now_ms);
+                self.maybe_complete_join(now);
             }
-            GroupState::CompletingRebalance if self.rebalance_deadline.is_some_and(|d| now >= d) => {
+            GroupState::CompletingRebalance if self.rebalance_deadline.is_some_and(|d| now.mono_ms >= d) => {
                 // The leader never sent the assignment: start over.
-                self.prepare_rebalance(config, now, now_ms);
+                self.prepare_rebalance(config, now);
             }
             _ => {}
         }
@@ -592,8 +586,11 @@ impl ClassicGroup {
 
 pub fn new_member_id(client_id: &str, group_instance_id: Option<&str>) -> String {
     let prefix = group_instance_id.unwrap_or(client_id);
-    let uuid = krabka_protocol::Uuid::random().map(|u| u.to_string()).unwrap_or_else(|_| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos().to_string()
-    });
+    // Without the system's randomness, a counter keeps ids unique in this
+    // process (the clock is not read here).
+    static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let uuid = krabka_protocol::Uuid::random()
+        .map(|u| u.to_string())
+        .unwrap_or_else(|_| format!("fallback-{}", FALLBACK.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     format!("{prefix}-{uuid}")
 }

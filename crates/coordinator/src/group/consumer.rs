@@ -12,12 +12,12 @@
 
 use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
 
 use krabka_protocol::Uuid;
 
 use super::assignor::{self, Assignment, TopicInfo};
-use crate::metadata::MetadataImage;
+use crate::runtime::Time;
+use krabka_metadata::MetadataImage;
 
 /// Member epoch -1: leave the group; -2: a static member leaves temporarily.
 const LEAVE_EPOCH: i32 = -1;
@@ -45,8 +45,10 @@ pub struct ConsumerMember {
     pub assigned: Assignment,
     /// Partitions it was asked to give up and has not confirmed yet.
     pub revoking: Assignment,
-    revocation_deadline: Option<Instant>,
-    last_heartbeat: Instant,
+    /// Monotonic ms by which a revocation must be confirmed.
+    revocation_deadline: Option<i64>,
+    /// Monotonic ms of the member's last heartbeat.
+    last_heartbeat: i64,
     /// The assignment last sent, so unchanged ones are not resent.
     last_sent: Option<Assignment>,
     /// Set for a member that speaks the classic protocol (after an upgrade).
@@ -70,7 +72,7 @@ impl ConsumerMember {
         client_id: &str,
         client_host: &str,
         rebalance_timeout_ms: i32,
-        now: Instant,
+        mono_ms: i64,
     ) -> Self {
         ConsumerMember {
             member_id: member_id.to_string(),
@@ -86,7 +88,7 @@ impl ConsumerMember {
             assigned: Assignment::new(),
             revoking: Assignment::new(),
             revocation_deadline: None,
-            last_heartbeat: now,
+            last_heartbeat: mono_ms,
             last_sent: None,
             classic: None,
         }
@@ -248,15 +250,14 @@ impl ConsumerGroup {
         request: HeartbeatRequest,
         image: &MetadataImage,
         config: &ConsumerConfig,
-        now: Instant,
-        now_ms: i64,
+        now: Time,
     ) -> HeartbeatResponse {
         let member_id = request.member_id.clone();
         // One heartbeat moves the group epoch at most once, however many
         // things it changed.
         let mut bump = match request.member_epoch {
-            LEAVE_EPOCH | STATIC_LEAVE_EPOCH => return self.leave(member_id, request.member_epoch, now_ms),
-            0 => match self.join(&request, config, now) {
+            LEAVE_EPOCH | STATIC_LEAVE_EPOCH => return self.leave(member_id, request.member_epoch, now.wall_ms),
+            0 => match self.join(&request, config, now.mono_ms) {
                 Ok(()) => true,
                 Err(response) => return response,
             },
@@ -269,14 +270,14 @@ impl ConsumerGroup {
             Ok(assignor_changed) => bump |= assignor_changed,
             Err(response) => return response,
         }
-        let mut changed = self.record_heartbeat(&request, now);
+        let mut changed = self.record_heartbeat(&request, now.mono_ms);
         changed |= self.match_regex_subscriptions(&request, image);
         bump |= self.refresh_subscribed_topics(image);
         if changed || bump {
-            self.bump_epoch(now_ms);
+            self.bump_epoch(now.wall_ms);
         }
         self.maybe_assign();
-        self.reconcile(&member_id, request.owned.as_ref(), now);
+        self.reconcile(&member_id, request.owned.as_ref(), now.mono_ms);
         self.answer(member_id)
     }
 
@@ -300,7 +301,7 @@ impl ConsumerGroup {
         &mut self,
         request: &HeartbeatRequest,
         config: &ConsumerConfig,
-        now: Instant,
+        mono_ms: i64,
     ) -> Result<(), HeartbeatResponse> {
         let member_id = &request.member_id;
         if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
@@ -341,7 +342,7 @@ impl ConsumerGroup {
                     &request.client_id,
                     &request.client_host,
                     request.rebalance_timeout_ms,
-                    now,
+                    mono_ms,
                 )
             },
         );
@@ -394,10 +395,10 @@ impl ConsumerGroup {
 
     /// The member's liveness, rebalance timeout and subscription from this
     /// heartbeat. True when its subscription changed.
-    fn record_heartbeat(&mut self, request: &HeartbeatRequest, now: Instant) -> bool {
+    fn record_heartbeat(&mut self, request: &HeartbeatRequest, mono_ms: i64) -> bool {
         let mut changed = false;
         let member = self.members.get_mut(&request.member_id).expect("member present");
-        member.last_heartbeat = now;
+        member.last_heartbeat = mono_ms;
         // -1 means "unchanged" after the first heartbeat.
         if request.rebalance_timeout_ms >= 0 {
             member.rebalance_timeout_ms = request.rebalance_timeout_ms;
@@ -472,7 +473,7 @@ impl ConsumerGroup {
     }
 
     /// Moves one member towards its target (see the module comment).
-    fn reconcile(&mut self, member_id: &str, owned: Option<&Assignment>, now: Instant) {
+    fn reconcile(&mut self, member_id: &str, owned: Option<&Assignment>, mono_ms: i64) {
         let target = self.target.get(member_id).cloned().unwrap_or_default();
         let held = self.held_by_others(member_id);
         let assignment_epoch = self.assignment_epoch;
@@ -490,7 +491,7 @@ impl ConsumerGroup {
         if !to_revoke.is_empty() {
             remove_all(&mut member.assigned, &to_revoke);
             member.revoking = to_revoke;
-            member.revocation_deadline = Some(now + Duration::from_millis(member.rebalance_timeout_ms.max(0) as u64));
+            member.revocation_deadline = Some(mono_ms + i64::from(member.rebalance_timeout_ms.max(0)));
             return;
         }
         if member.member_epoch != assignment_epoch {
@@ -506,7 +507,7 @@ impl ConsumerGroup {
     }
 
     /// Expired sessions and overdue revocations. True when members were removed.
-    pub fn tick(&mut self, config: &ConsumerConfig, now: Instant, now_ms: i64) -> bool {
+    pub fn tick(&mut self, config: &ConsumerConfig, now: Time) -> bool {
         let expired: Vec<String> = self
             .members
             .values()
@@ -515,8 +516,8 @@ impl ConsumerGroup {
                 // their revocations happen by rejoining, under that timeout.
                 let session_ms =
                     m.classic.as_ref().map_or(config.session_timeout_ms, |c| i64::from(c.session_timeout_ms));
-                now.saturating_duration_since(m.last_heartbeat) > Duration::from_millis(session_ms.max(0) as u64)
-                    || (m.classic.is_none() && m.revocation_deadline.is_some_and(|d| now >= d))
+                now.mono_ms - m.last_heartbeat > session_ms.max(0)
+                    || (m.classic.is_none() && m.revocation_deadline.is_some_and(|d| now.mono_ms >= d))
             })
             .map(|m| m.member_id.clone())
             .collect();
@@ -526,7 +527,7 @@ impl ConsumerGroup {
             self.target.remove(id);
         }
         if !expired.is_empty() {
-            self.bump_epoch(now_ms);
+            self.bump_epoch(now.wall_ms);
         }
         !expired.is_empty()
     }
@@ -549,13 +550,8 @@ impl ConsumerGroup {
 impl ConsumerGroup {
     /// Converts a Stable classic group of consumers: members keep their
     /// ids, subscriptions, assignments and generation (as member epoch).
-    pub fn from_classic(
-        classic: &super::classic::ClassicGroup,
-        image: &MetadataImage,
-        now: Instant,
-        now_ms: i64,
-    ) -> Self {
-        let mut group = ConsumerGroup::new(&classic.group_id, now_ms);
+    pub fn from_classic(classic: &super::classic::ClassicGroup, image: &MetadataImage, now: Time) -> Self {
+        let mut group = ConsumerGroup::new(&classic.group_id, now.wall_ms);
         group.group_epoch = classic.generation_id;
         group.assignment_epoch = classic.generation_id;
         let protocol = classic.protocol_name.clone().unwrap_or_default();
@@ -581,7 +577,7 @@ impl ConsumerGroup {
                         &member.client_id,
                         &member.client_host,
                         member.rebalance_timeout_ms,
-                        now,
+                        now.mono_ms,
                     )
                 },
             );
@@ -599,8 +595,7 @@ impl ConsumerGroup {
         member_id: &str,
         image: &MetadataImage,
         config: &ConsumerConfig,
-        now: Instant,
-        now_ms: i64,
+        now: Time,
     ) -> Result<(i32, String), i16> {
         let Some((protocol, metadata)) = request.protocols.first() else {
             return Err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL.code());
@@ -621,14 +616,14 @@ impl ConsumerGroup {
                 &request.client_id,
                 &request.client_host,
                 request.rebalance_timeout_ms,
-                now,
+                now.mono_ms,
             )
         });
         member.classic = Some(ClassicProtocol {
             protocols: request.protocols.clone(),
             session_timeout_ms: request.session_timeout_ms,
         });
-        member.last_heartbeat = now;
+        member.last_heartbeat = now.mono_ms;
         if member.subscribed_topic_names != topics {
             member.subscribed_topic_names = topics;
             bump = true;
@@ -651,10 +646,10 @@ impl ConsumerGroup {
             bump = true;
         }
         if bump {
-            self.bump_epoch(now_ms);
+            self.bump_epoch(now.wall_ms);
         }
         self.maybe_assign();
-        self.reconcile(member_id, Some(&owned), now);
+        self.reconcile(member_id, Some(&owned), now.mono_ms);
         Ok((self.members[member_id].member_epoch, protocol.clone()))
     }
 
@@ -675,11 +670,11 @@ impl ConsumerGroup {
 
     /// Heartbeat from a classic member: a rejoin is requested whenever its
     /// assignment has to move.
-    pub fn classic_heartbeat(&mut self, member_id: &str, generation_id: i32, now: Instant) -> i16 {
+    pub fn classic_heartbeat(&mut self, member_id: &str, generation_id: i32, now: Time) -> i16 {
         let target = self.target.get(member_id).cloned().unwrap_or_default();
         let assignment_epoch = self.assignment_epoch;
         let Some(member) = self.members.get_mut(member_id) else { return ErrorCode::UNKNOWN_MEMBER_ID.code() };
-        member.last_heartbeat = now;
+        member.last_heartbeat = now.mono_ms;
         if generation_id != member.member_epoch {
             return ErrorCode::ILLEGAL_GENERATION.code();
         }
@@ -729,26 +724,7 @@ pub fn topic_ids(assignment: &Assignment) -> Vec<Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::records::MetadataRecord;
-    use krabka_protocol::{PartitionRecord, TopicRecord};
-
-    fn image_with(topic: &str, partitions: i32) -> (MetadataImage, Uuid) {
-        let mut image = MetadataImage::default();
-        let id = Uuid([7; 16]);
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord { name: topic.into(), topic_id: id, ..Default::default() }))
-            .unwrap();
-        for p in 0..partitions {
-            image
-                .apply(&MetadataRecord::Partition(PartitionRecord {
-                    partition_id: p,
-                    topic_id: id,
-                    ..Default::default()
-                }))
-                .unwrap();
-        }
-        (image, id)
-    }
+    use crate::testing::image_with;
 
     fn request(member: &str, epoch: i32, owned: Option<Assignment>) -> HeartbeatRequest {
         HeartbeatRequest {
@@ -771,44 +747,44 @@ mod tests {
     fn members_revoke_before_others_are_assigned() {
         let (image, id) = image_with("t", 4);
         let config = ConsumerConfig { session_timeout_ms: 45_000, heartbeat_interval_ms: 5000, max_size: 100 };
-        let now = Instant::now();
+        let now = Time::new(0, 1_000_000);
         let mut group = ConsumerGroup::new("g", 0);
-        let a = group.heartbeat(request("a", 0, None), &image, &config, now, 0);
+        let a = group.heartbeat(request("a", 0, None), &image, &config, now);
         assert_eq!(a.member_epoch, 1);
         assert_eq!(assignor::count(a.assignment.as_ref().unwrap()), 4);
         let a_owned = a.assignment.clone();
         // b joins: a must revoke two partitions before b gets them.
-        let b = group.heartbeat(request("b", 0, None), &image, &config, now, 0);
+        let b = group.heartbeat(request("b", 0, None), &image, &config, now);
         assert_eq!(b.member_epoch, 2);
         assert_eq!(assignor::count(b.assignment.as_ref().unwrap()), 0, "a still holds them");
-        let a2 = group.heartbeat(request("a", 1, a_owned), &image, &config, now, 0);
+        let a2 = group.heartbeat(request("a", 1, a_owned), &image, &config, now);
         assert_eq!(a2.member_epoch, 1, "a keeps its epoch until it revokes");
         let a_now = a2.assignment.clone().unwrap();
         assert_eq!(assignor::count(&a_now), 2);
         assert_eq!(group.state_name(), "Reconciling");
         // While a revokes, its rebalance timeout (10 s) protects it.
-        assert!(!group.tick(&config, now + Duration::from_secs(1), 0));
+        assert!(!group.tick(&config, now.plus_ms(1_000)));
         // a confirms (owns only the two it kept): epoch 2; then b gets the rest.
-        let a3 = group.heartbeat(request("a", 1, Some(a_now.clone())), &image, &config, now, 0);
+        let a3 = group.heartbeat(request("a", 1, Some(a_now.clone())), &image, &config, now);
         assert_eq!(a3.member_epoch, 2);
-        let b2 = group.heartbeat(request("b", 2, Some(Assignment::new())), &image, &config, now, 0);
+        let b2 = group.heartbeat(request("b", 2, Some(Assignment::new())), &image, &config, now);
         let b_now = b2.assignment.unwrap();
         assert_eq!(assignor::count(&b_now), 2);
         assert!(!intersects(&a_now, &b_now));
         assert_eq!(group.state_name(), "Stable");
         // Fencing: an old epoch is refused; an unknown member too.
         assert_eq!(
-            group.heartbeat(request("b", 1, None), &image, &config, now, 0).error_code,
+            group.heartbeat(request("b", 1, None), &image, &config, now).error_code,
             ErrorCode::FENCED_MEMBER_EPOCH.code()
         );
         assert_eq!(
-            group.heartbeat(request("z", 3, None), &image, &config, now, 0).error_code,
+            group.heartbeat(request("z", 3, None), &image, &config, now).error_code,
             ErrorCode::UNKNOWN_MEMBER_ID.code()
         );
         assert_eq!(group.validate_commit("a", 2), Ok(()));
         assert_eq!(group.validate_commit("a", 1), Err(ErrorCode::STALE_MEMBER_EPOCH.code()));
         // b's session expires: a gets everything back at the next epoch.
-        assert!(group.tick(&config, now + Duration::from_secs(46), 0) || group.members.len() == 2);
+        assert!(group.tick(&config, now.plus_ms(46_000)) || group.members.len() == 2);
         let _ = id;
     }
 

@@ -2,13 +2,13 @@
 //! stored in `__consumer_offsets` in Kafka's record formats.
 //!
 //! Groups are spread over the topic's partitions as Kafka spreads them
-//! (`abs(javaHashCode(group_id)) % partitions`); each partition is a shard
-//! with its own lock, so groups on different shards never wait for each
-//! other. Every change that must survive a restart is appended to the
+//! (`javaHashCode(group_id)` without its sign bit, modulo the partitions);
+//! each partition is a shard of the runtime with its own lock, so groups on
+//! different shards never wait for each other. Every change that must survive a restart is appended to the
 //! shard's partition while its lock is held, so the log's order is the
 //! state's order; a start replays those partitions (compaction keeps the
-//! latest record per key). The topic is created on first use, compacted,
-//! with `offsets.topic.num.partitions` partitions.
+//! latest record per key). The host creates the topic on first use,
+//! compacted, with `offsets.topic.num.partitions` partitions.
 
 pub mod assignor;
 pub mod classic;
@@ -18,31 +18,29 @@ pub mod records;
 
 use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::{Arc, MutexGuard};
 
 use bytes::Bytes;
-use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
-use krabka_protocol::{ConsumerProtocolSubscription, GroupMetadataValue, Message, OffsetCommitValue};
+use krabka_metadata::MetadataImage;
+use krabka_protocol::{
+    ConsumerProtocolSubscription, GroupMetadataValue, JoinGroupResponse, Message, OffsetCommitValue, SyncGroupResponse,
+};
 
 use self::classic::{ClassicConfig, ClassicGroup, GroupState, JoinOutcome, JoinRequest, Member};
 use self::consumer::{ConsumerConfig, ConsumerGroup, HeartbeatRequest, HeartbeatResponse};
 use self::records::CoordinatorRecord;
-use crate::clock::now_ms;
-use crate::metadata::MetadataStore;
-use crate::replica::ReplicaManager;
+use crate::runtime::{self, CoordinatorLog, Outcome, Shards, Time, Waiter};
 use krabka_protocol::group_metadata_value::MemberMetadata;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
-/// What the coordinator uses of the broker: the `__consumer_offsets`
-/// partitions its shards persist to, and the metadata image its assignors
-/// read. Kept this narrow so the coordinator never reaches for the broker
-/// (and can move to a crate of its own, over a log trait).
+/// What a call uses of its host: the `__consumer_offsets` partitions the
+/// shards persist to, the metadata image the assignors read, and the time.
+/// Kept this narrow so the coordinator never reaches for the broker.
 pub struct GroupHost<'a> {
-    pub replicas: &'a ReplicaManager,
-    pub metadata: &'a MetadataStore,
+    pub log: &'a dyn CoordinatorLog,
+    pub image: Arc<MetadataImage>,
+    pub now: Time,
 }
 
 #[derive(Clone, Debug)]
@@ -87,6 +85,7 @@ impl GroupEntry {
     }
 }
 
+/// The groups of one `__consumer_offsets` partition.
 #[derive(Default)]
 struct Shard {
     groups: HashMap<String, GroupEntry>,
@@ -94,12 +93,7 @@ struct Shard {
 
 pub struct GroupCoordinator {
     config: GroupConfig,
-    shards: Vec<Mutex<Shard>>,
-}
-
-/// Java's `String.hashCode` over UTF-16 code units, as Kafka places groups.
-pub fn java_string_hash(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    shards: Shards<Shard>,
 }
 
 /// One partition of an OffsetCommit: (topic, partition, offset, leader epoch, metadata).
@@ -121,8 +115,7 @@ impl GroupCoordinator {
     /// `partitions` is the offsets topic's partition count (from the image
     /// when it exists, else `offsets.topic.num.partitions`).
     pub fn new(config: GroupConfig, partitions: usize) -> Self {
-        let shards = (0..partitions.max(1)).map(|_| Mutex::new(Shard::default())).collect();
-        GroupCoordinator { config, shards }
+        GroupCoordinator { config, shards: Shards::new(partitions) }
     }
 
     pub fn config(&self) -> &GroupConfig {
@@ -130,75 +123,27 @@ impl GroupCoordinator {
     }
 
     pub fn partition_for(&self, group_id: &str) -> usize {
-        ((java_string_hash(group_id) & 0x7fff_ffff) as usize) % self.shards.len()
+        self.shards.index_of(group_id)
     }
 
     fn shard(&self, group_id: &str) -> (usize, MutexGuard<'_, Shard>) {
         let index = self.partition_for(group_id);
-        (index, self.shards[index].lock().unwrap_or_else(|e| e.into_inner()))
+        (index, self.shards.lock(index))
     }
 
     /// Replays `__consumer_offsets` into memory (on start). Returns the
     /// number of records read.
-    pub fn load(&self, host: &GroupHost<'_>) -> Result<usize, String> {
-        let Some(topic) = host.replicas.topic(OFFSETS_TOPIC) else { return Ok(0) };
-        let now = Instant::now();
-        let mut loaded = 0;
-        for (index, partition) in topic.partitions.iter().enumerate().take(self.shards.len()) {
-            let mut shard = self.shards[index].lock().unwrap_or_else(|e| e.into_inner());
-            let log = partition.lock_log();
-            let end = partition.high_watermark();
-            let mut offset = log.log_start_offset();
-            while offset < end {
-                let read = log.read(offset, 4 * 1024 * 1024, end, true).map_err(|e| e.to_string())?;
-                let Some(slice) = read.slice else { break };
-                let bytes = slice.read_to_bytes().map_err(|e| e.to_string())?;
-                for batch in RecordBatches::new(bytes) {
-                    let batch = batch.map_err(|e| e.to_string())?;
-                    offset = batch.next_offset();
-                    if batch.is_control() {
-                        continue;
-                    }
-                    for record in batch.records(64 * 1024 * 1024).map_err(|e| e.to_string())? {
-                        let record = record.map_err(|e| e.to_string())?;
-                        let Some(key) = record.key else { continue };
-                        match CoordinatorRecord::decode(key, record.value) {
-                            Ok(decoded) => apply(&mut shard, decoded, now),
-                            Err(e) => {
-                                tracing::warn!(partition = index, offset = record.offset, error = %e, "skipping a group record")
-                            }
-                        }
-                        loaded += 1;
-                    }
-                }
-            }
-        }
-        Ok(loaded)
+    pub fn load(&self, log: &dyn CoordinatorLog, now: Time) -> Result<usize, String> {
+        self.shards.load(log, |index, shard, offset, key, value| match CoordinatorRecord::decode(key, value) {
+            Ok(decoded) => apply(shard, decoded, now),
+            Err(e) => tracing::warn!(partition = index, offset, error = %e, "skipping a group record"),
+        })
     }
 
     /// Appends records to the shard's partition (the caller holds the shard lock).
     fn persist(&self, host: &GroupHost<'_>, shard: usize, records: &[CoordinatorRecord]) -> Result<(), i16> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let Some(partition) = host.replicas.partition(OFFSETS_TOPIC, shard as i32) else {
-            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE.code());
-        };
-        let now = now_ms();
-        let encoded: Vec<(Bytes, Option<Bytes>)> = records.iter().map(CoordinatorRecord::encode).collect();
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for (key, value) in &encoded {
-            let record = NewRecord { timestamp_ms: now, key: Some(key), value: value.as_deref(), headers: &[] };
-            builder.append(&record).map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
-        }
-        let batch = builder.build().map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
-        match partition.append(batch.as_bytes(), now) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                tracing::error!(partition = shard, error = %e, "could not write to __consumer_offsets");
-                Err(crate::errors::log_error_code(&e))
-            }
-        }
+        let encoded: Vec<runtime::KeyValue> = records.iter().map(CoordinatorRecord::encode).collect();
+        runtime::persist(host.log, shard, &encoded, host.now.wall_ms)
     }
 
     fn group_record(group: &ClassicGroup) -> CoordinatorRecord {
@@ -242,14 +187,21 @@ impl GroupCoordinator {
         }
     }
 
-    pub fn join(&self, host: &GroupHost<'_>, group_id: &str, request: JoinRequest) -> JoinOutcome {
+    /// JoinGroup; a parked join is answered through `waiter`.
+    pub fn join(
+        &self,
+        host: &GroupHost<'_>,
+        group_id: &str,
+        request: JoinRequest,
+        waiter: Waiter<JoinGroupResponse>,
+    ) -> JoinOutcome {
         let (index, mut shard) = self.shard(group_id);
-        let now_ms = now_ms();
+        let now_ms = host.now.wall_ms;
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
         if let Some(consumer) = entry.consumer.as_mut().filter(|c| !c.is_empty()) {
             // A classic member of a group that moved to the consumer protocol.
             let fail = |code: i16, member_id: String| {
-                JoinOutcome::Now(krabka_protocol::JoinGroupResponse {
+                JoinOutcome::Now(JoinGroupResponse {
                     error_code: code,
                     generation_id: -1,
                     member_id,
@@ -268,16 +220,8 @@ impl GroupCoordinator {
             } else {
                 request.member_id.clone()
             };
-            let image = host.metadata.image();
-            return match consumer.classic_join(
-                &request,
-                &member_id,
-                &image,
-                &self.config.consumer,
-                Instant::now(),
-                now_ms,
-            ) {
-                Ok((generation_id, protocol)) => JoinOutcome::Now(krabka_protocol::JoinGroupResponse {
+            return match consumer.classic_join(&request, &member_id, &host.image, &self.config.consumer, host.now) {
+                Ok((generation_id, protocol)) => JoinOutcome::Now(JoinGroupResponse {
                     generation_id,
                     protocol_type: Some(migration::CONSUMER_PROTOCOL_TYPE.into()),
                     protocol_name: Some(protocol),
@@ -291,7 +235,7 @@ impl GroupCoordinator {
         }
         entry.consumer = None;
         let generation = entry.group.generation_id;
-        let outcome = entry.group.join(request, &self.config.classic, Instant::now(), now_ms);
+        let outcome = entry.group.join(request, waiter, &self.config.classic, host.now);
         if entry.group.generation_id != generation {
             self.persist_group(host, index, &entry.group);
         }
@@ -305,44 +249,43 @@ impl GroupCoordinator {
         member_id: &str,
         generation_id: i32,
         assignments: Vec<(String, Bytes)>,
-    ) -> Result<krabka_protocol::SyncGroupResponse, tokio::sync::oneshot::Receiver<krabka_protocol::SyncGroupResponse>>
-    {
+        waiter: Waiter<SyncGroupResponse>,
+    ) -> Outcome<SyncGroupResponse> {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get_mut(group_id) else {
-            return Ok(krabka_protocol::SyncGroupResponse {
+            return Outcome::Now(SyncGroupResponse {
                 error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(),
                 ..Default::default()
             });
         };
         if let Some(consumer) = entry.consumer.as_mut().filter(|c| c.has_member(member_id)) {
-            let image = host.metadata.image();
             let protocol = consumer.members[member_id]
                 .classic
                 .as_ref()
                 .and_then(|c| c.protocols.first().map(|(name, _)| name.clone()));
-            return Ok(match consumer.classic_sync(member_id, generation_id, &image) {
-                Ok(assignment) => krabka_protocol::SyncGroupResponse {
+            return Outcome::Now(match consumer.classic_sync(member_id, generation_id, &host.image) {
+                Ok(assignment) => SyncGroupResponse {
                     protocol_type: Some(migration::CONSUMER_PROTOCOL_TYPE.into()),
                     protocol_name: protocol,
                     assignment,
                     ..Default::default()
                 },
-                Err(code) => krabka_protocol::SyncGroupResponse { error_code: code, ..Default::default() },
+                Err(code) => SyncGroupResponse { error_code: code, ..Default::default() },
             });
         }
-        let (result, stabilised) = entry.group.sync(member_id, generation_id, assignments, now_ms());
+        let (result, stabilised) = entry.group.sync(member_id, generation_id, assignments, waiter, host.now.wall_ms);
         if stabilised {
             self.persist_group(host, index, &entry.group);
         }
         result
     }
 
-    pub fn heartbeat(&self, group_id: &str, member_id: &str, generation_id: i32) -> i16 {
+    pub fn heartbeat(&self, group_id: &str, member_id: &str, generation_id: i32, now: Time) -> i16 {
         let (_, mut shard) = self.shard(group_id);
         match shard.groups.get_mut(group_id) {
             Some(entry) => match entry.consumer.as_mut().filter(|c| c.has_member(member_id)) {
-                Some(consumer) => consumer.classic_heartbeat(member_id, generation_id, Instant::now()),
-                None => entry.group.heartbeat(member_id, generation_id, Instant::now()),
+                Some(consumer) => consumer.classic_heartbeat(member_id, generation_id, now),
+                None => entry.group.heartbeat(member_id, generation_id, now),
             },
             None => ErrorCode::UNKNOWN_MEMBER_ID.code(),
         }
@@ -358,15 +301,13 @@ impl GroupCoordinator {
         let (index, mut shard) = self.shard(group_id);
         let Some(entry) = shard.groups.get_mut(group_id) else { return Err(ErrorCode::UNKNOWN_MEMBER_ID.code()) };
         if let Some(consumer) = entry.consumer.as_mut().filter(|c| !c.is_empty()) {
-            let now_ms = now_ms();
+            let now_ms = host.now.wall_ms;
             return Ok(members.iter().map(|(member, _)| consumer.classic_leave(member, now_ms)).collect());
         }
         let generation = (entry.group.generation_id, entry.group.state);
-        let now = Instant::now();
-        let now_ms = now_ms();
         let codes = members
             .iter()
-            .map(|(member, instance)| entry.group.leave(member, instance.as_deref(), &self.config.classic, now, now_ms))
+            .map(|(member, instance)| entry.group.leave(member, instance.as_deref(), &self.config.classic, host.now))
             .collect();
         if generation != (entry.group.generation_id, entry.group.state) {
             self.persist_group(host, index, &entry.group);
@@ -376,16 +317,14 @@ impl GroupCoordinator {
 
     /// Clock work for every group: sessions, rebalance deadlines.
     pub fn tick(&self, host: &GroupHost<'_>) {
-        let now = Instant::now();
-        let now_ms = now_ms();
-        for (index, shard) in self.shards.iter().enumerate() {
-            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+        for index in 0..self.shards.len() {
+            let mut shard = self.shards.lock(index);
             for entry in shard.groups.values_mut() {
-                if entry.group.tick(&self.config.classic, now, now_ms) {
+                if entry.group.tick(&self.config.classic, host.now) {
                     self.persist_group(host, index, &entry.group);
                 }
                 if let Some(consumer) = entry.consumer.as_mut() {
-                    consumer.tick(&self.config.consumer, now, now_ms);
+                    consumer.tick(&self.config.consumer, host.now);
                 }
             }
         }
@@ -394,10 +333,10 @@ impl GroupCoordinator {
     /// Removes offsets `offsets.retention.minutes` after their group became
     /// empty (KIP-211), and groups with nothing left.
     pub fn expire_offsets(&self, host: &GroupHost<'_>) {
-        let now_ms = now_ms();
+        let now_ms = host.now.wall_ms;
         let retention = self.config.offsets_retention_ms;
-        for (index, shard) in self.shards.iter().enumerate() {
-            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+        for index in 0..self.shards.len() {
+            let mut shard = self.shards.lock(index);
             let mut records = Vec::new();
             let mut emptied = Vec::new();
             for (group_id, entry) in shard.groups.iter_mut() {
@@ -451,9 +390,8 @@ impl GroupCoordinator {
         request: HeartbeatRequest,
     ) -> HeartbeatResponse {
         let (index, mut shard) = self.shard(group_id);
-        let now_ms = now_ms();
+        let now_ms = host.now.wall_ms;
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
-        let image = host.metadata.image();
         let upgradable = entry.group.protocol_type.as_deref() == Some(migration::CONSUMER_PROTOCOL_TYPE);
         if !entry.group.is_empty() && upgradable && request.member_epoch == 0 {
             if entry.group.state != GroupState::Stable {
@@ -467,7 +405,7 @@ impl GroupCoordinator {
                 };
             }
             tracing::info!(group = %group_id, members = entry.group.members.len(), "upgrading a classic group to the consumer protocol");
-            entry.consumer = Some(ConsumerGroup::from_classic(&entry.group, &image, Instant::now(), now_ms));
+            entry.consumer = Some(ConsumerGroup::from_classic(&entry.group, &host.image, host.now));
             let generation = entry.group.generation_id;
             entry.group = ClassicGroup::new(group_id, now_ms);
             entry.group.generation_id = generation;
@@ -483,7 +421,7 @@ impl GroupCoordinator {
             };
         }
         let consumer = entry.consumer.get_or_insert_with(|| ConsumerGroup::new(group_id, now_ms));
-        consumer.heartbeat(request, &image, &self.config.consumer, Instant::now(), now_ms)
+        consumer.heartbeat(request, &host.image, &self.config.consumer, host.now)
     }
 
     /// Runs `describe` on a consumer group (KIP-848); Err when the group is
@@ -514,7 +452,7 @@ impl GroupCoordinator {
         offsets: &[OffsetToCommit],
     ) -> Vec<i16> {
         let (index, mut shard) = self.shard(group_id);
-        let now_ms = now_ms();
+        let now_ms = host.now.wall_ms;
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
         let group = &entry.group;
         let consumer_check = match &entry.consumer {
@@ -543,7 +481,7 @@ impl GroupCoordinator {
         if let Some(code) = group_error {
             return vec![code; offsets.len()];
         }
-        let image = host.metadata.image();
+        let image = &host.image;
         let mut results = Vec::with_capacity(offsets.len());
         let mut records = Vec::new();
         let mut accepted = Vec::new();
@@ -616,8 +554,8 @@ impl GroupCoordinator {
     /// (group id, protocol type, state name, group type) of every group.
     pub fn list_groups(&self) -> Vec<(String, String, String, &'static str)> {
         let mut out = Vec::new();
-        for shard in &self.shards {
-            let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+        for index in 0..self.shards.len() {
+            let shard = self.shards.lock(index);
             for (id, entry) in &shard.groups {
                 match &entry.consumer {
                     Some(consumer) if entry.is_consumer_group() => {
@@ -772,10 +710,11 @@ fn subscribed_topics(group: &ClassicGroup) -> Vec<String> {
 }
 
 /// Applies one loaded record to a shard.
-fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Instant) {
+fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Time) {
     match record {
         CoordinatorRecord::Offset { key, value } => {
-            let entry = shard.groups.entry(key.group.clone()).or_insert_with(|| GroupEntry::new(&key.group, now_ms()));
+            let entry =
+                shard.groups.entry(key.group.clone()).or_insert_with(|| GroupEntry::new(&key.group, now.wall_ms));
             match value {
                 Some(value) => {
                     entry.offsets.insert(
@@ -821,7 +760,7 @@ fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Instant) {
                         protocol_type: value.protocol_type.clone(),
                         protocols: vec![(protocol.clone(), m.subscription)],
                         assignment: m.assignment,
-                        last_heartbeat: now,
+                        last_heartbeat: now.mono_ms,
                         join_waiter: None,
                         sync_waiter: None,
                     })
@@ -834,15 +773,4 @@ fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Instant) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_land_on_kafkas_partitions() {
-        // Values of Java's "...".hashCode().
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("a"), 97);
-        assert_eq!(java_string_hash("ab"), 97 * 31 + 98);
-        assert_eq!(java_string_hash("my-group"), -1906497762);
-    }
-}
+mod tests;

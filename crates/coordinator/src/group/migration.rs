@@ -14,7 +14,7 @@ use krabka_protocol::consumer_protocol_assignment::TopicPartition as AssignedTop
 use krabka_protocol::{ConsumerProtocolAssignment, ConsumerProtocolSubscription, Message};
 
 use super::assignor::Assignment;
-use crate::metadata::MetadataImage;
+use krabka_metadata::MetadataImage;
 
 /// The protocol type of groups of consumers (the only one that can migrate).
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";

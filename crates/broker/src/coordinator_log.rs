@@ -1,0 +1,61 @@
+//! The coordinators' log: an internal topic's partitions (here
+//! `__consumer_offsets`), as krabka-coordinator's [`CoordinatorLog`] sees
+//! them. Appends go to the partition as its leader; replay reads a
+//! partition from its log start to its high watermark.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use krabka_coordinator::CoordinatorLog;
+use krabka_protocol::records::{RecordBatch, RecordBatches};
+use krabka_protocol::ErrorCode;
+
+use crate::errors::log_error_code;
+use crate::replica::ReplicaManager;
+
+/// How much of a partition one replay read takes.
+const REPLAY_READ_BYTES: u32 = 4 * 1024 * 1024;
+
+pub struct TopicLog {
+    replicas: Arc<ReplicaManager>,
+    topic: &'static str,
+}
+
+impl TopicLog {
+    pub fn new(replicas: Arc<ReplicaManager>, topic: &'static str) -> Self {
+        TopicLog { replicas, topic }
+    }
+}
+
+impl CoordinatorLog for TopicLog {
+    fn append(&self, partition: usize, batch: &Bytes, now_ms: i64) -> Result<i64, i16> {
+        let Some(hosted) = self.replicas.partition(self.topic, partition as i32) else {
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE.code());
+        };
+        match hosted.append(batch, now_ms) {
+            Ok((info, _)) => Ok(info.first_offset),
+            Err(e) => {
+                tracing::error!(topic = self.topic, partition, error = %e, "could not write to a coordinator's topic");
+                Err(log_error_code(&e))
+            }
+        }
+    }
+
+    fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String> {
+        let Some(hosted) = self.replicas.partition(self.topic, partition as i32) else { return Ok(()) };
+        let log = hosted.lock_log();
+        let end = hosted.high_watermark();
+        let mut offset = log.log_start_offset();
+        while offset < end {
+            let read = log.read(offset, REPLAY_READ_BYTES, end, true).map_err(|e| e.to_string())?;
+            let Some(slice) = read.slice else { break };
+            let bytes = slice.read_to_bytes().map_err(|e| e.to_string())?;
+            for batch in RecordBatches::new(bytes) {
+                let batch = batch.map_err(|e| e.to_string())?;
+                offset = batch.next_offset();
+                visit(batch)?;
+            }
+        }
+        Ok(())
+    }
+}

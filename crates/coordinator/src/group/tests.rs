@@ -1,0 +1,154 @@
+//! The coordinator driven as the broker drives it, over an in-memory log
+//! and a fake clock: nothing here sleeps or reads the time.
+
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::testing::{image_with, MemoryLog};
+
+const SESSION_MS: i32 = 10_000;
+
+fn coordinator() -> GroupCoordinator {
+    let config = GroupConfig {
+        classic: ClassicConfig {
+            min_session_timeout_ms: 1_000,
+            max_session_timeout_ms: 60_000,
+            initial_rebalance_delay_ms: 0,
+            max_size: 10,
+        },
+        consumer: ConsumerConfig { session_timeout_ms: 45_000, heartbeat_interval_ms: 5_000, max_size: 10 },
+        offsets_partitions: 3,
+        offsets_retention_ms: 60_000,
+        offset_metadata_max_bytes: 4096,
+    };
+    GroupCoordinator::new(config, 3)
+}
+
+fn host(log: &MemoryLog, now: Time) -> GroupHost<'_> {
+    GroupHost { log, image: Arc::new(MetadataImage::default()), now }
+}
+
+/// A waiter that keeps what it was called with.
+fn waiter<T: Send + 'static>() -> (Waiter<T>, Arc<Mutex<Option<T>>>) {
+    let slot = Arc::new(Mutex::new(None));
+    let kept = slot.clone();
+    (Box::new(move |value| *kept.lock().unwrap() = Some(value)), slot)
+}
+
+fn join_request() -> JoinRequest {
+    JoinRequest {
+        member_id: String::new(),
+        group_instance_id: None,
+        client_id: "client".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout_ms: SESSION_MS,
+        rebalance_timeout_ms: 30_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), Bytes::from_static(b"meta"))],
+        require_known_member_id: false,
+    }
+}
+
+/// One member joins and syncs: a Stable group of generation 1.
+fn stable_group(groups: &GroupCoordinator, log: &MemoryLog, now: Time) -> String {
+    let (join_waiter, joined) = waiter();
+    assert_eq!(groups.join(&host(log, now), "g", join_request(), join_waiter), Outcome::Wait);
+    let joined = joined.lock().unwrap().take().expect("the join completed at once");
+    assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+    assert_eq!(joined.leader, joined.member_id);
+    let member = joined.member_id;
+    let (sync_waiter, synced) = waiter();
+    let assignment = vec![(member.clone(), Bytes::from_static(b"all"))];
+    assert_eq!(groups.sync(&host(log, now), "g", &member, 1, assignment, sync_waiter), Outcome::Wait);
+    assert_eq!(synced.lock().unwrap().take().expect("the leader's sync completed").assignment, "all");
+    member
+}
+
+#[test]
+fn a_silent_member_expires_on_the_fake_clock_and_the_empty_group_is_persisted() {
+    let log = MemoryLog::new(3);
+    let groups = coordinator();
+    let start = Time::new(1_700_000_000_000, 0);
+    let member = stable_group(&groups, &log, start);
+    let shard = groups.partition_for("g");
+    assert_eq!(log.batches(shard), 1, "the Stable generation was persisted");
+    assert_eq!(groups.describe_group("g").unwrap().state, "Stable");
+
+    // Heartbeats keep the member; the session runs from the last one.
+    assert_eq!(groups.heartbeat("g", &member, 1, start.plus_ms(6_000)), 0);
+    groups.tick(&host(&log, start.plus_ms(15_000)));
+    assert_eq!(groups.describe_group("g").unwrap().state, "Stable");
+    assert_eq!(log.batches(shard), 1);
+
+    // Silent past its session timeout: removed, and the group is Empty.
+    groups.tick(&host(&log, start.plus_ms(6_000 + i64::from(SESSION_MS) + 1)));
+    let described = groups.describe_group("g").unwrap();
+    assert_eq!((described.state.as_str(), described.members.len()), ("Empty", 0));
+    assert_eq!(log.batches(shard), 2, "the Empty generation was persisted");
+    assert_eq!(groups.heartbeat("g", &member, 1, start.plus_ms(20_000)), ErrorCode::UNKNOWN_MEMBER_ID.code());
+
+    // A restart replays the log into the same state.
+    let reloaded = coordinator();
+    assert_eq!(reloaded.load(&log, start.plus_ms(30_000)), Ok(2));
+    assert_eq!(reloaded.describe_group("g").unwrap().state, "Empty");
+    assert_eq!(reloaded.list_groups(), vec![("g".into(), "consumer".into(), "Empty".into(), "classic")]);
+}
+
+#[test]
+fn a_restored_member_must_heartbeat_within_its_session_from_the_load() {
+    let log = MemoryLog::new(3);
+    let start = Time::new(1_700_000_000_000, 0);
+    let member = stable_group(&coordinator(), &log, start);
+    // The broker restarts an hour later; its monotonic clock starts afresh.
+    let restart = Time::new(start.wall_ms + 3_600_000, 0);
+    let groups = coordinator();
+    groups.load(&log, restart).unwrap();
+    groups.tick(&host(&log, restart.plus_ms(i64::from(SESSION_MS) - 1)));
+    assert_eq!(groups.heartbeat("g", &member, 1, restart.plus_ms(i64::from(SESSION_MS) - 1)), 0);
+    groups.tick(&host(&log, restart.plus_ms(2 * i64::from(SESSION_MS))));
+    assert_eq!(groups.describe_group("g").unwrap().state, "Empty");
+}
+
+#[test]
+fn nothing_changes_when_the_log_refuses_the_records() {
+    let log = MemoryLog::new(3);
+    let groups = coordinator();
+    let now = Time::new(1_700_000_000_000, 0);
+    let offsets = vec![("t".to_string(), 0, 42, -1, None)];
+    // Unknown topics are refused before anything is written.
+    let codes = groups.commit_offsets(&host(&log, now), "g", "", None, -1, &offsets);
+    assert_eq!(codes, vec![ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()]);
+    assert_eq!(groups.delete_group(&host(&log, now), "missing"), ErrorCode::GROUP_ID_NOT_FOUND.code());
+    log.fail_appends(ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+    groups.tick(&host(&log, now));
+    assert_eq!(groups.delete_group(&host(&log, now), "g"), ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+    assert!(groups.describe_group("g").is_some(), "the group stays until its deletion is persisted");
+}
+
+#[test]
+fn offsets_of_an_empty_group_expire_after_the_retention_on_the_fake_clock() {
+    let log = MemoryLog::new(3);
+    let groups = coordinator();
+    let start = Time::new(1_700_000_000_000, 0);
+    let image = Arc::new(image_with("t", 2).0);
+    let at = |now: Time| GroupHost { log: &log, image: image.clone(), now };
+    let offsets = vec![("t".to_string(), 0, 42, 3, Some("m".to_string())), ("t".to_string(), 5, 1, -1, None)];
+    let codes = groups.commit_offsets(&at(start), "g", "", None, -1, &offsets);
+    assert_eq!(codes, vec![0, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()]);
+    let committed =
+        CommittedOffset { offset: 42, leader_epoch: 3, metadata: "m".into(), commit_timestamp_ms: start.wall_ms };
+    let fetched = groups.fetch_offsets("g", None);
+    assert_eq!(fetched, vec![("t".to_string(), vec![(0, Some(committed.clone()))])]);
+
+    // offsets.retention (60 s here) counts from when the group emptied.
+    groups.expire_offsets(&at(start.plus_ms(59_999)));
+    assert_eq!(groups.fetch_offsets("g", None).len(), 1);
+    groups.expire_offsets(&at(start.plus_ms(60_000)));
+    assert!(groups.fetch_offsets("g", None).is_empty());
+    assert!(groups.describe_group("g").is_none(), "a group with nothing left goes too");
+
+    // The log says the same: commit, then the offset's and the group's tombstones.
+    let reloaded = coordinator();
+    assert_eq!(reloaded.load(&log, start.plus_ms(70_000)), Ok(3));
+    assert!(reloaded.describe_group("g").is_none());
+}

@@ -1,0 +1,182 @@
+//! The runtime a coordinator's state runs on: one shard per partition of
+//! its internal topic, each behind its own lock, persisted through a
+//! [`CoordinatorLog`] the host provides.
+//!
+//! The order is always persist, then apply: a change is appended to the
+//! shard's partition while the shard's lock is held, and the in-memory
+//! state moves only once the log accepted it, so the log's order is the
+//! state's order. Loading replays each partition's records into its shard.
+//! Time is never read here: callers pass a [`Time`], so tests drive the
+//! clock themselves.
+
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
+use krabka_protocol::compression::Compression;
+use krabka_protocol::records::{NewRecord, RecordBatch, RecordBatchBuilder};
+use krabka_protocol::ErrorCode;
+
+/// The time a call happens at, as the host's clocks read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Time {
+    /// Milliseconds since the Unix epoch: what records and timestamps carry
+    /// (commit timestamps, state timestamps, retention).
+    pub wall_ms: i64,
+    /// Milliseconds of a clock that never goes back (the broker's: since it
+    /// started): what session timeouts and deadlines are measured on.
+    pub mono_ms: i64,
+}
+
+impl Time {
+    pub fn new(wall_ms: i64, mono_ms: i64) -> Self {
+        Time { wall_ms, mono_ms }
+    }
+
+    /// The same moment `ms` later on both clocks.
+    pub fn plus_ms(self, ms: i64) -> Self {
+        Time { wall_ms: self.wall_ms + ms, mono_ms: self.mono_ms + ms }
+    }
+}
+
+/// Where a delayed answer goes: the host's completion (the broker's wraps a
+/// oneshot sender). It is called, under the shard's lock, once the answer is
+/// known; dropped uncalled when the request is answered at once.
+pub type Waiter<T> = Box<dyn FnOnce(T) + Send>;
+
+/// A request's answer: now, or later through the [`Waiter`] it was given.
+#[derive(Debug, PartialEq)]
+pub enum Outcome<T> {
+    Now(T),
+    Wait,
+}
+
+/// The log a coordinator persists to: the partitions of its internal topic
+/// (`__consumer_offsets` for groups), which this node leads.
+pub trait CoordinatorLog {
+    /// Appends one record batch to `partition` as its leader; the offset of
+    /// its first record, or the Kafka error the append failed with.
+    fn append(&self, partition: usize, batch: &Bytes, now_ms: i64) -> Result<i64, i16>;
+
+    /// Hands `visit` every batch of `partition` below its high watermark, in
+    /// offset order (nothing when the topic or partition does not exist).
+    /// Stops at the first error, `visit`'s or the log's.
+    fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String>;
+}
+
+/// Java's `String.hashCode` over UTF-16 code units, as Kafka places keys
+/// (group ids, transactional ids) on its internal topics' partitions.
+pub fn java_string_hash(text: &str) -> i32 {
+    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+/// One record to persist: (key, value); a None value deletes the key.
+pub type KeyValue = (Bytes, Option<Bytes>);
+
+/// The shards of a coordinator, `S` being one shard's state.
+pub struct Shards<S> {
+    shards: Vec<Mutex<S>>,
+}
+
+impl<S: Default> Shards<S> {
+    /// `partitions` shards (at least one), each empty.
+    pub fn new(partitions: usize) -> Self {
+        Shards { shards: (0..partitions.max(1)).map(|_| Mutex::new(S::default())).collect() }
+    }
+}
+
+impl<S> Shards<S> {
+    pub fn len(&self) -> usize {
+        self.shards.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.shards.is_empty()
+    }
+
+    /// The shard a key lives on: `abs(javaHashCode(key)) % shards`.
+    pub fn index_of(&self, key: &str) -> usize {
+        ((java_string_hash(key) & 0x7fff_ffff) as usize) % self.shards.len()
+    }
+
+    /// Locks shard `index` (a poisoned lock is taken over: state is only
+    /// changed after its records were persisted).
+    pub fn lock(&self, index: usize) -> MutexGuard<'_, S> {
+        self.shards[index].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replays every shard's partition: `apply` gets each record's shard,
+    /// offset, key and value (control batches and keyless records are
+    /// skipped). Returns the number of records applied.
+    pub fn load(
+        &self,
+        log: &dyn CoordinatorLog,
+        mut apply: impl FnMut(usize, &mut S, i64, Bytes, Option<Bytes>),
+    ) -> Result<usize, String> {
+        let mut loaded = 0;
+        for index in 0..self.shards.len() {
+            let mut shard = self.lock(index);
+            log.replay(index, &mut |batch| {
+                if batch.is_control() {
+                    return Ok(());
+                }
+                for record in batch.records(64 * 1024 * 1024).map_err(|e| e.to_string())? {
+                    let record = record.map_err(|e| e.to_string())?;
+                    let Some(key) = record.key else { continue };
+                    apply(index, &mut shard, record.offset, key, record.value);
+                    loaded += 1;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(loaded)
+    }
+}
+
+/// Appends `records` to partition `shard` in one batch (the caller holds
+/// the shard's lock, and applies the change only when this succeeds).
+pub fn persist(log: &dyn CoordinatorLog, shard: usize, records: &[KeyValue], now_ms: i64) -> Result<(), i16> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for (key, value) in records {
+        let record = NewRecord { timestamp_ms: now_ms, key: Some(key), value: value.as_deref(), headers: &[] };
+        builder.append(&record).map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
+    }
+    let batch = builder.build().map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
+    log.append(shard, batch.as_bytes(), now_ms).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::MemoryLog;
+
+    #[test]
+    fn keys_land_on_kafkas_partitions() {
+        // Values of Java's "...".hashCode().
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("ab"), 97 * 31 + 98);
+        assert_eq!(java_string_hash("my-group"), -1906497762);
+        let shards: Shards<()> = Shards::new(50);
+        // The sign bit is masked off (as the broker placed groups before).
+        assert_eq!(shards.index_of("my-group"), ((-1906497762i32 & 0x7fff_ffff) % 50) as usize);
+    }
+
+    #[test]
+    fn persisted_records_replay_in_order_per_shard() {
+        let log = MemoryLog::new(2);
+        let key = |k: &'static [u8]| Bytes::from_static(k);
+        persist(&log, 1, &[(key(b"a"), Some(key(b"1"))), (key(b"b"), None)], 5).unwrap();
+        persist(&log, 0, &[(key(b"c"), Some(key(b"2")))], 6).unwrap();
+        persist(&log, 1, &[], 7).unwrap();
+        let shards: Shards<Vec<(usize, Bytes, Option<Bytes>)>> = Shards::new(2);
+        let loaded = shards.load(&log, |index, shard, _, k, v| shard.push((index, k, v))).unwrap();
+        assert_eq!(loaded, 3);
+        assert_eq!(*shards.lock(0), vec![(0, key(b"c"), Some(key(b"2")))]);
+        assert_eq!(*shards.lock(1), vec![(1, key(b"a"), Some(key(b"1"))), (1, key(b"b"), None)]);
+        log.fail_appends(ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+        assert_eq!(persist(&log, 0, &[(key(b"d"), None)], 8), Err(ErrorCode::NOT_LEADER_OR_FOLLOWER.code()));
+    }
+}

@@ -1,0 +1,68 @@
+//! What the crate's tests stand on: a [`CoordinatorLog`] in memory (a test
+//! double of the log interface, not of anything this crate builds), and
+//! metadata images with a topic.
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use krabka_metadata::{MetadataImage, MetadataRecord};
+use krabka_protocol::records::{RecordBatch, RecordBatches};
+use krabka_protocol::{PartitionRecord, TopicRecord, Uuid};
+
+use crate::runtime::CoordinatorLog;
+
+pub struct MemoryLog {
+    partitions: Mutex<Vec<Vec<Bytes>>>,
+    fail_with: Mutex<Option<i16>>,
+}
+
+impl MemoryLog {
+    pub fn new(partitions: usize) -> Self {
+        MemoryLog { partitions: Mutex::new(vec![Vec::new(); partitions]), fail_with: Mutex::new(None) }
+    }
+
+    /// Every later append fails with `code` (a lost leadership, a full disk).
+    pub fn fail_appends(&self, code: i16) {
+        *self.fail_with.lock().unwrap() = Some(code);
+    }
+
+    /// Batches appended to `partition` so far.
+    pub fn batches(&self, partition: usize) -> usize {
+        self.partitions.lock().unwrap()[partition].len()
+    }
+}
+
+impl CoordinatorLog for MemoryLog {
+    fn append(&self, partition: usize, batch: &Bytes, _now_ms: i64) -> Result<i64, i16> {
+        if let Some(code) = *self.fail_with.lock().unwrap() {
+            return Err(code);
+        }
+        let mut partitions = self.partitions.lock().unwrap();
+        let log = &mut partitions[partition];
+        log.push(batch.clone());
+        Ok(log.len() as i64 - 1)
+    }
+
+    fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String> {
+        let batches = self.partitions.lock().unwrap().get(partition).cloned().unwrap_or_default();
+        for bytes in batches {
+            for batch in RecordBatches::new(bytes) {
+                visit(batch.map_err(|e| e.to_string())?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An image holding `topic` (id 7...7) with `partitions` partitions.
+pub fn image_with(topic: &str, partitions: i32) -> (MetadataImage, Uuid) {
+    let mut image = MetadataImage::default();
+    let id = Uuid([7; 16]);
+    let created = TopicRecord { name: topic.into(), topic_id: id, ..Default::default() };
+    image.apply(&MetadataRecord::Topic(created)).unwrap();
+    for partition_id in 0..partitions {
+        let partition = PartitionRecord { partition_id, topic_id: id, ..Default::default() };
+        image.apply(&MetadataRecord::Partition(partition)).unwrap();
+    }
+    (image, id)
+}
