@@ -14,13 +14,13 @@ use tokio::sync::watch;
 
 use crate::clock::{coordinator_time, now_ms};
 use crate::config::BrokerConfig;
-use crate::controller::producer_ids::ProducerIdBlocks;
 use crate::coordinator_log::TopicLog;
 use crate::fetch_session::FetchSessionCache;
 use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::metadata::MetadataStore;
 use crate::observability::Metrics;
 use crate::replica::ReplicaManager;
+use krabka_controller::producer_ids::ProducerIdBlocks;
 use krabka_coordinator::group::classic::ClassicConfig;
 use krabka_coordinator::group::consumer::ConsumerConfig;
 use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};

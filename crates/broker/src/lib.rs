@@ -1,9 +1,10 @@
 //! krabka-broker: the server that speaks Kafka's protocol over krabka's logs.
 //!
 //! It ties the wire layer (krabka-protocol) to the partition logs (krabka-log),
-//! the metadata image (krabka-metadata) and its quorum (krabka-raft):
-//! listeners and connections, request dispatch, the handlers of each API, the
-//! controller's decisions, and observability. It must never block one
+//! the metadata image (krabka-metadata), its controller (krabka-controller)
+//! and quorum (krabka-raft): listeners and connections, request dispatch,
+//! the handlers of each API (which translate the wire format and call the
+//! controller for every metadata change), and observability. It must never block one
 //! connection on another, never copy record bytes on produce or fetch, and
 //! never acknowledge a record the log has not accepted.
 
@@ -11,7 +12,6 @@ pub mod broker;
 pub mod clock;
 pub mod config;
 pub mod connection;
-pub mod controller;
 pub mod coordinator_log;
 pub mod errors;
 pub mod fetch_session;

@@ -13,11 +13,14 @@
 //! which use `segment` and `index`, and none of them uses `log.rs`;
 //! `manager` (the log directories, Kafka's `LogManager`) sits above them
 //! all, and `replicated` (the [`ReplicatedLog`] trait raft drives, which
-//! `PartitionLog` implements) above `log.rs`.
+//! `PartitionLog` implements) above `log.rs`. `topic_config` (Kafka's
+//! topic configs, the log's settings, and their validation) stands on
+//! `config_values` (typed config values) and on nothing else here.
 
 pub mod checkpoint;
 pub mod cleaner;
 pub mod config;
+pub mod config_values;
 pub mod error;
 pub mod fsutil;
 pub mod index;
@@ -29,6 +32,7 @@ pub mod producer_state;
 pub mod replicated;
 pub mod segment;
 mod segments;
+pub mod topic_config;
 mod validate;
 
 pub use crate::cleaner::CleanReport;

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use super::broker_keys::{broker_key, KeyValues, BROKER_KEYS};
 use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
-use super::error::ConfigError;
 use super::listeners::{Listener, Listeners};
 use super::topic_keys::broker_topic_defaults;
-use super::values::split_list;
+use krabka_log::config_values::split_list;
+use krabka_log::config_values::ConfigError;
 
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::error::ConfigError;
-use super::values::{canonical, int_or, Check, ConfigType};
+use krabka_log::config_values::{canonical, int_or, Check, ConfigError, ConfigType};
+pub(crate) use krabka_log::topic_config::{CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, ZSTD_LEVELS};
 
 pub(crate) struct BrokerKey {
     pub name: &'static str,
@@ -75,11 +75,6 @@ const fn some(default: &'static str) -> Option<&'static str> {
 use Check::{Any, AtLeast, Between};
 
 pub(crate) const SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
-pub(crate) const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
-pub(crate) const CLEANUP_POLICIES: &[&str] = &["compact", "delete"];
-pub(crate) const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
-/// zstd's level range as the JNI library reports it (-(1 << 17) ..= 22).
-pub(crate) const ZSTD_LEVELS: Check = Between(-131072, 22);
 
 /// Kafka's default `listener.security.protocol.map`.
 pub(crate) const DEFAULT_PROTOCOL_MAP: &str =

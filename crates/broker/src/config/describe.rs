@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::broker_keys::broker_key;
-use super::values::ConfigType;
+use krabka_log::config_values::ConfigType;
 
 /// Where a described value comes from, most specific first (Kafka's
 /// `DescribeConfigsResponse.ConfigSource`).

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::broker_keys::{KeyValues, DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS};
-use super::error::ConfigError;
-use super::values::split_list;
+use krabka_log::config_values::split_list;
+use krabka_log::config_values::ConfigError;
 
 /// One `listeners` entry: `NAME://host:port`.
 #[derive(Clone, Debug, PartialEq, Eq)]

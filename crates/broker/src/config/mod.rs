@@ -5,25 +5,27 @@
 //! DescribeConfigs the way Kafka 4.3 does. The key tables live in
 //! `broker_keys` and `topic_keys`; `values` holds the typed parsing they share.
 //!
+//! The topic config table, its validation and the typed value parsing both
+//! tables share (`ConfigType`, `Check`, `ConfigError`) are krabka-log's
+//! (`topic_config`, `config_values`): a topic config is a setting of the
+//! topic's logs, and the controller validates them without the broker.
+//!
 //! Imports point one way, from the top down: `topic` -> `broker` ->
 //! `listeners`, `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
-//! `broker_keys` -> `values` (`ConfigType`, `Check`) -> `error` (`ConfigError`).
+//! `broker_keys` -> krabka-log's `topic_config` -> `config_values`.
 
 pub mod broker;
 mod broker_keys;
 mod describe;
-mod error;
 mod listeners;
 pub mod topic;
 mod topic_keys;
-mod values;
 
 pub use broker::BrokerConfig;
 pub use describe::{ConfigEntry, ConfigSource};
-pub use error::ConfigError;
+pub use krabka_log::config_values::{ConfigError, ConfigType};
 pub use listeners::Listener;
 pub use topic::{
     describe_topic, effective_topic_configs, is_topic_config, log_config, topic_compression, validate_topic_config,
     validate_topic_configs, TopicCompression,
 };
-pub use values::ConfigType;

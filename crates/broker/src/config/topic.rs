@@ -1,19 +1,22 @@
-//! Topic-level configuration: validation of overrides, the effective
-//! `LogConfig`, and DescribeConfigs for TOPIC resources.
+//! Topic-level configuration: the effective `LogConfig` and DescribeConfigs
+//! for TOPIC resources. Validating overrides is krabka-log's `topic_config`.
 //!
 //! A topic config's value comes from the topic's override if it has one, else
 //! from the broker key it falls back on (server.properties), else from Kafka's
-//! default; the table in `topic_keys` holds the names and fallbacks.
+//! default; the table in `krabka_log::topic_config` holds the names and
+//! fallbacks, `topic_keys` the server.properties side.
 
 use std::collections::BTreeMap;
 
 use krabka_log::{CleanupPolicy, LogConfig, TimestampPolicy};
 
+use krabka_log::config_values::{int_or, split_list};
+use krabka_log::topic_config::TOPIC_KEYS;
+// Validation is the log crate's (one home, which the controller uses too).
+pub use krabka_log::topic_config::{is_topic_config, validate_topic_config, validate_topic_configs};
+
 use super::broker::BrokerConfig;
 use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
-use super::error::ConfigError;
-use super::topic_keys::{check_compaction_lags, topic_key, TOPIC_KEYS};
-use super::values::{int_or, split_list};
 
 /// `compression.type` of a topic: what the broker stores batches as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,41 +28,6 @@ pub enum TopicCompression {
     Snappy,
     Lz4,
     Zstd,
-}
-
-/// Whether Kafka defines a topic config of this name.
-pub fn is_topic_config(name: &str) -> bool {
-    topic_key(name).is_some()
-}
-
-/// Checks one topic config as CreateTopics/AlterConfigs would.
-pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError> {
-    checked(name, value).map(drop)
-}
-
-/// Checks a set of topic configs: every name first (as Kafka does), then each
-/// value, then the rules that involve two configs.
-pub fn validate_topic_configs(configs: &BTreeMap<String, String>) -> Result<(), ConfigError> {
-    if let Some(unknown) = configs.keys().find(|name| !is_topic_config(name)) {
-        return Err(ConfigError::UnknownTopicConfig(unknown.clone()));
-    }
-    let mut canonical = BTreeMap::new();
-    for (name, value) in configs {
-        canonical.insert(name.clone(), checked(name, value)?);
-    }
-    check_compaction_lags(&canonical)
-}
-
-/// The canonical form of a valid topic config value.
-fn checked(name: &str, value: &str) -> Result<String, ConfigError> {
-    let key = topic_key(name).ok_or_else(|| ConfigError::UnknownTopicConfig(name.to_string()))?;
-    let canonical = key.canonical(value)?;
-    // Kafka refuses remote storage on a broker without tiered storage; krabka has none.
-    if name == "remote.storage.enable" && canonical == "true" {
-        let reason = "tiered storage is not available on this broker, so a topic cannot enable remote storage";
-        return Err(ConfigError::Invalid { key: name.into(), value: value.into(), reason: reason.into() });
-    }
-    Ok(canonical)
 }
 
 /// Every topic config's effective value (canonical text) for a topic with

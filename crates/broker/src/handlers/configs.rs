@@ -3,23 +3,22 @@
 //! configuration; dynamic broker configs are refused).
 
 use krabka_protocol::ErrorCode;
-use std::collections::BTreeMap;
 
 use krabka_protocol::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use krabka_protocol::{
     alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse,
-    ConfigRecord, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 
-use crate::config::topic::{describe_topic, validate_topic_configs};
+use crate::config::topic::describe_topic;
 use crate::config::{ConfigEntry, ConfigType};
-use crate::controller::ApiError;
 use crate::metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
-use crate::metadata::MetadataRecord;
+use crate::metadata::MetadataUpdate;
 use crate::request::RequestContext;
+use krabka_controller::configs::ConfigOutcome;
+use krabka_controller::ApiError;
 
 fn config_type_code(config_type: ConfigType) -> i8 {
     match config_type {
@@ -110,69 +109,12 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
     DescribeConfigsResponse { results, ..Default::default() }
 }
 
-/// The topic configs after a change, validated, as records to commit.
-fn topic_config_records(
-    topic: &str,
-    current: &BTreeMap<String, String>,
-    wanted: &BTreeMap<String, String>,
-) -> Result<Vec<MetadataRecord>, ApiError> {
-    validate_topic_configs(wanted).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
-    let record = |name: &str, value: Option<&String>| {
-        MetadataRecord::Config(ConfigRecord {
-            resource_type: CONFIG_RESOURCE_TOPIC,
-            resource_name: topic.to_string(),
-            name: name.to_string(),
-            value: value.cloned(),
-            ..Default::default()
-        })
-    };
-    let mut records: Vec<MetadataRecord> =
-        wanted.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| record(k, Some(v))).collect();
-    records.extend(current.keys().filter(|k| !wanted.contains_key(*k)).map(|k| record(k, None)));
-    Ok(records)
-}
-
-/// Applies `change` to each resource's topic configs in one metadata commit.
-fn alter_topics(
-    ctx: &RequestContext<'_>,
+/// Each resource's (type, name, error code, message), from the controller's
+/// outcomes, or the commit's error for every resource.
+fn outcomes(
     resources: Vec<(i8, String)>,
-    validate_only: bool,
-    change: impl Fn(usize, &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
+    commit: Result<(MetadataUpdate, Vec<ConfigOutcome>), ApiError>,
 ) -> Vec<(i8, String, i16, Option<String>)> {
-    let broker = ctx.broker;
-    let commit = broker.metadata.commit(|image| {
-        let mut records = Vec::new();
-        let mut outcomes = Vec::new();
-        for (index, (resource_type, name)) in resources.iter().enumerate() {
-            let outcome = match *resource_type {
-                CONFIG_RESOURCE_TOPIC => match image.topic(name) {
-                    None => Err(ApiError::new(
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
-                        format!("Topic {name} does not exist."),
-                    )),
-                    Some(topic) => change(index, &topic.configs)
-                        .and_then(|wanted| topic_config_records(name, &topic.configs, &wanted)),
-                },
-                CONFIG_RESOURCE_BROKER => Err(ApiError::new(
-                    ErrorCode::INVALID_REQUEST.code(),
-                    "Dynamic broker configs are not supported; set them in server.properties",
-                )),
-                other => {
-                    Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), format!("Unsupported resource type {other}")))
-                }
-            };
-            match outcome {
-                Ok(new_records) => {
-                    if !validate_only {
-                        records.extend(new_records);
-                    }
-                    outcomes.push((ErrorCode::NONE.code(), None));
-                }
-                Err(e) => outcomes.push((e.code, Some(e.message))),
-            }
-        }
-        Ok::<_, ApiError>((records, outcomes))
-    });
     let outcomes = match commit {
         // The replica manager follows the commit (a metadata subscriber).
         Ok((_, outcomes)) => outcomes,
@@ -185,19 +127,8 @@ pub fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterCon
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
     // Legacy AlterConfigs replaces the whole set of overrides.
-    let outcomes = alter_topics(ctx, resources, request.validate_only, |index, _current| {
-        let mut wanted = BTreeMap::new();
-        for config in &request.resources[index].configs {
-            let Some(value) = &config.value else {
-                return Err(ApiError::new(
-                    ErrorCode::INVALID_REQUEST.code(),
-                    format!("Null value for config {}", config.name),
-                ));
-            };
-            wanted.insert(config.name.clone(), value.clone());
-        }
-        Ok(wanted)
-    });
+    let commit = ctx.broker.metadata.control(|c, now_ms| c.alter_configs(&request, now_ms));
+    let outcomes = outcomes(resources, commit);
     AlterConfigsResponse {
         responses: outcomes
             .into_iter()
@@ -215,54 +146,14 @@ pub fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterCon
     }
 }
 
-/// IncrementalAlterConfigs operations.
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
-const OP_APPEND: i8 = 2;
-const OP_SUBTRACT: i8 = 3;
-
 pub fn incremental_alter(
     ctx: &RequestContext<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
-    let outcomes = alter_topics(ctx, resources, request.validate_only, |index, current| {
-        let mut wanted = current.clone();
-        for config in &request.resources[index].configs {
-            let name = config.name.clone();
-            match (config.config_operation, &config.value) {
-                (OP_SET, Some(value)) => {
-                    wanted.insert(name, value.clone());
-                }
-                (OP_DELETE, _) => {
-                    wanted.remove(&name);
-                }
-                (OP_APPEND | OP_SUBTRACT, Some(value)) => {
-                    let existing = wanted.get(&name).cloned().unwrap_or_default();
-                    let mut items: Vec<String> =
-                        existing.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
-                    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                        if config.config_operation == OP_APPEND {
-                            if !items.iter().any(|i| i == item) {
-                                items.push(item.to_string());
-                            }
-                        } else {
-                            items.retain(|i| i != item);
-                        }
-                    }
-                    wanted.insert(name, items.join(","));
-                }
-                (op, _) => {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_REQUEST.code(),
-                        format!("Invalid operation {op} or null value for config {name}"),
-                    ))
-                }
-            }
-        }
-        Ok(wanted)
-    });
+    let commit = ctx.broker.metadata.control(|c, now_ms| c.incremental_alter_configs(&request, now_ms));
+    let outcomes = outcomes(resources, commit);
     IncrementalAlterConfigsResponse {
         responses: outcomes
             .into_iter()

@@ -7,9 +7,9 @@ use krabka_protocol::ErrorCode;
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
 use super::topics::auto_create_topics;
-use crate::controller::topics::validate_topic_name;
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::request::RequestContext;
+use krabka_controller::topics::validate_topic_name;
 
 /// Every operation a topic or cluster allows (no ACLs: all are allowed).
 /// Bits of Kafka's AclOperation codes READ(3)..DESCRIBE_CONFIGS(10) etc.

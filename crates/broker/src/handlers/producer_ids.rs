@@ -14,7 +14,9 @@ pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitP
         response.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
         return response;
     }
-    match ctx.broker.producer_ids.allocate(&ctx.broker.metadata) {
+    let metadata = &ctx.broker.metadata;
+    let reserve = |node_id| metadata.control(|c, now_ms| c.allocate_producer_ids(node_id, now_ms)).map(|(_, b)| b);
+    match ctx.broker.producer_ids.allocate(reserve) {
         Ok(producer_id) => {
             response.producer_id = producer_id;
             response.producer_epoch = 0;

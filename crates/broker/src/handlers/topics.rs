@@ -3,7 +3,7 @@
 //! one batch per request, then the hosted partitions follow the new image.
 
 use krabka_protocol::ErrorCode;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
@@ -14,43 +14,34 @@ use krabka_protocol::describe_topic_partitions_response::{
 };
 use krabka_protocol::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, RemoveTopicRecord, Uuid,
+    DeleteTopicsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, Uuid,
 };
 
 use crate::broker::Broker;
 use crate::config::topic::describe_topic;
-use crate::controller::topics::{
-    check_replication_factor, check_total_partitions, partition_record, plan_create_topics, topic_records,
-    validate_new_topics, NewTopic, TopicDefaults,
-};
-use crate::controller::{ApiError, RecordBudget};
-use crate::metadata::{MetadataImage, MetadataRecord};
+use crate::metadata::MetadataImage;
 use crate::request::RequestContext;
+use krabka_controller::delete_topics::TopicToDelete;
+use krabka_controller::topics::check_replication_factor;
+use krabka_controller::{ApiError, NewTopic, TopicDefaults};
 
 pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
     let config = &broker.config;
-    if let Err(e) = check_total_partitions(&request, config.num_partitions) {
-        return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() };
-    }
     let defaults = TopicDefaults {
         num_partitions: config.num_partitions,
         replication_factor: config.default_replication_factor,
         node_id: broker.node_id,
     };
-    let planned = validate_new_topics(&request.topics, &defaults);
-    let commit =
-        broker.metadata.commit(|image| plan_create_topics(image, &planned, request.validate_only, broker.node_id));
-    let (image, outcomes) = match commit {
+    let (image, topics) = match broker.metadata.control(|c, now_ms| c.create_topics(&request, &defaults, now_ms)) {
         Ok(done) => done,
         Err(e) => return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() },
     };
-    let topics = planned
+    let topics = topics
         .iter()
-        .zip(outcomes)
-        .map(|((name, plan), outcome)| match (plan, &outcome) {
-            (Ok(topic), Ok(())) => created_topic(ctx, &image, topic),
-            (Err(e), _) | (_, Err(e)) => CreatableTopicResult {
+        .map(|(name, outcome)| match outcome {
+            Ok(topic) => created_topic(ctx, &image, topic),
+            Err(e) => CreatableTopicResult {
                 name: name.clone(),
                 error_code: e.code,
                 error_message: Some(e.message.clone()),
@@ -113,16 +104,9 @@ pub fn ensure_internal_topic(
     if broker.metadata.image().topic(name).is_some() && broker.replicas.topic(name).is_some() {
         return Ok(());
     }
-    let node_id = broker.node_id;
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let commit = broker.metadata.commit(|image| {
-        if image.topic(name).is_some() {
-            return Ok((Vec::new(), ()));
-        }
-        tracing::info!(topic = %name, partitions, "creating internal topic");
-        let topic = NewTopic { name: name.to_string(), partitions, configs: configs.clone() };
-        Ok::<_, ApiError>((topic_records(node_id, &topic)?, ()))
-    });
+    let topic = NewTopic { name: name.to_string(), partitions, configs };
+    let commit = broker.metadata.control(|c, now_ms| c.ensure_topic(&topic, broker.node_id, now_ms));
     match commit {
         // Known to the image but not hosted (its log failed to open before):
         // an empty commit publishes nothing, so try to open it here.
@@ -140,20 +124,8 @@ pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<
     if check_replication_factor(-1, config.default_replication_factor).is_err() {
         return None;
     }
-    let node_id = broker.node_id;
-    // A request may name a missing topic more than once: it is created once.
-    let names: BTreeSet<&String> = names.iter().collect();
-    let commit = broker.metadata.commit(|image| {
-        let mut records = Vec::new();
-        let mut budget = RecordBudget::default();
-        for name in names.iter().filter(|n| image.topic(n).is_none()) {
-            let topic = NewTopic { name: (*name).clone(), partitions: config.num_partitions, configs: BTreeMap::new() };
-            budget.take(topic.record_count())?;
-            records.extend(topic_records(node_id, &topic)?);
-            tracing::info!(topic = %name, partitions = config.num_partitions, "auto-creating topic");
-        }
-        Ok::<_, ApiError>((records, ()))
-    });
+    let commit =
+        broker.metadata.control(|c, now_ms| c.auto_create_topics(names, config.num_partitions, broker.node_id, now_ms));
     match commit {
         Ok((image, ())) => Some(image.image),
         Err(_) => None,
@@ -163,53 +135,13 @@ pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<
 pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let broker = ctx.broker;
     // v6 names topics by name or id; older versions by name only.
-    let wanted: Vec<(Option<String>, Uuid)> = if ctx.api_version >= 6 {
+    let wanted: Vec<TopicToDelete> = if ctx.api_version >= 6 {
         request.topics.iter().map(|t| (t.name.clone(), t.topic_id)).collect()
     } else {
         request.topic_names.iter().map(|n| (Some(n.clone()), Uuid::ZERO)).collect()
     };
     let deletion_enabled = broker.config.delete_topic_enable;
-    let commit = broker.metadata.commit(|image| {
-        let mut records = Vec::new();
-        let mut results = Vec::new();
-        let mut removed = HashSet::new();
-        for (name, id) in &wanted {
-            let found = match name {
-                Some(name) => image.topic(name),
-                None => image.topic_by_id(id),
-            };
-            let mut result = DeletableTopicResult { name: name.clone(), topic_id: *id, ..Default::default() };
-            match found {
-                _ if !deletion_enabled => {
-                    result.error_code = ErrorCode::TOPIC_DELETION_DISABLED.code();
-                    result.error_message = Some("Topic deletion is disabled.".into());
-                }
-                Some(topic) => {
-                    result.name = Some(topic.name.clone());
-                    result.topic_id = topic.id;
-                    if removed.insert(topic.id) {
-                        records.push(MetadataRecord::RemoveTopic(RemoveTopicRecord {
-                            topic_id: topic.id,
-                            ..Default::default()
-                        }));
-                    }
-                }
-                None => {
-                    let (error, message) = match name {
-                        Some(_) => (
-                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
-                            "This server does not host this topic-partition.",
-                        ),
-                        None => (ErrorCode::UNKNOWN_TOPIC_ID.code(), "This server does not host this topic ID."),
-                    };
-                    result.error_code = error;
-                    result.error_message = Some(message.into());
-                }
-            }
-            results.push(result);
-        }
-        Ok::<_, ApiError>((records, results))
-    });
+    let commit = broker.metadata.control(|c, now_ms| c.delete_topics(&wanted, deletion_enabled, now_ms));
     match commit {
         Ok((_, mut results)) => {
             for result in &mut results {
@@ -240,72 +172,7 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
 
 pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
     let broker = ctx.broker;
-    let node_id = broker.node_id;
-    let commit = broker.metadata.commit(|image| {
-        let mut records = Vec::new();
-        let mut budget = RecordBudget::default();
-        let mut results = Vec::new();
-        let mut seen = HashSet::new();
-        for topic in &request.topics {
-            let outcome = (|| {
-                if !seen.insert(topic.name.clone()) {
-                    return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."));
-                }
-                let Some(existing) = image.topic(&topic.name) else {
-                    return Err(ApiError::new(
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
-                        "This server does not host this topic-partition.",
-                    ));
-                };
-                let current = existing.partitions.len() as i32;
-                if topic.count == current {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_PARTITIONS.code(),
-                        format!("Topic already has {current} partition(s)."),
-                    ));
-                }
-                if topic.count < current {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_PARTITIONS.code(),
-                        format!(
-                            "The topic {} currently has {current} partition(s); {} would not be an increase.",
-                            topic.name, topic.count
-                        ),
-                    ));
-                }
-                if let Some(assignments) = &topic.assignments {
-                    if assignments.len() as i32 != topic.count - current
-                        || assignments.iter().any(|a| a.broker_ids != [node_id])
-                    {
-                        return Err(ApiError::new(
-                            ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
-                            "Invalid replica assignment.",
-                        ));
-                    }
-                }
-                Ok((existing.id, current))
-            })();
-            if let Ok((topic_id, current)) = &outcome {
-                // Too many new partitions fails the whole request, as
-                // Kafka's bounded record list does, before they are built.
-                budget.take((topic.count - current) as usize)?;
-                if !request.validate_only {
-                    records.extend((*current..topic.count).map(|p| partition_record(node_id, *topic_id, p)));
-                }
-            }
-            let (error_code, error_message) = match outcome {
-                Ok(_) => (ErrorCode::NONE.code(), None),
-                Err(e) => (e.code, Some(e.message)),
-            };
-            results.push(CreatePartitionsTopicResult {
-                name: topic.name.clone(),
-                error_code,
-                error_message,
-                ..Default::default()
-            });
-        }
-        Ok::<_, ApiError>((records, results))
-    });
+    let commit = broker.metadata.control(|c, now_ms| c.create_partitions(&request, broker.node_id, now_ms));
     match commit {
         Ok((_, results)) => CreatePartitionsResponse { results, ..Default::default() },
         Err(e) => CreatePartitionsResponse {

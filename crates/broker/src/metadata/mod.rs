@@ -2,10 +2,11 @@
 //!
 //! The records, the image, deltas, snapshots and the publisher are
 //! krabka-metadata's, re-exported here so the broker names them in one
-//! place; commits go through krabka-raft's single voter. `store.rs` is the
-//! glue: every change is a KRaft metadata record committed (appended and
-//! fsynced) to the `__cluster_metadata-0` log first, then applied to an
-//! immutable in-memory image that request handlers share through an `Arc`.
+//! place. Decisions and commits are krabka-controller's (through
+//! krabka-raft's single voter); `store.rs` is the IO glue: it opens the
+//! `__cluster_metadata-0` log and snapshots, runs controller operations
+//! under one writer lock, publishes the immutable image each commit makes
+//! (request handlers share it through an `Arc`) and writes snapshots.
 //! On start the image is rebuilt from the newest snapshot plus the log
 //! after it, so metadata survives restarts.
 

@@ -16,48 +16,6 @@ fn broker(extra: &[(&str, &str)]) -> BrokerConfig {
     BrokerConfig::from_properties(props).unwrap().0
 }
 
-fn validate(pairs: &[(&str, &str)]) -> Result<(), String> {
-    validate_topic_configs(&map(pairs)).map_err(|e| e.to_string())
-}
-
-#[test]
-fn validation_accepts_what_kafka_accepts() {
-    validate(&[("cleanup.policy", "compact,delete")]).unwrap();
-    validate(&[("cleanup.policy", "")]).unwrap();
-    validate(&[("message.timestamp.type", "LogAppendTime")]).unwrap();
-    validate(&[("retention.ms", "-1"), ("retention.bytes", "-5"), ("min.cleanable.dirty.ratio", "0.01")]).unwrap();
-    validate(&[("leader.replication.throttled.replicas", "0:1,1:2"), ("compression.zstd.level", "-5")]).unwrap();
-    assert!(is_topic_config("segment.jitter.ms"));
-    assert!(!is_topic_config("log.retention.ms"));
-    assert_eq!(TOPIC_KEYS.len(), 33);
-}
-
-#[test]
-fn validation_refuses_what_kafka_refuses() {
-    assert_eq!(validate(&[("retention.ms", "1"), ("foo", "1")]).unwrap_err(), "Unknown topic config name: foo");
-    for (name, value) in [
-        ("cleanup.policy", "foo"),
-        ("cleanup.policy", "delete,delete"),
-        ("retention.ms", "-2"),
-        ("min.cleanable.dirty.ratio", "1.5"),
-        ("message.timestamp.type", "logappendtime"),
-        ("compression.type", "none"),
-        ("compression.gzip.level", "10"),
-        ("segment.ms", "0"),
-        ("max.message.bytes", "abc"),
-        ("preallocate", "maybe"),
-        ("local.retention.ms", "-3"),
-        ("follower.replication.throttled.replicas", "all"),
-        ("remote.storage.enable", "true"),
-    ] {
-        let message = validate(&[(name, value)]).unwrap_err();
-        assert!(message.contains(name), "{name}={value}: {message}");
-        assert!(validate_topic_config(name, value).is_err());
-    }
-    let lags = validate(&[("min.compaction.lag.ms", "10"), ("max.compaction.lag.ms", "5")]).unwrap_err();
-    assert!(lags.contains("min.compaction.lag.ms") && lags.contains("max.compaction.lag.ms"), "{lags}");
-}
-
 #[test]
 fn log_config_defaults_match_the_log_crate() {
     assert_eq!(log_config(&broker(&[]), &BTreeMap::new()), LogConfig::default());

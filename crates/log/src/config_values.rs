@@ -1,12 +1,27 @@
-//! Typed config values: parsing, range checks and the canonical text form.
+//! Typed config values: parsing, range checks and the canonical text form,
+//! and the error a refused value is. Topic configs (`topic_config`) and the
+//! broker's server.properties keys share them, as Kafka's `ConfigDef` is
+//! shared by every config.
 //!
 //! Kafka parses every config value by its declared type (trimming first) and
 //! then applies the key's validator; DescribeConfigs prints the parsed value
 //! back, so `retention.ms= 0100` is described as `100`. These helpers do the
 //! same so validation and description agree.
 
-use super::error::ConfigError;
-
+/// A value, a key or a combination of values refused, worded the way Kafka words it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid value {value:?} for configuration {key}: {reason}")]
+    Invalid { key: String, value: String, reason: String },
+    #[error("missing required configuration {0}")]
+    Missing(String),
+    /// A topic config name Kafka does not define (CreateTopics/AlterConfigs).
+    #[error("Unknown topic config name: {0}")]
+    UnknownTopicConfig(String),
+    /// Values that are each valid but not together.
+    #[error("{0}")]
+    Conflict(String),
+}
 /// The type Kafka declares for a config, which decides how its value parses
 /// and how DescribeConfigs reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +39,7 @@ pub enum ConfigType {
 
 /// The validator of one key, beyond its type.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Check {
+pub enum Check {
     /// Any value of the type.
     Any,
     /// An integer at least this.
@@ -46,7 +61,7 @@ pub(crate) enum Check {
 }
 
 /// Parses `value` as `ty` under `check` and returns it in canonical form.
-pub(crate) fn canonical(key: &str, ty: ConfigType, check: Check, value: &str) -> Result<String, ConfigError> {
+pub fn canonical(key: &str, ty: ConfigType, check: Check, value: &str) -> Result<String, ConfigError> {
     let invalid = |reason: String| ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason };
     let trimmed = value.trim();
     match ty {
@@ -145,7 +160,7 @@ fn check_throttled(entries: &[String]) -> Result<(), String> {
 }
 
 /// Kafka's list syntax: comma separated, whitespace around entries ignored, "" is the empty list.
-pub(crate) fn split_list(text: &str) -> Vec<String> {
+pub fn split_list(text: &str) -> Vec<String> {
     let text = text.trim();
     if text.is_empty() {
         return Vec::new();
@@ -154,7 +169,7 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
 }
 
 /// Java's `Boolean` config parsing: `true`/`false` in any case.
-pub(crate) fn parse_bool(text: &str) -> Option<bool> {
+pub fn parse_bool(text: &str) -> Option<bool> {
     let text = text.trim();
     if text.eq_ignore_ascii_case("true") {
         Some(true)
@@ -166,7 +181,7 @@ pub(crate) fn parse_bool(text: &str) -> Option<bool> {
 }
 
 /// `Double.toString`: plain decimals in [1e-3, 1e7), else `d.dddE±n`; always a fraction digit.
-pub(crate) fn java_double(d: f64) -> String {
+pub fn java_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
@@ -182,7 +197,7 @@ pub(crate) fn java_double(d: f64) -> String {
 }
 
 /// Reads back a value `canonical` accepted; `fallback` covers hand-built configs.
-pub(crate) fn int_or(text: Option<&str>, fallback: i64) -> i64 {
+pub fn int_or(text: Option<&str>, fallback: i64) -> i64 {
     text.and_then(|t| t.trim().parse().ok()).unwrap_or(fallback)
 }
 

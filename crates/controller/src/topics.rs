@@ -1,17 +1,19 @@
-//! Topics and partitions: Kafka's validation of a topic to create and the
-//! records (TopicRecord, PartitionRecord, ConfigRecord) that create it.
+//! Topics: Kafka's validation of a topic to create and the records
+//! (TopicRecord, PartitionRecord, ConfigRecord) that create it, for
+//! CreateTopics, auto-creation from Metadata and the internal topics.
 
-use krabka_protocol::ErrorCode;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use krabka_log::topic_config::validate_topic_configs;
+use krabka_metadata::records::CONFIG_RESOURCE_TOPIC;
+use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::create_topics_request::CreatableTopic;
-use krabka_protocol::{ConfigRecord, CreateTopicsRequest, PartitionRecord, TopicRecord, Uuid};
+use krabka_protocol::{ConfigRecord, CreateTopicsRequest, ErrorCode, TopicRecord, Uuid};
 
-use super::{ApiError, RecordBudget};
-use crate::config::topic::validate_topic_configs;
-use crate::metadata::records::CONFIG_RESOURCE_TOPIC;
-use crate::metadata::store::MAX_RECORDS_PER_USER_OP;
-use crate::metadata::{MetadataImage, MetadataRecord};
+use crate::budget::RecordBudget;
+use crate::error::ApiError;
+use crate::limits::MAX_RECORDS_PER_USER_OP;
+use crate::partitions::partition_record;
 
 /// Kafka's limit on topic name length (so partition directory names fit).
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
@@ -74,8 +76,9 @@ impl NewTopic {
     }
 }
 
+/// The records creating `topic` on `node_id`: `topic.record_count()` of
+/// them, which the caller has budgeted (and the commit's backstop caps).
 pub fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, ApiError> {
-    RecordBudget::default().take(topic.record_count())?;
     let topic_id = Uuid::random()
         .map_err(|e| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR.code(), format!("no random topic id: {e}")))?;
     let mut records =
@@ -91,19 +94,6 @@ pub fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecor
         })
     }));
     Ok(records)
-}
-
-pub fn partition_record(node_id: i32, topic_id: Uuid, partition_id: i32) -> MetadataRecord {
-    MetadataRecord::Partition(PartitionRecord {
-        partition_id,
-        topic_id,
-        replicas: vec![node_id],
-        isr: vec![node_id],
-        leader: node_id,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        ..Default::default()
-    })
 }
 
 /// Validates the replication factor against the one-node cluster.
@@ -243,4 +233,40 @@ pub fn plan_create_topics(
         outcomes.push(outcome);
     }
     Ok((records, outcomes))
+}
+
+/// The records creating the internal topic `topic` if `image` lacks it
+/// (none if it exists).
+pub fn plan_internal_topic(
+    image: &MetadataImage,
+    topic: &NewTopic,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
+    if image.topic(&topic.name).is_some() {
+        return Ok((Vec::new(), ()));
+    }
+    RecordBudget::default().take(topic.record_count())?;
+    tracing::info!(topic = %topic.name, partitions = topic.partitions, "creating internal topic");
+    Ok((topic_records(node_id, topic)?, ()))
+}
+
+/// The records auto-creating the topics of `names` that `image` lacks (a
+/// Metadata request's), each with `num_partitions` and no configs, once
+/// each however often it is named.
+pub fn plan_auto_create_topics(
+    image: &MetadataImage,
+    names: &[String],
+    num_partitions: i32,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
+    let names: BTreeSet<&String> = names.iter().filter(|n| image.topic(n).is_none()).collect();
+    let mut records = Vec::new();
+    let mut budget = RecordBudget::default();
+    for name in names {
+        let topic = NewTopic { name: name.clone(), partitions: num_partitions, configs: BTreeMap::new() };
+        budget.take(topic.record_count())?;
+        records.extend(topic_records(node_id, &topic)?);
+        tracing::info!(topic = %name, partitions = num_partitions, "auto-creating topic");
+    }
+    Ok((records, ()))
 }

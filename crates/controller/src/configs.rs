@@ -1,0 +1,225 @@
+//! AlterConfigs and IncrementalAlterConfigs for topics: the overrides a
+//! request leaves, validated as a whole, and the `ConfigRecord`s that set
+//! and clear them. Dynamic broker configs are refused (server.properties
+//! is the broker's only config).
+
+use std::collections::BTreeMap;
+
+use krabka_log::topic_config::validate_topic_configs;
+use krabka_metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
+use krabka_metadata::{MetadataImage, MetadataRecord};
+use krabka_protocol::{alter_configs_request, incremental_alter_configs_request};
+use krabka_protocol::{AlterConfigsRequest, ConfigRecord, ErrorCode, IncrementalAlterConfigsRequest};
+
+use crate::budget::RecordBudget;
+use crate::error::ApiError;
+
+/// One resource's answer: an error code and message (`NONE` and no message
+/// when it was altered, or would be).
+pub type ConfigOutcome = (i16, Option<String>);
+
+/// IncrementalAlterConfigs operations.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+/// Legacy AlterConfigs: each resource's overrides replaced by the request's.
+pub fn plan_alter_configs(
+    image: &MetadataImage,
+    request: &AlterConfigsRequest,
+) -> Result<(Vec<MetadataRecord>, Vec<ConfigOutcome>), ApiError> {
+    let resources: Vec<(i8, &str)> =
+        request.resources.iter().map(|r| (r.resource_type, r.resource_name.as_str())).collect();
+    plan_alter(image, &resources, request.validate_only, |index, _current| {
+        replaced_configs(&request.resources[index].configs)
+    })
+}
+
+/// IncrementalAlterConfigs: each resource's operations applied in order to
+/// its current overrides.
+pub fn plan_incremental_alter_configs(
+    image: &MetadataImage,
+    request: &IncrementalAlterConfigsRequest,
+) -> Result<(Vec<MetadataRecord>, Vec<ConfigOutcome>), ApiError> {
+    let resources: Vec<(i8, &str)> =
+        request.resources.iter().map(|r| (r.resource_type, r.resource_name.as_str())).collect();
+    plan_alter(image, &resources, request.validate_only, |index, current| {
+        altered_configs(current, &request.resources[index].configs)
+    })
+}
+
+/// Applies `change` to each resource's topic configs; the records of every
+/// resource that may change, budgeted (validate-only ones too), and each
+/// resource's outcome in request order.
+fn plan_alter(
+    image: &MetadataImage,
+    resources: &[(i8, &str)],
+    validate_only: bool,
+    change: impl Fn(usize, &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
+) -> Result<(Vec<MetadataRecord>, Vec<ConfigOutcome>), ApiError> {
+    let mut records = Vec::new();
+    let mut budget = RecordBudget::default();
+    let mut outcomes = Vec::with_capacity(resources.len());
+    for (index, &(resource_type, name)) in resources.iter().enumerate() {
+        let outcome = match resource_type {
+            CONFIG_RESOURCE_TOPIC => match image.topic(name) {
+                None => Err(ApiError::new(
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+                    format!("Topic {name} does not exist."),
+                )),
+                Some(topic) => {
+                    change(index, &topic.configs).and_then(|wanted| topic_config_records(name, &topic.configs, &wanted))
+                }
+            },
+            CONFIG_RESOURCE_BROKER => Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST.code(),
+                "Dynamic broker configs are not supported; set them in server.properties",
+            )),
+            other => {
+                Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), format!("Unsupported resource type {other}")))
+            }
+        };
+        match outcome {
+            Ok(new_records) => {
+                budget.take(new_records.len())?;
+                if !validate_only {
+                    records.extend(new_records);
+                }
+                outcomes.push((ErrorCode::NONE.code(), None));
+            }
+            Err(e) => outcomes.push((e.code, Some(e.message))),
+        }
+    }
+    Ok((records, outcomes))
+}
+
+/// The topic configs after a change, validated, as records: a value for
+/// each new or changed one, a null for each removed one.
+pub fn topic_config_records(
+    topic: &str,
+    current: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> Result<Vec<MetadataRecord>, ApiError> {
+    validate_topic_configs(wanted).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
+    let record = |name: &str, value: Option<&String>| {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: CONFIG_RESOURCE_TOPIC,
+            resource_name: topic.to_string(),
+            name: name.to_string(),
+            value: value.cloned(),
+            ..Default::default()
+        })
+    };
+    let mut records: Vec<MetadataRecord> =
+        wanted.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| record(k, Some(v))).collect();
+    records.extend(current.keys().filter(|k| !wanted.contains_key(*k)).map(|k| record(k, None)));
+    Ok(records)
+}
+
+/// AlterConfigs' whole new set of overrides; a null value is refused.
+fn replaced_configs(configs: &[alter_configs_request::AlterableConfig]) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut wanted = BTreeMap::new();
+    for config in configs {
+        let Some(value) = &config.value else {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST.code(),
+                format!("Null value for config {}", config.name),
+            ));
+        };
+        wanted.insert(config.name.clone(), value.clone());
+    }
+    Ok(wanted)
+}
+
+/// `current` with IncrementalAlterConfigs' SET, DELETE, APPEND and
+/// SUBTRACT applied in order (the last two on comma-separated lists).
+fn altered_configs(
+    current: &BTreeMap<String, String>,
+    configs: &[incremental_alter_configs_request::AlterableConfig],
+) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut wanted = current.clone();
+    for config in configs {
+        let name = config.name.clone();
+        match (config.config_operation, &config.value) {
+            (OP_SET, Some(value)) => {
+                wanted.insert(name, value.clone());
+            }
+            (OP_DELETE, _) => {
+                wanted.remove(&name);
+            }
+            (op @ (OP_APPEND | OP_SUBTRACT), Some(value)) => {
+                let existing = wanted.get(&name).map_or("", String::as_str);
+                let items = edited_list(existing, value, op == OP_APPEND);
+                wanted.insert(name, items);
+            }
+            (op, _) => {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_REQUEST.code(),
+                    format!("Invalid operation {op} or null value for config {name}"),
+                ))
+            }
+        }
+    }
+    Ok(wanted)
+}
+
+/// `existing`'s list with `value`'s entries appended (those not there yet)
+/// or removed.
+fn edited_list(existing: &str, value: &str, append: bool) -> String {
+    let mut items: Vec<String> =
+        existing.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if append {
+            if !items.iter().any(|i| i == item) {
+                items.push(item.to_string());
+            }
+        } else {
+            items.retain(|i| i != item);
+        }
+    }
+    items.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use incremental_alter_configs_request::AlterableConfig;
+
+    fn op(name: &str, config_operation: i8, value: Option<&str>) -> AlterableConfig {
+        AlterableConfig { name: name.into(), config_operation, value: value.map(String::from), ..Default::default() }
+    }
+
+    #[test]
+    fn incremental_operations_apply_in_order() {
+        let current = BTreeMap::from([("cleanup.policy".to_string(), "delete".to_string())]);
+        let ops = [
+            op("cleanup.policy", OP_APPEND, Some("compact, delete")),
+            op("retention.ms", OP_SET, Some("100")),
+            op("cleanup.policy", OP_SUBTRACT, Some("delete")),
+            op("segment.ms", OP_DELETE, None),
+        ];
+        let wanted = altered_configs(&current, &ops).unwrap();
+        assert_eq!(wanted["cleanup.policy"], "compact");
+        assert_eq!(wanted["retention.ms"], "100");
+        assert!(altered_configs(&current, &[op("retention.ms", OP_SET, None)]).is_err());
+        assert!(altered_configs(&current, &[op("retention.ms", 9, Some("1"))]).is_err());
+    }
+
+    #[test]
+    fn records_set_what_changed_and_clear_what_went() {
+        let current = BTreeMap::from([("a.b".to_string(), "1".to_string()), ("retention.ms".into(), "5".into())]);
+        let wanted = BTreeMap::from([("retention.ms".to_string(), "6".to_string())]);
+        let records = topic_config_records("t", &current, &wanted).unwrap();
+        let values: Vec<(String, Option<String>)> = records
+            .into_iter()
+            .map(|r| match r {
+                MetadataRecord::Config(c) => (c.name, c.value),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(values, [("retention.ms".to_string(), Some("6".to_string())), ("a.b".to_string(), None)]);
+        let bad = BTreeMap::from([("retention.ms".to_string(), "x".to_string())]);
+        assert_eq!(topic_config_records("t", &current, &bad).unwrap_err().code, ErrorCode::INVALID_CONFIG.code());
+    }
+}

@@ -1,0 +1,115 @@
+//! `Controller`: the metadata image and the raft voter that commits to it.
+//! A commit plans records against the current image, proposes them through
+//! the voter (committed once durable), applies them to a copy of the image
+//! and keeps that as the current one. Opening replays the committed log
+//! after a snapshot the same way. Publishing the new image and writing
+//! snapshots is the caller's (the broker's metadata store).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use krabka_log::ReplicatedLog;
+use krabka_metadata::records::decode_batches;
+use krabka_metadata::{MetadataDelta, MetadataImage, MetadataRecord, MetadataUpdate};
+use krabka_raft::{Committed, SingleVoter};
+
+use crate::error::MetadataError;
+use crate::limits::MAX_RECORDS_PER_USER_OP;
+
+/// How much of the log a replay reads at a time.
+const REPLAY_READ_BYTES: u32 = 1024 * 1024;
+
+pub struct Controller<L> {
+    voter: SingleVoter<L>,
+    image: Arc<MetadataImage>,
+}
+
+/// What one commit did: the new image with its delta (the current image,
+/// unchanged, when the plan had no records), what raft committed, if
+/// anything, and the plan's own result.
+pub struct Commit<T> {
+    pub update: MetadataUpdate,
+    pub committed: Option<Committed>,
+    pub result: T,
+}
+
+impl<L: ReplicatedLog> Controller<L> {
+    /// The controller of `voter`'s log: `snapshot` (the offset it ends at
+    /// and its image), if there is one, plus the committed records after it.
+    /// A record the image refuses is logged and skipped: a damaged log must
+    /// not stop the node.
+    pub fn open(voter: SingleVoter<L>, snapshot: Option<(i64, MetadataImage)>) -> Result<Self, MetadataError> {
+        let (snapshot_end, mut image) = snapshot.unwrap_or_default();
+        image.offset = snapshot_end - 1;
+        let mut delta = MetadataDelta::from_empty(&image);
+        let mut offset = snapshot_end;
+        while offset < voter.high_watermark() {
+            let batches = voter.read_committed(offset, REPLAY_READ_BYTES)?;
+            if batches.is_empty() {
+                break;
+            }
+            let (records, next_offset) = decode_batches(batches, offset)?;
+            debug_assert!(next_offset > offset, "a replay that does not move");
+            for (record_offset, record) in records {
+                if let Err(reason) = delta.apply(&mut image, &record) {
+                    tracing::error!(offset = record_offset, %reason, "skipping metadata record");
+                }
+                image.offset = record_offset;
+            }
+            offset = next_offset;
+        }
+        Ok(Controller { voter, image: Arc::new(image) })
+    }
+
+    /// The image of everything committed.
+    pub fn image(&self) -> &Arc<MetadataImage> {
+        &self.image
+    }
+
+    pub fn voter(&self) -> &SingleVoter<L> {
+        &self.voter
+    }
+
+    /// The voter, for what is the log's own business (shutdown, trimming
+    /// the log a snapshot covers).
+    pub fn voter_mut(&mut self) -> &mut SingleVoter<L> {
+        &mut self.voter
+    }
+
+    /// Runs `plan` against the current image and commits the records it
+    /// returns through raft as one batch, stamped `now_ms`; then applies
+    /// them. An empty plan writes nothing. More than
+    /// `MAX_RECORDS_PER_USER_OP` records is refused whole: plans budget
+    /// their records before building them, this is the backstop that keeps
+    /// an oversized batch out of the log.
+    pub fn commit<T, E>(
+        &mut self,
+        plan: impl FnOnce(&MetadataImage) -> Result<(Vec<MetadataRecord>, T), E>,
+        now_ms: i64,
+    ) -> Result<Commit<T>, E>
+    where
+        E: From<MetadataError>,
+    {
+        let (records, result) = plan(&self.image)?;
+        if records.is_empty() {
+            return Ok(Commit { update: MetadataUpdate::unchanged(self.image.clone()), committed: None, result });
+        }
+        if records.len() > MAX_RECORDS_PER_USER_OP {
+            return Err(MetadataError::TooManyRecords { records: records.len() }.into());
+        }
+        let values: Vec<Bytes> = records.iter().map(MetadataRecord::encode).collect();
+        let committed = self.voter.propose(&values, now_ms).map_err(MetadataError::from)?;
+        let mut next = (*self.image).clone();
+        let mut delta = MetadataDelta::default();
+        for record in &records {
+            if let Err(reason) = delta.apply(&mut next, record) {
+                // The plan validated against this very image: a failure here is a bug.
+                tracing::error!(%reason, "metadata record did not apply");
+            }
+        }
+        next.offset = committed.last_offset;
+        self.image = Arc::new(next);
+        let update = MetadataUpdate { image: self.image.clone(), delta: Arc::new(delta) };
+        Ok(Commit { update, committed: Some(committed), result })
+    }
+}

@@ -1,0 +1,53 @@
+//! The controller's two errors: `MetadataError`, a commit that failed (the
+//! log, a corrupt record, an oversized batch), and `ApiError`, the error
+//! code and message one resource of a request is answered with.
+
+use krabka_log::LogError;
+use krabka_metadata::records::CorruptRecord;
+use krabka_protocol::ErrorCode;
+
+use crate::limits::MAX_RECORDS_PER_USER_OP;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    #[error("metadata log: {0}")]
+    Log(#[from] LogError),
+    #[error("metadata log record at offset {offset}: {reason}")]
+    Corrupt { offset: i64, reason: String },
+    #[error("{records} metadata records in one operation, more than {MAX_RECORDS_PER_USER_OP}")]
+    TooManyRecords { records: usize },
+}
+
+impl From<CorruptRecord> for MetadataError {
+    fn from(e: CorruptRecord) -> Self {
+        MetadataError::Corrupt { offset: e.offset, reason: e.reason }
+    }
+}
+
+/// An error code and message for one resource of a request (Kafka's `ApiError`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub code: i16,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: i16, message: impl Into<String>) -> Self {
+        ApiError { code, message: message.into() }
+    }
+
+    /// Kafka's answer to an operation over `MAX_RECORDS_PER_USER_OP` records.
+    pub fn too_many_records() -> Self {
+        ApiError::new(ErrorCode::POLICY_VIOLATION.code(), "Unable to perform excessively large batch operation.")
+    }
+}
+
+impl From<MetadataError> for ApiError {
+    fn from(e: MetadataError) -> Self {
+        if let MetadataError::TooManyRecords { .. } = e {
+            return ApiError::too_many_records();
+        }
+        tracing::error!(error = %e, "metadata commit failed");
+        ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR.code(), e.to_string())
+    }
+}

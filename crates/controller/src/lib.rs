@@ -1,0 +1,36 @@
+//! krabka-controller: Kafka's controller, the one writer of cluster
+//! metadata. It validates what a request may change (topics, partitions,
+//! topic configs, producer-id blocks; replica placement, all on the one
+//! node for now), builds the metadata records that change it, within
+//! Kafka's 10,000 records per user operation, and commits them through
+//! raft (`krabka_raft::SingleVoter` today) to the image it keeps.
+//!
+//! It is sans-IO: it must never open a socket or a file, use tokio, spawn
+//! a thread or task, or read the clock (`now_ms` is passed in; tests pass a
+//! fixed one). The log it commits to is a `krabka_log::ReplicatedLog` its
+//! caller opened; publishing images and writing snapshots are the broker's.
+//! It must never commit a batch over `MAX_RECORDS_PER_USER_OP` records,
+//! never commit a record that was not validated against the image it
+//! applies to, and never depend on the broker.
+//!
+//! Files import one way, from the top down: `requests` (the request-shaped
+//! `Controller` operations) -> `controller` (`Controller`: commit, replay),
+//! `topics` -> `partitions`, `delete_topics`, `configs`, `producer_ids` ->
+//! `budget` -> `error` -> `limits`.
+
+pub mod budget;
+pub mod configs;
+pub mod controller;
+pub mod delete_topics;
+pub mod error;
+pub mod limits;
+pub mod partitions;
+pub mod producer_ids;
+pub mod requests;
+pub mod topics;
+
+pub use budget::RecordBudget;
+pub use controller::{Commit, Controller};
+pub use error::{ApiError, MetadataError};
+pub use limits::MAX_RECORDS_PER_USER_OP;
+pub use topics::{NewTopic, TopicDefaults};
