@@ -2,16 +2,18 @@
 //! A commit plans records against the current image, proposes them through
 //! the voter (committed once durable), applies them to a copy of the image
 //! and keeps that as the current one. Opening replays the committed log
-//! after a snapshot the same way. Publishing the new image and writing
-//! snapshots is the caller's (the broker's metadata store).
+//! after a snapshot the same way. When raft says a snapshot is due after a
+//! commit, the new image is encoded (krabka-metadata's snapshot format) and
+//! handed to raft to store. Publishing the new image is the caller's (the
+//! broker's metadata store).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use krabka_log::ReplicatedLog;
 use krabka_metadata::records::decode_batches;
-use krabka_metadata::{MetadataDelta, MetadataImage, MetadataRecord, MetadataUpdate};
-use krabka_raft::{Committed, SingleVoter};
+use krabka_metadata::{snapshot, MetadataDelta, MetadataImage, MetadataRecord, MetadataUpdate};
+use krabka_raft::{Committed, SingleVoter, Snapshot};
 
 use crate::error::MetadataError;
 use crate::limits::MAX_RECORDS_PER_USER_OP;
@@ -34,12 +36,27 @@ pub struct Commit<T> {
 }
 
 impl<L: ReplicatedLog> Controller<L> {
-    /// The controller of `voter`'s log: `snapshot` (the offset it ends at
-    /// and its image), if there is one, plus the committed records after it.
-    /// A record the image refuses is logged and skipped: a damaged log must
-    /// not stop the node.
-    pub fn open(voter: SingleVoter<L>, snapshot: Option<(i64, MetadataImage)>) -> Result<Self, MetadataError> {
-        let (snapshot_end, mut image) = snapshot.unwrap_or_default();
+    /// The controller of `voter`'s log: `snapshot` (the newest, as
+    /// `SingleVoter::open` found it), if there is one, plus the committed
+    /// records after it. A record the image refuses is logged and skipped:
+    /// a damaged log must not stop the node. A log that starts past the
+    /// snapshot's end (or past 0 without one) has lost records: an error.
+    pub fn open(voter: SingleVoter<L>, snapshot: Option<Snapshot>) -> Result<Self, MetadataError> {
+        let (snapshot_end, mut image) = match snapshot {
+            Some((id, bytes)) => {
+                let image = snapshot::decode(bytes)
+                    .map_err(|e| MetadataError::Corrupt { offset: id.end_offset, reason: e.to_string() })?;
+                (id.end_offset, image)
+            }
+            None => (0, MetadataImage::default()),
+        };
+        let log_start = voter.log().log_start_offset();
+        if log_start > snapshot_end {
+            return Err(MetadataError::Corrupt {
+                offset: snapshot_end,
+                reason: format!("the metadata log starts at {log_start} but no snapshot covers what came before"),
+            });
+        }
         image.offset = snapshot_end - 1;
         let mut delta = MetadataDelta::from_empty(&image);
         let mut offset = snapshot_end;
@@ -109,7 +126,26 @@ impl<L: ReplicatedLog> Controller<L> {
         }
         next.offset = committed.last_offset;
         self.image = Arc::new(next);
+        if let Some(end) = committed.snapshot_due {
+            self.snapshot(end, now_ms);
+        }
         let update = MetadataUpdate { image: self.image.clone(), delta: Arc::new(delta) };
         Ok(Commit { update, committed: Some(committed), result })
+    }
+
+    /// Encodes the image, which ends at `end`, and has raft store it. The
+    /// change is durable in the log already: a failed snapshot only means a
+    /// longer replay next start (and raft says it is due again next commit).
+    fn snapshot(&mut self, end: i64, now_ms: i64) {
+        debug_assert_eq!(end, self.image.offset + 1, "a snapshot of the image as committed");
+        let stored = snapshot::encode(&self.image, now_ms)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| self.voter.install_snapshot(end, &bytes, now_ms).map_err(|e| e.to_string()));
+        match stored {
+            Ok(id) => {
+                tracing::info!(end_offset = id.end_offset, topics = self.image.topics.len(), "wrote metadata snapshot")
+            }
+            Err(error) => tracing::error!(%error, "metadata snapshot failed"),
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! It is sans-IO: it must never open a socket or a file, use tokio, spawn
 //! a thread or task, or read the clock (`now_ms` is passed in; tests pass a
 //! fixed one). The log it commits to is a `krabka_log::ReplicatedLog` its
-//! caller opened; publishing images and writing snapshots are the broker's.
+//! caller opened; when raft says a snapshot is due it encodes the image
+//! and hands raft the bytes to store; publishing images is the broker's.
 //! It must never commit a batch over `MAX_RECORDS_PER_USER_OP` records,
 //! never commit a record that was not validated against the image it
 //! applies to, and never depend on the broker.

@@ -7,7 +7,7 @@ use std::path::Path;
 use krabka_controller::producer_ids::{ProducerIdBlocks, PRODUCER_ID_BLOCK_SIZE};
 use krabka_controller::topics::{check_total_partitions, topic_records};
 use krabka_controller::{ApiError, Controller, MetadataError, NewTopic, TopicDefaults, MAX_RECORDS_PER_USER_OP};
-use krabka_log::{LogConfig, PartitionLog};
+use krabka_log::{LogConfig, PartitionLog, ReplicatedLog};
 use krabka_metadata::MetadataRecord;
 use krabka_protocol::create_partitions_request::CreatePartitionsTopic;
 use krabka_protocol::create_topics_request::CreatableTopic;
@@ -20,7 +20,8 @@ const NODE: i32 = 1;
 
 fn open(dir: &Path) -> Controller<PartitionLog> {
     let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, true, NOW_MS).unwrap();
-    Controller::open(SingleVoter::open(log, NOW_MS).unwrap(), None).unwrap()
+    let (voter, snapshot) = SingleVoter::open(log, u64::MAX, NOW_MS).unwrap();
+    Controller::open(voter, snapshot).unwrap()
 }
 
 fn defaults() -> TopicDefaults {
@@ -151,6 +152,59 @@ fn a_reopened_controller_replays_what_was_committed() {
     assert_eq!(reopened.image().topics.len(), 1);
     assert_eq!(reopened.image().topic("t0").unwrap().partitions.len(), 4);
     assert!(reopened.image().topic("t1").is_none());
+}
+
+/// A controller over the log after its newest snapshot, as the broker
+/// opens it, that snapshots after every `snapshot_every_bytes` committed.
+fn open_snapshotting(dir: &Path, snapshot_every_bytes: u64) -> Controller<PartitionLog> {
+    let log = krabka_log::open_replicated_log(dir, LogConfig::default(), false, NOW_MS).unwrap();
+    let (voter, snapshot) = SingleVoter::open(log, snapshot_every_bytes, NOW_MS).unwrap();
+    Controller::open(voter, snapshot).unwrap()
+}
+
+#[test]
+fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut controller = open_snapshotting(dir.path(), 0);
+    let commit = controller.create_topics(&request(&[2, 3], false), &defaults(), NOW_MS).unwrap();
+    let end = commit.committed.unwrap().high_watermark;
+    assert_eq!(commit.committed.unwrap().snapshot_due, Some(end));
+    let snapshot = controller.voter().log().latest_snapshot().unwrap().unwrap();
+    assert_eq!(snapshot.0.end_offset, end);
+    assert_eq!(controller.voter().log().log_start_offset(), end, "the log the snapshot covers is gone");
+    drop(controller);
+    // Far from due: the next commit stays in the log only.
+    let mut controller = open_snapshotting(dir.path(), u64::MAX);
+    assert_eq!(controller.image().topics.len(), 2);
+    let deleted = controller.delete_topics(&[(Some("t1".into()), Uuid::ZERO)], true, NOW_MS).unwrap().result;
+    assert_eq!(deleted[0].error_code, 0);
+    let image = controller.image().clone();
+    drop(controller);
+    let reopened = open_snapshotting(dir.path(), u64::MAX);
+    assert_eq!(reopened.image().offset, image.offset);
+    assert_eq!(reopened.image().topic("t0").unwrap().partitions.len(), 2);
+    assert!(reopened.image().topic("t1").is_none());
+    assert_eq!(reopened.voter().log().latest_snapshot().unwrap().unwrap().0.end_offset, end);
+}
+
+#[test]
+fn a_log_that_starts_past_every_snapshot_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut controller = open_snapshotting(dir.path(), 0);
+    controller.create_topics(&request(&[1], false), &defaults(), NOW_MS).unwrap();
+    drop(controller);
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "checkpoint") && path.to_string_lossy().contains("-00000") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let (log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 1, 1, false, NOW_MS).unwrap();
+    let (voter, snapshot) = SingleVoter::open(log, u64::MAX, NOW_MS).unwrap();
+    assert!(snapshot.is_none());
+    let Err(MetadataError::Corrupt { offset: 0, .. }) = Controller::open(voter, snapshot) else {
+        panic!("a log without its start opened");
+    };
 }
 
 #[test]

@@ -13,7 +13,10 @@
 //! which use `segment` and `index`, and none of them uses `log.rs`;
 //! `manager` (the log directories, Kafka's `LogManager`) sits above them
 //! all, and `replicated` (the [`ReplicatedLog`] trait raft drives, which
-//! `PartitionLog` implements) above `log.rs`. `topic_config` (Kafka's
+//! `PartitionLog` implements) above `log.rs` and `snapshots` (a replicated
+//! log's snapshot files, KRaft's `<end offset>-<epoch>.checkpoint`, written
+//! atomically; their bytes are the caller's to encode), which stands on
+//! `fsutil` alone. `topic_config` (Kafka's
 //! topic configs, the log's settings, and their validation) stands on
 //! `config_values` (typed config values) and on nothing else here.
 
@@ -32,6 +35,7 @@ pub mod producer_state;
 pub mod replicated;
 pub mod segment;
 mod segments;
+pub mod snapshots;
 pub mod topic_config;
 mod validate;
 
@@ -41,5 +45,6 @@ pub use crate::error::LogError;
 pub use crate::loader::OpenReport;
 pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
 pub use crate::manager::{LogManager, PartitionCheckpoint};
-pub use crate::replicated::ReplicatedLog;
+pub use crate::replicated::{open_replicated_log, ReplicatedLog};
 pub use crate::segment::FileSlice;
+pub use crate::snapshots::SnapshotId;

@@ -2,11 +2,32 @@
 //! `org.apache.kafka.raft.ReplicatedLog`). It lives here, beside the log
 //! that implements it, so that raft depends on the log and never the
 //! reverse. Times are arguments: whoever drives raft owns the clock.
+//! Snapshots are part of it (Kafka's `ReplicatedLog` has them too): stored
+//! beside the segments by `snapshots`, opaque bytes to raft.
+
+use std::path::Path;
 
 use bytes::Bytes;
 
+use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::log::{AppendInfo, PartitionLog};
+use crate::snapshots::{self, SnapshotId};
+
+/// Opens (or creates) a replicated log in `dir` after its newest whole
+/// snapshot: the log starts where that snapshot ends, and after an unclean
+/// stop it is checked from there on (it is short after a snapshot).
+pub fn open_replicated_log(
+    dir: &Path,
+    config: LogConfig,
+    clean_shutdown: bool,
+    now_ms: i64,
+) -> Result<PartitionLog, LogError> {
+    std::fs::create_dir_all(dir)?;
+    let snapshot_end = snapshots::latest(dir)?.map_or(0, |(id, _)| id.end_offset);
+    let (log, _report) = PartitionLog::open(dir, config, snapshot_end, snapshot_end, clean_shutdown, now_ms)?;
+    Ok(log)
+}
 
 pub trait ReplicatedLog {
     /// Appends `records` as the leader of `epoch`: offsets are assigned
@@ -43,6 +64,19 @@ pub trait ReplicatedLog {
     /// `max_bytes`, none at or past `upper_bound` (the high watermark, for
     /// what is committed). Empty when nothing is there.
     fn read(&self, offset: i64, max_bytes: u32, upper_bound: i64) -> Result<Bytes, LogError>;
+
+    /// Moves the log start up to `offset` (at most the log end) and removes
+    /// the segments wholly before it, as when a snapshot covers them.
+    fn delete_records_before(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError>;
+
+    /// The newest whole snapshot and its bytes, None when there is none.
+    fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Bytes)>, LogError>;
+
+    /// Stores snapshot `id` durably and atomically (whole or not at all).
+    fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError>;
+
+    /// Removes the snapshots that end before `end_offset`.
+    fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError>;
 }
 
 // The inherent methods are called by path: the trait's have the same names.
@@ -88,6 +122,51 @@ impl ReplicatedLog for PartitionLog {
         match read.slice {
             Some(slice) => Ok(slice.read_to_bytes()?),
             None => Ok(Bytes::new()),
+        }
+    }
+
+    fn delete_records_before(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        PartitionLog::delete_records_before(self, offset, now_ms)?;
+        PartitionLog::delete_pending_files(self)?;
+        Ok(())
+    }
+
+    fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Bytes)>, LogError> {
+        Ok(snapshots::latest(self.dir())?)
+    }
+
+    fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
+        Ok(snapshots::write(self.dir(), id, bytes)?)
+    }
+
+    fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
+        snapshots::delete_before(self.dir(), end_offset)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshots::tests::{id, snapshot_bytes};
+
+    #[test]
+    fn a_kill_mid_snapshot_write_leaves_a_tmp_file_that_is_ignored_and_removed_when_the_log_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("__cluster_metadata-0");
+        std::fs::create_dir_all(&path).unwrap();
+        snapshots::write(&path, id(10), &snapshot_bytes(&["a"])).unwrap();
+        let newer = snapshot_bytes(&["b"]);
+        // The write of snapshot 20 stopped at every possible point before its rename.
+        for cut in 0..=newer.len() {
+            let tmp = path.join(format!("{}.tmp", id(20).file_name()));
+            std::fs::write(&tmp, &newer[..cut]).unwrap();
+            assert_eq!(snapshots::latest(&path).unwrap().unwrap().0, id(10));
+            let log = open_replicated_log(&path, LogConfig::default(), false, 1).unwrap();
+            assert_eq!(ReplicatedLog::log_start_offset(&log), 10, "the log starts where the snapshot ends");
+            assert_eq!(log.latest_snapshot().unwrap().unwrap().0, id(10));
+            assert!(!tmp.exists(), "the leftover is removed at open");
+            assert_eq!(snapshots::list(&path).unwrap(), vec![id(10)]);
         }
     }
 }

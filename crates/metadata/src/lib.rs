@@ -1,16 +1,18 @@
 //! krabka-metadata: the cluster's metadata as KRaft keeps it in
 //! `__cluster_metadata`: the records, the image they build, what each
-//! commit changed, and snapshots of the image.
+//! commit changed, and the snapshot encoding of the image.
 //!
 //! It must never decide anything (what a request may change is the
 //! controller's), never commit (records reach the log through raft; this
-//! crate applies what was committed), never touch a socket or read the
-//! clock (times come in as arguments), and never import raft or the broker.
+//! crate applies what was committed), never touch a file or a socket or
+//! read the clock (times come in as arguments; snapshot files are
+//! krabka-log's, and when to take one is krabka-raft's), and never import
+//! the log, raft or the broker.
 //!
 //! Modules point one way: `records` (the wire frames) < `image` (records
 //! applied) < `delta` (what applying changed) < `publisher` (the current
-//! image and its subscribers); `snapshot` writes and reads an image as
-//! records.
+//! image and its subscribers); `snapshot` encodes an image as snapshot
+//! bytes and decodes them back.
 
 pub mod delta;
 pub mod image;

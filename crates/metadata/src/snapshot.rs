@@ -1,18 +1,15 @@
-//! Metadata snapshots: the image written as records to
-//! `<end offset>-<epoch>.checkpoint` beside the metadata log, as KRaft names
-//! them, so a start replays one snapshot plus the log after it instead of
-//! every change since the cluster was formatted. A snapshot is a sequence of
-//! record batches: a control batch with a SnapshotHeaderRecord, the image's
-//! records, a control batch with a SnapshotFooterRecord. It is written to a
-//! `.tmp` file, fsynced and renamed, so a crash leaves either the whole
-//! snapshot or none; a snapshot without its footer or with a bad CRC is
-//! ignored in favour of an older one (or the full log).
+//! Metadata snapshots as bytes: the image encoded as the records that
+//! rebuild it, in Kafka's snapshot format, so a start replays one snapshot
+//! plus the log after it instead of every change since the cluster was
+//! formatted. A snapshot is a sequence of record batches: a control batch
+//! with a SnapshotHeaderRecord, the image's records, a control batch with a
+//! SnapshotFooterRecord. Sans-IO: the files (KRaft's
+//! `<end offset>-<epoch>.checkpoint`, written atomically) are krabka-log's,
+//! and when to take one is krabka-raft's.
 
-use std::io;
-use std::path::{Path, PathBuf};
+use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use krabka_log::fsutil::fsync_dir;
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
 use krabka_protocol::{
@@ -22,23 +19,26 @@ use krabka_protocol::{
 use crate::image::MetadataImage;
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
-const SUFFIX: &str = ".checkpoint";
 /// Kafka's ControlRecordType ids for snapshot headers and footers.
 const CONTROL_SNAPSHOT_HEADER: i16 = 3;
 const CONTROL_SNAPSHOT_FOOTER: i16 = 4;
 /// Metadata records per batch in a snapshot.
 const RECORDS_PER_BATCH: usize = 1000;
 
-fn file_name(end_offset: i64, epoch: i32) -> String {
-    format!("{end_offset:020}-{epoch:010}{SUFFIX}")
+/// A snapshot that could not be encoded, or bytes that are not a whole one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotError(pub String);
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "metadata snapshot: {}", self.0)
+    }
 }
 
-fn parse_file_name(name: &str) -> Option<i64> {
-    let stem = name.strip_suffix(SUFFIX)?;
-    let (offset, epoch) = stem.split_once('-')?;
-    (offset.len() == 20 && epoch.len() == 10).then_some(())?;
-    epoch.parse::<i32>().ok()?;
-    offset.parse().ok()
+impl std::error::Error for SnapshotError {}
+
+fn error(e: impl fmt::Display) -> SnapshotError {
+    SnapshotError(e.to_string())
 }
 
 /// The records that rebuild `image` from nothing.
@@ -90,28 +90,23 @@ fn config_record(resource_type: i8, resource_name: &str, name: &str, value: &str
     })
 }
 
-fn control_batch(base_offset: i64, control_type: i16, value: Bytes, now_ms: i64) -> io::Result<Bytes> {
+fn control_batch(base_offset: i64, control_type: i16, value: Bytes, now_ms: i64) -> Result<Bytes, SnapshotError> {
     let mut key = BytesMut::with_capacity(4);
     key.put_i16(0);
     key.put_i16(control_type);
     let mut builder = RecordBatchBuilder::new(Compression::None).with_control(true).with_base_offset(base_offset);
     builder
         .append(&NewRecord { timestamp_ms: now_ms, key: Some(&key), value: Some(&value), headers: &[] })
-        .map_err(io::Error::other)?;
-    Ok(builder.build().map_err(io::Error::other)?.into_bytes())
+        .map_err(error)?;
+    Ok(builder.build().map_err(error)?.into_bytes())
 }
 
-/// Writes the snapshot of `image`, which holds every record before
-/// `end_offset`. Returns its path.
-pub fn write(dir: &Path, image: &MetadataImage, end_offset: i64, now_ms: i64) -> io::Result<PathBuf> {
+/// The snapshot of `image`, stamped `now_ms` (its header's last contained
+/// log timestamp and every record's time).
+pub fn encode(image: &MetadataImage, now_ms: i64) -> Result<Bytes, SnapshotError> {
     let mut out = BytesMut::new();
     let header = SnapshotHeaderRecord { version: 0, last_contained_log_timestamp: now_ms, ..Default::default() };
-    out.extend_from_slice(&control_batch(
-        0,
-        CONTROL_SNAPSHOT_HEADER,
-        header.to_bytes(0).map_err(io::Error::other)?,
-        now_ms,
-    )?);
+    out.extend_from_slice(&control_batch(0, CONTROL_SNAPSHOT_HEADER, header.to_bytes(0).map_err(error)?, now_ms)?);
     let values: Vec<Bytes> = image_records(image).iter().map(MetadataRecord::encode).collect();
     let mut next_offset = 1i64;
     for chunk in values.chunks(RECORDS_PER_BATCH) {
@@ -119,41 +114,31 @@ pub fn write(dir: &Path, image: &MetadataImage, end_offset: i64, now_ms: i64) ->
         for value in chunk {
             builder
                 .append(&NewRecord { timestamp_ms: now_ms, key: None, value: Some(value), headers: &[] })
-                .map_err(io::Error::other)?;
+                .map_err(error)?;
         }
         next_offset += chunk.len() as i64;
-        out.extend_from_slice(builder.build().map_err(io::Error::other)?.as_bytes());
+        out.extend_from_slice(builder.build().map_err(error)?.as_bytes());
     }
     let footer = SnapshotFooterRecord { version: 0, ..Default::default() };
     out.extend_from_slice(&control_batch(
         next_offset,
         CONTROL_SNAPSHOT_FOOTER,
-        footer.to_bytes(0).map_err(io::Error::other)?,
+        footer.to_bytes(0).map_err(error)?,
         now_ms,
     )?);
-    let path = dir.join(file_name(end_offset, 0));
-    let tmp = dir.join(format!("{}.tmp", file_name(end_offset, 0)));
-    {
-        use std::io::Write;
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&out)?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&tmp, &path)?;
-    fsync_dir(dir)?;
-    Ok(path)
+    Ok(out.freeze())
 }
 
-/// Reads one snapshot into an image; None when it is torn or corrupt.
-fn read(path: &Path) -> Option<MetadataImage> {
-    let bytes = Bytes::from(std::fs::read(path).ok()?);
+/// The image a snapshot holds; an error when it is torn (no footer), fails
+/// a CRC, or holds a record the image refuses.
+pub fn decode(bytes: Bytes) -> Result<MetadataImage, SnapshotError> {
     let mut image = MetadataImage::default();
     let mut saw_footer = false;
     for batch in RecordBatches::new(bytes) {
-        let batch = batch.ok()?;
-        batch.validate().ok()?;
-        for record in batch.records(usize::MAX).ok()? {
-            let record = record.ok()?;
+        let batch = batch.map_err(error)?;
+        batch.validate().map_err(error)?;
+        for record in batch.records(usize::MAX).map_err(error)? {
+            let record = record.map_err(error)?;
             if batch.is_control() {
                 let key = record.key.unwrap_or_default();
                 if key.len() == 4 && i16::from_be_bytes([key[2], key[3]]) == CONTROL_SNAPSHOT_FOOTER {
@@ -161,43 +146,14 @@ fn read(path: &Path) -> Option<MetadataImage> {
                 }
                 continue;
             }
-            let decoded = MetadataRecord::decode(record.value.unwrap_or_default()).ok()?;
-            image.apply(&decoded).ok()?;
+            let decoded = MetadataRecord::decode(record.value.unwrap_or_default()).map_err(error)?;
+            image.apply(&decoded).map_err(error)?;
         }
     }
-    saw_footer.then_some(image)
-}
-
-/// The newest readable snapshot in `dir`: (end offset, image).
-pub fn load_latest(dir: &Path) -> io::Result<Option<(i64, MetadataImage)>> {
-    let mut found = Vec::new();
-    if dir.exists() {
-        for entry in std::fs::read_dir(dir)? {
-            let name = entry?.file_name().to_string_lossy().into_owned();
-            if let Some(offset) = parse_file_name(&name) {
-                found.push((offset, dir.join(name)));
-            }
-        }
+    if !saw_footer {
+        return Err(SnapshotError("no footer: the snapshot is torn".into()));
     }
-    found.sort();
-    for (offset, path) in found.into_iter().rev() {
-        match read(&path) {
-            Some(image) => return Ok(Some((offset, image))),
-            None => tracing::warn!(path = %path.display(), "ignoring an unreadable metadata snapshot"),
-        }
-    }
-    Ok(None)
-}
-
-/// Removes snapshots older than the one ending at `keep`.
-pub fn delete_older(dir: &Path, keep: i64) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if parse_file_name(&name).is_some_and(|offset| offset < keep) {
-            std::fs::remove_file(dir.join(name))?;
-        }
-    }
-    fsync_dir(dir)
+    Ok(image)
 }
 
 #[cfg(test)]
@@ -205,9 +161,7 @@ mod tests {
     use super::*;
     use krabka_protocol::Uuid;
 
-    #[test]
-    fn snapshot_round_trips_the_image_and_torn_files_are_ignored() {
-        let dir = tempfile::tempdir().unwrap();
+    fn image() -> MetadataImage {
         let mut image = MetadataImage::default();
         let id = Uuid::random().unwrap();
         image
@@ -227,18 +181,40 @@ mod tests {
         }
         image.apply(&config_record(CONFIG_RESOURCE_TOPIC, "t", "retention.ms", "5")).unwrap();
         image.next_producer_id_block = 3000;
-        write(dir.path(), &image, 42, 1).unwrap();
-        let (offset, loaded) = load_latest(dir.path()).unwrap().unwrap();
-        assert_eq!(offset, 42);
+        image
+    }
+
+    #[test]
+    fn snapshot_round_trips_the_image() {
+        let loaded = decode(encode(&image(), 1).unwrap()).unwrap();
         assert_eq!(loaded.topics["t"].partitions.len(), 3);
         assert_eq!(loaded.topics["t"].configs["retention.ms"], "5");
         assert_eq!(loaded.next_producer_id_block, 3000);
-        // A newer snapshot cut short (no footer) is skipped for the older one.
-        let newer = write(dir.path(), &image, 50, 1).unwrap();
-        let bytes = std::fs::read(&newer).unwrap();
-        std::fs::write(&newer, &bytes[..bytes.len() - 10]).unwrap();
-        assert_eq!(load_latest(dir.path()).unwrap().unwrap().0, 42);
-        delete_older(dir.path(), 50).unwrap();
-        assert!(load_latest(dir.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_snapshot_cut_short_or_corrupt_does_not_decode() {
+        let bytes = encode(&image(), 1).unwrap();
+        // Cut short (no footer), wherever.
+        for cut in [0, 10, bytes.len() / 2, bytes.len() - 10] {
+            assert!(decode(bytes.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut flipped = bytes.to_vec();
+        let last = flipped.len() - 2;
+        flipped[last] ^= 0xff;
+        assert!(decode(Bytes::from(flipped)).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_starts_with_its_header_and_ends_with_its_footer() {
+        let batches: Vec<_> = RecordBatches::new(encode(&image(), 7).unwrap()).map(Result::unwrap).collect();
+        let control_type = |batch: &krabka_protocol::records::RecordBatch| {
+            let key = batch.records(usize::MAX).unwrap().next().unwrap().unwrap().key.unwrap();
+            i16::from_be_bytes([key[2], key[3]])
+        };
+        assert!(batches[0].is_control() && batches.last().unwrap().is_control());
+        assert_eq!(control_type(&batches[0]), CONTROL_SNAPSHOT_HEADER);
+        assert_eq!(control_type(batches.last().unwrap()), CONTROL_SNAPSHOT_FOOTER);
+        assert!(batches[1..batches.len() - 1].iter().all(|b| !b.is_control()));
     }
 }

@@ -4,9 +4,16 @@
 //! into one batch, appended as leader in the voter's epoch, flushed, and
 //! committed at once: the high watermark is the log end offset after the
 //! flush. It returns what was committed; applying it is the caller's.
+//!
+//! It owns the snapshot policy too: it counts the bytes committed since
+//! the last snapshot against `metadata.log.max.record.bytes.between.snapshots`
+//! and says when one is due; the caller encodes its state at the high
+//! watermark and hands the bytes to `install_snapshot`, which stores them
+//! through the log and then drops what they cover (the log prefix and the
+//! older snapshots). Raft never reads the bytes.
 
 use bytes::Bytes;
-use krabka_log::{AppendInfo, LogError, ReplicatedLog};
+use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
 
@@ -20,13 +27,23 @@ pub struct Committed {
     pub high_watermark: i64,
     /// Bytes appended to the log.
     pub bytes: u64,
+    /// Set when enough was committed since the last snapshot: the caller
+    /// should snapshot its state at this end offset (the high watermark).
+    pub snapshot_due: Option<i64>,
 }
+
+/// A snapshot as the log stores it: its id and its (opaque) bytes.
+pub type Snapshot = (SnapshotId, Bytes);
 
 pub struct SingleVoter<L> {
     log: L,
     epoch: i32,
     /// Everything below it is committed: appended and flushed.
     high_watermark: i64,
+    /// `metadata.log.max.record.bytes.between.snapshots`.
+    snapshot_every_bytes: u64,
+    /// Bytes committed since the last snapshot (or since the open).
+    bytes_since_snapshot: u64,
 }
 
 impl<L: ReplicatedLog> SingleVoter<L> {
@@ -35,14 +52,18 @@ impl<L: ReplicatedLog> SingleVoter<L> {
     /// left unflushed (written but never reported) is the only voter's log,
     /// so it is flushed and committed too, as Kafka's new leader commits its
     /// whole log. The epoch is the log's latest (0 for an empty log): one
-    /// voter wins every election, so it has no cause to move it.
-    pub fn open(mut log: L, now_ms: i64) -> Result<Self, LogError> {
+    /// voter wins every election, so it has no cause to move it. Returns
+    /// the voter and the log's newest whole snapshot, for the caller to
+    /// decode and replay the committed log after. A snapshot is due once
+    /// `snapshot_every_bytes` more are committed.
+    pub fn open(mut log: L, snapshot_every_bytes: u64, now_ms: i64) -> Result<(Self, Option<Snapshot>), LogError> {
         log.flush(now_ms)?;
+        let snapshot = log.latest_snapshot()?;
         let epoch = log.last_epoch().unwrap_or(0).max(0);
         let high_watermark = log.log_end_offset();
-        let voter = SingleVoter { log, epoch, high_watermark };
+        let voter = SingleVoter { log, epoch, high_watermark, snapshot_every_bytes, bytes_since_snapshot: 0 };
         voter.check();
-        Ok(voter)
+        Ok((voter, snapshot))
     }
 
     pub fn epoch(&self) -> i32 {
@@ -71,6 +92,7 @@ impl<L: ReplicatedLog> SingleVoter<L> {
         debug_assert_eq!(high_watermark, info.last_offset + 1, "the proposal is the log's last batch");
         debug_assert!(high_watermark > self.high_watermark, "a commit that does not move the high watermark");
         self.high_watermark = high_watermark;
+        self.bytes_since_snapshot += info.bytes;
         self.check();
         Ok(Committed {
             first_offset: info.first_offset,
@@ -78,7 +100,31 @@ impl<L: ReplicatedLog> SingleVoter<L> {
             epoch: self.epoch,
             high_watermark,
             bytes: info.bytes,
+            snapshot_due: self.snapshot_due(),
         })
+    }
+
+    /// The end offset to snapshot at when enough was committed since the
+    /// last snapshot; None until then.
+    pub fn snapshot_due(&self) -> Option<i64> {
+        (self.bytes_since_snapshot >= self.snapshot_every_bytes && self.high_watermark > self.log.log_start_offset())
+            .then_some(self.high_watermark)
+    }
+
+    /// Stores `bytes`, the caller's state with every record before `end`
+    /// applied (`end` at most the high watermark), as the newest snapshot;
+    /// then drops the log before `end` and the older snapshots, and starts
+    /// counting toward the next. A failure before the snapshot is stored
+    /// changes nothing (the next commit says it is due again); one after
+    /// leaves the snapshot and some of what it covers, which is harmless.
+    pub fn install_snapshot(&mut self, end: i64, bytes: &[u8], now_ms: i64) -> Result<SnapshotId, LogError> {
+        debug_assert!(end <= self.high_watermark, "a snapshot of uncommitted records");
+        let id = SnapshotId { end_offset: end, epoch: self.epoch };
+        self.log.write_snapshot(id, bytes)?;
+        self.bytes_since_snapshot = 0;
+        self.log.delete_records_before(end, now_ms)?;
+        self.log.delete_snapshots_before(end)?;
+        Ok(id)
     }
 
     fn append_and_flush(&mut self, values: &[Bytes], now_ms: i64) -> Result<AppendInfo, LogError> {
@@ -102,9 +148,8 @@ impl<L: ReplicatedLog> SingleVoter<L> {
         &self.log
     }
 
-    /// The log, for what raft does not do yet: dropping what a snapshot
-    /// covers, and the clean shutdown. Its end must not move below the high
-    /// watermark.
+    /// The log, for what raft does not do: the clean shutdown. Its end
+    /// must not move below the high watermark.
     pub fn log_mut(&mut self) -> &mut L {
         &mut self.log
     }
@@ -128,6 +173,13 @@ mod tests {
     fn open_log(dir: &Path, clean_shutdown: bool) -> PartitionLog {
         let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, clean_shutdown, 1).unwrap();
         log
+    }
+
+    /// A voter that never finds a snapshot due, on a log without one.
+    fn open_voter<L: ReplicatedLog>(log: L, now_ms: i64) -> SingleVoter<L> {
+        let (voter, snapshot) = SingleVoter::open(log, u64::MAX, now_ms).unwrap();
+        assert!(snapshot.is_none());
+        voter
     }
 
     fn values(names: &[&str]) -> Vec<Bytes> {
@@ -155,7 +207,7 @@ mod tests {
     #[test]
     fn each_proposal_commits_at_once_and_the_high_watermark_is_the_flushed_log_end() {
         let dir = tempfile::tempdir().unwrap();
-        let mut voter = SingleVoter::open(open_log(&dir.path().join("__cluster_metadata-0"), true), 1).unwrap();
+        let mut voter = open_voter(open_log(&dir.path().join("__cluster_metadata-0"), true), 1);
         assert_eq!((voter.epoch(), voter.high_watermark()), (0, 0));
         let first = voter.propose(&values(&["a", "b"]), 2).unwrap();
         assert_eq!((first.first_offset, first.last_offset, first.high_watermark), (0, 1, 2));
@@ -176,13 +228,13 @@ mod tests {
         {
             let mut log = open_log(&path, true);
             log.assign_leader_epoch(4).unwrap();
-            let mut voter = SingleVoter::open(log, 1).unwrap();
+            let mut voter = open_voter(log, 1);
             assert_eq!(voter.epoch(), 4);
             voter.propose(&values(&["a"]), 2).unwrap();
             voter.propose(&values(&["b", "c"]), 3).unwrap();
             // No clean shutdown: the log is dropped as a crash leaves it.
         }
-        let mut voter = SingleVoter::open(open_log(&path, false), 4).unwrap();
+        let mut voter = open_voter(open_log(&path, false), 4);
         assert_eq!((voter.epoch(), voter.high_watermark()), (4, 3));
         assert_eq!(committed_values(&voter, 0), values(&["a", "b", "c"]));
         let next = voter.propose(&values(&["d"]), 5).unwrap();
@@ -229,6 +281,18 @@ mod tests {
         fn read(&self, offset: i64, max_bytes: u32, upper_bound: i64) -> Result<Bytes, LogError> {
             ReplicatedLog::read(&self.log, offset, max_bytes, upper_bound)
         }
+        fn delete_records_before(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+            ReplicatedLog::delete_records_before(&mut self.log, offset, now_ms)
+        }
+        fn latest_snapshot(&self) -> Result<Option<Snapshot>, LogError> {
+            self.log.latest_snapshot()
+        }
+        fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
+            self.log.write_snapshot(id, bytes)
+        }
+        fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
+            self.log.delete_snapshots_before(end_offset)
+        }
     }
 
     #[test]
@@ -236,7 +300,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log =
             FailingFlush { log: open_log(&dir.path().join("__cluster_metadata-0"), true), fail_next_flush: false };
-        let mut voter = SingleVoter::open(log, 1).unwrap();
+        let mut voter = open_voter(log, 1);
         voter.propose(&values(&["a"]), 2).unwrap();
         voter.log_mut().fail_next_flush = true;
         assert!(voter.propose(&values(&["lost"]), 3).is_err());
@@ -244,5 +308,94 @@ mod tests {
         assert_eq!(voter.log().log_end_offset(), 1, "the failed proposal was cut off");
         let next = voter.propose(&values(&["b"]), 4).unwrap();
         assert_eq!((next.first_offset, next.high_watermark), (1, 2));
+    }
+
+    /// Bytes in the shape of a snapshot (the log checks its framing and
+    /// footer, never what the records mean): a batch of `names`, then a
+    /// control batch with Kafka's snapshot footer key.
+    fn snapshot_bytes(names: &[&str]) -> Bytes {
+        let mut out = RecordBatchBuilder::new(Compression::None);
+        for value in values(names) {
+            out.append(&NewRecord { timestamp_ms: NOW_MS, key: None, value: Some(&value), headers: &[] }).unwrap();
+        }
+        let mut bytes = out.build().unwrap().as_bytes().to_vec();
+        let key = Bytes::from_static(&[0, 0, 0, 4]);
+        let mut footer =
+            RecordBatchBuilder::new(Compression::None).with_control(true).with_base_offset(names.len() as i64);
+        footer
+            .append(&NewRecord { timestamp_ms: NOW_MS, key: Some(&key), value: Some(&Bytes::new()), headers: &[] })
+            .unwrap();
+        bytes.extend_from_slice(footer.build().unwrap().as_bytes());
+        Bytes::from(bytes)
+    }
+
+    /// The fake clock.
+    const NOW_MS: i64 = 1_700_000_000_000;
+
+    fn snapshot_files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".checkpoint") && name.as_bytes()[0].is_ascii_digit())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_snapshot_is_due_after_the_threshold_of_committed_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut voter, snapshot) =
+            SingleVoter::open(open_log(&dir.path().join("__cluster_metadata-0"), true), 200, NOW_MS).unwrap();
+        assert!(snapshot.is_none());
+        assert_eq!(voter.snapshot_due(), None);
+        let mut committed = voter.propose(&values(&["a"]), NOW_MS).unwrap();
+        assert!(committed.bytes < 200);
+        assert_eq!(committed.snapshot_due, None);
+        let mut total = committed.bytes;
+        while total < 200 {
+            committed = voter.propose(&values(&["b"]), NOW_MS).unwrap();
+            total += committed.bytes;
+        }
+        assert_eq!(committed.snapshot_due, Some(voter.high_watermark()));
+        assert_eq!(voter.snapshot_due(), Some(voter.high_watermark()));
+        // Not installed: still due on the next commit.
+        let next = voter.propose(&values(&["c"]), NOW_MS).unwrap();
+        assert_eq!(next.snapshot_due, Some(next.high_watermark));
+        voter.install_snapshot(next.high_watermark, &snapshot_bytes(&["state"]), NOW_MS).unwrap();
+        assert_eq!(voter.snapshot_due(), None, "the count starts over");
+        assert_eq!(voter.propose(&values(&["d"]), NOW_MS).unwrap().snapshot_due, None);
+    }
+
+    #[test]
+    fn installing_a_snapshot_drops_the_log_and_the_snapshots_it_covers_and_a_reopen_gets_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("__cluster_metadata-0");
+        let mut log = open_log(&path, true);
+        log.assign_leader_epoch(2).unwrap();
+        let (mut voter, _) = SingleVoter::open(log, 0, NOW_MS).unwrap();
+        let first = voter.propose(&values(&["a", "b"]), NOW_MS).unwrap();
+        assert_eq!(first.snapshot_due, Some(2), "a threshold of 0 snapshots after every commit");
+        let id = voter.install_snapshot(2, &snapshot_bytes(&["s1"]), NOW_MS).unwrap();
+        assert_eq!(id, SnapshotId { end_offset: 2, epoch: 2 });
+        assert_eq!(snapshot_files(&path), vec!["00000000000000000002-0000000002.checkpoint"]);
+        // Enough for the log to roll, so the prefix goes with its segments.
+        let end = voter.high_watermark();
+        voter.log_mut().roll(end, NOW_MS).unwrap();
+        voter.propose(&values(&["c"]), NOW_MS).unwrap();
+        voter.install_snapshot(3, &snapshot_bytes(&["s2"]), NOW_MS).unwrap();
+        assert_eq!(snapshot_files(&path), vec!["00000000000000000003-0000000002.checkpoint"], "the older one is gone");
+        assert_eq!(voter.log().log_start_offset(), 3);
+        assert_eq!(voter.high_watermark(), 3);
+        voter.propose(&values(&["d"]), NOW_MS).unwrap();
+        drop(voter);
+        // The broker reopens the log after the snapshot, then the voter.
+        let log = krabka_log::open_replicated_log(&path, LogConfig::default(), false, NOW_MS).unwrap();
+        let (voter, snapshot) = SingleVoter::open(log, 0, NOW_MS).unwrap();
+        let (id, bytes) = snapshot.unwrap();
+        assert_eq!(id, SnapshotId { end_offset: 3, epoch: 2 });
+        assert_eq!(bytes, snapshot_bytes(&["s2"]), "the bytes come back untouched");
+        assert_eq!((voter.log().log_start_offset(), voter.high_watermark()), (3, 4));
+        assert_eq!(committed_values(&voter, 3), values(&["d"]));
     }
 }

@@ -1,12 +1,13 @@
 //! Cluster metadata: topics, partitions, configs and producer-id blocks.
 //!
-//! The records, the image, deltas, snapshots and the publisher are
-//! krabka-metadata's, re-exported here so the broker names them in one
+//! The records, the image, deltas, the snapshot encoding and the publisher
+//! are krabka-metadata's, re-exported here so the broker names them in one
 //! place. Decisions and commits are krabka-controller's (through
-//! krabka-raft's single voter); `store.rs` is the IO glue: it opens the
-//! `__cluster_metadata-0` log and snapshots, runs controller operations
-//! under one writer lock, publishes the immutable image each commit makes
-//! (request handlers share it through an `Arc`) and writes snapshots.
+//! krabka-raft's single voter, which decides when to snapshot and stores
+//! snapshots through krabka-log); `store.rs` is the glue: it opens the
+//! `__cluster_metadata-0` log, passes the snapshot threshold, runs
+//! controller operations under one writer lock and publishes the immutable
+//! image each commit makes (request handlers share it through an `Arc`).
 //! On start the image is rebuilt from the newest snapshot plus the log
 //! after it, so metadata survives restarts.
 

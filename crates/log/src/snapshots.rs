@@ -1,0 +1,199 @@
+//! The snapshots of a replicated log, as KRaft stores them beside the
+//! segments of the partition directory: `<end offset, 20 digits>-<epoch,
+//! 10 digits>.checkpoint`, each a sequence of record batches that holds
+//! everything before its end offset and closes with a control batch holding
+//! a snapshot footer. What the records mean is the caller's (raft never
+//! reads them; krabka-metadata encodes and decodes them); this module only
+//! stores them: written to a `.tmp` sibling, fsynced, renamed, the directory
+//! fsynced, so a crash leaves the whole snapshot or none (the loader removes
+//! a leftover `.tmp` when the log opens), and a file that is not whole
+//! batches with good CRCs up to its footer is skipped for an older one.
+
+use std::io;
+use std::path::Path;
+
+use bytes::Bytes;
+use krabka_protocol::records::{RecordBatch, RecordBatches};
+
+use crate::fsutil::{atomic_write, fsync_dir};
+
+const SUFFIX: &str = ".checkpoint";
+/// Kafka's ControlRecordType id of a snapshot footer.
+const CONTROL_SNAPSHOT_FOOTER: i16 = 4;
+
+/// A snapshot's name: every offset before `end_offset` is in it, and
+/// `epoch` is the epoch of its last record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SnapshotId {
+    pub end_offset: i64,
+    pub epoch: i32,
+}
+
+impl SnapshotId {
+    pub fn file_name(&self) -> String {
+        format!("{:020}-{:010}{SUFFIX}", self.end_offset, self.epoch)
+    }
+
+    /// The id a snapshot file's name spells; None for any other file.
+    pub fn parse(name: &str) -> Option<SnapshotId> {
+        let stem = name.strip_suffix(SUFFIX)?;
+        let (offset, epoch) = stem.split_once('-')?;
+        (offset.len() == 20 && epoch.len() == 10).then_some(())?;
+        Some(SnapshotId { end_offset: offset.parse().ok()?, epoch: epoch.parse().ok()? })
+    }
+}
+
+/// The snapshots in `dir`, oldest first (none when `dir` does not exist).
+pub fn list(dir: &Path) -> io::Result<Vec<SnapshotId>> {
+    let mut found = Vec::new();
+    if dir.exists() {
+        for entry in std::fs::read_dir(dir)? {
+            if let Some(id) = SnapshotId::parse(&entry?.file_name().to_string_lossy()) {
+                found.push(id);
+            }
+        }
+    }
+    found.sort_unstable();
+    Ok(found)
+}
+
+/// Writes snapshot `id` atomically: after a crash it is whole or absent.
+pub fn write(dir: &Path, id: SnapshotId, bytes: &[u8]) -> io::Result<()> {
+    atomic_write(&dir.join(id.file_name()), bytes)
+}
+
+/// Snapshot `id`'s bytes; None when it is torn or corrupt.
+pub fn read(dir: &Path, id: SnapshotId) -> io::Result<Option<Bytes>> {
+    let bytes = Bytes::from(std::fs::read(dir.join(id.file_name()))?);
+    Ok(is_whole(&bytes).then_some(bytes))
+}
+
+/// Whole batches with good CRCs, the last a control batch with the footer.
+fn is_whole(bytes: &Bytes) -> bool {
+    let mut last = None;
+    for batch in RecordBatches::new(bytes.clone()) {
+        match batch {
+            Ok(batch) if batch.validate().is_ok() => last = Some(batch),
+            _ => return false,
+        }
+    }
+    last.is_some_and(|batch| is_footer(&batch))
+}
+
+fn is_footer(batch: &RecordBatch) -> bool {
+    if !batch.is_control() {
+        return false;
+    }
+    let Ok(mut records) = batch.records(usize::MAX) else {
+        return false;
+    };
+    records.any(|record| {
+        record
+            .ok()
+            .and_then(|r| r.key)
+            .is_some_and(|key| key.len() == 4 && i16::from_be_bytes([key[2], key[3]]) == CONTROL_SNAPSHOT_FOOTER)
+    })
+}
+
+/// The newest whole snapshot in `dir`, with its bytes; torn ones are
+/// skipped (and logged).
+pub fn latest(dir: &Path) -> io::Result<Option<(SnapshotId, Bytes)>> {
+    for id in list(dir)?.into_iter().rev() {
+        match read(dir, id)? {
+            Some(bytes) => return Ok(Some((id, bytes))),
+            None => tracing::warn!(dir = %dir.display(), file = %id.file_name(), "ignoring a torn snapshot"),
+        }
+    }
+    Ok(None)
+}
+
+/// Removes the snapshots that end before `end_offset`; returns how many.
+pub fn delete_before(dir: &Path, end_offset: i64) -> io::Result<usize> {
+    let doomed: Vec<SnapshotId> = list(dir)?.into_iter().filter(|id| id.end_offset < end_offset).collect();
+    for id in &doomed {
+        std::fs::remove_file(dir.join(id.file_name()))?;
+    }
+    fsync_dir(dir)?;
+    Ok(doomed.len())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use krabka_protocol::compression::Compression;
+    use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+
+    /// A snapshot in Kafka's shape: a batch of `values`, then the footer.
+    pub(crate) fn snapshot_bytes(values: &[&str]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for value in values {
+            let value = Bytes::copy_from_slice(value.as_bytes());
+            builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(&value), headers: &[] }).unwrap();
+        }
+        out.extend_from_slice(builder.build().unwrap().as_bytes());
+        let key = Bytes::from_static(&[0, 0, 0, 4]);
+        let mut footer = RecordBatchBuilder::new(Compression::None).with_control(true).with_base_offset(9);
+        footer
+            .append(&NewRecord { timestamp_ms: 1, key: Some(&key), value: Some(&Bytes::new()), headers: &[] })
+            .unwrap();
+        out.extend_from_slice(footer.build().unwrap().as_bytes());
+        out
+    }
+
+    pub(crate) fn id(end_offset: i64) -> SnapshotId {
+        SnapshotId { end_offset, epoch: 0 }
+    }
+
+    #[test]
+    fn names_are_kraft_s() {
+        let id = SnapshotId { end_offset: 42, epoch: 3 };
+        assert_eq!(id.file_name(), "00000000000000000042-0000000003.checkpoint");
+        assert_eq!(SnapshotId::parse(&id.file_name()), Some(id));
+        for other in ["00000000000000000042-0000000003.checkpoint.tmp", "42-3.checkpoint", "leader-epoch-checkpoint"] {
+            assert_eq!(SnapshotId::parse(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_newest_whole_snapshot_wins_and_older_ones_are_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(latest(dir.path()).unwrap().is_none());
+        let first = snapshot_bytes(&["a"]);
+        write(dir.path(), id(10), &first).unwrap();
+        write(dir.path(), id(20), &snapshot_bytes(&["b", "c"])).unwrap();
+        assert_eq!(list(dir.path()).unwrap(), vec![id(10), id(20)]);
+        let (newest, bytes) = latest(dir.path()).unwrap().unwrap();
+        assert_eq!((newest, bytes.len()), (id(20), snapshot_bytes(&["b", "c"]).len()));
+        assert_eq!(delete_before(dir.path(), 20).unwrap(), 1);
+        assert_eq!(list(dir.path()).unwrap(), vec![id(20)]);
+        assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp")));
+    }
+
+    #[test]
+    fn a_torn_or_footless_newest_snapshot_falls_back_to_the_older_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let older = snapshot_bytes(&["a"]);
+        write(dir.path(), id(10), &older).unwrap();
+        let newer = snapshot_bytes(&["b"]);
+        // Cut anywhere, the newer one is not whole.
+        for cut in [1, 10, newer.len() / 2, newer.len() - 1] {
+            std::fs::write(dir.path().join(id(20).file_name()), &newer[..cut]).unwrap();
+            assert_eq!(latest(dir.path()).unwrap().unwrap(), (id(10), Bytes::from(older.clone())), "cut at {cut}");
+        }
+        // Whole batches without the footer are not a snapshot either.
+        let first_batch = RecordBatches::new(Bytes::from(newer.clone())).next().unwrap().unwrap();
+        std::fs::write(dir.path().join(id(20).file_name()), first_batch.as_bytes()).unwrap();
+        assert_eq!(latest(dir.path()).unwrap().unwrap().0, id(10));
+        // A flipped byte fails the CRC.
+        let mut flipped = newer.clone();
+        let last = flipped.len() - 2;
+        flipped[last] ^= 0xff;
+        std::fs::write(dir.path().join(id(20).file_name()), &flipped).unwrap();
+        assert_eq!(latest(dir.path()).unwrap().unwrap().0, id(10));
+    }
+}
