@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::properties;
-use crate::KafkaUuid;
+use krabka_protocol::Uuid as KafkaUuid;
 
 pub const META_PROPERTIES_FILE: &str = "meta.properties";
 

@@ -14,7 +14,10 @@ use krabka_protocol::Uuid;
 
 use crate::checkpoint::{self, TopicPartition};
 use crate::fsutil::fsync_dir;
-use crate::{LogConfig, LogError, OpenReport, PartitionLog};
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::loader::OpenReport;
+use crate::log::PartitionLog;
 
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
