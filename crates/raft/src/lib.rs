@@ -15,8 +15,14 @@
 //! single combined node needs, [`SingleVoter`]; elections, replication to
 //! followers and snapshot transfer come with the multi-node quorum.
 
+pub mod election;
+pub mod message;
+pub mod node;
+pub mod replication;
 pub mod single_voter;
 pub mod transport;
 
+pub use message::{Action, ElectionState, FetchError, FetchResponse, Message};
+pub use node::{LEADER_CHANGE, RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
 pub use transport::{Envelope, RaftMessage, Transport};
