@@ -13,9 +13,9 @@ use std::sync::Mutex;
 use krabka_protocol::Uuid;
 
 use crate::checkpoint::{self, TopicPartition};
-use crate::fsutil::fsync_dir;
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::fsutil::fsync_dir;
 use crate::loader::OpenReport;
 use crate::log::PartitionLog;
 

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use krabka_log::{LogError, ReplicatedLog};
 
 use crate::message::{Action, Message};
-use crate::node::{LEADER_CHANGE, Progress, RaftNode, Role};
+use crate::node::{Progress, RaftNode, Role, LEADER_CHANGE};
 
 impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn on_vote_request(
@@ -29,7 +29,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
     ) -> Result<(), LogError> {
         let eligible = self.is_voter() && self.config.voters.contains(&from);
         if pre_vote {
-            let granted = eligible && epoch > self.epoch && candidate_log >= self.log_end() && !self.hears_from_leader(now_ms);
+            let granted =
+                eligible && epoch > self.epoch && candidate_log >= self.log_end() && !self.hears_from_leader(now_ms);
             let message = Message::VoteResponse { epoch: self.epoch, granted, pre_vote, leader_id: self.leader_id() };
             self.send(from, message);
             return Ok(());
@@ -84,7 +85,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let others = self.config.voters.len() - majority;
         match &mut self.role {
             Role::Prospective { granted: yes, rejected: no, .. } if pre_vote && epoch <= self.epoch => {
-                if granted { yes.insert(from) } else { no.insert(from) };
+                if granted {
+                    yes.insert(from)
+                } else {
+                    no.insert(from)
+                };
                 if yes.len() >= majority {
                     self.become_candidate(now_ms)?;
                 } else if no.len() > others {
@@ -93,7 +98,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 }
             }
             Role::Candidate { granted: yes, rejected: no, .. } if !pre_vote && epoch == self.epoch => {
-                if granted { yes.insert(from) } else { no.insert(from) };
+                if granted {
+                    yes.insert(from)
+                } else {
+                    no.insert(from)
+                };
                 if yes.len() >= majority {
                     self.become_leader(now_ms)?;
                 }
@@ -103,12 +112,19 @@ impl<L: ReplicatedLog> RaftNode<L> {
         Ok(())
     }
 
-    pub(crate) fn on_end_quorum_epoch(&mut self, now_ms: i64, from: i32, epoch: i32, successors: &[i32]) -> Result<(), LogError> {
+    pub(crate) fn on_end_quorum_epoch(
+        &mut self,
+        now_ms: i64,
+        from: i32,
+        epoch: i32,
+        successors: &[i32],
+    ) -> Result<(), LogError> {
         if epoch > self.epoch {
             self.observe(now_ms, epoch, None)?;
         }
         let follows_sender = matches!(self.role, Role::Follower { leader, .. } if leader == from);
-        if epoch != self.epoch || !self.is_voter() || !(follows_sender || matches!(self.role, Role::Unattached { .. })) {
+        if epoch != self.epoch || !self.is_voter() || !(follows_sender || matches!(self.role, Role::Unattached { .. }))
+        {
             return Ok(());
         }
         // The most caught-up successor runs at once, the next a backoff later.
@@ -156,7 +172,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// of the epoch, which the high watermark must pass) and tells the
     /// other voters.
     fn become_leader(&mut self, now_ms: i64) -> Result<(), LogError> {
-        let progress: BTreeMap<i32, Progress> = self.config.voters.iter().map(|&id| (id, Progress::default())).collect();
+        let progress: BTreeMap<i32, Progress> =
+            self.config.voters.iter().map(|&id| (id, Progress::default())).collect();
         let epoch_start = self.log.log_end_offset();
         let grace = now_ms + self.config.fetch_timeout_ms;
         self.role = Role::Leader { progress, epoch_start, check_at: grace, begin_at: now_ms };

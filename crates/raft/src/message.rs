@@ -30,8 +30,9 @@ pub enum Message {
     /// A replica (voter or observer) asks for the log from `fetch_offset`;
     /// `last_fetched_epoch` is the epoch of its entry before it.
     FetchRequest { epoch: i32, fetch_offset: i64, last_fetched_epoch: i32 },
-    /// The answer to a fetch from `fetch_offset` (echoed, so a late or
-    /// duplicated answer is recognised).
+    /// The answer to a fetch from `fetch_offset` after `last_fetched_epoch`
+    /// (both echoed, so a late or duplicated answer is recognised: it is
+    /// applied only while the fetcher's log still ends there).
     FetchResponse(FetchResponse),
 }
 
@@ -43,6 +44,7 @@ pub struct FetchResponse {
     pub leader_id: Option<i32>,
     pub error: FetchError,
     pub fetch_offset: i64,
+    pub last_fetched_epoch: i32,
     pub high_watermark: i64,
     /// Whole batches from `fetch_offset`, empty when there are none.
     pub records: Bytes,
@@ -79,10 +81,19 @@ pub struct ElectionState {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     PersistElectionState(ElectionState),
-    Send { to: i32, message: Message },
+    Send {
+        to: i32,
+        message: Message,
+    },
     /// The high watermark moved up: every offset below it is committed.
-    Committed { high_watermark: i64 },
-    BecameLeader { epoch: i32 },
+    Committed {
+        high_watermark: i64,
+    },
+    BecameLeader {
+        epoch: i32,
+    },
     /// The node stopped being the leader of `epoch` (resigned or fenced).
-    SteppedDown { epoch: i32 },
+    SteppedDown {
+        epoch: i32,
+    },
 }

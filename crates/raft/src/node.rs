@@ -61,8 +61,9 @@ pub(crate) struct Progress {
     /// The replica holds the leader's log below it.
     pub(crate) fetch_offset: i64,
     pub(crate) last_fetch_ms: Option<i64>,
-    /// A fetch with nothing to return yet, answered by this time.
-    pub(crate) parked_until: Option<i64>,
+    /// A fetch with nothing to return yet (its offset and last fetched
+    /// epoch), answered by the time given.
+    pub(crate) parked: Option<(i64, (i64, i32))>,
 }
 
 #[derive(Clone, Debug)]
@@ -127,7 +128,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let election_at = node.election_deadline(now_ms);
         node.role = match state.leader_id {
             Some(leader) if leader == node.config.node_id => Role::Resigned { election_at },
-            Some(leader) => Role::Follower { leader, fetch_deadline: now_ms + node.config.fetch_timeout_ms, last_sent: None, heard_ms: None },
+            Some(leader) => Role::Follower {
+                leader,
+                fetch_deadline: now_ms + node.config.fetch_timeout_ms,
+                last_sent: None,
+                heard_ms: None,
+            },
             None => Role::Unattached { election_at },
         };
         node
@@ -152,6 +158,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     pub fn log(&self) -> &L {
         &self.log
+    }
+
+    /// The log back, as a driver stopping the node takes it.
+    pub fn into_log(self) -> L {
+        self.log
     }
 
     pub fn is_voter(&self) -> bool {
@@ -270,7 +281,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
             successors.sort_by(|a, b| b.cmp(a));
             let preferred_successors: Vec<i32> = successors.iter().map(|(_, id)| *id).collect();
             for &to in &preferred_successors {
-                let message = Message::EndQuorumEpoch { epoch: self.epoch, preferred_successors: preferred_successors.clone() };
+                let message =
+                    Message::EndQuorumEpoch { epoch: self.epoch, preferred_successors: preferred_successors.clone() };
                 self.actions.push(Action::Send { to, message });
             }
             self.actions.push(Action::SteppedDown { epoch: self.epoch });
@@ -342,7 +354,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     pub(crate) fn become_follower(&mut self, now_ms: i64, leader: i32) {
-        self.role = Role::Follower { leader, fetch_deadline: now_ms + self.config.fetch_timeout_ms, last_sent: None, heard_ms: None };
+        self.role = Role::Follower {
+            leader,
+            fetch_deadline: now_ms + self.config.fetch_timeout_ms,
+            last_sent: None,
+            heard_ms: None,
+        };
         self.persist();
         self.send_fetch(now_ms);
     }

@@ -14,9 +14,8 @@
 
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
-use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
 
+use crate::batch;
 use crate::message::{Action, FetchError, FetchResponse, Message};
 use crate::node::{RaftNode, Role};
 
@@ -46,7 +45,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             _ => FetchError::NotLeader,
         };
         if error != FetchError::None {
-            self.respond_fetch(from, fetch_offset, error, None)?;
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), error, None)?;
             return Ok(());
         }
         let diverging = self.diverging_epoch(fetch_offset, last_fetched_epoch);
@@ -57,19 +56,16 @@ impl<L: ReplicatedLog> RaftNode<L> {
             entry.last_fetch_ms = Some(now_ms);
         }
         if diverging.is_some() {
-            return self.respond_fetch(from, fetch_offset, FetchError::None, diverging);
+            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), FetchError::None, diverging);
         }
         // A late duplicate of an older fetch does not move it back.
         entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
-        entry.parked_until = None;
         let caught_up = fetch_offset >= self.log.log_end_offset();
-        let parked_until = now_ms + self.config.fetch_max_wait_ms;
-        if caught_up {
-            entry.parked_until = Some(parked_until);
-        }
+        let until = now_ms + self.config.fetch_max_wait_ms;
+        entry.parked = caught_up.then_some((until, (fetch_offset, last_fetched_epoch)));
         self.advance_high_watermark()?;
         if !caught_up {
-            self.respond_fetch(from, fetch_offset, FetchError::None, None)?;
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), FetchError::None, None)?;
         }
         Ok(())
     }
@@ -87,7 +83,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
-    fn respond_fetch(&mut self, to: i32, fetch_offset: i64, error: FetchError, diverging: Option<(i32, i64)>) -> Result<(), LogError> {
+    fn respond_fetch(
+        &mut self,
+        to: i32,
+        (fetch_offset, last_fetched_epoch): (i64, i32),
+        error: FetchError,
+        diverging: Option<(i32, i64)>,
+    ) -> Result<(), LogError> {
         let serve = error == FetchError::None && diverging.is_none();
         let records = if serve && fetch_offset < self.log.log_end_offset() {
             self.log.read(fetch_offset, self.config.max_fetch_bytes, self.log.log_end_offset())?
@@ -99,6 +101,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             leader_id: self.leader_id(),
             error,
             fetch_offset,
+            last_fetched_epoch,
             high_watermark: self.high_watermark,
             records,
             diverging_epoch: diverging,
@@ -113,13 +116,16 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let Role::Leader { progress, .. } = &mut self.role else { return Ok(()) };
         let mut due = Vec::new();
         for (&id, entry) in progress.iter_mut() {
-            if entry.parked_until.is_some_and(|until| all || now_ms >= until) {
-                entry.parked_until = None;
-                due.push((id, entry.fetch_offset));
+            match entry.parked {
+                Some((until, fetch)) if all || now_ms >= until => {
+                    entry.parked = None;
+                    due.push((id, fetch));
+                }
+                _ => {}
             }
         }
-        for (id, fetch_offset) in due {
-            self.respond_fetch(id, fetch_offset, FetchError::None, None)?;
+        for (id, fetch) in due {
+            self.respond_fetch(id, fetch, FetchError::None, None)?;
         }
         Ok(())
     }
@@ -142,15 +148,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     pub(crate) fn append_as_leader(&mut self, values: &[Bytes], now_ms: i64) -> Result<AppendInfo, LogError> {
-        debug_assert!(!values.is_empty(), "an empty proposal");
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for value in values {
-            builder.append(&NewRecord { timestamp_ms: now_ms, key: None, value: Some(value), headers: &[] })?;
-        }
-        let batch = builder.build()?;
-        let info = self.log.append_as_leader(batch.as_bytes(), self.epoch, now_ms)?;
-        self.log.flush(now_ms)?;
-        Ok(info)
+        batch::append_and_flush(&mut self.log, values, self.epoch, now_ms)
     }
 
     /// The leader's own log moved: it counts as its own replica (flushed).
@@ -177,7 +175,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
             .config
             .voters
             .iter()
-            .filter(|&&id| id == me || progress.get(&id).and_then(|p| p.last_fetch_ms).is_some_and(|at| now_ms - at < timeout))
+            .filter(|&&id| {
+                id == me || progress.get(&id).and_then(|p| p.last_fetch_ms).is_some_and(|at| now_ms - at < timeout)
+            })
             .count();
         if now_ms >= *check_at && heard < majority {
             self.resign_lead(now_ms);
@@ -199,13 +199,19 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.answer_held_fetches(now_ms, false)
     }
 
-    pub(crate) fn on_fetch_response(&mut self, now_ms: i64, from: i32, response: FetchResponse) -> Result<(), LogError> {
+    pub(crate) fn on_fetch_response(
+        &mut self,
+        now_ms: i64,
+        from: i32,
+        response: FetchResponse,
+    ) -> Result<(), LogError> {
         if response.epoch > self.epoch || (response.epoch == self.epoch && response.leader_id.is_some()) {
             self.observe(now_ms, response.epoch, response.leader_id)?;
         }
+        let log_end = self.log_end();
         let Role::Follower { leader, fetch_deadline, last_sent, heard_ms } = &mut self.role else { return Ok(()) };
         let current = *leader == from && response.epoch == self.epoch && response.error == FetchError::None;
-        if !current || response.fetch_offset != self.log.log_end_offset() {
+        if !current || (response.last_fetched_epoch, response.fetch_offset) != log_end {
             return Ok(());
         }
         *fetch_deadline = now_ms + self.config.fetch_timeout_ms;
