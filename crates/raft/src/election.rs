@@ -85,25 +85,16 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let others = self.config.voters.len() - majority;
         match &mut self.role {
             Role::Prospective { granted: yes, rejected: no, .. } if pre_vote && epoch <= self.epoch => {
-                if granted {
-                    yes.insert(from)
-                } else {
-                    no.insert(from)
-                };
-                if yes.len() >= majority {
+                let (yes, no) = tally(yes, no, from, granted);
+                if yes >= majority {
                     self.become_candidate(now_ms)?;
-                } else if no.len() > others {
+                } else if no > others {
                     let election_at = self.election_deadline(now_ms);
                     self.role = Role::Unattached { election_at };
                 }
             }
             Role::Candidate { granted: yes, rejected: no, .. } if !pre_vote && epoch == self.epoch => {
-                if granted {
-                    yes.insert(from)
-                } else {
-                    no.insert(from)
-                };
-                if yes.len() >= majority {
+                if tally(yes, no, from, granted).0 >= majority {
                     self.become_leader(now_ms)?;
                 }
             }
@@ -192,5 +183,74 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 self.send(to, message.clone());
             }
         }
+    }
+}
+
+/// Counts `from`'s answer once (a duplicated response counts once): the
+/// voters that granted and that refused so far.
+fn tally(yes: &mut BTreeSet<i32>, no: &mut BTreeSet<i32>, from: i32, granted: bool) -> (usize, usize) {
+    if granted {
+        yes.insert(from);
+    } else {
+        no.insert(from);
+    }
+    (yes.len(), no.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ElectionState;
+    use crate::node::{RaftConfig, RoleName};
+    use krabka_log::{LogConfig, PartitionLog};
+
+    fn node(dir: &std::path::Path, node_id: i32) -> RaftNode<PartitionLog> {
+        let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, true, 1).unwrap();
+        let config = RaftConfig {
+            node_id,
+            voters: vec![1, 2, 3],
+            election_timeout_ms: 100,
+            fetch_timeout_ms: 300,
+            fetch_max_wait_ms: 50,
+            retry_backoff_ms: 60,
+            max_fetch_bytes: 1 << 20,
+            seed: 7,
+        };
+        RaftNode::open(config, log, None, 0)
+    }
+
+    #[test]
+    fn a_granted_vote_is_persisted_before_it_is_sent_and_never_given_twice_in_an_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        let vote = |epoch| Message::VoteRequest { epoch, last_epoch: 0, last_offset: 0, pre_vote: false };
+        let actions = voter.handle(1, 2, vote(1)).unwrap();
+        // The new epoch, then the vote in it, both before the answer.
+        let new_epoch = ElectionState { epoch: 1, voted_for: None, leader_id: None };
+        let voted = ElectionState { epoch: 1, voted_for: Some(2), leader_id: None };
+        let granted = Message::VoteResponse { epoch: 1, granted: true, pre_vote: false, leader_id: None };
+        let expected = vec![
+            Action::PersistElectionState(new_epoch),
+            Action::PersistElectionState(voted),
+            Action::Send { to: 2, message: granted },
+        ];
+        assert_eq!(actions, expected);
+        let actions = voter.handle(2, 3, vote(1)).unwrap();
+        let refused = Message::VoteResponse { epoch: 1, granted: false, pre_vote: false, leader_id: None };
+        assert_eq!(actions, vec![Action::Send { to: 3, message: refused }]);
+    }
+
+    #[test]
+    fn a_pre_vote_changes_nothing_and_an_election_timeout_starts_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        let pre_vote = Message::VoteRequest { epoch: 1, last_epoch: 0, last_offset: 0, pre_vote: true };
+        let actions = voter.handle(1, 2, pre_vote).unwrap();
+        assert_eq!(actions.len(), 1, "a pre-vote is answered, not persisted: {actions:?}");
+        assert_eq!((voter.epoch(), voter.voted_for()), (0, None));
+        let actions = voter.tick(1_000).unwrap();
+        assert_eq!(voter.role(), RoleName::Prospective);
+        assert_eq!(voter.epoch(), 0, "a prospective does not bump the epoch");
+        assert_eq!(actions.len(), 2, "pre-votes to the two other voters: {actions:?}");
     }
 }
