@@ -28,6 +28,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
         pre_vote: bool,
     ) -> Result<(), LogError> {
         let eligible = self.is_voter() && self.config.voters.contains(&from);
+        // A pre-vote names the epoch after the sender's: a sender already in
+        // a newer epoch than this node's moves it there (as any newer epoch
+        // does), or a voter that ran and lost could never rejoin a quorum
+        // that refuses its pre-votes.
+        if pre_vote && eligible && epoch - 1 > self.epoch {
+            self.observe(now_ms, epoch - 1, None)?;
+        }
         if pre_vote {
             let granted =
                 eligible && epoch > self.epoch && candidate_log >= self.log_end() && !self.hears_from_leader(now_ms);
