@@ -90,21 +90,24 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
         let majority = self.majority();
         let others = self.config.voters.len() - majority;
-        match &mut self.role {
+        // (prospective?, granted so far, refused so far), for a response to
+        // this node's current round.
+        let counts = match &mut self.role {
             Role::Prospective { granted: yes, rejected: no, .. } if pre_vote && epoch <= self.epoch => {
-                let (yes, no) = tally(yes, no, from, granted);
-                if yes >= majority {
-                    self.become_candidate(now_ms)?;
-                } else if no > others {
-                    let election_at = self.election_deadline(now_ms);
-                    self.role = Role::Unattached { election_at };
-                }
+                Some((true, tally(yes, no, from, granted)))
             }
             Role::Candidate { granted: yes, rejected: no, .. } if !pre_vote && epoch == self.epoch => {
-                if tally(yes, no, from, granted).0 >= majority {
-                    self.become_leader(now_ms)?;
-                }
+                Some((false, tally(yes, no, from, granted)))
             }
+            _ => None,
+        };
+        match counts {
+            Some((true, (yes, _))) if yes >= majority => self.become_candidate(now_ms)?,
+            Some((true, (_, no))) if no > others => {
+                let election_at = self.election_deadline(now_ms);
+                self.role = Role::Unattached { election_at };
+            }
+            Some((false, (yes, _))) if yes >= majority => self.become_leader(now_ms)?,
             _ => {}
         }
         Ok(())
