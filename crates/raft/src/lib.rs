@@ -11,12 +11,29 @@
 //! what the records it commits or the snapshots it stores mean (that is
 //! krabka-metadata's), never touch a file but through the log, never
 //! report an offset committed that is not durable on a majority of voters,
-//! and never be on the produce hot path. Today it has the one quorum a
-//! single combined node needs, [`SingleVoter`]; elections, replication to
-//! followers and snapshot transfer come with the multi-node quorum.
+//! and never be on the produce hot path. A node never votes twice in an
+//! epoch nor goes back to an older one: the election state it must
+//! remember is an action the caller persists before it sends what follows.
+//!
+//! Two quorums: [`SingleVoter`], the quorum of one a single combined node
+//! is (what the broker commits through today), and [`RaftNode`], one node
+//! of a multi-voter quorum (KIP-595 with KIP-996's pre-vote): elections,
+//! pull-based replication with diverging-epoch truncation, the high
+//! watermark and the leader's quorum check, driven by `handle(now, from,
+//! message)`, `tick(now)` and `propose`, each returning [`Action`]s. Its
+//! messages are an internal enum ([`Message`]) mirroring Kafka's RPCs;
+//! their wire mapping, the driver, snapshot transfer and voter changes
+//! come next. `tests/simulation.rs` checks it, seeded and deterministic.
 
+mod batch;
+pub mod election;
+pub mod message;
+pub mod node;
+pub mod replication;
 pub mod single_voter;
 pub mod transport;
 
+pub use message::{Action, ElectionState, FetchError, FetchResponse, Message};
+pub use node::{RaftConfig, RaftNode, RoleName, LEADER_CHANGE};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
 pub use transport::{Envelope, RaftMessage, Transport};

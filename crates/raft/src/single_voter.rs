@@ -14,8 +14,8 @@
 
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
-use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+
+use crate::batch;
 
 /// What one proposal committed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,14 +128,7 @@ impl<L: ReplicatedLog> SingleVoter<L> {
     }
 
     fn append_and_flush(&mut self, values: &[Bytes], now_ms: i64) -> Result<AppendInfo, LogError> {
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for value in values {
-            builder.append(&NewRecord { timestamp_ms: now_ms, key: None, value: Some(value), headers: &[] })?;
-        }
-        let batch = builder.build()?;
-        let info = self.log.append_as_leader(batch.as_bytes(), self.epoch, now_ms)?;
-        self.log.flush(now_ms)?;
-        Ok(info)
+        batch::append_and_flush(&mut self.log, values, self.epoch, now_ms)
     }
 
     /// Committed batches from `offset`, about `max_bytes` (at least one
@@ -167,7 +160,9 @@ impl<L: ReplicatedLog> SingleVoter<L> {
 mod tests {
     use super::*;
     use krabka_log::{LogConfig, PartitionLog};
+    use krabka_protocol::compression::Compression;
     use krabka_protocol::records::RecordBatches;
+    use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
     use std::path::Path;
 
     fn open_log(dir: &Path, clean_shutdown: bool) -> PartitionLog {

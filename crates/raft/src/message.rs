@@ -1,0 +1,99 @@
+//! What a [`crate::RaftNode`] takes in and gives out: KRaft's RPCs between
+//! voters and observers, the actions it asks its driver to perform, and the
+//! election state it asks to persist (Kafka's `quorum-state` file).
+//!
+//! The messages are a small internal enum mirroring the fields of Kafka's
+//! Vote (with KIP-996's PreVote flag), BeginQuorumEpoch, EndQuorumEpoch and
+//! Fetch (the `__cluster_metadata` Fetch with ReplicaState, LastFetchedEpoch
+//! and DivergingEpoch) rather than krabka-protocol's generated types: the
+//! generated ones carry topics, partitions and tagged fields a quorum of one
+//! partition does not need. Mapping them onto the wire (cluster id,
+//! correlation ids, error codes) is the next slice's, in the driver.
+
+use bytes::Bytes;
+
+/// A KRaft RPC between two nodes; the sender is given beside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// Vote, or with `pre_vote` KIP-996's pre-vote: `epoch` is the epoch the
+    /// candidate runs for (for a pre-vote, one past its current epoch; a
+    /// pre-vote changes nothing at the receiver). The candidate's log end:
+    /// its last epoch and end offset.
+    VoteRequest { epoch: i32, last_epoch: i32, last_offset: i64, pre_vote: bool },
+    /// The receiver's epoch, whether it granted, and the leader it knows.
+    VoteResponse { epoch: i32, granted: bool, pre_vote: bool, leader_id: Option<i32> },
+    /// The sender is the leader of `epoch`; the receiver starts fetching.
+    BeginQuorumEpoch { epoch: i32 },
+    /// The sender, leader of `epoch`, resigned; `preferred_successors`
+    /// (most caught-up first) should run for election sooner.
+    EndQuorumEpoch { epoch: i32, preferred_successors: Vec<i32> },
+    /// A replica (voter or observer) asks for the log from `fetch_offset`;
+    /// `last_fetched_epoch` is the epoch of its entry before it.
+    FetchRequest { epoch: i32, fetch_offset: i64, last_fetched_epoch: i32 },
+    /// The answer to a fetch from `fetch_offset` after `last_fetched_epoch`
+    /// (both echoed, so a late or duplicated answer is recognised: it is
+    /// applied only while the fetcher's log still ends there).
+    FetchResponse(FetchResponse),
+}
+
+/// Kafka's Fetch response for `__cluster_metadata`, one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchResponse {
+    /// The responder's epoch and the leader it knows of that epoch.
+    pub epoch: i32,
+    pub leader_id: Option<i32>,
+    pub error: FetchError,
+    pub fetch_offset: i64,
+    pub last_fetched_epoch: i32,
+    pub high_watermark: i64,
+    /// Whole batches from `fetch_offset`, empty when there are none.
+    pub records: Bytes,
+    /// Set when the fetcher's log diverges from the leader's: the largest
+    /// epoch at or below its last fetched epoch and where it ends.
+    pub diverging_epoch: Option<(i32, i64)>,
+}
+
+/// The Fetch error codes raft acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchError {
+    None,
+    /// FENCED_LEADER_EPOCH: the fetcher's epoch is older than the leader's.
+    FencedLeaderEpoch,
+    /// NOT_LEADER_OR_FOLLOWER: the responder does not lead this epoch.
+    NotLeader,
+}
+
+/// Kafka's `quorum-state`: what a node must remember across a restart so
+/// that it never votes twice in an epoch nor goes back to an older one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElectionState {
+    pub epoch: i32,
+    pub voted_for: Option<i32>,
+    pub leader_id: Option<i32>,
+}
+
+/// What the driver must do, in order.
+///
+/// Ordering: a [`Action::PersistElectionState`] must be durable (written
+/// and fsynced) before any action after it in the same list is performed,
+/// in particular before the [`Action::Send`] of a granted vote: a vote
+/// sent and then forgotten in a crash could be given twice in one epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    PersistElectionState(ElectionState),
+    Send {
+        to: i32,
+        message: Message,
+    },
+    /// The high watermark moved up: every offset below it is committed.
+    Committed {
+        high_watermark: i64,
+    },
+    BecameLeader {
+        epoch: i32,
+    },
+    /// The node stopped being the leader of `epoch` (resigned or fenced).
+    SteppedDown {
+        epoch: i32,
+    },
+}

@@ -1,0 +1,385 @@
+//! `RaftNode`: one node of a KRaft quorum (Kafka's `KafkaRaftClient` with
+//! its `QuorumState`), as a sans-IO state machine over a [`ReplicatedLog`].
+//!
+//! Inputs are [`RaftNode::handle`] (a message from a node), [`RaftNode::tick`]
+//! (the timers) and [`RaftNode::propose`]; each returns the [`Action`]s the
+//! driver must perform, in order. Times are arguments; the election
+//! timeout's jitter comes from a seeded generator, so a run is a function
+//! of its inputs.
+//!
+//! States (Kafka's): Unattached (an epoch, maybe a vote, no leader),
+//! Prospective (KIP-996: asks for pre-votes, which change no one's state,
+//! before it bumps the epoch), Candidate (voted for itself in a new epoch),
+//! Leader, Follower (knows the leader of its epoch and fetches from it) and
+//! Resigned (a leader that gave up its epoch). An observer (not a voter)
+//! is only ever Unattached or Follower: it fetches and never votes.
+//!
+//! Replication is pull-based: a follower fetches from its log end with the
+//! epoch of its last entry; the leader answers with records, or with the
+//! diverging epoch (its end offset for that epoch) for the follower to
+//! truncate to and fetch again. The leader moves the high watermark to the
+//! largest offset a majority of voters fetched, but only past the first
+//! offset of its own epoch (it appends a leader-change record when it is
+//! elected), so it never commits an older epoch's entry by counting alone.
+//! The high watermark never goes back. A leader that has not heard a fetch
+//! from a majority within the fetch timeout resigns.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+use krabka_log::{AppendInfo, LogError, ReplicatedLog};
+
+use crate::message::{Action, ElectionState, Message};
+
+/// The value of the record a new leader appends in its epoch (the wire's
+/// LeaderChange control record is the next slice's).
+pub const LEADER_CHANGE: &[u8] = b"LeaderChange";
+
+/// Timers, in milliseconds, and the seed of the election jitter.
+#[derive(Clone, Debug)]
+pub struct RaftConfig {
+    pub node_id: i32,
+    pub voters: Vec<i32>,
+    /// `controller.quorum.election.timeout.ms`; each timeout is drawn from
+    /// [election_timeout, 2 * election_timeout).
+    pub election_timeout_ms: i64,
+    /// `controller.quorum.fetch.timeout.ms`: a follower that has not heard
+    /// from its leader for this long runs for election; a leader that has
+    /// not heard from a majority resigns.
+    pub fetch_timeout_ms: i64,
+    /// How long the leader holds a fetch that has nothing to return.
+    pub fetch_max_wait_ms: i64,
+    /// How long a request may go unanswered before it is sent again.
+    pub retry_backoff_ms: i64,
+    pub max_fetch_bytes: u32,
+    pub seed: u64,
+}
+
+/// What the leader knows of one replica.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Progress {
+    /// The replica holds the leader's log below it.
+    pub(crate) fetch_offset: i64,
+    pub(crate) last_fetch_ms: Option<i64>,
+    /// A fetch with nothing to return yet (its offset and last fetched
+    /// epoch), answered by the time given.
+    pub(crate) parked: Option<(i64, (i64, i32))>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Role {
+    Unattached { election_at: i64 },
+    Prospective { granted: BTreeSet<i32>, rejected: BTreeSet<i32>, election_at: i64 },
+    Candidate { granted: BTreeSet<i32>, rejected: BTreeSet<i32>, election_at: i64 },
+    Leader { progress: BTreeMap<i32, Progress>, epoch_start: i64, check_at: i64, begin_at: i64 },
+    Follower { leader: i32, fetch_deadline: i64, last_sent: Option<i64>, heard_ms: Option<i64> },
+    Resigned { election_at: i64 },
+}
+
+/// The state's name, as Kafka's `QuorumState` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleName {
+    Unattached,
+    Prospective,
+    Candidate,
+    Leader,
+    Follower,
+    Resigned,
+}
+
+pub struct RaftNode<L> {
+    pub(crate) config: RaftConfig,
+    pub(crate) log: L,
+    pub(crate) epoch: i32,
+    pub(crate) voted_for: Option<i32>,
+    pub(crate) role: Role,
+    pub(crate) high_watermark: i64,
+    rng: u64,
+    pub(crate) actions: Vec<Action>,
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl<L: ReplicatedLog> RaftNode<L> {
+    /// Starts a node on `log` with the election state persisted before (None
+    /// on a first start). A node that knew a leader follows it again; one
+    /// that was the leader comes back Resigned; any other waits out an
+    /// election timeout. The high watermark starts at 0 (it is not
+    /// persisted; the leader tells it again).
+    pub fn open(config: RaftConfig, log: L, persisted: Option<ElectionState>, now_ms: i64) -> Self {
+        let state = persisted.unwrap_or(ElectionState { epoch: 0, voted_for: None, leader_id: None });
+        let rng = config.seed ^ (config.node_id as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let mut node = RaftNode {
+            config,
+            log,
+            epoch: state.epoch,
+            voted_for: state.voted_for,
+            role: Role::Unattached { election_at: now_ms },
+            high_watermark: 0,
+            rng,
+            actions: Vec::new(),
+        };
+        let election_at = node.election_deadline(now_ms);
+        node.role = match state.leader_id {
+            Some(leader) if leader == node.config.node_id => Role::Resigned { election_at },
+            Some(leader) => Role::Follower {
+                leader,
+                fetch_deadline: now_ms + node.config.fetch_timeout_ms,
+                last_sent: None,
+                heard_ms: None,
+            },
+            None => Role::Unattached { election_at },
+        };
+        node
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.config.node_id
+    }
+
+    pub fn epoch(&self) -> i32 {
+        self.epoch
+    }
+
+    pub fn voted_for(&self) -> Option<i32> {
+        self.voted_for
+    }
+
+    /// One past the last committed offset.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    pub fn log(&self) -> &L {
+        &self.log
+    }
+
+    /// The log back, as a driver stopping the node takes it.
+    pub fn into_log(self) -> L {
+        self.log
+    }
+
+    pub fn is_voter(&self) -> bool {
+        self.config.voters.contains(&self.config.node_id)
+    }
+
+    pub fn role(&self) -> RoleName {
+        match self.role {
+            Role::Unattached { .. } => RoleName::Unattached,
+            Role::Prospective { .. } => RoleName::Prospective,
+            Role::Candidate { .. } => RoleName::Candidate,
+            Role::Leader { .. } => RoleName::Leader,
+            Role::Follower { .. } => RoleName::Follower,
+            Role::Resigned { .. } => RoleName::Resigned,
+        }
+    }
+
+    /// The leader of the current epoch, when this node knows it.
+    pub fn leader_id(&self) -> Option<i32> {
+        match self.role {
+            Role::Leader { .. } | Role::Resigned { .. } => Some(self.config.node_id),
+            Role::Follower { leader, .. } => Some(leader),
+            _ => None,
+        }
+    }
+
+    pub fn election_state(&self) -> ElectionState {
+        ElectionState { epoch: self.epoch, voted_for: self.voted_for, leader_id: self.leader_id() }
+    }
+
+    /// A message from node `from`.
+    pub fn handle(&mut self, now_ms: i64, from: i32, message: Message) -> Result<Vec<Action>, LogError> {
+        let epoch_before = self.epoch;
+        match message {
+            Message::VoteRequest { epoch, last_epoch, last_offset, pre_vote } => {
+                self.on_vote_request(now_ms, from, epoch, (last_epoch, last_offset), pre_vote)?
+            }
+            Message::VoteResponse { epoch, granted, pre_vote, leader_id } => {
+                self.on_vote_response(now_ms, from, epoch, granted, pre_vote, leader_id)?
+            }
+            Message::BeginQuorumEpoch { epoch } => {
+                if epoch >= self.epoch {
+                    self.observe(now_ms, epoch, Some(from))?;
+                }
+            }
+            Message::EndQuorumEpoch { epoch, preferred_successors } => {
+                self.on_end_quorum_epoch(now_ms, from, epoch, &preferred_successors)?
+            }
+            Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch } => {
+                self.on_fetch_request(now_ms, from, epoch, fetch_offset, last_fetched_epoch)?
+            }
+            Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response)?,
+        }
+        debug_assert!(self.epoch >= epoch_before, "the epoch went back");
+        Ok(self.finish())
+    }
+
+    /// The timers: elections, fetch retries and timeouts, the leader's
+    /// quorum check and its held fetches.
+    pub fn tick(&mut self, now_ms: i64) -> Result<Vec<Action>, LogError> {
+        let is_voter = self.is_voter();
+        match &mut self.role {
+            Role::Unattached { election_at } | Role::Resigned { election_at } => {
+                if now_ms >= *election_at {
+                    if is_voter {
+                        self.become_prospective(now_ms)?;
+                    } else {
+                        *election_at = now_ms + self.config.retry_backoff_ms;
+                        self.discover_leader();
+                    }
+                }
+            }
+            Role::Prospective { election_at, .. } | Role::Candidate { election_at, .. } => {
+                if now_ms >= *election_at {
+                    self.become_prospective(now_ms)?;
+                }
+            }
+            Role::Follower { fetch_deadline, last_sent, .. } => {
+                if now_ms >= *fetch_deadline {
+                    self.fetch_timed_out(now_ms)?;
+                } else if last_sent.is_none_or(|sent| now_ms - sent >= self.config.retry_backoff_ms) {
+                    self.send_fetch(now_ms);
+                }
+            }
+            Role::Leader { .. } => self.leader_tick(now_ms)?,
+        }
+        Ok(self.finish())
+    }
+
+    /// Appends `values` (one record each) as one batch in the leader's
+    /// epoch and flushes it; None when this node is not the leader. It is
+    /// committed once a majority fetched it ([`Action::Committed`]).
+    pub fn propose(&mut self, values: &[Bytes], now_ms: i64) -> Result<Option<(AppendInfo, Vec<Action>)>, LogError> {
+        if !matches!(self.role, Role::Leader { .. }) {
+            return Ok(None);
+        }
+        let info = self.append_as_leader(values, now_ms)?;
+        self.leader_appended(now_ms)?;
+        Ok(Some((info, self.finish())))
+    }
+
+    /// Gives up the lead (a graceful shutdown): the voters are told to run
+    /// for election, the most caught-up first.
+    pub fn resign(&mut self, now_ms: i64) -> Vec<Action> {
+        self.resign_lead(now_ms);
+        self.finish()
+    }
+
+    pub(crate) fn resign_lead(&mut self, now_ms: i64) {
+        if let Role::Leader { progress, .. } = &self.role {
+            let mut successors: Vec<(i64, i32)> = progress
+                .iter()
+                .filter(|(id, _)| **id != self.config.node_id && self.config.voters.contains(id))
+                .map(|(id, p)| (p.fetch_offset, *id))
+                .collect();
+            successors.sort_by(|a, b| b.cmp(a));
+            let preferred_successors: Vec<i32> = successors.iter().map(|(_, id)| *id).collect();
+            for &to in &preferred_successors {
+                let message =
+                    Message::EndQuorumEpoch { epoch: self.epoch, preferred_successors: preferred_successors.clone() };
+                self.actions.push(Action::Send { to, message });
+            }
+            self.actions.push(Action::SteppedDown { epoch: self.epoch });
+            let election_at = self.election_deadline(now_ms);
+            self.role = Role::Resigned { election_at };
+        }
+    }
+
+    fn finish(&mut self) -> Vec<Action> {
+        debug_assert!(self.high_watermark <= self.log.log_end_offset(), "the high watermark is past the log end");
+        std::mem::take(&mut self.actions)
+    }
+
+    pub(crate) fn election_deadline(&mut self, now_ms: i64) -> i64 {
+        let timeout = self.config.election_timeout_ms.max(1);
+        now_ms + timeout + (splitmix64(&mut self.rng) % timeout as u64) as i64
+    }
+
+    pub(crate) fn majority(&self) -> usize {
+        self.config.voters.len() / 2 + 1
+    }
+
+    pub(crate) fn log_end(&self) -> (i32, i64) {
+        (self.log.last_epoch().unwrap_or(0), self.log.log_end_offset())
+    }
+
+    pub(crate) fn persist(&mut self) {
+        let state = self.election_state();
+        self.actions.push(Action::PersistElectionState(state));
+    }
+
+    pub(crate) fn send(&mut self, to: i32, message: Message) {
+        self.actions.push(Action::Send { to, message });
+    }
+
+    pub(crate) fn step_down_if_leader(&mut self) {
+        if matches!(self.role, Role::Leader { .. }) {
+            self.actions.push(Action::SteppedDown { epoch: self.epoch });
+        }
+    }
+
+    /// A message of `epoch`, whose leader is `leader` when the sender knows
+    /// it. A newer epoch moves this node to it (Unattached, or Follower of
+    /// the leader); the leader of its own epoch, once known, is followed.
+    pub(crate) fn observe(&mut self, now_ms: i64, epoch: i32, leader: Option<i32>) -> Result<(), LogError> {
+        let leader = leader.filter(|&id| id != self.config.node_id);
+        if epoch > self.epoch {
+            self.step_down_if_leader();
+            self.epoch = epoch;
+            self.voted_for = None;
+            match leader {
+                Some(leader) => self.become_follower(now_ms, leader),
+                None => {
+                    let election_at = self.election_deadline(now_ms);
+                    self.role = Role::Unattached { election_at };
+                    self.persist();
+                }
+            }
+        } else if epoch == self.epoch {
+            if let Some(leader) = leader {
+                match self.role {
+                    Role::Follower { leader: known, .. } => debug_assert_eq!(known, leader, "two leaders in one epoch"),
+                    Role::Leader { .. } | Role::Resigned { .. } => debug_assert!(false, "two leaders in one epoch"),
+                    _ => self.become_follower(now_ms, leader),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn become_follower(&mut self, now_ms: i64, leader: i32) {
+        self.role = Role::Follower {
+            leader,
+            fetch_deadline: now_ms + self.config.fetch_timeout_ms,
+            last_sent: None,
+            heard_ms: None,
+        };
+        self.persist();
+        self.send_fetch(now_ms);
+    }
+
+    pub(crate) fn fetch_timed_out(&mut self, now_ms: i64) -> Result<(), LogError> {
+        if self.is_voter() {
+            self.become_prospective(now_ms)
+        } else {
+            let election_at = now_ms;
+            self.role = Role::Unattached { election_at };
+            Ok(())
+        }
+    }
+
+    /// An observer without a leader asks a random voter, which answers with
+    /// the epoch and leader it knows.
+    pub(crate) fn discover_leader(&mut self) {
+        let index = (splitmix64(&mut self.rng) % self.config.voters.len() as u64) as usize;
+        let to = self.config.voters[index];
+        let (last_fetched_epoch, fetch_offset) = self.log_end();
+        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch });
+    }
+}

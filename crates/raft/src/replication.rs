@@ -1,0 +1,248 @@
+//! Pull-based replication (KIP-595's Fetch) of a [`RaftNode`]: the
+//! follower's fetch loop and truncation, the leader's answers, held
+//! fetches, high watermark and quorum check.
+//!
+//! A follower fetches from its log end with the epoch of its last entry.
+//! The leader checks that pair against its own log: when its end offset
+//! for that epoch is before the fetch offset (or the epoch is not its), it
+//! answers with the diverging epoch, and the follower truncates to the
+//! smaller of that end offset and its own for the epoch, then fetches
+//! again. Otherwise the fetch offset is what the follower holds in common
+//! with the leader, and the leader answers with the batches from it (or
+//! holds the fetch until there are some, the high watermark moves or
+//! `fetch_max_wait_ms` passes).
+
+use bytes::Bytes;
+use krabka_log::{AppendInfo, LogError, ReplicatedLog};
+
+use crate::batch;
+use crate::message::{Action, FetchError, FetchResponse, Message};
+use crate::node::{RaftNode, Role};
+
+impl<L: ReplicatedLog> RaftNode<L> {
+    pub(crate) fn send_fetch(&mut self, now_ms: i64) {
+        let Role::Follower { leader, last_sent, .. } = &mut self.role else { return };
+        *last_sent = Some(now_ms);
+        let to = *leader;
+        let (last_fetched_epoch, fetch_offset) = self.log_end();
+        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch });
+    }
+
+    pub(crate) fn on_fetch_request(
+        &mut self,
+        now_ms: i64,
+        from: i32,
+        epoch: i32,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+    ) -> Result<(), LogError> {
+        if epoch > self.epoch {
+            self.observe(now_ms, epoch, None)?;
+        }
+        let error = match self.role {
+            Role::Leader { .. } if epoch < self.epoch => FetchError::FencedLeaderEpoch,
+            Role::Leader { .. } => FetchError::None,
+            _ => FetchError::NotLeader,
+        };
+        if error != FetchError::None {
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), error, None)?;
+            return Ok(());
+        }
+        let diverging = self.diverging_epoch(fetch_offset, last_fetched_epoch);
+        let is_voter = self.config.voters.contains(&from);
+        let Role::Leader { progress, .. } = &mut self.role else { unreachable!() };
+        let entry = progress.entry(from).or_default();
+        if is_voter || diverging.is_none() {
+            entry.last_fetch_ms = Some(now_ms);
+        }
+        if diverging.is_some() {
+            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), FetchError::None, diverging);
+        }
+        // A late duplicate of an older fetch does not move it back.
+        entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
+        let caught_up = fetch_offset >= self.log.log_end_offset();
+        let until = now_ms + self.config.fetch_max_wait_ms;
+        entry.parked = caught_up.then_some((until, (fetch_offset, last_fetched_epoch)));
+        self.advance_high_watermark()?;
+        if !caught_up {
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), FetchError::None, None)?;
+        }
+        Ok(())
+    }
+
+    /// Where a fetch from `fetch_offset` after an entry of `last_epoch`
+    /// leaves the leader's log, None when it does not.
+    fn diverging_epoch(&self, fetch_offset: i64, last_epoch: i32) -> Option<(i32, i64)> {
+        if fetch_offset <= self.log.log_start_offset() {
+            return None;
+        }
+        match self.log.end_offset_for_epoch(last_epoch) {
+            Some((epoch, end)) if epoch == last_epoch && end >= fetch_offset => None,
+            Some(found) => Some(found),
+            None => Some((-1, self.log.log_start_offset())),
+        }
+    }
+
+    fn respond_fetch(
+        &mut self,
+        to: i32,
+        (fetch_offset, last_fetched_epoch): (i64, i32),
+        error: FetchError,
+        diverging: Option<(i32, i64)>,
+    ) -> Result<(), LogError> {
+        let serve = error == FetchError::None && diverging.is_none();
+        let records = if serve && fetch_offset < self.log.log_end_offset() {
+            self.log.read(fetch_offset, self.config.max_fetch_bytes, self.log.log_end_offset())?
+        } else {
+            Bytes::new()
+        };
+        let response = FetchResponse {
+            epoch: self.epoch,
+            leader_id: self.leader_id(),
+            error,
+            fetch_offset,
+            last_fetched_epoch,
+            high_watermark: self.high_watermark,
+            records,
+            diverging_epoch: diverging,
+        };
+        self.send(to, Message::FetchResponse(response));
+        Ok(())
+    }
+
+    /// Answers the held fetches: when new records or a new high watermark
+    /// are there to return (`all`), or else those held long enough.
+    fn answer_held_fetches(&mut self, now_ms: i64, all: bool) -> Result<(), LogError> {
+        let Role::Leader { progress, .. } = &mut self.role else { return Ok(()) };
+        let mut due = Vec::new();
+        for (&id, entry) in progress.iter_mut() {
+            match entry.parked {
+                Some((until, fetch)) if all || now_ms >= until => {
+                    entry.parked = None;
+                    due.push((id, fetch));
+                }
+                _ => {}
+            }
+        }
+        for (id, fetch) in due {
+            self.respond_fetch(id, fetch, FetchError::None, None)?;
+        }
+        Ok(())
+    }
+
+    /// The Raft commit rule: the largest offset a majority of voters hold,
+    /// once it is past the start of the leader's epoch.
+    fn advance_high_watermark(&mut self) -> Result<(), LogError> {
+        let majority = self.majority();
+        let Role::Leader { progress, epoch_start, .. } = &self.role else { return Ok(()) };
+        let mut offsets: Vec<i64> =
+            self.config.voters.iter().map(|id| progress.get(id).map_or(0, |p| p.fetch_offset)).collect();
+        offsets.sort_unstable_by(|a, b| b.cmp(a));
+        let replicated = offsets[majority - 1];
+        if replicated > self.high_watermark && replicated > *epoch_start {
+            self.high_watermark = replicated;
+            self.actions.push(Action::Committed { high_watermark: replicated });
+            self.answer_held_fetches(0, true)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn append_as_leader(&mut self, values: &[Bytes], now_ms: i64) -> Result<AppendInfo, LogError> {
+        batch::append_and_flush(&mut self.log, values, self.epoch, now_ms)
+    }
+
+    /// The leader's own log moved: it counts as its own replica (flushed).
+    pub(crate) fn leader_appended(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let me = self.config.node_id;
+        let flushed = self.log.last_flushed_offset();
+        let Role::Leader { progress, .. } = &mut self.role else { return Ok(()) };
+        let entry = progress.entry(me).or_default();
+        entry.fetch_offset = flushed;
+        entry.last_fetch_ms = Some(now_ms);
+        self.advance_high_watermark()?;
+        self.answer_held_fetches(now_ms, true)
+    }
+
+    /// The leader's timers: the quorum check (a majority of voters fetched
+    /// within the fetch timeout, or it resigns), BeginQuorumEpoch to the
+    /// voters not yet fetching, and held fetches that waited long enough.
+    pub(crate) fn leader_tick(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let me = self.config.node_id;
+        let timeout = self.config.fetch_timeout_ms;
+        let majority = self.majority();
+        let Role::Leader { progress, check_at, begin_at, .. } = &mut self.role else { return Ok(()) };
+        let heard = self
+            .config
+            .voters
+            .iter()
+            .filter(|&&id| {
+                id == me || progress.get(&id).and_then(|p| p.last_fetch_ms).is_some_and(|at| now_ms - at < timeout)
+            })
+            .count();
+        if now_ms >= *check_at && heard < majority {
+            self.resign_lead(now_ms);
+            return Ok(());
+        }
+        if now_ms >= *begin_at {
+            *begin_at = now_ms + self.config.retry_backoff_ms;
+            let silent: Vec<i32> = self
+                .config
+                .voters
+                .iter()
+                .copied()
+                .filter(|id| *id != me && progress.get(id).is_none_or(|p| p.last_fetch_ms.is_none()))
+                .collect();
+            for to in silent {
+                self.send(to, Message::BeginQuorumEpoch { epoch: self.epoch });
+            }
+        }
+        self.answer_held_fetches(now_ms, false)
+    }
+
+    pub(crate) fn on_fetch_response(
+        &mut self,
+        now_ms: i64,
+        from: i32,
+        response: FetchResponse,
+    ) -> Result<(), LogError> {
+        if response.epoch > self.epoch || (response.epoch == self.epoch && response.leader_id.is_some()) {
+            self.observe(now_ms, response.epoch, response.leader_id)?;
+        }
+        let log_end = self.log_end();
+        let Role::Follower { leader, fetch_deadline, last_sent, heard_ms } = &mut self.role else { return Ok(()) };
+        let current = *leader == from && response.epoch == self.epoch && response.error == FetchError::None;
+        if !current || (response.last_fetched_epoch, response.fetch_offset) != log_end {
+            return Ok(());
+        }
+        *fetch_deadline = now_ms + self.config.fetch_timeout_ms;
+        *heard_ms = Some(now_ms);
+        *last_sent = None;
+        match response.diverging_epoch {
+            Some((epoch, end)) => self.truncate_diverging(epoch, end, now_ms)?,
+            None => self.append_fetched(&response.records, response.high_watermark, now_ms)?,
+        }
+        self.send_fetch(now_ms);
+        Ok(())
+    }
+
+    fn truncate_diverging(&mut self, epoch: i32, end: i64, now_ms: i64) -> Result<(), LogError> {
+        let start = self.log.log_start_offset();
+        let mine = self.log.end_offset_for_epoch(epoch).map_or(start, |(_, my_end)| my_end);
+        let to = end.min(mine).max(start);
+        debug_assert!(to >= self.high_watermark, "truncating committed offsets");
+        self.log.truncate_to(to, now_ms)
+    }
+
+    fn append_fetched(&mut self, records: &Bytes, leader_high_watermark: i64, now_ms: i64) -> Result<(), LogError> {
+        if !records.is_empty() {
+            self.log.append_as_follower(records, now_ms)?;
+            self.log.flush(now_ms)?;
+        }
+        let high_watermark = leader_high_watermark.min(self.log.log_end_offset());
+        if high_watermark > self.high_watermark {
+            self.high_watermark = high_watermark;
+            self.actions.push(Action::Committed { high_watermark });
+        }
+        Ok(())
+    }
+}
