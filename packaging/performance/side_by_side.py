@@ -5,8 +5,12 @@ Run through the `side-by-side` wrapper next to this file. For every round and
 every cell of regression-contract.json it starts each side on a fresh data
 directory, pinned to the broker CPU set, creates fresh 12-partition topics,
 warms up, runs BrokerPerformanceWorkload pinned to the client CPU set, and
-samples the broker's CPU time (utime+stime of its process tree) and RSS every
-250 ms. The side that goes first alternates from round to round.
+samples the broker's CPU time and RSS every 250 ms. CPU time comes from a
+cpuacct cgroup made for the trial (nanoseconds, threads and children that
+exited included) where the kernel offers one, else from utime+stime of the
+process tree in clock ticks (10 ms: at small scales a cell's whole broker CPU
+is a few dozen ticks, and the quantisation alone can exceed the contract's
+variance budget). The side that goes first alternates from round to round.
 
 Output directory (--out): runs.csv (one row per trial), summary.md (medians
 and krabka/reference ratios), record.json (the performance record that
@@ -108,28 +112,66 @@ def tree_reading(root_pid):
     return cpu, rss
 
 
+CPUACCT_ROOT = "/sys/fs/cgroup/cpuacct"
+
+
+class CpuAccount:
+    """A cpuacct cgroup (v1) holding one broker and everything it starts, so
+    its CPU time reads in nanoseconds. `available()` is false where the
+    hierarchy is missing or not writable; callers then fall back to ticks."""
+
+    def __init__(self, tag):
+        self.path = os.path.join(CPUACCT_ROOT, f"krabka-side-by-side-{os.getpid()}-{tag}")
+        os.makedirs(self.path, exist_ok=True)
+
+    @staticmethod
+    def available():
+        return os.access(CPUACCT_ROOT, os.W_OK) and os.path.exists(os.path.join(CPUACCT_ROOT, "cpuacct.usage"))
+
+    def join_self(self):
+        """Runs in the child between fork and exec: it joins before it can
+        start anything, so no descendant escapes the account."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def seconds(self):
+        with open(os.path.join(self.path, "cpuacct.usage")) as f:
+            return int(f.read()) / 1e9
+
+    def remove(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass  # a process still in it; the next boot clears it
+
+
 class Sampler:
     """Samples a broker's process tree every 250 ms; keeps the peak RSS and
-    every (time, cpu, rss) sample."""
+    every (time, cpu, rss) sample. CPU comes from `account` when given."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, account=None):
         self.pid = pid
+        self.account = account
         self.samples = []
         self.peak_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
+    def _reading(self):
+        cpu, rss = tree_reading(self.pid)
+        return (self.account.seconds() if self.account else cpu), rss
+
     def _loop(self):
         while True:
-            cpu, rss = tree_reading(self.pid)
+            cpu, rss = self._reading()
             self.samples.append((time.monotonic(), cpu, rss))
             self.peak_rss = max(self.peak_rss, rss)
             if self._stop.wait(SAMPLE_SECONDS):
                 return
 
     def cpu_now(self):
-        return tree_reading(self.pid)[0]
+        return self._reading()[0]
 
     def stop(self):
         self._stop.set()
@@ -139,9 +181,15 @@ class Sampler:
 # --------------------------------------------------------------------------
 # Brokers
 
-def pinned(cpus):
+def pinned(cpus, account=None):
     cpu_set = set(cpus)
-    return lambda: os.sched_setaffinity(0, cpu_set)
+
+    def in_child():
+        os.sched_setaffinity(0, cpu_set)
+        if account:
+            account.join_self()
+
+    return in_child
 
 
 def wait_port(port, proc, log_path, timeout=120):
@@ -164,7 +212,7 @@ class Side:
         self.kind, self.label, self.binary_sha256 = kind, label, binary_sha256
         self._start = start
 
-    def start(self, workdir, cpus, log_path):
+    def start(self, workdir, cpus, log_path, account=None):
         port, controller_port = free_port(), free_port()
         while controller_port == port:
             controller_port = free_port()
@@ -178,7 +226,7 @@ class Side:
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=pinned(cpus),
+            preexec_fn=pinned(cpus, account),
         )
         log.close()
         wait_port(port, proc, log_path)
@@ -304,13 +352,14 @@ def run_trial(args, side, cell, round_no, workload, logs):
     workload_log = os.path.join(logs, f"{tag}-workload.log")
     records = cell_records(cell, args.scale)
     rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
-    proc, bootstrap = side.start(workdir, args.broker_cpus, broker_log)
+    account = CpuAccount(tag) if CpuAccount.available() else None
+    proc, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account)
     sampler = None
     try:
         warm = cell["load"] != "idle_to_burst"
         topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
         create_topics(bootstrap, {t: cell["partitions"] for t in topics}, retry_seconds=90)
-        sampler = Sampler(proc.pid)
+        sampler = Sampler(proc.pid, account)
         if warm and args.warmup:
             warm_records = max(100, min(records, WARMUP_BYTES // cell["record_bytes"]))
             warmup = workload.run(bootstrap, f"warmup-{name}", cell, warm_records, 0, workload_log)
@@ -326,6 +375,8 @@ def run_trial(args, side, cell, round_no, workload, logs):
         if sampler:
             sampler.stop()
         code = stop_broker(proc)
+        if account:
+            account.remove()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     acked = result["records"] - result["errors"]
@@ -552,6 +603,7 @@ def main():
         "broker_cpus": ",".join(map(str, args.broker_cpus)),
         "client_cpus": ",".join(map(str, args.client_cpus)),
         "cpus_shared": shared_cpus,
+        "broker_cpu_clock": "cpuacct cgroup (ns)" if CpuAccount.available() else "proc utime+stime (clock ticks)",
         "nofile": nofile,
         "contract_sha256": contract_sha,
     }
