@@ -64,8 +64,8 @@ use std::path::{Path, PathBuf};
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{
-    Record, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatchMut, TimestampType, BATCH_HEADER_BYTES,
-    LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH,
+    control_type_id, ControlType, Record, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatchMut,
+    TimestampType, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MIN_BATCH_LENGTH,
 };
 
 use crate::config::LogConfig;
@@ -86,9 +86,9 @@ const SEGMENT_SUFFIXES: [&str; 4] = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_
 /// and the allocator's header.
 pub const OFFSET_MAP_ENTRY_OVERHEAD_BYTES: usize = 48;
 
-/// Control record types (the key's second i16).
-const CONTROL_ABORT: i16 = 0;
-const CONTROL_COMMIT: i16 = 1;
+/// Control record types of transaction markers.
+const CONTROL_ABORT: i16 = ControlType::Abort.id();
+const CONTROL_COMMIT: i16 = ControlType::Commit.id();
 
 /// What a cleaner pass did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -264,10 +264,10 @@ impl OffsetMap {
 fn control_type(batch: &RecordBatch, max_decompressed: usize) -> Result<Option<i16>, LogError> {
     let Some(record) = batch.records(max_decompressed)?.next() else { return Ok(None) };
     let key = record?.key.unwrap_or_default();
-    if key.len() < 4 {
-        return Err(LogError::InconsistentBatch("a control record without a marker key".into()));
+    match control_type_id(&key) {
+        Some(id) => Ok(Some(id)),
+        None => Err(LogError::InconsistentBatch("a control record without a marker key".into())),
     }
-    Ok(Some(i16::from_be_bytes([key[2], key[3]])))
 }
 
 /// Which transactions the batches read so far belong to (Kafka's

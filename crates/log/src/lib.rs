@@ -16,7 +16,8 @@
 //! `PartitionLog` implements) above `log.rs` and `snapshots` (a replicated
 //! log's snapshot files, KRaft's `<end offset>-<epoch>.checkpoint`, written
 //! atomically; their bytes are the caller's to encode), which stands on
-//! `fsutil` alone. `topic_config` (Kafka's
+//! `fsutil` alone, as does `quorum_state` (KRaft's `quorum-state` file, the
+//! election state, in Kafka's JSON). `topic_config` (Kafka's
 //! topic configs, the log's settings, and their validation) stands on
 //! `config_values` (typed config values) and on nothing else here.
 
@@ -32,6 +33,7 @@ mod loader;
 pub mod log;
 pub mod manager;
 pub mod producer_state;
+pub mod quorum_state;
 pub mod replicated;
 pub mod segment;
 mod segments;
@@ -45,6 +47,7 @@ pub use crate::error::LogError;
 pub use crate::loader::OpenReport;
 pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
 pub use crate::manager::{LogManager, PartitionCheckpoint};
+pub use crate::quorum_state::QuorumState;
 pub use crate::replicated::{open_replicated_log, ReplicatedLog};
 pub use crate::segment::FileSlice;
 pub use crate::snapshots::SnapshotId;

@@ -145,7 +145,15 @@ impl ProducerBatch {
         let delta = batch.last_offset_delta();
         // A control batch compaction emptied (Kafka's retained empty header)
         // has no marker: its transaction is long complete.
-        let marker = if batch.is_control() && batch.record_count() > 0 { Some(read_marker(batch)?) } else { None };
+        // Only a producer's control batches are transaction markers; KRaft's
+        // (LeaderChange, snapshot header and footer, voters) have no
+        // producer, and no producer state, as in Kafka.
+        let has_producer = batch.producer_id() >= 0;
+        let marker = if has_producer && batch.is_control() && batch.record_count() > 0 {
+            Some(read_marker(batch)?)
+        } else {
+            None
+        };
         Ok(ProducerBatch {
             producer_id: batch.producer_id(),
             epoch: batch.producer_epoch(),
@@ -156,7 +164,7 @@ impl ProducerBatch {
             max_timestamp: batch.max_timestamp(),
             transactional: batch.is_transactional(),
             marker,
-            empty_control: batch.is_control() && marker.is_none(),
+            empty_control: has_producer && batch.is_control() && marker.is_none(),
         })
     }
 }

@@ -13,13 +13,11 @@ use std::io;
 use std::path::Path;
 
 use bytes::Bytes;
-use krabka_protocol::records::{RecordBatch, RecordBatches};
+use krabka_protocol::records::{control_type_id, ControlType, RecordBatch, RecordBatches};
 
 use crate::fsutil::{atomic_write, fsync_dir};
 
 const SUFFIX: &str = ".checkpoint";
-/// Kafka's ControlRecordType id of a snapshot footer.
-const CONTROL_SNAPSHOT_FOOTER: i16 = 4;
 
 /// A snapshot's name: every offset before `end_offset` is in it, and
 /// `epoch` is the epoch of its last record.
@@ -91,7 +89,7 @@ fn is_footer(batch: &RecordBatch) -> bool {
         record
             .ok()
             .and_then(|r| r.key)
-            .is_some_and(|key| key.len() == 4 && i16::from_be_bytes([key[2], key[3]]) == CONTROL_SNAPSHOT_FOOTER)
+            .is_some_and(|key| control_type_id(&key) == Some(ControlType::SnapshotFooter.id()))
     })
 }
 

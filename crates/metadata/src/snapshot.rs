@@ -9,9 +9,11 @@
 
 use std::fmt;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{NewRecord, RecordBatchBuilder, RecordBatches};
+use krabka_protocol::records::{
+    control_batch, control_type_id, ControlType, NewRecord, RecordBatchBuilder, RecordBatches,
+};
 use krabka_protocol::{
     ConfigRecord, Message, PartitionRecord, ProducerIdsRecord, SnapshotFooterRecord, SnapshotHeaderRecord, TopicRecord,
 };
@@ -19,9 +21,6 @@ use krabka_protocol::{
 use crate::image::MetadataImage;
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
-/// Kafka's ControlRecordType ids for snapshot headers and footers.
-const CONTROL_SNAPSHOT_HEADER: i16 = 3;
-const CONTROL_SNAPSHOT_FOOTER: i16 = 4;
 /// Metadata records per batch in a snapshot.
 const RECORDS_PER_BATCH: usize = 1000;
 
@@ -90,23 +89,13 @@ fn config_record(resource_type: i8, resource_name: &str, name: &str, value: &str
     })
 }
 
-fn control_batch(base_offset: i64, control_type: i16, value: Bytes, now_ms: i64) -> Result<Bytes, SnapshotError> {
-    let mut key = BytesMut::with_capacity(4);
-    key.put_i16(0);
-    key.put_i16(control_type);
-    let mut builder = RecordBatchBuilder::new(Compression::None).with_control(true).with_base_offset(base_offset);
-    builder
-        .append(&NewRecord { timestamp_ms: now_ms, key: Some(&key), value: Some(&value), headers: &[] })
-        .map_err(error)?;
-    Ok(builder.build().map_err(error)?.into_bytes())
-}
-
 /// The snapshot of `image`, stamped `now_ms` (its header's last contained
 /// log timestamp and every record's time).
 pub fn encode(image: &MetadataImage, now_ms: i64) -> Result<Bytes, SnapshotError> {
     let mut out = BytesMut::new();
     let header = SnapshotHeaderRecord { version: 0, last_contained_log_timestamp: now_ms, ..Default::default() };
-    out.extend_from_slice(&control_batch(0, CONTROL_SNAPSHOT_HEADER, header.to_bytes(0).map_err(error)?, now_ms)?);
+    let header = header.to_bytes(0).map_err(error)?;
+    out.extend_from_slice(&control_batch(0, ControlType::SnapshotHeader, &header, now_ms).map_err(error)?);
     let values: Vec<Bytes> = image_records(image).iter().map(MetadataRecord::encode).collect();
     let mut next_offset = 1i64;
     for chunk in values.chunks(RECORDS_PER_BATCH) {
@@ -120,12 +109,8 @@ pub fn encode(image: &MetadataImage, now_ms: i64) -> Result<Bytes, SnapshotError
         out.extend_from_slice(builder.build().map_err(error)?.as_bytes());
     }
     let footer = SnapshotFooterRecord { version: 0, ..Default::default() };
-    out.extend_from_slice(&control_batch(
-        next_offset,
-        CONTROL_SNAPSHOT_FOOTER,
-        footer.to_bytes(0).map_err(error)?,
-        now_ms,
-    )?);
+    let footer = footer.to_bytes(0).map_err(error)?;
+    out.extend_from_slice(&control_batch(next_offset, ControlType::SnapshotFooter, &footer, now_ms).map_err(error)?);
     Ok(out.freeze())
 }
 
@@ -140,8 +125,7 @@ pub fn decode(bytes: Bytes) -> Result<MetadataImage, SnapshotError> {
         for record in batch.records(usize::MAX).map_err(error)? {
             let record = record.map_err(error)?;
             if batch.is_control() {
-                let key = record.key.unwrap_or_default();
-                if key.len() == 4 && i16::from_be_bytes([key[2], key[3]]) == CONTROL_SNAPSHOT_FOOTER {
+                if record.key.as_deref().and_then(control_type_id) == Some(ControlType::SnapshotFooter.id()) {
                     saw_footer = true;
                 }
                 continue;
@@ -210,11 +194,11 @@ mod tests {
         let batches: Vec<_> = RecordBatches::new(encode(&image(), 7).unwrap()).map(Result::unwrap).collect();
         let control_type = |batch: &krabka_protocol::records::RecordBatch| {
             let key = batch.records(usize::MAX).unwrap().next().unwrap().unwrap().key.unwrap();
-            i16::from_be_bytes([key[2], key[3]])
+            control_type_id(&key).and_then(ControlType::from_id).unwrap()
         };
         assert!(batches[0].is_control() && batches.last().unwrap().is_control());
-        assert_eq!(control_type(&batches[0]), CONTROL_SNAPSHOT_HEADER);
-        assert_eq!(control_type(batches.last().unwrap()), CONTROL_SNAPSHOT_FOOTER);
+        assert_eq!(control_type(&batches[0]), ControlType::SnapshotHeader);
+        assert_eq!(control_type(batches.last().unwrap()), ControlType::SnapshotFooter);
         assert!(batches[1..batches.len() - 1].iter().all(|b| !b.is_control()));
     }
 }

@@ -14,9 +14,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use krabka_log::{LogError, ReplicatedLog};
+use krabka_protocol::generated::leader_change_message::Voter;
+use krabka_protocol::records::ControlType;
+use krabka_protocol::{LeaderChangeMessage, Message as _};
 
-use crate::message::{Action, Message};
-use crate::node::{Progress, RaftNode, Role, LEADER_CHANGE};
+use crate::batch;
+use crate::message::{Action, Message, RaftError};
+use crate::node::{Progress, RaftNode, Role};
 
 impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn on_vote_request(
@@ -28,38 +32,35 @@ impl<L: ReplicatedLog> RaftNode<L> {
         pre_vote: bool,
     ) -> Result<(), LogError> {
         let eligible = self.is_voter() && self.config.voters.contains(&from);
-        // A pre-vote names the epoch after the sender's: a sender already in
-        // a newer epoch than this node's moves it there (as any newer epoch
-        // does), or a voter that ran and lost could never rejoin a quorum
-        // that refuses its pre-votes.
-        if pre_vote && eligible && epoch - 1 > self.epoch {
-            self.observe(now_ms, epoch - 1, None)?;
-        }
-        if pre_vote {
-            let granted =
-                eligible && epoch > self.epoch && candidate_log >= self.log_end() && !self.hears_from_leader(now_ms);
-            let message = Message::VoteResponse { epoch: self.epoch, granted, pre_vote, leader_id: self.leader_id() };
-            self.send(from, message);
-            return Ok(());
-        }
+        let fenced = epoch < self.epoch;
+        // A newer epoch moves this node there, for a pre-vote too (as in
+        // Kafka): a voter that ran and lost could otherwise never rejoin a
+        // quorum that refuses its pre-votes.
         if eligible && epoch > self.epoch {
             self.observe(now_ms, epoch, None)?;
         }
-        let unattached = matches!(self.role, Role::Unattached { .. } | Role::Prospective { .. });
+        let up_to_date = candidate_log >= self.log_end();
         let granted = eligible
-            && epoch == self.epoch
-            && unattached
-            && self.voted_for.is_none_or(|id| id == from)
-            && candidate_log >= self.log_end();
-        if granted {
+            && !fenced
+            && up_to_date
+            && if pre_vote { !self.hears_from_leader(now_ms) } else { self.may_vote_for(from) };
+        if granted && !pre_vote {
             self.voted_for = Some(from);
             let election_at = self.election_deadline(now_ms);
             self.role = Role::Unattached { election_at };
             self.persist();
         }
-        let message = Message::VoteResponse { epoch: self.epoch, granted, pre_vote, leader_id: self.leader_id() };
-        self.send(from, message);
+        let error = if fenced { RaftError::FencedLeaderEpoch } else { RaftError::None };
+        let leader_id = self.leader_id();
+        self.send(from, Message::VoteResponse { epoch: self.epoch, error, granted, pre_vote, leader_id });
         Ok(())
+    }
+
+    /// A vote in this epoch: only while no leader is known nor another
+    /// candidate voted for (voting again for the same one is idempotent).
+    fn may_vote_for(&self, candidate: i32) -> bool {
+        matches!(self.role, Role::Unattached { .. } | Role::Prospective { .. })
+            && self.voted_for.is_none_or(|id| id == candidate)
     }
 
     /// A follower that fetched from its leader within the fetch timeout, or
@@ -137,7 +138,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
         Ok(())
     }
 
-    /// Asks the other voters for pre-votes for the next epoch.
+    /// Asks the other voters for pre-votes, in its current epoch (Kafka's
+    /// Prospective bumps it only once it won them).
     pub(crate) fn become_prospective(&mut self, now_ms: i64) -> Result<(), LogError> {
         debug_assert!(self.is_voter(), "an observer never runs for election");
         self.step_down_if_leader();
@@ -145,7 +147,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let granted = BTreeSet::from([self.config.node_id]);
         self.role = Role::Prospective { granted, rejected: BTreeSet::new(), election_at };
         let (last_epoch, last_offset) = self.log_end();
-        let request = Message::VoteRequest { epoch: self.epoch + 1, last_epoch, last_offset, pre_vote: true };
+        let request = Message::VoteRequest { epoch: self.epoch, last_epoch, last_offset, pre_vote: true };
         self.send_to_other_voters(&request);
         if self.majority() == 1 {
             self.become_candidate(now_ms)?;
@@ -169,10 +171,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
         Ok(())
     }
 
-    /// Leads the epoch: appends the leader-change record (the first offset
-    /// of the epoch, which the high watermark must pass) and tells the
-    /// other voters.
+    /// Leads the epoch: appends the LeaderChange control record (the first
+    /// offset of the epoch, which the high watermark must pass) and tells
+    /// the other voters.
     fn become_leader(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let Role::Candidate { granted, .. } = &self.role else {
+            unreachable!("only a candidate becomes leader");
+        };
+        let leader_change = leader_change(self.config.node_id, &self.config.voters, granted);
         let progress: BTreeMap<i32, Progress> =
             self.config.voters.iter().map(|&id| (id, Progress::default())).collect();
         let epoch_start = self.log.log_end_offset();
@@ -180,7 +186,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.role = Role::Leader { progress, epoch_start, check_at: grace, begin_at: now_ms };
         self.persist();
         self.actions.push(Action::BecameLeader { epoch: self.epoch });
-        self.append_as_leader(&[bytes::Bytes::from_static(LEADER_CHANGE)], now_ms)?;
+        batch::append_control_and_flush(&mut self.log, ControlType::LeaderChange, &leader_change, self.epoch, now_ms)?;
         let begin = Message::BeginQuorumEpoch { epoch: self.epoch };
         self.send_to_other_voters(&begin);
         self.leader_appended(now_ms)
@@ -194,6 +200,20 @@ impl<L: ReplicatedLog> RaftNode<L> {
             }
         }
     }
+}
+
+/// The value of a new leader's LeaderChange control record (version 0, as
+/// Kafka writes it): the leader, every voter, and the voters that granted.
+fn leader_change(leader_id: i32, voters: &[i32], granted: &BTreeSet<i32>) -> Vec<u8> {
+    let voter = |&voter_id: &i32| Voter { voter_id, ..Default::default() };
+    let message = LeaderChangeMessage {
+        version: 0,
+        leader_id,
+        voters: voters.iter().map(voter).collect(),
+        granting_voters: granted.iter().map(voter).collect(),
+        ..Default::default()
+    };
+    message.to_bytes(0).expect("a LeaderChangeMessage encodes at version 0").to_vec()
 }
 
 /// Counts `from`'s answer once (a duplicated response counts once): the
@@ -238,7 +258,8 @@ mod tests {
         // The new epoch, then the vote in it, both before the answer.
         let new_epoch = ElectionState { epoch: 1, voted_for: None, leader_id: None };
         let voted = ElectionState { epoch: 1, voted_for: Some(2), leader_id: None };
-        let granted = Message::VoteResponse { epoch: 1, granted: true, pre_vote: false, leader_id: None };
+        let granted =
+            Message::VoteResponse { epoch: 1, error: RaftError::None, granted: true, pre_vote: false, leader_id: None };
         let expected = vec![
             Action::PersistElectionState(new_epoch),
             Action::PersistElectionState(voted),
@@ -246,15 +267,61 @@ mod tests {
         ];
         assert_eq!(actions, expected);
         let actions = voter.handle(2, 3, vote(1)).unwrap();
-        let refused = Message::VoteResponse { epoch: 1, granted: false, pre_vote: false, leader_id: None };
+        let refused = Message::VoteResponse {
+            epoch: 1,
+            error: RaftError::None,
+            granted: false,
+            pre_vote: false,
+            leader_id: None,
+        };
         assert_eq!(actions, vec![Action::Send { to: 3, message: refused }]);
+    }
+
+    #[test]
+    fn a_new_leader_opens_its_epoch_with_a_leader_change_control_record() {
+        use krabka_protocol::records::{control_type_id, RecordBatch};
+        use krabka_protocol::Message as _;
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        voter.tick(1_000).unwrap();
+        let pre_vote =
+            Message::VoteResponse { epoch: 0, error: RaftError::None, granted: true, pre_vote: true, leader_id: None };
+        voter.handle(1_001, 2, pre_vote).unwrap();
+        assert_eq!((voter.role(), voter.epoch()), (RoleName::Candidate, 1));
+        let vote =
+            Message::VoteResponse { epoch: 1, error: RaftError::None, granted: true, pre_vote: false, leader_id: None };
+        voter.handle(1_002, 2, vote).unwrap();
+        assert_eq!(voter.role(), RoleName::Leader);
+
+        let bytes = ReplicatedLog::read(voter.log(), 0, 1 << 20, voter.log().log_end_offset()).unwrap();
+        let batch = RecordBatch::new(bytes).unwrap();
+        assert!(batch.is_control());
+        assert_eq!((batch.base_offset(), batch.partition_leader_epoch()), (0, 1));
+        let record = batch.records(usize::MAX).unwrap().next().unwrap().unwrap();
+        assert_eq!(record.key.as_deref().and_then(control_type_id), Some(ControlType::LeaderChange.id()));
+        let message = LeaderChangeMessage::decode(&mut record.value.unwrap(), 0).unwrap();
+        let ids = |voters: &[Voter]| voters.iter().map(|v| v.voter_id).collect::<Vec<_>>();
+        assert_eq!(message.leader_id, 1);
+        assert_eq!(ids(&message.voters), vec![1, 2, 3]);
+        assert_eq!(ids(&message.granting_voters), vec![1, 2]);
+    }
+
+    /// The record Apache Kafka 4.3.1 wrote at offset 0 of a new combined
+    /// node's `__cluster_metadata-0` (voter 1, elected by itself): control
+    /// key version 0, type 2, and the LeaderChangeMessage v0 value.
+    #[test]
+    fn the_leader_change_record_is_the_one_kafka_writes() {
+        let kafka_key = [0x00, 0x00, 0x00, 0x02];
+        let kafka_value = [0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 1, 0, 2, 0, 0, 0, 1, 0, 0];
+        assert_eq!(ControlType::LeaderChange.key(), kafka_key);
+        assert_eq!(leader_change(1, &[1], &BTreeSet::from([1])), kafka_value);
     }
 
     #[test]
     fn a_pre_vote_changes_nothing_and_an_election_timeout_starts_one() {
         let dir = tempfile::tempdir().unwrap();
         let mut voter = node(dir.path(), 1);
-        let pre_vote = Message::VoteRequest { epoch: 1, last_epoch: 0, last_offset: 0, pre_vote: true };
+        let pre_vote = Message::VoteRequest { epoch: 0, last_epoch: 0, last_offset: 0, pre_vote: true };
         let actions = voter.handle(1, 2, pre_vote).unwrap();
         assert_eq!(actions.len(), 1, "a pre-vote is answered, not persisted: {actions:?}");
         assert_eq!((voter.epoch(), voter.voted_for()), (0, None));

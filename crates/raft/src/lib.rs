@@ -1,8 +1,8 @@
 //! krabka-raft: KRaft, the protocol that commits `__cluster_metadata`, as a
 //! state machine: events in (a proposal, a message, a tick), actions out
 //! (what was committed, messages to send). The log is a
-//! [`krabka_log::ReplicatedLog`] and the network a [`Transport`]; the
-//! caller owns both, and the clock. It owns the snapshot policy: when
+//! [`krabka_log::ReplicatedLog`]; the network (connections, correlation
+//! ids, versions) and the clock are the caller's. It owns the snapshot policy: when
 //! enough was committed since the last snapshot it says one is due, and it
 //! stores the bytes the caller encodes through the log, then drops the log
 //! prefix and the older snapshots they cover.
@@ -22,8 +22,11 @@
 //! watermark and the leader's quorum check, driven by `handle(now, from,
 //! message)`, `tick(now)` and `propose`, each returning [`Action`]s. Its
 //! messages are an internal enum ([`Message`]) mirroring Kafka's RPCs;
-//! their wire mapping, the driver, snapshot transfer and voter changes
-//! come next. `tests/simulation.rs` checks it, seeded and deterministic.
+//! [`wire`] maps them onto Kafka's own, as Kafka 4.3.1 fills them, with
+//! its checks of what arrives. A new leader opens its epoch with Kafka's
+//! LeaderChange control record. The driver, snapshot transfer and voter
+//! changes come next. `tests/simulation.rs` checks the node, seeded and
+//! deterministic.
 
 mod batch;
 pub mod election;
@@ -31,9 +34,8 @@ pub mod message;
 pub mod node;
 pub mod replication;
 pub mod single_voter;
-pub mod transport;
+pub mod wire;
 
-pub use message::{Action, ElectionState, FetchError, FetchResponse, Message};
-pub use node::{RaftConfig, RaftNode, RoleName, LEADER_CHANGE};
+pub use message::{Action, ElectionState, FetchResponse, Message, RaftError};
+pub use node::{RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
-pub use transport::{Envelope, RaftMessage, Transport};

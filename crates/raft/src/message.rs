@@ -5,31 +5,62 @@
 //! The messages are a small internal enum mirroring the fields of Kafka's
 //! Vote (with KIP-996's PreVote flag), BeginQuorumEpoch, EndQuorumEpoch and
 //! Fetch (the `__cluster_metadata` Fetch with ReplicaState, LastFetchedEpoch
-//! and DivergingEpoch) rather than krabka-protocol's generated types: the
-//! generated ones carry topics, partitions and tagged fields a quorum of one
-//! partition does not need. Mapping them onto the wire (cluster id,
-//! correlation ids, error codes) is the next slice's, in the driver.
+//! and DivergingEpoch) and their responses, rather than krabka-protocol's
+//! generated types: the generated ones carry topics, partitions, cluster
+//! ids and tagged fields a quorum of one partition does not need.
+//! [`crate::wire`] maps them onto Kafka's RPCs and back.
 
 use bytes::Bytes;
 
 /// A KRaft RPC between two nodes; the sender is given beside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
-    /// Vote, or with `pre_vote` KIP-996's pre-vote: `epoch` is the epoch the
-    /// candidate runs for (for a pre-vote, one past its current epoch; a
-    /// pre-vote changes nothing at the receiver). The candidate's log end:
-    /// its last epoch and end offset.
-    VoteRequest { epoch: i32, last_epoch: i32, last_offset: i64, pre_vote: bool },
+    /// Vote, or with `pre_vote` KIP-996's pre-vote. `epoch` is the
+    /// candidate's epoch: for a vote the one it runs in, for a pre-vote its
+    /// current one (it bumps it only once a majority pre-voted), as Kafka
+    /// sends it. The candidate's log end: its last epoch and end offset.
+    VoteRequest {
+        epoch: i32,
+        last_epoch: i32,
+        last_offset: i64,
+        pre_vote: bool,
+    },
     /// The receiver's epoch, whether it granted, and the leader it knows.
-    VoteResponse { epoch: i32, granted: bool, pre_vote: bool, leader_id: Option<i32> },
+    VoteResponse {
+        epoch: i32,
+        error: RaftError,
+        granted: bool,
+        pre_vote: bool,
+        leader_id: Option<i32>,
+    },
     /// The sender is the leader of `epoch`; the receiver starts fetching.
-    BeginQuorumEpoch { epoch: i32 },
+    BeginQuorumEpoch {
+        epoch: i32,
+    },
+    /// The receiver's epoch and the leader it knows, after the request.
+    BeginQuorumEpochResponse {
+        epoch: i32,
+        error: RaftError,
+        leader_id: Option<i32>,
+    },
     /// The sender, leader of `epoch`, resigned; `preferred_successors`
     /// (most caught-up first) should run for election sooner.
-    EndQuorumEpoch { epoch: i32, preferred_successors: Vec<i32> },
+    EndQuorumEpoch {
+        epoch: i32,
+        preferred_successors: Vec<i32>,
+    },
+    EndQuorumEpochResponse {
+        epoch: i32,
+        error: RaftError,
+        leader_id: Option<i32>,
+    },
     /// A replica (voter or observer) asks for the log from `fetch_offset`;
     /// `last_fetched_epoch` is the epoch of its entry before it.
-    FetchRequest { epoch: i32, fetch_offset: i64, last_fetched_epoch: i32 },
+    FetchRequest {
+        epoch: i32,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+    },
     /// The answer to a fetch from `fetch_offset` after `last_fetched_epoch`
     /// (both echoed, so a late or duplicated answer is recognised: it is
     /// applied only while the fetcher's log still ends there).
@@ -42,10 +73,13 @@ pub struct FetchResponse {
     /// The responder's epoch and the leader it knows of that epoch.
     pub epoch: i32,
     pub leader_id: Option<i32>,
-    pub error: FetchError,
+    pub error: RaftError,
     pub fetch_offset: i64,
     pub last_fetched_epoch: i32,
+    /// The responder's high watermark.
     pub high_watermark: i64,
+    /// The first offset of the responder's log.
+    pub log_start_offset: i64,
     /// Whole batches from `fetch_offset`, empty when there are none.
     pub records: Bytes,
     /// Set when the fetcher's log diverges from the leader's: the largest
@@ -53,13 +87,16 @@ pub struct FetchResponse {
     pub diverging_epoch: Option<(i32, i64)>,
 }
 
-/// The Fetch error codes raft acts on.
+/// The error codes raft answers with and acts on (Kafka's, for the
+/// partition of a KRaft response).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FetchError {
+pub enum RaftError {
     None,
-    /// FENCED_LEADER_EPOCH: the fetcher's epoch is older than the leader's.
+    /// FENCED_LEADER_EPOCH: the request's epoch is older than the receiver's.
     FencedLeaderEpoch,
-    /// NOT_LEADER_OR_FOLLOWER: the responder does not lead this epoch.
+    /// UNKNOWN_LEADER_EPOCH: a fetch for an epoch newer than the receiver's.
+    UnknownLeaderEpoch,
+    /// NOT_LEADER_OR_FOLLOWER: the receiver does not lead this epoch.
     NotLeader,
 }
 

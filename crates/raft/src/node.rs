@@ -19,8 +19,8 @@
 //! diverging epoch (its end offset for that epoch) for the follower to
 //! truncate to and fetch again. The leader moves the high watermark to the
 //! largest offset a majority of voters fetched, but only past the first
-//! offset of its own epoch (it appends a leader-change record when it is
-//! elected), so it never commits an older epoch's entry by counting alone.
+//! offset of its own epoch (it appends a LeaderChange control record when
+//! it is elected), so it never commits an older epoch's entry by counting alone.
 //! The high watermark never goes back. A leader that has not heard a fetch
 //! from a majority within the fetch timeout resigns.
 
@@ -29,11 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 
-use crate::message::{Action, ElectionState, Message};
-
-/// The value of the record a new leader appends in its epoch (the wire's
-/// LeaderChange control record is the next slice's).
-pub const LEADER_CHANGE: &[u8] = b"LeaderChange";
+use crate::message::{Action, ElectionState, Message, RaftError};
 
 /// Timers, in milliseconds, and the seed of the election jitter.
 #[derive(Clone, Debug)]
@@ -200,16 +196,28 @@ impl<L: ReplicatedLog> RaftNode<L> {
             Message::VoteRequest { epoch, last_epoch, last_offset, pre_vote } => {
                 self.on_vote_request(now_ms, from, epoch, (last_epoch, last_offset), pre_vote)?
             }
-            Message::VoteResponse { epoch, granted, pre_vote, leader_id } => {
+            Message::VoteResponse { epoch, error: _, granted, pre_vote, leader_id } => {
                 self.on_vote_response(now_ms, from, epoch, granted, pre_vote, leader_id)?
             }
             Message::BeginQuorumEpoch { epoch } => {
                 if epoch >= self.epoch {
                     self.observe(now_ms, epoch, Some(from))?;
                 }
+                let (epoch, error, leader_id) = self.epoch_answer(epoch);
+                self.send(from, Message::BeginQuorumEpochResponse { epoch, error, leader_id });
             }
             Message::EndQuorumEpoch { epoch, preferred_successors } => {
-                self.on_end_quorum_epoch(now_ms, from, epoch, &preferred_successors)?
+                self.on_end_quorum_epoch(now_ms, from, epoch, &preferred_successors)?;
+                let (epoch, error, leader_id) = self.epoch_answer(epoch);
+                self.send(from, Message::EndQuorumEpochResponse { epoch, error, leader_id });
+            }
+            Message::BeginQuorumEpochResponse { epoch, leader_id, .. }
+            | Message::EndQuorumEpochResponse { epoch, leader_id, .. } => {
+                // Kafka's common response handling: a newer epoch, or the
+                // leader of this one, is learnt from any answer.
+                if epoch > self.epoch || (epoch == self.epoch && leader_id.is_some()) {
+                    self.observe(now_ms, epoch, leader_id)?;
+                }
             }
             Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch } => {
                 self.on_fetch_request(now_ms, from, epoch, fetch_offset, last_fetched_epoch)?
@@ -299,6 +307,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn election_deadline(&mut self, now_ms: i64) -> i64 {
         let timeout = self.config.election_timeout_ms.max(1);
         now_ms + timeout + (splitmix64(&mut self.rng) % timeout as u64) as i64
+    }
+
+    /// What a voter answers a BeginQuorumEpoch or EndQuorumEpoch of
+    /// `request_epoch` with: its epoch, FENCED_LEADER_EPOCH when the request
+    /// is older, and the leader it knows.
+    fn epoch_answer(&self, request_epoch: i32) -> (i32, RaftError, Option<i32>) {
+        let error = if request_epoch < self.epoch { RaftError::FencedLeaderEpoch } else { RaftError::None };
+        (self.epoch, error, self.leader_id())
     }
 
     pub(crate) fn majority(&self) -> usize {

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 
 use crate::batch;
-use crate::message::{Action, FetchError, FetchResponse, Message};
+use crate::message::{Action, FetchResponse, Message, RaftError};
 use crate::node::{RaftNode, Role};
 
 impl<L: ReplicatedLog> RaftNode<L> {
@@ -36,15 +36,19 @@ impl<L: ReplicatedLog> RaftNode<L> {
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Result<(), LogError> {
-        if epoch > self.epoch {
-            self.observe(now_ms, epoch, None)?;
-        }
-        let error = match self.role {
-            Role::Leader { .. } if epoch < self.epoch => FetchError::FencedLeaderEpoch,
-            Role::Leader { .. } => FetchError::None,
-            _ => FetchError::NotLeader,
+        // Kafka's leader-only check, in its order. A fetch of a newer epoch
+        // moves nothing: its sender knows a leader this node does not, and
+        // will hear of it from that leader.
+        let error = if epoch < self.epoch {
+            RaftError::FencedLeaderEpoch
+        } else if epoch > self.epoch {
+            RaftError::UnknownLeaderEpoch
+        } else if !matches!(self.role, Role::Leader { .. }) {
+            RaftError::NotLeader
+        } else {
+            RaftError::None
         };
-        if error != FetchError::None {
+        if error != RaftError::None {
             self.respond_fetch(from, (fetch_offset, last_fetched_epoch), error, None)?;
             return Ok(());
         }
@@ -56,7 +60,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             entry.last_fetch_ms = Some(now_ms);
         }
         if diverging.is_some() {
-            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), FetchError::None, diverging);
+            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, diverging);
         }
         // A late duplicate of an older fetch does not move it back.
         entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
@@ -65,7 +69,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         entry.parked = caught_up.then_some((until, (fetch_offset, last_fetched_epoch)));
         self.advance_high_watermark()?;
         if !caught_up {
-            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), FetchError::None, None)?;
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, None)?;
         }
         Ok(())
     }
@@ -87,10 +91,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
         &mut self,
         to: i32,
         (fetch_offset, last_fetched_epoch): (i64, i32),
-        error: FetchError,
+        error: RaftError,
         diverging: Option<(i32, i64)>,
     ) -> Result<(), LogError> {
-        let serve = error == FetchError::None && diverging.is_none();
+        let serve = error == RaftError::None && diverging.is_none();
         let records = if serve && fetch_offset < self.log.log_end_offset() {
             self.log.read(fetch_offset, self.config.max_fetch_bytes, self.log.log_end_offset())?
         } else {
@@ -103,6 +107,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             fetch_offset,
             last_fetched_epoch,
             high_watermark: self.high_watermark,
+            log_start_offset: self.log.log_start_offset(),
             records,
             diverging_epoch: diverging,
         };
@@ -125,7 +130,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             }
         }
         for (id, fetch) in due {
-            self.respond_fetch(id, fetch, FetchError::None, None)?;
+            self.respond_fetch(id, fetch, RaftError::None, None)?;
         }
         Ok(())
     }
@@ -165,7 +170,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     /// The leader's timers: the quorum check (a majority of voters fetched
     /// within the fetch timeout, or it resigns), BeginQuorumEpoch to the
-    /// voters not yet fetching, and held fetches that waited long enough.
+    /// voters gone quiet, and held fetches that waited long enough.
     pub(crate) fn leader_tick(&mut self, now_ms: i64) -> Result<(), LogError> {
         let me = self.config.node_id;
         let timeout = self.config.fetch_timeout_ms;
@@ -183,14 +188,21 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.resign_lead(now_ms);
             return Ok(());
         }
+        // As Kafka's leader: every half fetch timeout, BeginQuorumEpoch to
+        // the voters that have not fetched for that long (all of them at
+        // once after the election).
+        let half_timeout = (timeout / 2).max(1);
         if now_ms >= *begin_at {
-            *begin_at = now_ms + self.config.retry_backoff_ms;
+            *begin_at = now_ms + half_timeout;
             let silent: Vec<i32> = self
                 .config
                 .voters
                 .iter()
                 .copied()
-                .filter(|id| *id != me && progress.get(id).is_none_or(|p| p.last_fetch_ms.is_none()))
+                .filter(|id| {
+                    *id != me
+                        && progress.get(id).and_then(|p| p.last_fetch_ms).is_none_or(|at| now_ms - at >= half_timeout)
+                })
                 .collect();
             for to in silent {
                 self.send(to, Message::BeginQuorumEpoch { epoch: self.epoch });
@@ -210,7 +222,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
         let log_end = self.log_end();
         let Role::Follower { leader, fetch_deadline, last_sent, heard_ms } = &mut self.role else { return Ok(()) };
-        let current = *leader == from && response.epoch == self.epoch && response.error == FetchError::None;
+        let current = *leader == from && response.epoch == self.epoch && response.error == RaftError::None;
         if !current || (response.last_fetched_epoch, response.fetch_offset) != log_end {
             return Ok(());
         }

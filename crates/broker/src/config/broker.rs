@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use super::broker_keys::{broker_key, KeyValues, BROKER_KEYS};
 use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
 use super::listeners::{Listener, Listeners};
+use super::quorum::QuorumConfig;
 use super::topic_keys::broker_topic_defaults;
 use krabka_log::config_values::split_list;
 use krabka_log::config_values::ConfigError;
@@ -22,6 +23,8 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
     pub inter_broker_listener_name: String,
+    /// The KRaft quorum: static voters and raft timers.
+    pub quorum: QuorumConfig,
     pub log_dirs: Vec<PathBuf>,
     pub metadata_log_dir: PathBuf,
     pub num_partitions: i32,
@@ -90,7 +93,7 @@ impl BrokerConfig {
         }
         let process_roles = process_roles(&values)?;
         let controller_role = process_roles.iter().any(|r| r == "controller");
-        check_voters(&values, node_id, controller_role)?;
+        let quorum = QuorumConfig::read(&values, node_id, controller_role)?;
         let layout = Listeners::resolve(&values, controller_role)?;
 
         // log.dirs wins over log.dir; both are validated non-empty lists.
@@ -116,6 +119,7 @@ impl BrokerConfig {
             advertised_listeners: layout.advertised,
             controller_listener_names: layout.controller_names,
             inter_broker_listener_name: layout.inter_broker,
+            quorum,
             log_dirs,
             metadata_log_dir,
             // The key table's ranges make each of these conversions lossless.
@@ -202,29 +206,6 @@ fn process_roles(values: &KeyValues) -> Result<Vec<String>, ConfigError> {
         return Err(invalid("process.roles", &roles.join(","), "krabka runs the broker role; it must contain broker"));
     }
     Ok(roles)
-}
-
-/// `controller.quorum.voters` (`id@host:port,...`). krabka keeps its metadata
-/// quorum to itself so it does not require the key, but when given it must
-/// parse and, as in Kafka, list this node exactly when it is a controller.
-fn check_voters(values: &KeyValues, node_id: i32, controller_role: bool) -> Result<(), ConfigError> {
-    let key = "controller.quorum.voters";
-    let text = values.get(key).unwrap_or_default();
-    let mut ids = Vec::new();
-    for entry in split_list(text) {
-        let has_port = |address: &str| address.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
-        let id =
-            entry.split_once('@').filter(|(_, address)| has_port(address)).and_then(|(id, _)| id.parse::<i32>().ok());
-        let Some(id) = id else { return Err(invalid(key, text, format!("{entry:?} is not id@host:port"))) };
-        ids.push(id);
-    }
-    if controller_role && !ids.is_empty() && !ids.contains(&node_id) {
-        return Err(invalid(key, text, format!("this controller (node.id {node_id}) must be one of the voters")));
-    }
-    if !controller_role && ids.contains(&node_id) {
-        return Err(invalid(key, text, format!("a broker-only node (node.id {node_id}) must not be a voter")));
-    }
-    Ok(())
 }
 
 /// `krabka.metrics.listener`: `host:port` (`[v6]:port` for IPv6); empty disables it.

@@ -11,13 +11,14 @@
 //! topic's logs, and the controller validates them without the broker.
 //!
 //! Imports point one way, from the top down: `topic` -> `broker` ->
-//! `listeners`, `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
+//! `listeners`, `quorum` (the KRaft voters and timers), `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
 //! `broker_keys` -> krabka-log's `topic_config` -> `config_values`.
 
 pub mod broker;
 mod broker_keys;
 mod describe;
 mod listeners;
+mod quorum;
 pub mod topic;
 mod topic_keys;
 
@@ -25,6 +26,7 @@ pub use broker::BrokerConfig;
 pub use describe::{ConfigEntry, ConfigSource};
 pub use krabka_log::config_values::{ConfigError, ConfigType};
 pub use listeners::Listener;
+pub use quorum::{QuorumConfig, VoterAddress};
 pub use topic::{
     describe_topic, effective_topic_configs, is_topic_config, log_config, topic_compression, validate_topic_config,
     validate_topic_configs, TopicCompression,

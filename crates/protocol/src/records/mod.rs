@@ -30,12 +30,14 @@
 
 mod batch;
 mod builder;
+mod control;
 mod crc;
 mod patch;
 mod record;
 
 pub use batch::{RecordBatch, RecordBatches, TimestampType};
 pub use builder::{NewHeader, NewRecord, RecordBatchBuilder};
+pub use control::{control_batch, control_type_id, ControlType};
 /// CRC-32C (Castagnoli), as Kafka computes it over a batch from `attributes` on.
 pub use crc::{crc32c, crc32c_append};
 pub use patch::{RecordBatchHeader, RecordBatchMut};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::ConfigType;
+use crate::config::{ConfigType, VoterAddress};
 
 /// A combined node on loopback, the smallest config KRaft accepts.
 const MINIMAL: &[(&str, &str)] = &[
@@ -221,4 +221,23 @@ fn describe_reports_sources_and_read_only() {
     assert!(password.sensitive && password.value.is_none());
     assert_eq!(password.synonyms, [("ssl.key.password".into(), None, ConfigSource::StaticBroker)]);
     assert_eq!(entry("log.cleanup.policy").config_type, ConfigType::List);
+}
+
+#[test]
+fn the_quorum_voters_and_timers_are_read_as_kafka_reads_them() {
+    let voters = "1@127.0.0.1:9093, 2@[::1]:9094,3@ctl-3.example:9095";
+    let c = config(&[("controller.quorum.voters", voters), ("controller.quorum.fetch.timeout.ms", "3000")]);
+    let address = |host: &str, port| VoterAddress { host: host.into(), port };
+    let expected = [(1, address("127.0.0.1", 9093)), (2, address("::1", 9094)), (3, address("ctl-3.example", 9095))];
+    assert_eq!(c.quorum.voters, expected.into_iter().collect::<BTreeMap<_, _>>());
+    assert_eq!((c.quorum.election_timeout_ms, c.quorum.fetch_timeout_ms), (1000, 3000));
+    assert_eq!((c.quorum.retry_backoff_ms, c.quorum.request_timeout_ms), (20, 2000));
+    assert!(config(&[]).quorum.voters.is_empty(), "a combined node may keep its quorum to itself");
+    // Kafka keeps an id's last address, and refuses a non-routable one.
+    let twice = config(&[("controller.quorum.voters", "1@a:1,1@b:2")]);
+    assert_eq!(twice.quorum.voters[&1], address("b", 2));
+    assert!(error(&[("controller.quorum.voters", "1@0.0.0.0:9093")]).contains("not routable"));
+    for bad in ["1@:9093", "x@h:1", "1@h:99999", "-1@h:1", "1h:1"] {
+        assert!(error(&[("controller.quorum.voters", bad)]).contains("controller.quorum.voters"), "{bad}");
+    }
 }

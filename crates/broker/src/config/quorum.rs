@@ -1,0 +1,87 @@
+//! The KRaft quorum's settings, with Kafka's keys (`QuorumConfig`): the
+//! static voters (`controller.quorum.voters`) and the raft timers.
+
+use std::collections::BTreeMap;
+
+use super::broker_keys::KeyValues;
+use krabka_log::config_values::{split_list, ConfigError};
+
+/// Where a voter listens: `controller.quorum.voters`' `host:port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoterAddress {
+    pub host: String,
+    pub port: u16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuorumConfig {
+    /// `controller.quorum.voters`, by node id; empty when not given (a
+    /// combined node that keeps its quorum to itself).
+    pub voters: BTreeMap<i32, VoterAddress>,
+    /// `controller.quorum.election.timeout.ms`.
+    pub election_timeout_ms: i64,
+    /// `controller.quorum.fetch.timeout.ms`.
+    pub fetch_timeout_ms: i64,
+    /// `controller.quorum.election.backoff.max.ms`.
+    pub election_backoff_max_ms: i64,
+    /// `controller.quorum.request.timeout.ms`.
+    pub request_timeout_ms: i64,
+    /// `controller.quorum.retry.backoff.ms`.
+    pub retry_backoff_ms: i64,
+    /// `controller.quorum.append.linger.ms`.
+    pub append_linger_ms: i64,
+}
+
+impl QuorumConfig {
+    /// Reads the quorum keys. As in Kafka, a controller must be one of the
+    /// voters (when they are given) and a broker-only node must not be.
+    pub(super) fn read(values: &KeyValues, node_id: i32, controller_role: bool) -> Result<QuorumConfig, ConfigError> {
+        let voters = voters(values)?;
+        let key = "controller.quorum.voters";
+        let text = values.get(key).unwrap_or_default();
+        if controller_role && !voters.is_empty() && !voters.contains_key(&node_id) {
+            return Err(invalid(key, text, format!("this controller (node.id {node_id}) must be one of the voters")));
+        }
+        if !controller_role && voters.contains_key(&node_id) {
+            return Err(invalid(key, text, format!("a broker-only node (node.id {node_id}) must not be a voter")));
+        }
+        let int = |name| values.int(name);
+        Ok(QuorumConfig {
+            voters,
+            election_timeout_ms: int("controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms: int("controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms: int("controller.quorum.election.backoff.max.ms"),
+            request_timeout_ms: int("controller.quorum.request.timeout.ms"),
+            retry_backoff_ms: int("controller.quorum.retry.backoff.ms"),
+            append_linger_ms: int("controller.quorum.append.linger.ms"),
+        })
+    }
+}
+
+fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
+/// `id@host:port,...` (`[v6]:port` for IPv6 hosts). As in Kafka, an id given
+/// twice keeps its last address, and 0.0.0.0 is refused (not routable).
+fn voters(values: &KeyValues) -> Result<BTreeMap<i32, VoterAddress>, ConfigError> {
+    let key = "controller.quorum.voters";
+    let text = values.get(key).unwrap_or_default();
+    let mut voters = BTreeMap::new();
+    for entry in split_list(text) {
+        let parsed = entry.split_once('@').and_then(|(id, address)| {
+            let (host, port) = address.rsplit_once(':')?;
+            let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+            let address = VoterAddress { host: host.to_string(), port: port.parse().ok()? };
+            Some((id.parse::<i32>().ok()?, address))
+        });
+        let Some((id, address)) = parsed.filter(|(id, a)| *id >= 0 && !a.host.is_empty()) else {
+            return Err(invalid(key, text, format!("{entry:?} is not id@host:port")));
+        };
+        if address.host == "0.0.0.0" {
+            return Err(invalid(key, text, format!("voter {id}'s host 0.0.0.0 is not routable")));
+        }
+        voters.insert(id, address);
+    }
+    Ok(voters)
+}

@@ -1,0 +1,334 @@
+use bytes::{Bytes, BytesMut};
+use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
+
+use super::*;
+use crate::message::{ElectionState, FetchResponse, Message, RaftError};
+
+fn context(node_id: i32) -> WireContext {
+    let voters = (1..=3).map(|id| (id, Endpoint { host: format!("10.0.0.{id}"), port: 9093 })).collect();
+    WireContext {
+        cluster_id: "MkU3OEVBNTcwNTJENDM2Qk".into(),
+        node_id,
+        directory_id: Uuid([node_id as u8; 16]),
+        listener: "CONTROLLER".into(),
+        voters,
+        fetch_max_bytes: 8 << 20,
+    }
+}
+
+fn state() -> ElectionState {
+    ElectionState { epoch: 5, voted_for: None, leader_id: Some(2) }
+}
+
+/// Through the bytes: encoded at `version`, decoded as Kafka's peer would.
+fn over_the_wire_request(body: &RequestBody, version: i16) -> RequestBody {
+    let mut buf = BytesMut::new();
+    body.encode(&mut buf, version).unwrap();
+    RequestBody::decode(body.api_key(), version, &mut buf.freeze()).unwrap()
+}
+
+fn over_the_wire_response(body: &ResponseBody, version: i16) -> ResponseBody {
+    let mut buf = BytesMut::new();
+    body.encode(&mut buf, version).unwrap();
+    ResponseBody::decode(body.api_key(), version, &mut buf.freeze()).unwrap()
+}
+
+fn requests() -> Vec<(Message, ApiKey, i16)> {
+    vec![
+        (Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: 77, pre_vote: false }, ApiKey::Vote, 2),
+        (Message::VoteRequest { epoch: 5, last_epoch: 5, last_offset: 77, pre_vote: true }, ApiKey::Vote, 2),
+        (Message::BeginQuorumEpoch { epoch: 6 }, ApiKey::BeginQuorumEpoch, 1),
+        (Message::BeginQuorumEpoch { epoch: 6 }, ApiKey::BeginQuorumEpoch, 0),
+        (Message::EndQuorumEpoch { epoch: 6, preferred_successors: vec![3, 2] }, ApiKey::EndQuorumEpoch, 1),
+        (Message::EndQuorumEpoch { epoch: 6, preferred_successors: vec![3, 2] }, ApiKey::EndQuorumEpoch, 0),
+        (Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 }, ApiKey::Fetch, 17),
+        (Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 }, ApiKey::Fetch, 13),
+    ]
+}
+
+#[test]
+fn every_request_crosses_the_wire_and_arrives_as_it_was_sent() {
+    let (sender, receiver) = (context(1), context(2));
+    for (message, key, version) in requests() {
+        let body = request(&sender, 2, &message, version).expect("a request");
+        assert_eq!(body.api_key(), key);
+        let arrived = over_the_wire_request(&body, version);
+        match accept_request(&receiver, &state(), arrived, version) {
+            Accepted::Message { from, message: got } => {
+                assert_eq!((from, &got), (1, &message), "{key:?} v{version}");
+            }
+            other => panic!("{key:?} v{version} refused: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn requests_are_filled_as_kafka_fills_them() {
+    let context = context(1);
+    let vote = Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: 77, pre_vote: true };
+    let Some(RequestBody::Vote(vote)) = request(&context, 3, &vote, 2) else { panic!() };
+    assert_eq!((vote.cluster_id.as_deref(), vote.voter_id), (Some(context.cluster_id.as_str()), 3));
+    let partition = &vote.topics[0].partitions[0];
+    assert_eq!(vote.topics[0].topic_name, "__cluster_metadata");
+    assert_eq!((partition.replica_id, partition.replica_epoch, partition.pre_vote), (1, 5, true));
+    assert_eq!(partition.replica_directory_id, context.directory_id);
+
+    let begin = Message::BeginQuorumEpoch { epoch: 6 };
+    let Some(RequestBody::BeginQuorumEpoch(begin)) = request(&context, 2, &begin, 1) else { panic!() };
+    let endpoint = &begin.leader_endpoints[0];
+    assert_eq!((endpoint.name.as_str(), endpoint.host.as_str(), endpoint.port), ("CONTROLLER", "10.0.0.1", 9093));
+
+    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 };
+    let Some(RequestBody::Fetch(new)) = request(&context, 2, &fetch, 17) else { panic!() };
+    assert_eq!((new.replica_state.replica_id, new.replica_id, new.max_wait_ms), (1, -1, 500));
+    assert_eq!(new.topics[0].topic_id.to_string(), "AAAAAAAAAAAAAAAAAAAAAQ");
+    let Some(RequestBody::Fetch(old)) = request(&context, 2, &fetch, 14) else { panic!() };
+    assert_eq!((old.replica_state.replica_id, old.replica_id), (-1, 1));
+}
+
+fn top_level_code(body: &ResponseBody) -> i16 {
+    match body {
+        ResponseBody::Vote(r) => r.error_code,
+        ResponseBody::BeginQuorumEpoch(r) => r.error_code,
+        ResponseBody::EndQuorumEpoch(r) => r.error_code,
+        ResponseBody::Fetch(r) => r.error_code,
+        other => panic!("not raft: {other:?}"),
+    }
+}
+
+fn refused(context: &WireContext, body: RequestBody, version: i16) -> ResponseBody {
+    match accept_request(context, &state(), body, version) {
+        Accepted::Refused(response) => {
+            over_the_wire_response(&response, version);
+            response
+        }
+        other => panic!("accepted: {other:?}"),
+    }
+}
+
+#[test]
+fn a_request_from_another_cluster_is_refused_at_the_top_level() {
+    let receiver = context(2);
+    let mut stranger = context(1);
+    stranger.cluster_id = "another-cluster".into();
+    for (message, key, version) in requests() {
+        let body = request(&stranger, 2, &message, version).unwrap();
+        let response = refused(&receiver, body, version);
+        assert_eq!(top_level_code(&response), ErrorCode::INCONSISTENT_CLUSTER_ID.code(), "{key:?}");
+    }
+    // A request without a cluster id (an old client) is accepted.
+    let Some(RequestBody::Vote(mut vote)) = request(&context(1), 2, &requests()[0].0, 2) else { panic!() };
+    vote.cluster_id = None;
+    assert!(matches!(accept_request(&receiver, &state(), RequestBody::Vote(vote), 2), Accepted::Message { .. }));
+}
+
+#[test]
+fn a_request_for_another_partition_is_an_invalid_request() {
+    let receiver = context(2);
+    let Some(RequestBody::Vote(mut vote)) = request(&context(1), 2, &requests()[0].0, 2) else { panic!() };
+    vote.topics[0].topic_name = "orders".into();
+    let response = refused(&receiver, RequestBody::Vote(vote), 2);
+    assert_eq!(top_level_code(&response), ErrorCode::INVALID_REQUEST.code());
+
+    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 };
+    let Some(RequestBody::Fetch(mut by_name)) = request(&context(1), 2, &fetch, 17) else { panic!() };
+    by_name.topics[0].topic_id = Uuid::ZERO;
+    let response = refused(&receiver, RequestBody::Fetch(by_name), 17);
+    assert_eq!(top_level_code(&response), ErrorCode::INVALID_REQUEST.code(), "a fetch is matched by topic id");
+}
+
+/// The partition's error code of a refused Vote, or of a refused Fetch.
+fn partition_code(body: &ResponseBody) -> (i16, i32, i32) {
+    match body {
+        ResponseBody::Vote(r) => {
+            let p = &r.topics[0].partitions[0];
+            (p.error_code, p.leader_id, p.leader_epoch)
+        }
+        ResponseBody::Fetch(r) => {
+            let p = &r.responses[0].partitions[0];
+            assert_eq!(p.high_watermark, -1);
+            (p.error_code, p.current_leader.leader_id, p.current_leader.leader_epoch)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn impossible_offsets_epochs_and_voter_keys_are_refused_in_the_partition() {
+    let (sender, receiver) = (context(1), context(2));
+    let invalid = ErrorCode::INVALID_REQUEST.code();
+    let cases = [
+        (Message::VoteRequest { epoch: 5, last_epoch: 5, last_offset: 1, pre_vote: false }, invalid),
+        (Message::VoteRequest { epoch: 5, last_epoch: 6, last_offset: 1, pre_vote: true }, invalid),
+        (Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: -1, pre_vote: false }, invalid),
+        (Message::FetchRequest { epoch: 5, fetch_offset: 3, last_fetched_epoch: 6 }, invalid),
+        (Message::FetchRequest { epoch: 5, fetch_offset: -1, last_fetched_epoch: 4 }, invalid),
+    ];
+    for (message, code) in cases {
+        let version = if matches!(message, Message::VoteRequest { .. }) { 2 } else { 17 };
+        let body = request(&sender, 2, &message, version).unwrap();
+        let response = refused(&receiver, body, version);
+        assert_eq!(top_level_code(&response), 0);
+        assert_eq!(partition_code(&response), (code, 2, 5), "{message:?}");
+    }
+    // A vote meant for node 3 that reached node 2.
+    let vote = Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: 1, pre_vote: false };
+    let body = request(&sender, 3, &vote, 2).unwrap();
+    let response = refused(&receiver, body, 2);
+    assert_eq!(partition_code(&response).0, ErrorCode::INVALID_VOTER_KEY.code());
+}
+
+#[test]
+fn responses_cross_the_wire_and_are_read_against_their_request() {
+    let (node, peer) = (context(2), context(1));
+    let vote = Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: 1, pre_vote: true };
+    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 };
+    let fetched = FetchResponse {
+        epoch: 6,
+        leader_id: Some(2),
+        error: RaftError::None,
+        fetch_offset: 120,
+        last_fetched_epoch: 6,
+        high_watermark: 118,
+        log_start_offset: 0,
+        records: Bytes::from_static(b"batches"),
+        diverging_epoch: None,
+    };
+    let diverged = FetchResponse { diverging_epoch: Some((5, 100)), records: Bytes::new(), ..fetched.clone() };
+    let fenced = FetchResponse {
+        error: RaftError::FencedLeaderEpoch,
+        high_watermark: -1,
+        records: Bytes::new(),
+        ..fetched.clone()
+    };
+    let cases = [
+        (
+            vote.clone(),
+            Message::VoteResponse { epoch: 5, error: RaftError::None, granted: true, pre_vote: true, leader_id: None },
+            2,
+        ),
+        (
+            vote,
+            Message::VoteResponse {
+                epoch: 7,
+                error: RaftError::FencedLeaderEpoch,
+                granted: false,
+                pre_vote: true,
+                leader_id: Some(3),
+            },
+            2,
+        ),
+        (
+            Message::BeginQuorumEpoch { epoch: 6 },
+            Message::BeginQuorumEpochResponse { epoch: 6, error: RaftError::None, leader_id: Some(1) },
+            1,
+        ),
+        (
+            Message::EndQuorumEpoch { epoch: 6, preferred_successors: vec![3] },
+            Message::EndQuorumEpochResponse { epoch: 6, error: RaftError::None, leader_id: None },
+            1,
+        ),
+        (fetch.clone(), Message::FetchResponse(fetched), 17),
+        (fetch.clone(), Message::FetchResponse(diverged), 13),
+        (fetch, Message::FetchResponse(fenced), 17),
+    ];
+    for (sent, answer, version) in cases {
+        let body = response(&node, &answer, version).expect("a response");
+        let arrived = over_the_wire_response(&body, version);
+        assert_eq!(accept_response(&sent, arrived), Ok(answer.clone()), "{answer:?} v{version}");
+    }
+    assert!(request(
+        &peer,
+        2,
+        &Message::BeginQuorumEpochResponse { epoch: 1, error: RaftError::None, leader_id: None },
+        1
+    )
+    .is_none());
+}
+
+#[test]
+fn a_fetch_answer_carries_the_leaders_endpoint_from_v17() {
+    let node = context(2);
+    let answer = Message::FetchResponse(FetchResponse {
+        epoch: 6,
+        leader_id: Some(2),
+        error: RaftError::None,
+        fetch_offset: 0,
+        last_fetched_epoch: 0,
+        high_watermark: 0,
+        log_start_offset: 0,
+        records: Bytes::new(),
+        diverging_epoch: None,
+    });
+    let Some(ResponseBody::Fetch(v17)) = response(&node, &answer, 17) else { panic!() };
+    assert_eq!(v17.node_endpoints.len(), 1);
+    assert_eq!((v17.node_endpoints[0].node_id, v17.node_endpoints[0].port), (2, 9093));
+    let Some(ResponseBody::Fetch(v16)) = response(&node, &answer, 16) else { panic!() };
+    assert!(v16.node_endpoints.is_empty());
+}
+
+#[test]
+fn a_top_level_error_or_a_snapshot_offer_is_dropped_with_its_reason() {
+    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 0, last_fetched_epoch: 0 };
+    let refusal = ResponseBody::Fetch(Box::new(krabka_protocol::FetchResponse {
+        error_code: ErrorCode::INCONSISTENT_CLUSTER_ID.code(),
+        ..Default::default()
+    }));
+    assert_eq!(accept_response(&fetch, refusal), Err(Dropped::Error(ErrorCode::INCONSISTENT_CLUSTER_ID)));
+    let Some(ResponseBody::Fetch(mut offer)) = response(
+        &context(2),
+        &Message::FetchResponse(FetchResponse {
+            epoch: 6,
+            leader_id: Some(2),
+            error: RaftError::None,
+            fetch_offset: 0,
+            last_fetched_epoch: 0,
+            high_watermark: 500,
+            log_start_offset: 400,
+            records: Bytes::new(),
+            diverging_epoch: None,
+        }),
+        17,
+    ) else {
+        panic!()
+    };
+    offer.responses[0].partitions[0].snapshot_id.end_offset = 400;
+    offer.responses[0].partitions[0].snapshot_id.epoch = 5;
+    let dropped = accept_response(&fetch, ResponseBody::Fetch(offer));
+    assert_eq!(dropped, Err(Dropped::SnapshotNeeded { end_offset: 400, epoch: 5 }));
+    let vote_answer = ResponseBody::Vote(Box::default());
+    assert_eq!(accept_response(&fetch, vote_answer), Err(Dropped::Unexpected));
+}
+
+/// Whatever arrives (random requests and responses of every raft API at
+/// every version, the generator's edge values included) is answered or
+/// dropped, never a panic, and every refusal encodes at the request's
+/// version.
+#[test]
+fn random_requests_and_responses_never_panic_the_mapping() {
+    use krabka_protocol::testing::Rng;
+    use krabka_protocol::{BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, VoteRequest};
+    use krabka_protocol::{BeginQuorumEpochResponse, EndQuorumEpochResponse, VoteResponse};
+    let node = context(2);
+    let sent = requests();
+    for seed in 0..20_000u64 {
+        let mut rng = Rng::new(seed);
+        let (request, version) = match seed % 4 {
+            0 => (RequestBody::Vote(Box::new(VoteRequest::random(&mut rng, 2))), 2),
+            1 => (RequestBody::BeginQuorumEpoch(Box::new(BeginQuorumEpochRequest::random(&mut rng, 1))), 1),
+            2 => (RequestBody::EndQuorumEpoch(Box::new(EndQuorumEpochRequest::random(&mut rng, 1))), 1),
+            _ => (RequestBody::Fetch(Box::new(FetchRequest::random(&mut rng, 17))), 17),
+        };
+        if let Accepted::Refused(response) = accept_request(&node, &state(), request, version) {
+            let mut buf = BytesMut::new();
+            response.encode(&mut buf, version).unwrap();
+        }
+        let response = match seed % 4 {
+            0 => ResponseBody::Vote(Box::new(VoteResponse::random(&mut rng, 2))),
+            1 => ResponseBody::BeginQuorumEpoch(Box::new(BeginQuorumEpochResponse::random(&mut rng, 1))),
+            2 => ResponseBody::EndQuorumEpoch(Box::new(EndQuorumEpochResponse::random(&mut rng, 1))),
+            _ => ResponseBody::Fetch(Box::new(krabka_protocol::FetchResponse::random(&mut rng, 17))),
+        };
+        let _ = accept_response(&sent[(seed as usize / 4) % sent.len()].0, response);
+    }
+}
