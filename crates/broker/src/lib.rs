@@ -19,6 +19,7 @@ pub mod handlers;
 pub mod memory;
 pub mod metadata;
 pub mod observability;
+pub mod quorum;
 pub mod replica;
 pub mod request;
 pub mod server;

@@ -1,0 +1,314 @@
+//! The thread that drives a `RaftNode`: events in (a request from a voter,
+//! a response from one, a proposal, the clock), the node's actions out, in
+//! the order it gives them.
+//!
+//! One thread, not a task: the node's log appends and fsyncs, and the
+//! `quorum-state` file must be durable before the vote that follows it is
+//! sent, so the driver blocks on the disk; nothing else waits on it but the
+//! callers of `request` and `propose`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use krabka_log::quorum_state::{self, QuorumState};
+use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog};
+use krabka_protocol::{RequestBody, ResponseBody, Uuid};
+use krabka_raft::wire::{self, Accepted, WireContext};
+use krabka_raft::{Action, ElectionState, Message, RaftConfig, RaftNode, RoleName};
+use tokio::sync::{mpsc as tokio_mpsc, oneshot, watch};
+
+use super::event::Event;
+use super::peer;
+
+/// How often the node's timers are looked at: well under every raft
+/// timeout (Kafka's smallest default is the 20 ms retry backoff).
+const TICK: Duration = Duration::from_millis(5);
+
+/// What a quorum member needs to start.
+#[derive(Clone, Debug)]
+pub struct QuorumSetup {
+    pub context: WireContext,
+    pub raft: RaftConfig,
+    /// The metadata log's directory (`<metadata.log.dir>/__cluster_metadata-0`).
+    pub log_dir: PathBuf,
+    pub log_config: LogConfig,
+    /// `controller.quorum.request.timeout.ms`.
+    pub request_timeout: Duration,
+}
+
+/// The node's state as its users see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuorumStatus {
+    pub epoch: i32,
+    pub leader_id: Option<i32>,
+    pub role: RoleName,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+}
+
+/// A running quorum member.
+pub struct Quorum {
+    events: mpsc::Sender<Event>,
+    status: watch::Receiver<QuorumStatus>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Quorum {
+    /// Opens the metadata log and the election state in `setup.log_dir` and
+    /// starts the driver, with one connection task per other voter on
+    /// `runtime`.
+    pub fn start(setup: QuorumSetup, runtime: &tokio::runtime::Handle) -> Result<Quorum, LogError> {
+        let started = Instant::now();
+        let log = open_replicated_log(&setup.log_dir, setup.log_config.clone(), false, wall_ms())?;
+        let persisted = quorum_state::read(&setup.log_dir)?.map(|state| election_state(&state));
+        let voters = setup.raft.voters.clone();
+        let node = RaftNode::open(setup.raft.clone(), log, persisted, 0);
+        let (events, receiver) = mpsc::channel();
+        let context = Arc::new(setup.context);
+        let mut peers = BTreeMap::new();
+        for (&id, endpoint) in context.voters.iter().filter(|(&id, _)| id != context.node_id) {
+            let connection = peer::Connection { id, endpoint: endpoint.clone(), timeout: setup.request_timeout };
+            peers.insert(id, peer::spawn(runtime, connection, Arc::clone(&context), events.clone()));
+        }
+        let (status_sender, status) = watch::channel(status_of(&node));
+        let driver = Driver {
+            node,
+            context,
+            dir: setup.log_dir,
+            voters,
+            peers,
+            pending: BTreeMap::new(),
+            status: status_sender,
+            started,
+        };
+        let thread = std::thread::Builder::new().name("krabka-quorum".into()).spawn(move || driver.run(receiver))?;
+        Ok(Quorum { events, status, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// A raft request another node sent, which arrived at `version`: its
+    /// response, or None when it is not one of raft's or the quorum stopped.
+    pub async fn request(&self, request: RequestBody, version: i16) -> Option<ResponseBody> {
+        let (reply, answer) = oneshot::channel();
+        self.events.send(Event::Request { request, version, reply }).ok()?;
+        answer.await.ok()
+    }
+
+    /// Appends `values` as one batch when this node leads (None when it does
+    /// not); they are committed once the high watermark passes the batch.
+    pub async fn propose(&self, values: Vec<Bytes>) -> Result<Option<AppendInfo>, LogError> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || LogError::Io(std::io::Error::other("the quorum stopped"));
+        self.events.send(Event::Propose { values, reply }).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    pub fn status(&self) -> watch::Receiver<QuorumStatus> {
+        self.status.clone()
+    }
+
+    /// Resigns if leading (the voters are told to elect another at once),
+    /// then stops the driver and waits for it.
+    pub fn stop(&self) {
+        let _ = self.events.send(Event::Stop);
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Quorum {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The kind of RPC a message belongs to: a response answers the oldest
+/// request of its kind from the node it goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Vote,
+    BeginQuorumEpoch,
+    EndQuorumEpoch,
+    Fetch,
+}
+
+/// The RPC `message` is part of, and whether it is the response.
+fn kind(message: &Message) -> (Kind, bool) {
+    match message {
+        Message::VoteRequest { .. } => (Kind::Vote, false),
+        Message::VoteResponse { .. } => (Kind::Vote, true),
+        Message::BeginQuorumEpoch { .. } => (Kind::BeginQuorumEpoch, false),
+        Message::BeginQuorumEpochResponse { .. } => (Kind::BeginQuorumEpoch, true),
+        Message::EndQuorumEpoch { .. } => (Kind::EndQuorumEpoch, false),
+        Message::EndQuorumEpochResponse { .. } => (Kind::EndQuorumEpoch, true),
+        Message::FetchRequest { .. } => (Kind::Fetch, false),
+        Message::FetchResponse(_) => (Kind::Fetch, true),
+    }
+}
+
+/// A request waiting for the node's answer.
+struct Pending {
+    reply: oneshot::Sender<ResponseBody>,
+    version: i16,
+}
+
+struct Driver {
+    node: RaftNode<PartitionLog>,
+    context: Arc<WireContext>,
+    dir: PathBuf,
+    voters: Vec<i32>,
+    peers: BTreeMap<i32, tokio_mpsc::UnboundedSender<Message>>,
+    pending: BTreeMap<(i32, Kind), VecDeque<Pending>>,
+    status: watch::Sender<QuorumStatus>,
+    started: Instant,
+}
+
+impl Driver {
+    fn now_ms(&self) -> i64 {
+        self.started.elapsed().as_millis() as i64
+    }
+
+    fn run(mut self, events: mpsc::Receiver<Event>) {
+        let mut next_tick = Instant::now();
+        loop {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            let outcome = match events.recv_timeout(wait) {
+                Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(event) => self.on_event(event),
+                Err(RecvTimeoutError::Timeout) => Ok(()),
+            };
+            let outcome = outcome.and_then(|()| {
+                if Instant::now() < next_tick {
+                    return Ok(());
+                }
+                next_tick = Instant::now() + TICK;
+                let actions = self.node.tick(self.now_ms())?;
+                self.perform(actions)
+            });
+            if let Err(e) = outcome {
+                // As Kafka's raft thread: a log that cannot be written ends
+                // the member rather than let it vote or lead on a lie.
+                tracing::error!(error = %e, "the metadata quorum stopped: its log failed");
+                return;
+            }
+        }
+        let actions = self.node.resign(self.now_ms());
+        if let Err(e) = self.perform(actions) {
+            tracing::warn!(error = %e, "resigning the metadata quorum's lead failed");
+        }
+    }
+
+    fn on_event(&mut self, event: Event) -> Result<(), LogError> {
+        let now = self.now_ms();
+        match event {
+            Event::Request { request, version, reply } => {
+                match wire::accept_request(&self.context, &self.node.election_state(), request, version) {
+                    Accepted::Message { from, message } => {
+                        self.pending.entry((from, kind(&message).0)).or_default().push_back(Pending { reply, version });
+                        let actions = self.node.handle(now, from, message)?;
+                        self.perform(actions)?;
+                    }
+                    Accepted::Refused(response) => {
+                        let _ = reply.send(response);
+                    }
+                    Accepted::NotRaft(_) => {}
+                }
+            }
+            Event::Response { peer, sent, result } => match result.map(|body| wire::accept_response(&sent, body)) {
+                Ok(Ok(message)) => {
+                    let actions = self.node.handle(now, peer, message)?;
+                    self.perform(actions)?;
+                }
+                Ok(Err(dropped)) => tracing::debug!(peer, ?dropped, "a raft response gave nothing to act on"),
+                Err(error) => tracing::debug!(peer, %error, "a raft request failed"),
+            },
+            Event::Propose { values, reply } => {
+                let proposed = self.node.propose(&values, now);
+                let (answer, outcome) = match proposed {
+                    Ok(Some((info, actions))) => (Ok(Some(info)), self.perform(actions)),
+                    Ok(None) => (Ok(None), Ok(())),
+                    Err(e) => (Err(LogError::Io(std::io::Error::other(e.to_string()))), Err(e)),
+                };
+                let _ = reply.send(answer);
+                outcome?;
+            }
+            Event::Stop => {}
+        }
+        Ok(())
+    }
+
+    /// The node's actions, in order: an election state reaches the disk
+    /// before anything after it leaves.
+    fn perform(&mut self, actions: Vec<Action>) -> Result<(), LogError> {
+        for action in actions {
+            match action {
+                Action::PersistElectionState(state) => {
+                    quorum_state::write(&self.dir, &quorum_state(&state, &self.voters), 0)?;
+                }
+                Action::Send { to, message } => self.send(to, message),
+                Action::Committed { .. } | Action::BecameLeader { .. } | Action::SteppedDown { .. } => {}
+            }
+        }
+        let status = status_of(&self.node);
+        self.status.send_if_modified(|current| std::mem::replace(current, status) != status);
+        Ok(())
+    }
+
+    fn send(&mut self, to: i32, message: Message) {
+        let (kind, is_response) = kind(&message);
+        if !is_response {
+            if let Some(peer) = self.peers.get(&to) {
+                let _ = peer.send(message);
+            }
+            return;
+        }
+        let waiting = self.pending.get_mut(&(to, kind)).and_then(VecDeque::pop_front);
+        debug_assert!(waiting.is_some(), "a response to {to} that no request of its asked for: {message:?}");
+        if let Some(Pending { reply, version }) = waiting {
+            if let Some(response) = wire::response(&self.context, &message, version) {
+                let _ = reply.send(response);
+            }
+        }
+    }
+}
+
+fn status_of(node: &RaftNode<PartitionLog>) -> QuorumStatus {
+    QuorumStatus {
+        epoch: node.epoch(),
+        leader_id: node.leader_id(),
+        role: node.role(),
+        high_watermark: node.high_watermark(),
+        log_end_offset: node.log().log_end_offset(),
+    }
+}
+
+/// The election state as Kafka's `quorum-state` holds it for static voters
+/// (data version 0, with the voter set).
+fn quorum_state(state: &ElectionState, voters: &[i32]) -> QuorumState {
+    QuorumState {
+        leader_epoch: state.epoch,
+        leader_id: state.leader_id.unwrap_or(-1),
+        voted_id: state.voted_for.unwrap_or(-1),
+        voted_directory_id: Uuid::ZERO,
+        current_voters: Some(voters.to_vec()),
+    }
+}
+
+/// What a `quorum-state` file says, as the node takes it; Kafka's -1s are
+/// "none" (a fresh file's epoch -1 is epoch 0).
+fn election_state(state: &QuorumState) -> ElectionState {
+    ElectionState {
+        epoch: state.leader_epoch.max(0),
+        voted_for: (state.voted_id >= 0).then_some(state.voted_id),
+        leader_id: (state.leader_id >= 0).then_some(state.leader_id),
+    }
+}

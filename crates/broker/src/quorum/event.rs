@@ -1,0 +1,32 @@
+//! What reaches the driver thread: from the controller listener, from the
+//! peer connections, and from the quorum's users.
+
+use bytes::Bytes;
+use krabka_log::{AppendInfo, LogError};
+use krabka_protocol::{RequestBody, ResponseBody};
+use krabka_raft::Message;
+use tokio::sync::oneshot;
+
+/// What came of one request to a voter: its response, or why there is none.
+pub(super) type PeerResult = Result<ResponseBody, String>;
+
+pub(super) enum Event {
+    /// A raft request that arrived at `version`; the response goes to `reply`.
+    Request {
+        request: RequestBody,
+        version: i16,
+        reply: oneshot::Sender<ResponseBody>,
+    },
+    /// The outcome of `sent`, a request to voter `peer`.
+    Response {
+        peer: i32,
+        sent: Message,
+        result: PeerResult,
+    },
+    /// Values to append as one batch, if this node leads.
+    Propose {
+        values: Vec<Bytes>,
+        reply: oneshot::Sender<Result<Option<AppendInfo>, LogError>>,
+    },
+    Stop,
+}

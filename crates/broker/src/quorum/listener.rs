@@ -1,0 +1,106 @@
+//! The controller listener: where the other voters (and observers) reach
+//! this node's raft. It answers ApiVersions with raft's APIs and hands
+//! Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch to the quorum; any
+//! other request closes the connection, as a Kafka controller closes on
+//! an API its listener does not serve.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use krabka_protocol::frame::RequestFrame;
+use krabka_protocol::generated::api_versions_response::ApiVersion;
+use krabka_protocol::{ApiKey, ApiVersionsResponse, ErrorCode, RequestBody, ResponseBody};
+use krabka_raft::wire::MIN_FETCH_VERSION;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::driver::Quorum;
+use crate::request::encode_frame;
+
+/// A request frame larger than this closes the connection (raft's largest
+/// are fetch responses, which go the other way).
+const MAX_REQUEST_BYTES: usize = 16 << 20;
+
+/// The APIs the controller listener serves, with the versions it speaks.
+fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
+    [ApiKey::ApiVersions, ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch]
+        .into_iter()
+        .map(|key| {
+            let info = key.info();
+            let min = if key == ApiKey::Fetch { MIN_FETCH_VERSION } else { info.min_version };
+            let max = if info.latest_version_unstable { info.max_version - 1 } else { info.max_version };
+            (key, min, max)
+        })
+        .collect()
+}
+
+/// Accepts connections on `listener` until it fails, serving each.
+pub async fn serve_controller_listener(listener: TcpListener, quorum: Arc<Quorum>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let quorum = Arc::clone(&quorum);
+                tokio::spawn(async move {
+                    if let Err(reason) = serve(stream, &quorum).await {
+                        tracing::debug!(%peer, %reason, "controller connection closed");
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the controller listener stopped accepting");
+                return;
+            }
+        }
+    }
+}
+
+async fn serve(mut stream: TcpStream, quorum: &Quorum) -> Result<(), String> {
+    let _ = stream.set_nodelay(true);
+    loop {
+        let size = match stream.read_i32().await {
+            Ok(size) => size,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        };
+        let size = usize::try_from(size).ok().filter(|&s| s <= MAX_REQUEST_BYTES).ok_or("bad frame size")?;
+        let mut frame = vec![0u8; size];
+        stream.read_exact(&mut frame).await.map_err(|e| e.to_string())?;
+        let response = answer(Bytes::from(frame), quorum).await?;
+        stream.write_all(&response).await.map_err(|e| e.to_string())?;
+    }
+}
+
+/// The response frame to one request frame, or why the connection closes.
+async fn answer(frame: Bytes, quorum: &Quorum) -> Result<BytesMut, String> {
+    let request = RequestFrame::parse(frame).map_err(|e| e.to_string())?;
+    let (key, version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
+    let served = controller_apis().into_iter().find(|&(k, ..)| k == key);
+    let supported = served.is_some_and(|(_, min, max)| (min..=max).contains(&version));
+    if key == ApiKey::ApiVersions {
+        // KIP-511: a version this listener does not speak is answered at v0
+        // with UNSUPPORTED_VERSION and the ranges, so the client retries.
+        let (code, answer_version) =
+            if supported { (ErrorCode::NONE, version) } else { (ErrorCode::UNSUPPORTED_VERSION, 0) };
+        let body = ResponseBody::ApiVersions(Box::new(api_versions(code)));
+        return Ok(encode_frame(key, answer_version, correlation_id, &body));
+    }
+    if !supported {
+        return Err(format!("{key:?} v{version} is not served on the controller listener"));
+    }
+    let body: RequestBody = request.decode_body().map_err(|e| e.to_string())?;
+    let response = quorum.request(body, version).await.ok_or("the quorum gave no answer")?;
+    Ok(encode_frame(key, version, correlation_id, &response))
+}
+
+fn api_versions(code: ErrorCode) -> ApiVersionsResponse {
+    let api_keys = controller_apis()
+        .into_iter()
+        .map(|(key, min_version, max_version)| ApiVersion {
+            api_key: key as i16,
+            min_version,
+            max_version,
+            ..Default::default()
+        })
+        .collect();
+    ApiVersionsResponse { error_code: code.code(), api_keys, ..Default::default() }
+}

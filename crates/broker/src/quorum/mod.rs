@@ -1,0 +1,27 @@
+//! The KRaft quorum's IO: what turns krabka-raft's sans-IO `RaftNode` into
+//! a voter other nodes (krabka's or Apache Kafka's) talk to.
+//!
+//! - `driver`: one thread owns the node, its log (`__cluster_metadata-0`)
+//!   and its `quorum-state` file, and feeds it requests, responses,
+//!   proposals and the clock; it performs the node's actions in order (an
+//!   election state is durable before anything after it is sent).
+//! - `peer`: one connection per other voter, as Kafka's raft client keeps
+//!   them: ApiVersions first, then one request in flight, reconnecting
+//!   with a backoff; what comes back goes to the driver.
+//! - `event`: what reaches the driver, from the other two and from users.
+//! - `listener`: the controller listener, serving ApiVersions and raft's
+//!   RPCs to the other voters.
+//!
+//! The wire mapping and Kafka's checks are krabka-raft's (`wire`); nothing
+//! here decides anything about the quorum.
+
+mod driver;
+mod event;
+mod listener;
+mod peer;
+
+pub use driver::{Quorum, QuorumSetup, QuorumStatus};
+pub use listener::serve_controller_listener;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,117 @@
+//! Three quorum members in one process, each with its own log directory,
+//! controller listener and connections, talking Kafka's raft RPCs over
+//! loopback TCP: they elect a leader, commit what it is given, and elect
+//! another when it stops.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use krabka_log::LogConfig;
+use krabka_protocol::Uuid;
+use krabka_raft::wire::{Endpoint, WireContext};
+use krabka_raft::{RaftConfig, RoleName};
+use tokio::net::TcpListener;
+
+use super::*;
+
+struct Member {
+    quorum: Arc<Quorum>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_members(count: i32) -> BTreeMap<i32, Member> {
+    let mut listeners = BTreeMap::new();
+    for id in 1..=count {
+        listeners.insert(id, TcpListener::bind("127.0.0.1:0").await.unwrap());
+    }
+    let voters: BTreeMap<i32, Endpoint> = listeners
+        .iter()
+        .map(|(&id, l)| (id, Endpoint { host: "127.0.0.1".into(), port: l.local_addr().unwrap().port() }))
+        .collect();
+    let mut members = BTreeMap::new();
+    for (id, listener) in listeners {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = QuorumSetup {
+            context: WireContext {
+                cluster_id: "krabka-quorum-test".into(),
+                node_id: id,
+                directory_id: Uuid([id as u8; 16]),
+                listener: "CONTROLLER".into(),
+                voters: voters.clone(),
+                fetch_max_bytes: 8 << 20,
+            },
+            raft: RaftConfig {
+                node_id: id,
+                voters: voters.keys().copied().collect(),
+                election_timeout_ms: 300,
+                fetch_timeout_ms: 600,
+                fetch_max_wait_ms: 100,
+                retry_backoff_ms: 20,
+                max_fetch_bytes: 8 << 20,
+                seed: id as u64,
+            },
+            log_dir: dir.path().join("__cluster_metadata-0"),
+            log_config: LogConfig::default(),
+            request_timeout: Duration::from_millis(2000),
+        };
+        let quorum = Arc::new(Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap());
+        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
+        members.insert(id, Member { quorum, _dir: dir });
+    }
+    members
+}
+
+/// Waits until every member in `members` agrees on one leader of one epoch.
+async fn agreed_leader(members: &BTreeMap<i32, Member>) -> (i32, i32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let statuses: Vec<QuorumStatus> = members.values().map(|m| *m.quorum.status().borrow()).collect();
+        let first = statuses[0];
+        let agreed =
+            statuses.iter().all(|s| s.leader_id.is_some() && (s.leader_id, s.epoch) == (first.leader_id, first.epoch));
+        // The leader must be one of them, and know it (a stopped leader is
+        // still the others' until they hear it resigned).
+        let leader = first
+            .leader_id
+            .filter(|id| members.get(id).is_some_and(|m| m.quorum.status().borrow().role == RoleName::Leader));
+        if let (true, Some(leader)) = (agreed, leader) {
+            return (leader, first.epoch);
+        }
+        assert!(Instant::now() < deadline, "no agreed leader: {statuses:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until every member's high watermark is past `offset`.
+async fn committed_everywhere(members: &BTreeMap<i32, Member>, offset: i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let statuses: Vec<QuorumStatus> = members.values().map(|m| *m.quorum.status().borrow()).collect();
+        if statuses.iter().all(|s| s.high_watermark > offset) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "offset {offset} not committed everywhere: {statuses:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_elect_commit_and_fail_over_over_tcp() {
+    let mut members = start_members(3).await;
+    let (leader, epoch) = agreed_leader(&members).await;
+    let values: Vec<Bytes> = (0..10).map(|i| Bytes::from(format!("record-{i}"))).collect();
+    let appended = members[&leader].quorum.propose(values).await.unwrap().expect("the leader takes proposals");
+    committed_everywhere(&members, appended.last_offset).await;
+    let follower = *members.keys().find(|&&id| id != leader).unwrap();
+    assert_eq!(members[&follower].quorum.propose(vec![Bytes::from_static(b"x")]).await.unwrap(), None);
+
+    // The leader stops (it resigns): the two others elect one of themselves.
+    let stopped = members.remove(&leader).unwrap();
+    stopped.quorum.stop();
+    let (next, next_epoch) = agreed_leader(&members).await;
+    assert!(next != leader && next_epoch > epoch, "{next} of epoch {next_epoch} after {leader} of {epoch}");
+    let appended = members[&next].quorum.propose(vec![Bytes::from_static(b"after")]).await.unwrap().unwrap();
+    committed_everywhere(&members, appended.last_offset).await;
+}
