@@ -575,6 +575,7 @@ fn metadata_is_rebuilt_from_a_snapshot_plus_the_log_tail() {
             .count()
     };
     assert_eq!(snapshots(), 1, "one snapshot kept, older ones removed");
+    kafka_reads_the_metadata_log_and_snapshot(&metadata_dir);
     drop(client);
     broker.kill9();
     broker.restart();
@@ -600,6 +601,31 @@ fn metadata_is_rebuilt_from_a_snapshot_plus_the_log_tail() {
     assert_eq!(configs.results[0].configs[0].value.as_deref(), Some("1017"));
     let (next_id, _) = init_producer_id(&mut client);
     assert!(next_id > first_id, "producer ids continue after the snapshot");
+}
+
+/// Apache Kafka 4.3.1's `kafka-dump-log --cluster-metadata-decoder` decodes
+/// every record of krabka's metadata log segment and of its snapshot.
+fn kafka_reads_the_metadata_log_and_snapshot(metadata_dir: &std::path::Path) {
+    let mut files: Vec<_> = std::fs::read_dir(metadata_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log" || x == "checkpoint"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in files {
+        let (ok, out) =
+            support::kafka_cli("kafka-dump-log", &["--cluster-metadata-decoder", "--files", file.to_str().unwrap()]);
+        let decoded = out.lines().filter(|l| l.contains("payload: {\"type\":")).count();
+        let bad = out.lines().find(|l| l.contains("Exception") || l.contains("Error") || l.contains("isvalid: false"));
+        assert!(ok && decoded > 0 && bad.is_none(), "{}: {decoded} decoded, {bad:?}\n{out}", file.display());
+        if file.extension().is_some_and(|x| x == "checkpoint") {
+            for control in ["SnapshotHeader", "SnapshotFooter"] {
+                assert!(out.contains(control), "{control} not decoded:\n{out}");
+            }
+            assert!(out.contains("\"TOPIC_RECORD\""), "{out}");
+        }
+    }
 }
 
 /// An ApiVersions v3 request whose frame (after the size prefix) is exactly `size` bytes.

@@ -264,3 +264,17 @@ pub fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
+
+/// Runs an Apache Kafka 4.3.1 CLI tool (`tools/kafka-reference/kafka-cli`,
+/// which installs the jars on first use): whether it exited 0, and its
+/// stdout and stderr together.
+pub fn kafka_cli(tool: &str, args: &[&str]) -> (bool, String) {
+    let output = Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
+        .arg(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kafka-cli");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
+}
