@@ -1,11 +1,11 @@
 //! KRaft interop with Apache Kafka 4.3.1 (jars from Maven Central through
-//! `tools/kafka-reference/install`): a quorum of three static voters, one a
-//! krabka quorum member in this process, one an Apache Kafka 4.3.1
-//! controller process, and a third that never starts, so neither side can
-//! elect or commit without the other. Each way round (krabka leads, Kafka
-//! leads) they must elect the expected leader, commit (with Kafka leading,
-//! its bootstrap metadata records), keep it for a while, and hold the same
-//! committed bytes in their `__cluster_metadata-0` segments.
+//! `tools/kafka-reference/install`): quorums of three static voters mixing
+//! krabka quorum members (in this process, each with its own directory,
+//! listener and connections) and Apache Kafka 4.3.1 controller processes.
+//! Election timeouts of 20 s on one side make the other run first, so
+//! each test knows who must lead. After every election the new epoch's
+//! first record must commit, and at the end every node's
+//! `__cluster_metadata-0` segment holds the same committed bytes.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener as StdListener;
@@ -14,11 +14,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use krabka_broker::quorum::QuorumStatus;
 use krabka_broker::quorum::{serve_controller_listener, Quorum, QuorumSetup};
 use krabka_log::LogConfig;
 use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
-use krabka_raft::RaftConfig;
+use krabka_raft::{RaftConfig, RoleName};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -37,7 +38,8 @@ impl Drop for Kafka {
     }
 }
 
-/// An Apache Kafka 4.3.1 controller (node `id`) formatted with `cluster_id`.
+/// An Apache Kafka 4.3.1 controller (node `id`) in `dir`, formatted with
+/// `cluster_id`.
 fn start_kafka_controller(
     dir: &Path,
     id: i32,
@@ -98,88 +100,260 @@ fn committed_batches(segment: &Path, high_watermark: i64) -> Vec<(i64, Vec<u8>)>
     batches
 }
 
-/// Voters 1 (krabka, in this process) and 2 (Apache Kafka 4.3.1); voter 3
-/// never starts. The election timeouts decide who runs first: the other
-/// side's is 20 s.
-async fn two_of_three(krabka_election_timeout_ms: i64, kafka_election_timeout_ms: i64, expected_leader: i32) {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster_id = "AAECAwQFBgcICQoLDA0ODw";
-    let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
-    let voters_text = ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>().join(",");
-    let kafka = start_kafka_controller(dir.path(), 2, ports[&2], &voters_text, cluster_id, kafka_election_timeout_ms);
+const CLUSTER_ID: &str = "AAECAwQFBgcICQoLDA0ODw";
+/// An election timeout long enough that the other side always runs first.
+const PATIENT_MS: i64 = 20_000;
 
-    let voters: BTreeMap<i32, Endpoint> =
-        ports.iter().map(|(&id, &port)| (id, Endpoint { host: "127.0.0.1".into(), port })).collect();
-    let setup = QuorumSetup {
-        context: WireContext {
-            cluster_id: cluster_id.into(),
-            node_id: 1,
-            directory_id: Uuid([1; 16]),
-            listener: "CONTROLLER".into(),
-            voters: voters.clone(),
-            fetch_max_bytes: 8 << 20,
-        },
-        raft: RaftConfig {
-            node_id: 1,
-            voters: voters.keys().copied().collect(),
-            election_timeout_ms: krabka_election_timeout_ms,
-            fetch_timeout_ms: 2000,
-            fetch_max_wait_ms: 500,
-            retry_backoff_ms: 20,
-            max_fetch_bytes: 8 << 20,
-            seed: 1,
-        },
-        log_dir: dir.path().join("krabka/__cluster_metadata-0"),
-        log_config: LogConfig::default(),
-        request_timeout: Duration::from_millis(2000),
-    };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", ports[&1])).await.unwrap();
-    let quorum = Arc::new(Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap());
-    tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
-    let kafka_log = dir.path().join("kafka.log");
-
-    // A leader both accept, and its epoch's first record committed: with
-    // voter 3 down, that takes the other side's vote and fetch.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        let now = *quorum.status().borrow();
-        if now.leader_id.is_some() && now.high_watermark > 0 {
-            break now;
-        }
-        assert!(Instant::now() < deadline, "no leader with a committed epoch: {now:?}; see {}", kafka_log.display());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert_eq!(status.leader_id, Some(expected_leader), "{status:?}");
-    // Both keep going for a while: fetches, and whatever the leader writes.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let status = *quorum.status().borrow();
-    assert_eq!(status.leader_id, Some(expected_leader), "the lead moved: {status:?}");
-    quorum.stop();
-    drop(kafka);
-
-    // The committed log is the same bytes on both sides.
-    let krabka = committed_batches(
-        &dir.path().join("krabka/__cluster_metadata-0/00000000000000000000.log"),
-        status.high_watermark,
-    );
-    let kafka = committed_batches(
-        &dir.path().join("logs/__cluster_metadata-0/00000000000000000000.log"),
-        status.high_watermark,
-    );
-    assert!(!krabka.is_empty());
-    assert_eq!(krabka, kafka, "the committed batches differ");
-    let log = std::fs::read_to_string(&kafka_log).unwrap();
-    let fatal: Vec<&str> = log.lines().filter(|l| l.contains("ERROR") && !l.contains("UpdateRaftVoter")).collect();
-    assert!(fatal.is_empty(), "Kafka logged errors:\n{}", fatal.join("\n"));
-    eprintln!("{} committed batches agree, high watermark {}", krabka.len(), status.high_watermark);
+/// Who a voter is.
+#[derive(Clone, Copy)]
+enum Voter {
+    Krabka {
+        election_timeout_ms: i64,
+    },
+    Kafka {
+        election_timeout_ms: i64,
+    },
+    /// Listed in the voter set, never started.
+    Absent,
 }
 
+struct Cluster {
+    dir: tempfile::TempDir,
+    ports: BTreeMap<i32, u16>,
+    krabka: BTreeMap<i32, Arc<Quorum>>,
+    kafka: BTreeMap<i32, Kafka>,
+    timeouts: BTreeMap<i32, i64>,
+}
+
+impl Cluster {
+    async fn start(voters: &[(i32, Voter)]) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let ports: BTreeMap<i32, u16> = voters.iter().map(|&(id, _)| (id, free_port())).collect();
+        let voters_text = ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>().join(",");
+        let mut cluster =
+            Cluster { dir, ports, krabka: BTreeMap::new(), kafka: BTreeMap::new(), timeouts: BTreeMap::new() };
+        for &(id, voter) in voters {
+            match voter {
+                Voter::Kafka { election_timeout_ms } => {
+                    let dir = cluster.node_dir(id);
+                    std::fs::create_dir_all(&dir).unwrap();
+                    let port = cluster.ports[&id];
+                    let kafka = start_kafka_controller(&dir, id, port, &voters_text, CLUSTER_ID, election_timeout_ms);
+                    cluster.kafka.insert(id, kafka);
+                }
+                Voter::Krabka { election_timeout_ms } => {
+                    cluster.timeouts.insert(id, election_timeout_ms);
+                }
+                Voter::Absent => {}
+            }
+        }
+        for id in cluster.timeouts.keys().copied().collect::<Vec<_>>() {
+            cluster.start_krabka(id).await;
+        }
+        cluster
+    }
+
+    fn node_dir(&self, id: i32) -> PathBuf {
+        self.dir.path().join(format!("node-{id}"))
+    }
+
+    /// The node's metadata segment (Kafka's under `logs/`).
+    fn segment(&self, id: i32) -> PathBuf {
+        let base = if self.timeouts.contains_key(&id) { self.node_dir(id) } else { self.node_dir(id).join("logs") };
+        base.join("__cluster_metadata-0/00000000000000000000.log")
+    }
+
+    /// Starts (or restarts, on what it left) krabka member `id`.
+    async fn start_krabka(&mut self, id: i32) {
+        let voters: BTreeMap<i32, Endpoint> =
+            self.ports.iter().map(|(&id, &port)| (id, Endpoint { host: "127.0.0.1".into(), port })).collect();
+        let setup = QuorumSetup {
+            context: WireContext {
+                cluster_id: CLUSTER_ID.into(),
+                node_id: id,
+                directory_id: Uuid([id as u8; 16]),
+                listener: "CONTROLLER".into(),
+                voters: voters.clone(),
+                fetch_max_bytes: 8 << 20,
+            },
+            raft: RaftConfig {
+                node_id: id,
+                voters: voters.keys().copied().collect(),
+                election_timeout_ms: self.timeouts[&id],
+                fetch_timeout_ms: 2000,
+                fetch_max_wait_ms: 500,
+                retry_backoff_ms: 20,
+                max_fetch_bytes: 8 << 20,
+                seed: id as u64,
+            },
+            log_dir: self.node_dir(id).join("__cluster_metadata-0"),
+            log_config: LogConfig::default(),
+            request_timeout: Duration::from_millis(2000),
+        };
+        // A restart waits for the stopped member's listener task to let go.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match tokio::net::TcpListener::bind(("127.0.0.1", self.ports[&id])).await {
+                Ok(listener) => break listener,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("rebinding node {id}'s listener: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("node {id}'s listener: {e}"),
+            }
+        };
+        let quorum = Arc::new(Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap());
+        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
+        self.krabka.insert(id, quorum);
+    }
+
+    /// Stops node `id`: a krabka member resigns and stops, a Kafka process
+    /// is killed (SIGKILL).
+    fn stop(&mut self, id: i32) {
+        if let Some(quorum) = self.krabka.remove(&id) {
+            quorum.stop();
+        }
+        self.kafka.remove(&id);
+    }
+
+    /// Waits until every running krabka member agrees on a leader of an
+    /// epoch after `after_epoch` that is running (a krabka member that
+    /// leads, or a live Kafka node), and its high watermark is past
+    /// `committed`: the new epoch's first record is committed.
+    async fn elected(&self, after_epoch: i32, committed: i64) -> QuorumStatus {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let statuses: Vec<QuorumStatus> = self.krabka.values().map(|q| *q.status().borrow()).collect();
+            let first = statuses[0];
+            let live = first.leader_id.is_some_and(|id| {
+                self.kafka.contains_key(&id)
+                    || self.krabka.get(&id).is_some_and(|q| q.status().borrow().role == RoleName::Leader)
+            });
+            let agreed = statuses.iter().all(|s| (s.leader_id, s.epoch) == (first.leader_id, first.epoch));
+            if live && agreed && first.epoch > after_epoch && statuses.iter().all(|s| s.high_watermark > committed) {
+                return first;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no new leader with a committed epoch: {statuses:?}; see {:?}",
+                self.dir.path()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stops everything, then checks the committed batches (below
+    /// `high_watermark`) are the same bytes on every node in `ids`, and that
+    /// no Kafka node logged an error.
+    fn stop_and_compare(mut self, ids: &[i32], high_watermark: i64) -> usize {
+        for id in self.ports.keys().copied().collect::<Vec<_>>() {
+            self.stop(id);
+        }
+        let reference = committed_batches(&self.segment(ids[0]), high_watermark);
+        assert!(!reference.is_empty());
+        for &id in &ids[1..] {
+            assert_eq!(
+                committed_batches(&self.segment(id), high_watermark),
+                reference,
+                "node {id} differs from {}",
+                ids[0]
+            );
+        }
+        for (id, voter) in self.ports.keys().map(|&id| (id, self.node_dir(id).join("kafka.log"))) {
+            let Ok(log) = std::fs::read_to_string(&voter) else { continue };
+            // Expected until krabka's controller serves them: Kafka's
+            // UpdateRaftVoter and ControllerRegistration to a krabka leader
+            // fail with UNSUPPORTED_VERSION, which Kafka logs and retries.
+            let expected = |l: &str| l.contains("UpdateRaftVoter") || l.contains("ControllerRegistration");
+            let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR") && !expected(l)).collect();
+            assert!(errors.is_empty(), "Kafka node {id} logged errors:\n{}", errors.join("\n"));
+        }
+        reference.len()
+    }
+}
+
+/// Voters 1 (krabka) and 2 (Kafka) of three: neither elects nor commits
+/// without the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kafka_controller_follows_a_krabka_leader() {
-    two_of_three(300, 20_000, 1).await;
+    let voters = [
+        (1, Voter::Krabka { election_timeout_ms: 300 }),
+        (2, Voter::Kafka { election_timeout_ms: PATIENT_MS }),
+        (3, Voter::Absent),
+    ];
+    let cluster = Cluster::start(&voters).await;
+    let status = cluster.elected(0, 0).await;
+    assert_eq!(status.leader_id, Some(1), "{status:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = *cluster.krabka[&1].status().borrow();
+    assert_eq!(status.leader_id, Some(1), "the lead moved: {status:?}");
+    cluster.stop_and_compare(&[1, 2], status.high_watermark);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_krabka_member_follows_a_kafka_leader() {
-    two_of_three(20_000, 1_000, 2).await;
+    let voters = [
+        (1, Voter::Krabka { election_timeout_ms: PATIENT_MS }),
+        (2, Voter::Kafka { election_timeout_ms: 1000 }),
+        (3, Voter::Absent),
+    ];
+    let cluster = Cluster::start(&voters).await;
+    let status = cluster.elected(0, 0).await;
+    assert_eq!(status.leader_id, Some(2), "{status:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = *cluster.krabka[&1].status().borrow();
+    assert_eq!(status.leader_id, Some(2), "the lead moved: {status:?}");
+    let batches = cluster.stop_and_compare(&[1, 2], status.high_watermark);
+    assert!(batches > 1, "Kafka's bootstrap records replicated");
+}
+
+/// Two krabka members and a Kafka controller: krabka 1 leads; when it stops
+/// (resigning), Kafka runs first and the other krabka member elects it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_krabka_members_and_a_kafka_controller_fail_over_to_kafka() {
+    let voters = [
+        (1, Voter::Krabka { election_timeout_ms: 300 }),
+        (2, Voter::Krabka { election_timeout_ms: PATIENT_MS }),
+        (3, Voter::Kafka { election_timeout_ms: 1000 }),
+    ];
+    let mut cluster = Cluster::start(&voters).await;
+    let first = cluster.elected(0, 0).await;
+    assert_eq!(first.leader_id, Some(1), "{first:?}");
+    // Kafka follows too before the lead moves.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let before = *cluster.krabka[&2].status().borrow();
+    cluster.stop(1);
+    let next = cluster.elected(first.epoch, before.high_watermark).await;
+    assert_eq!(next.leader_id, Some(3), "{next:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = *cluster.krabka[&2].status().borrow();
+    cluster.stop_and_compare(&[2, 3], status.high_watermark);
+}
+
+/// Two Kafka controllers and a krabka member: krabka leads with a Kafka
+/// vote; when it stops (resigning), the Kafka nodes elect one of
+/// themselves, and krabka, restarted on the log and `quorum-state` it
+/// left, follows the new leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_krabka_member_and_two_kafka_controllers_fail_over_to_kafka() {
+    let voters = [
+        (1, Voter::Krabka { election_timeout_ms: 300 }),
+        // Patient, so krabka leads first; krabka's resignation makes its
+        // preferred successor run at once.
+        (2, Voter::Kafka { election_timeout_ms: PATIENT_MS }),
+        (3, Voter::Kafka { election_timeout_ms: PATIENT_MS }),
+    ];
+    let mut cluster = Cluster::start(&voters).await;
+    let first = cluster.elected(0, 0).await;
+    assert_eq!(first.leader_id, Some(1), "{first:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = *cluster.krabka[&1].status().borrow();
+    cluster.stop(1);
+    cluster.timeouts.insert(1, PATIENT_MS);
+    cluster.start_krabka(1).await;
+    let next = cluster.elected(first.epoch, before.high_watermark).await;
+    assert!(matches!(next.leader_id, Some(2 | 3)), "{next:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = *cluster.krabka[&1].status().borrow();
+    cluster.stop_and_compare(&[1, 2, 3], status.high_watermark);
 }

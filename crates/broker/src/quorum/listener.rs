@@ -34,15 +34,27 @@ fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
         .collect()
 }
 
-/// Accepts connections on `listener` until it fails, serving each.
+/// Accepts connections on `listener`, serving each, until the quorum
+/// stops (then the listener and its connections close) or accepting fails.
 pub async fn serve_controller_listener(listener: TcpListener, quorum: Arc<Quorum>) {
+    let quorum_stopped = stopped(&quorum);
+    tokio::pin!(quorum_stopped);
     loop {
-        match listener.accept().await {
+        let accepted = tokio::select! {
+            () = &mut quorum_stopped => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
             Ok((stream, peer)) => {
                 let quorum = Arc::clone(&quorum);
                 tokio::spawn(async move {
-                    if let Err(reason) = serve(stream, &quorum).await {
-                        tracing::debug!(%peer, %reason, "controller connection closed");
+                    tokio::select! {
+                        () = stopped(&quorum) => {}
+                        served = serve(stream, &quorum) => {
+                            if let Err(reason) = served {
+                                tracing::debug!(%peer, %reason, "controller connection closed");
+                            }
+                        }
                     }
                 });
             }
@@ -52,6 +64,12 @@ pub async fn serve_controller_listener(listener: TcpListener, quorum: Arc<Quorum
             }
         }
     }
+}
+
+/// Resolves once the quorum's driver has stopped (its status closes).
+async fn stopped(quorum: &Quorum) {
+    let mut status = quorum.status();
+    while status.changed().await.is_ok() {}
 }
 
 async fn serve(mut stream: TcpStream, quorum: &Quorum) -> Result<(), String> {
