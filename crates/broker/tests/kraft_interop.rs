@@ -2,7 +2,7 @@
 //! `tools/kafka-reference/install`): quorums of three static voters mixing
 //! krabka quorum members (in this process, each with its own directory,
 //! listener and connections) and Apache Kafka 4.3.1 controller processes.
-//! Election timeouts of 20 s on one side make the other run first, so
+//! Election timeouts of a minute on one side make the other run first, so
 //! each test knows who must lead. After every election the new epoch's
 //! first record must commit, and at the end every node's
 //! `__cluster_metadata-0` segment holds the same committed bytes.
@@ -101,8 +101,13 @@ fn committed_batches(segment: &Path, high_watermark: i64) -> Vec<(i64, Vec<u8>)>
 }
 
 const CLUSTER_ID: &str = "AAECAwQFBgcICQoLDA0ODw";
-/// An election timeout long enough that the other side always runs first.
-const PATIENT_MS: i64 = 20_000;
+/// An election timeout long enough that the other side always runs first
+/// (each is drawn from [T, 2T), so at least a minute), even when a loaded
+/// machine takes many seconds to start a JVM.
+const PATIENT_MS: i64 = 60_000;
+/// One cluster at a time: the tests' JVMs would otherwise start together
+/// on a 2-core machine and stretch every timeout.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Who a voter is.
 #[derive(Clone, Copy)]
@@ -276,6 +281,7 @@ impl Cluster {
 /// without the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kafka_controller_follows_a_krabka_leader() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let voters = [
         (1, Voter::Krabka { election_timeout_ms: 300 }),
         (2, Voter::Kafka { election_timeout_ms: PATIENT_MS }),
@@ -292,6 +298,7 @@ async fn a_kafka_controller_follows_a_krabka_leader() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_krabka_member_follows_a_kafka_leader() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let voters = [
         (1, Voter::Krabka { election_timeout_ms: PATIENT_MS }),
         (2, Voter::Kafka { election_timeout_ms: 1000 }),
@@ -311,6 +318,7 @@ async fn a_krabka_member_follows_a_kafka_leader() {
 /// (resigning), Kafka runs first and the other krabka member elects it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_krabka_members_and_a_kafka_controller_fail_over_to_kafka() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let voters = [
         (1, Voter::Krabka { election_timeout_ms: 300 }),
         (2, Voter::Krabka { election_timeout_ms: PATIENT_MS }),
@@ -336,6 +344,7 @@ async fn two_krabka_members_and_a_kafka_controller_fail_over_to_kafka() {
 /// left, follows the new leader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_krabka_member_and_two_kafka_controllers_fail_over_to_kafka() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let voters = [
         (1, Voter::Krabka { election_timeout_ms: 300 }),
         // Patient, so krabka leads first; krabka's resignation makes its
