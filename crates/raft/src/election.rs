@@ -94,7 +94,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         // (prospective?, granted so far, refused so far), for a response to
         // this node's current round.
         let counts = match &mut self.role {
-            Role::Prospective { granted: yes, rejected: no, .. } if pre_vote && epoch <= self.epoch => {
+            // Only this epoch's round counts: an older epoch's answer is a
+            // previous round's (a voter answers a pre-vote in the epoch asked).
+            Role::Prospective { granted: yes, rejected: no, .. } if pre_vote && epoch == self.epoch => {
                 Some((true, tally(yes, no, from, granted)))
             }
             Role::Candidate { granted: yes, rejected: no, .. } if !pre_vote && epoch == self.epoch => {
@@ -304,6 +306,69 @@ mod tests {
         assert_eq!(message.leader_id, 1);
         assert_eq!(ids(&message.voters), vec![1, 2, 3]);
         assert_eq!(ids(&message.granting_voters), vec![1, 2]);
+    }
+
+    fn fetch_answers(actions: &[Action]) -> Vec<crate::message::FetchResponse> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { message: Message::FetchResponse(r), .. } => Some(r.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A Kafka follower refuses a high watermark below one it has, so a new
+    /// leader tells none until its epoch commits; and every fetch it held is
+    /// answered, superseded or when it stops leading.
+    #[test]
+    fn a_new_leader_tells_no_high_watermark_before_its_epoch_commits_and_answers_every_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        voter.tick(1_000).unwrap();
+        let granted = |epoch, pre_vote| Message::VoteResponse {
+            epoch,
+            error: RaftError::None,
+            granted: true,
+            pre_vote,
+            leader_id: None,
+        };
+        voter.handle(1_001, 2, granted(0, true)).unwrap();
+        voter.handle(1_002, 2, granted(1, false)).unwrap();
+        assert_eq!(voter.role(), RoleName::Leader);
+        let fetch =
+            |fetch_offset, last_fetched_epoch| Message::FetchRequest { epoch: 1, fetch_offset, last_fetched_epoch };
+
+        let first = fetch_answers(&voter.handle(1_003, 2, fetch(0, 0)).unwrap());
+        assert_eq!(first.len(), 1);
+        assert_eq!((first[0].high_watermark, first[0].records.is_empty()), (-1, false), "{first:?}");
+        // Voter 2 holds the LeaderChange: a majority, the epoch commits.
+        let second = fetch_answers(&voter.handle(1_004, 2, fetch(1, 1)).unwrap());
+        assert_eq!(second.iter().map(|r| r.high_watermark).collect::<Vec<_>>(), vec![1]);
+        // A caught-up fetch is held; a second one answers the first.
+        assert!(fetch_answers(&voter.handle(1_005, 2, fetch(1, 1)).unwrap()).is_empty());
+        let superseded = fetch_answers(&voter.handle(1_006, 2, fetch(1, 1)).unwrap());
+        assert_eq!(superseded.len(), 1);
+        assert_eq!(superseded[0].error, RaftError::None);
+        // A newer epoch ends the lead: the held fetch is answered, not lost.
+        let vote = Message::VoteRequest { epoch: 2, last_epoch: 1, last_offset: 1, pre_vote: false };
+        let released = fetch_answers(&voter.handle(1_007, 3, vote).unwrap());
+        assert_eq!(released.len(), 1, "{released:?}");
+        assert_eq!((released[0].error, released[0].epoch, released[0].high_watermark), (RaftError::NotLeader, 2, -1));
+    }
+
+    #[test]
+    fn a_node_whose_election_state_is_behind_its_log_starts_in_the_logs_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0, 0, true, 1).unwrap();
+            crate::batch::append_and_flush(&mut log, &[bytes::Bytes::from_static(b"x")], 4, 1).unwrap();
+        }
+        let mut voter = node(dir.path(), 1);
+        assert_eq!(voter.epoch(), 4);
+        let actions = voter.tick(0).unwrap();
+        let persisted = ElectionState { epoch: 4, voted_for: None, leader_id: None };
+        assert_eq!(actions.first(), Some(&Action::PersistElectionState(persisted)));
     }
 
     /// The record Apache Kafka 4.3.1 wrote at offset 0 of a new combined

@@ -66,7 +66,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
         entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
         let caught_up = fetch_offset >= self.log.log_end_offset();
         let until = now_ms + self.config.fetch_max_wait_ms;
+        // A fetch held before from the same replica is answered (empty)
+        // first: each request gets its answer, in order.
+        let superseded = entry.parked.take();
         entry.parked = caught_up.then_some((until, (fetch_offset, last_fetched_epoch)));
+        if let Some((_, fetch)) = superseded {
+            self.respond_fetch(from, fetch, RaftError::None, None)?;
+        }
         self.advance_high_watermark()?;
         if !caught_up {
             self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, None)?;
@@ -87,6 +93,32 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
+    /// A fetch this node held as leader, answered after it stopped leading.
+    pub(crate) fn answer_not_leader(&mut self, to: i32, fetch_offset: i64, last_fetched_epoch: i32) {
+        let response = FetchResponse {
+            epoch: self.epoch,
+            leader_id: self.leader_id().filter(|&id| id != self.config.node_id),
+            error: RaftError::NotLeader,
+            fetch_offset,
+            last_fetched_epoch,
+            high_watermark: -1,
+            log_start_offset: self.log.log_start_offset(),
+            records: Bytes::new(),
+            diverging_epoch: None,
+        };
+        self.send(to, Message::FetchResponse(response));
+    }
+
+    /// The high watermark a leader tells fetchers: none (-1) until a majority
+    /// holds its epoch's first record, as Kafka's leader; a Kafka follower
+    /// refuses a high watermark lower than one it already has.
+    fn advertised_high_watermark(&self) -> i64 {
+        match self.role {
+            Role::Leader { epoch_start, .. } if self.high_watermark <= epoch_start => -1,
+            _ => self.high_watermark,
+        }
+    }
+
     fn respond_fetch(
         &mut self,
         to: i32,
@@ -95,7 +127,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
         diverging: Option<(i32, i64)>,
     ) -> Result<(), LogError> {
         let serve = error == RaftError::None && diverging.is_none();
-        let records = if serve && fetch_offset < self.log.log_end_offset() {
+        // Below the log start only a snapshot has the records (FetchSnapshot
+        // is a later slice): nothing is read there.
+        let readable = fetch_offset >= self.log.log_start_offset() && fetch_offset < self.log.log_end_offset();
+        let records = if serve && readable {
             self.log.read(fetch_offset, self.config.max_fetch_bytes, self.log.log_end_offset())?
         } else {
             Bytes::new()
@@ -106,7 +141,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             error,
             fetch_offset,
             last_fetched_epoch,
-            high_watermark: self.high_watermark,
+            high_watermark: self.advertised_high_watermark(),
             log_start_offset: self.log.log_start_offset(),
             records,
             diverging_epoch: diverging,

@@ -175,7 +175,7 @@ const CHAOS_STEPS: usize = 3_000;
 const HEALED_STEPS: usize = 2_000;
 
 enum Slot {
-    Up(RaftNode<MemLog>),
+    Up(Box<RaftNode<MemLog>>),
     Down(MemLog),
 }
 
@@ -260,7 +260,7 @@ impl Sim {
         let node = RaftNode::open(config, log, self.persisted[id], self.now);
         assert!(node.epoch() >= self.max_epoch[id], "node {id} restarted into an older epoch");
         self.last_hw[id] = 0;
-        self.slots[id] = Some(Slot::Up(node));
+        self.slots[id] = Some(Slot::Up(Box::new(node)));
     }
 
     fn crash(&mut self, id: usize) {

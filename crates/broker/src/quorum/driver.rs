@@ -224,10 +224,15 @@ impl Driver {
                 }
             }
             Event::Response { peer, sent, result } => match result.map(|body| wire::accept_response(&sent, body)) {
-                Ok(Ok(message)) => {
-                    let actions = self.node.handle(now, peer, message)?;
-                    self.perform(actions)?;
-                }
+                Ok(Ok(message)) => match self.node.handle(now, peer, message) {
+                    Ok(actions) => self.perform(actions)?,
+                    // What a peer sent that the log refuses (a bad batch, a
+                    // gap) is dropped; only the disk failing stops the
+                    // member. The node keeps any action it had queued and
+                    // returns it with the next.
+                    Err(LogError::Io(e)) => return Err(LogError::Io(e)),
+                    Err(refused) => tracing::warn!(peer, error = %refused, "a raft response was refused by the log"),
+                },
                 Ok(Err(dropped)) => tracing::debug!(peer, ?dropped, "a raft response gave nothing to act on"),
                 Err(error) => tracing::debug!(peer, %error, "a raft request failed"),
             },

@@ -5,7 +5,7 @@
 //! (raft's timers send again), and the next connect waits a backoff from
 //! 50 ms doubling to 500 ms.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +57,8 @@ async fn run(
     events: mpsc::Sender<Event>,
 ) {
     let mut backoff = BACKOFF_MIN;
-    while let Some(first) = queue.recv().await {
+    let mut backlog = VecDeque::new();
+    while let Some(first) = next_message(&mut queue, &mut backlog).await {
         match Session::open(&connection, &context).await {
             Ok(mut session) => {
                 backoff = BACKOFF_MIN;
@@ -71,7 +72,7 @@ async fn run(
                     if failed {
                         break;
                     }
-                    next = queue.recv().await;
+                    next = next_message(&mut queue, &mut backlog).await;
                 }
             }
             Err(error) => {
@@ -82,6 +83,26 @@ async fn run(
         }
         // What queued while the connection failed is stale: raft resends.
         while queue.try_recv().is_ok() {}
+        backlog.clear();
+    }
+}
+
+/// The next message to send: what queued while the last one was in flight,
+/// in order, but only the newest fetch (the older ones ask for a log end
+/// the node has moved past, and each would be held by the leader in turn).
+async fn next_message(
+    queue: &mut tokio_mpsc::UnboundedReceiver<Message>,
+    backlog: &mut VecDeque<Message>,
+) -> Option<Message> {
+    while let Ok(message) = queue.try_recv() {
+        if matches!(message, Message::FetchRequest { .. }) {
+            backlog.retain(|queued| !matches!(queued, Message::FetchRequest { .. }));
+        }
+        backlog.push_back(message);
+    }
+    match backlog.pop_front() {
+        Some(message) => Some(message),
+        None => queue.recv().await,
     }
 }
 

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use krabka_protocol::generated::{begin_quorum_epoch_response as begin, end_quorum_epoch_response as end};
 use krabka_protocol::generated::{fetch_response as fetch, vote_response as vote};
+use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
     BeginQuorumEpochResponse, EndQuorumEpochResponse, ErrorCode, FetchResponse, RequestBody, ResponseBody, VoteResponse,
 };
@@ -307,7 +308,23 @@ fn accept_fetch(answer: FetchResponse, fetch_offset: i64, last_fetched_epoch: i3
         last_fetched_epoch,
         high_watermark: partition.high_watermark,
         log_start_offset: partition.log_start_offset,
-        records: partition.records.unwrap_or_default(),
+        records: whole_batches(partition.records.unwrap_or_default()),
         diverging_epoch: (diverging.epoch >= 0).then_some((diverging.epoch, diverging.end_offset)),
     }))
+}
+
+/// The whole batches at the front of `records`: a Kafka leader answers with
+/// up to MaxBytes of its segment, which may end inside a batch, and its own
+/// followers drop that partial tail, as this does.
+fn whole_batches(records: Bytes) -> Bytes {
+    let mut whole = 0;
+    for batch in RecordBatches::new(records.clone()) {
+        match batch {
+            Ok(batch) => whole += batch.as_bytes().len(),
+            Err(RecordError::Truncated { .. }) => break,
+            // Anything else is the log's to refuse, whole.
+            Err(_) => return records,
+        }
+    }
+    records.slice(..whole)
 }

@@ -191,7 +191,7 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
         last_fetched_epoch: 6,
         high_watermark: 118,
         log_start_offset: 0,
-        records: Bytes::from_static(b"batches"),
+        records: one_batch(),
         diverging_epoch: None,
     };
     let diverged = FetchResponse { diverging_epoch: Some((5, 100)), records: Bytes::new(), ..fetched.clone() };
@@ -331,4 +331,35 @@ fn random_requests_and_responses_never_panic_the_mapping() {
         };
         let _ = accept_response(&sent[(seed as usize / 4) % sent.len()].0, response);
     }
+}
+
+/// One whole record batch.
+fn one_batch() -> Bytes {
+    use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+    let mut builder = RecordBatchBuilder::new(krabka_protocol::compression::Compression::None);
+    builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+    builder.build().unwrap().into_bytes()
+}
+
+#[test]
+fn a_fetched_partial_batch_at_the_end_is_dropped_as_kafka_drops_it() {
+    let batch = one_batch();
+    let mut records = BytesMut::new();
+    records.extend_from_slice(&batch);
+    records.extend_from_slice(&batch[..batch.len() / 2]);
+    let answer = Message::FetchResponse(FetchResponse {
+        epoch: 6,
+        leader_id: Some(2),
+        error: RaftError::None,
+        fetch_offset: 0,
+        last_fetched_epoch: 0,
+        high_watermark: 1,
+        log_start_offset: 0,
+        records: records.freeze(),
+        diverging_epoch: None,
+    });
+    let body = response(&context(2), &answer, 17).unwrap();
+    let sent = Message::FetchRequest { epoch: 6, fetch_offset: 0, last_fetched_epoch: 0 };
+    let Ok(Message::FetchResponse(read)) = accept_response(&sent, body) else { panic!() };
+    assert_eq!(read.records, batch);
 }
