@@ -249,17 +249,7 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
 #[test]
 fn a_fetch_answer_carries_the_leaders_endpoint_from_v17() {
     let node = context(2);
-    let answer = Message::FetchResponse(FetchResponse {
-        epoch: 6,
-        leader_id: Some(2),
-        error: RaftError::None,
-        fetch_offset: 0,
-        last_fetched_epoch: 0,
-        high_watermark: 0,
-        log_start_offset: 0,
-        records: Bytes::new(),
-        diverging_epoch: None,
-    });
+    let answer = Message::FetchResponse(served_from_zero(Bytes::new(), 0));
     let Some(ResponseBody::Fetch(v17)) = response(&node, &answer, 17) else { panic!() };
     assert_eq!(v17.node_endpoints.len(), 1);
     assert_eq!((v17.node_endpoints[0].node_id, v17.node_endpoints[0].port), (2, 9093));
@@ -333,6 +323,21 @@ fn random_requests_and_responses_never_panic_the_mapping() {
     }
 }
 
+/// Leader 2's answer, in epoch 6, to a fetch from offset 0.
+fn served_from_zero(records: Bytes, high_watermark: i64) -> FetchResponse {
+    FetchResponse {
+        epoch: 6,
+        leader_id: Some(2),
+        error: RaftError::None,
+        fetch_offset: 0,
+        last_fetched_epoch: 0,
+        high_watermark,
+        log_start_offset: 0,
+        records,
+        diverging_epoch: None,
+    }
+}
+
 /// One whole record batch.
 fn one_batch() -> Bytes {
     use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
@@ -347,17 +352,7 @@ fn a_fetched_partial_batch_at_the_end_is_dropped_as_kafka_drops_it() {
     let mut records = BytesMut::new();
     records.extend_from_slice(&batch);
     records.extend_from_slice(&batch[..batch.len() / 2]);
-    let answer = Message::FetchResponse(FetchResponse {
-        epoch: 6,
-        leader_id: Some(2),
-        error: RaftError::None,
-        fetch_offset: 0,
-        last_fetched_epoch: 0,
-        high_watermark: 1,
-        log_start_offset: 0,
-        records: records.freeze(),
-        diverging_epoch: None,
-    });
+    let answer = Message::FetchResponse(served_from_zero(records.freeze(), 1));
     let body = response(&context(2), &answer, 17).unwrap();
     let sent = Message::FetchRequest { epoch: 6, fetch_offset: 0, last_fetched_epoch: 0 };
     let Ok(Message::FetchResponse(read)) = accept_response(&sent, body) else { panic!() };
