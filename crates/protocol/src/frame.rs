@@ -114,6 +114,28 @@ pub fn encode_request<M: Message>(
     client_id: Option<&str>,
     body: &M,
 ) -> Result<(), EncodeError> {
+    request_frame(buf, api_key, api_version, correlation_id, client_id, |buf| body.encode(buf, api_version))
+}
+
+/// Appends one request frame of any API's body, as [`encode_request`].
+pub fn encode_request_body(
+    buf: &mut BytesMut,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+    body: &RequestBody,
+) -> Result<(), EncodeError> {
+    request_frame(buf, body.api_key(), api_version, correlation_id, client_id, |buf| body.encode(buf, api_version))
+}
+
+fn request_frame(
+    buf: &mut BytesMut,
+    api_key: ApiKey,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+    write_body: impl FnOnce(&mut BytesMut) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
     let header_version = api_key.info().request_header_version(api_version);
     let header = RequestHeader {
         request_api_key: api_key as i16,
@@ -124,7 +146,7 @@ pub fn encode_request<M: Message>(
     };
     framed(buf, |buf| {
         header.encode(buf, header_version)?;
-        body.encode(buf, api_version)
+        write_body(buf)
     })
 }
 

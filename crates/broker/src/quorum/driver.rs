@@ -64,7 +64,7 @@ impl Quorum {
     /// `runtime`.
     pub fn start(setup: QuorumSetup, runtime: &tokio::runtime::Handle) -> Result<Quorum, LogError> {
         let started = Instant::now();
-        let log = open_replicated_log(&setup.log_dir, setup.log_config.clone(), false, wall_ms())?;
+        let log = open_replicated_log(&setup.log_dir, setup.log_config.clone(), false, crate::clock::now_ms())?;
         let persisted = quorum_state::read(&setup.log_dir)?.map(|state| election_state(&state));
         let voters = setup.raft.voters.clone();
         let node = RaftNode::open(setup.raft.clone(), log, persisted, 0);
@@ -125,10 +125,6 @@ impl Drop for Quorum {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn wall_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The kind of RPC a message belongs to: a response answers the oldest

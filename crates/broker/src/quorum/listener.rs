@@ -8,29 +8,26 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::frame::RequestFrame;
-use krabka_protocol::generated::api_versions_response::ApiVersion;
-use krabka_protocol::{ApiKey, ApiVersionsResponse, ErrorCode, RequestBody, ResponseBody};
+use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use krabka_raft::wire::MIN_FETCH_VERSION;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::driver::Quorum;
+use crate::handlers::api_versions::{self, served_range};
 use crate::request::encode_frame;
 
 /// A request frame larger than this closes the connection (raft's largest
 /// are fetch responses, which go the other way).
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
-/// The APIs the controller listener serves, with the versions it speaks.
+/// The APIs the controller listener serves, with the versions it speaks
+/// (Fetch from v13, which carries the topic id raft checks).
 fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
     [ApiKey::ApiVersions, ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch]
         .into_iter()
-        .map(|key| {
-            let info = key.info();
-            let min = if key == ApiKey::Fetch { MIN_FETCH_VERSION } else { info.min_version };
-            let max = if info.latest_version_unstable { info.max_version - 1 } else { info.max_version };
-            (key, min, max)
-        })
+        .map(served_range)
+        .map(|(key, min, max)| (key, if key == ApiKey::Fetch { min.max(MIN_FETCH_VERSION) } else { min }, max))
         .collect()
 }
 
@@ -99,7 +96,7 @@ async fn answer(frame: Bytes, quorum: &Quorum) -> Result<BytesMut, String> {
         // with UNSUPPORTED_VERSION and the ranges, so the client retries.
         let (code, answer_version) =
             if supported { (ErrorCode::NONE, version) } else { (ErrorCode::UNSUPPORTED_VERSION, 0) };
-        let body = ResponseBody::ApiVersions(Box::new(api_versions(code)));
+        let body = ResponseBody::ApiVersions(Box::new(api_versions::response_for(&controller_apis(), code.code())));
         return Ok(encode_frame(key, answer_version, correlation_id, &body));
     }
     if !supported {
@@ -108,17 +105,4 @@ async fn answer(frame: Bytes, quorum: &Quorum) -> Result<BytesMut, String> {
     let body: RequestBody = request.decode_body().map_err(|e| e.to_string())?;
     let response = quorum.request(body, version).await.ok_or("the quorum gave no answer")?;
     Ok(encode_frame(key, version, correlation_id, &response))
-}
-
-fn api_versions(code: ErrorCode) -> ApiVersionsResponse {
-    let api_keys = controller_apis()
-        .into_iter()
-        .map(|(key, min_version, max_version)| ApiVersion {
-            api_key: key as i16,
-            min_version,
-            max_version,
-            ..Default::default()
-        })
-        .collect();
-    ApiVersionsResponse { error_code: code.code(), api_keys, ..Default::default() }
 }

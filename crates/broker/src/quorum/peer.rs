@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use krabka_protocol::frame::{encode_request, parse_response_header};
-use krabka_protocol::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, Message as _, RequestBody, ResponseBody};
+use krabka_protocol::frame::{encode_request, encode_request_body, parse_response_header};
+use krabka_protocol::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, Message as _, ResponseBody};
 use krabka_raft::wire::{self, Endpoint, WireContext, MIN_FETCH_VERSION};
 use krabka_raft::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -195,7 +195,8 @@ impl Session {
         };
         let correlation_id = self.next_correlation_id();
         let mut frame = BytesMut::new();
-        encode_request_body(&mut frame, &body, version, correlation_id, &self.client_id)?;
+        encode_request_body(&mut frame, version, correlation_id, Some(&self.client_id), &body)
+            .map_err(|e| e.to_string())?;
         let mut response = self.round_trip(&frame, key, version, correlation_id).await?;
         ResponseBody::decode(key, version, &mut response).map_err(|e| e.to_string())
     }
@@ -227,27 +228,4 @@ impl Session {
         }
         Ok(body)
     }
-}
-
-/// A request frame of any raft body.
-fn encode_request_body(
-    frame: &mut BytesMut,
-    body: &RequestBody,
-    version: i16,
-    correlation_id: i32,
-    client_id: &str,
-) -> Result<(), String> {
-    let client = Some(client_id);
-    let encoded = match body {
-        RequestBody::Vote(r) => encode_request(frame, ApiKey::Vote, version, correlation_id, client, r.as_ref()),
-        RequestBody::BeginQuorumEpoch(r) => {
-            encode_request(frame, ApiKey::BeginQuorumEpoch, version, correlation_id, client, r.as_ref())
-        }
-        RequestBody::EndQuorumEpoch(r) => {
-            encode_request(frame, ApiKey::EndQuorumEpoch, version, correlation_id, client, r.as_ref())
-        }
-        RequestBody::Fetch(r) => encode_request(frame, ApiKey::Fetch, version, correlation_id, client, r.as_ref()),
-        other => return Err(format!("not a raft request: {:?}", other.api_key())),
-    };
-    encoded.map_err(|e| e.to_string())
 }
