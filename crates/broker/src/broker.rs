@@ -6,7 +6,7 @@
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use krabka_format::MetaProperties;
@@ -17,8 +17,9 @@ use crate::config::BrokerConfig;
 use crate::coordinator_log::TopicLog;
 use crate::fetch_session::FetchSessionCache;
 use crate::metadata::store::METADATA_LOG_DIR_NAME;
-use crate::metadata::MetadataStore;
+use crate::metadata::{MetadataImage, MetadataStore};
 use crate::observability::Metrics;
+use crate::quorum::QuorumSetup;
 use crate::replica::ReplicaManager;
 use krabka_controller::producer_ids::ProducerIdBlocks;
 use krabka_coordinator::group::classic::ClassicConfig;
@@ -74,17 +75,25 @@ impl Broker {
             .get("metadata.log.max.record.bytes.between.snapshots")
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(20 * 1024 * 1024);
-        let metadata_clean = log_manager.was_clean_shutdown(&config.metadata_log_dir);
-        let metadata = MetadataStore::open(&config.metadata_log_dir, snapshot_every_bytes, metadata_clean, now_ms())
-            .context("opening the metadata log")?;
+        let metadata = if config.quorum.is_shared(config.node_id) {
+            let directory_id =
+                MetaProperties::read(&config.metadata_log_dir)?.map_or(meta.directory_id, |m| m.directory_id);
+            let setup = QuorumSetup::from_config(&config, &meta.cluster_id, directory_id);
+            let timeout = Duration::from_millis(config.quorum.request_timeout_ms.max(1) as u64);
+            let runtime =
+                tokio::runtime::Handle::try_current().context("joining the metadata quorum needs a runtime")?;
+            MetadataStore::join_quorum(setup, &runtime, timeout).context("joining the metadata quorum")?
+        } else {
+            let metadata_clean = log_manager.was_clean_shutdown(&config.metadata_log_dir);
+            MetadataStore::open(&config.metadata_log_dir, snapshot_every_bytes, metadata_clean, now_ms())
+                .context("opening the metadata log")?
+        };
         let image = metadata.image();
-        for stray in log_manager.stray_partitions(|tp, id| {
-            image
-                .topic(&tp.topic)
-                .is_some_and(|t| (tp.partition as usize) < t.partitions.len() && id.is_none_or(|id| *id == t.id))
-        }) {
-            tracing::info!(dir = %stray.display(), "removing the log of a deleted topic");
-            log_manager.delete_partition_dir(&stray)?;
+        // In a shared quorum the image starts empty: what is stray is known
+        // only once it has caught up (`catch_up_metadata`).
+        let caught_up = metadata.quorum().is_none();
+        if caught_up {
+            remove_stray_partitions(&log_manager, &image)?;
         }
         let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager));
         // At start a log that cannot open stops the broker; later ones are
@@ -127,12 +136,34 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
         });
-        let records = broker
+        if caught_up {
+            broker.load_groups(started)?;
+        }
+        Ok(broker)
+    }
+
+    /// In a shared quorum, waits until the image has caught up with what the
+    /// quorum committed, then does what needs the whole image: removing the
+    /// logs of deleted topics and loading the groups. Nothing to do on a
+    /// node that is its quorum's only voter (`open` did it).
+    pub async fn catch_up_metadata(&self) -> anyhow::Result<()> {
+        if self.metadata.quorum().is_none() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        tracing::info!("waiting for the metadata quorum to catch up");
+        self.metadata.caught_up().await;
+        remove_stray_partitions(self.replicas.log_manager(), &self.metadata.image())?;
+        self.load_groups(started)
+    }
+
+    fn load_groups(&self, started: Instant) -> anyhow::Result<()> {
+        let records = self
             .groups
-            .load(&broker.offsets_log, coordinator_time())
+            .load(&self.offsets_log, coordinator_time())
             .map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
         tracing::info!(records, elapsed_ms = started.elapsed().as_millis() as u64, "groups loaded");
-        Ok(broker)
+        Ok(())
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -151,13 +182,27 @@ impl Broker {
     }
 
     /// Flushes and seals every log, then marks the clean shutdown.
-    pub(crate) fn close_storage(&self) -> anyhow::Result<()> {
+    pub fn close_storage(&self) -> anyhow::Result<()> {
         self.replicas.shutdown().context("closing partition logs")?;
         self.metadata.close().context("closing the metadata log")?;
         self.replicas.log_manager().mark_clean_shutdown().context("writing the clean-shutdown marker")?;
         tracing::info!("clean shutdown complete");
         Ok(())
     }
+}
+
+/// Removes the partition logs `image` does not have (a topic deleted while
+/// the broker was down).
+fn remove_stray_partitions(log_manager: &LogManager, image: &MetadataImage) -> anyhow::Result<()> {
+    for stray in log_manager.stray_partitions(|tp, id| {
+        image
+            .topic(&tp.topic)
+            .is_some_and(|t| (tp.partition as usize) < t.partitions.len() && id.is_none_or(|id| *id == t.id))
+    }) {
+        tracing::info!(dir = %stray.display(), "removing the log of a deleted topic");
+        log_manager.delete_partition_dir(&stray)?;
+    }
+    Ok(())
 }
 
 /// Kafka's `group.*` and `offsets.*` settings.

@@ -10,6 +10,7 @@ use clap::Parser;
 use krabka_broker::broker::Broker;
 use krabka_broker::config::BrokerConfig;
 use krabka_broker::observability;
+use krabka_broker::quorum::serve_controller_listener;
 use krabka_format::properties;
 use tokio::net::{TcpListener, TcpSocket};
 
@@ -68,16 +69,27 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     for advertised in config.advertised_listeners.iter_mut().filter(|l| l.name == listener_config.name && l.port == 0) {
         advertised.port = bound_port;
     }
+    let controller_listener = bind_controller_listener(&config).await?;
     let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     observability::failures::install_panic_hook(broker.metrics.clone());
+    if let (Some(listener), Some(quorum)) = (controller_listener, broker.metadata.quorum()) {
+        tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
+        tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum)));
+    }
+    // Clients wait (refused) until the image has caught up: a broker must
+    // not answer from metadata it has not read yet.
+    spawn_signal_handler(broker.clone())?;
+    let mut shutdown = broker.shutdown_signal();
+    tokio::select! {
+        caught_up = broker.catch_up_metadata() => caught_up?,
+        _ = shutdown.wait_for(|stop| *stop) => return broker.close_storage(),
+    }
     let listener = socket.listen(backlog).with_context(|| format!("listening on {address}"))?;
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
         tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
         tokio::spawn(observability::http::serve(http, broker.metrics.clone(), broker.shutdown_signal()));
     }
-    // Before announcing: a SIGTERM right after "serving" must shut down cleanly.
-    spawn_signal_handler(broker.clone())?;
     tracing::info!(
         node_id = broker.node_id,
         cluster_id = %broker.cluster_id,
@@ -85,6 +97,23 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         "krabka broker serving"
     );
     broker.run(listener).await
+}
+
+/// The controller listener of a controller sharing its quorum with other
+/// voters, bound before the storage opens: the other voters reach this
+/// node's raft through it while it catches up. None for a node that is its
+/// quorum's only voter, or is no controller.
+async fn bind_controller_listener(config: &BrokerConfig) -> anyhow::Result<Option<TcpListener>> {
+    let is_controller = config.process_roles.iter().any(|role| role == "controller");
+    if !is_controller || !config.quorum.is_shared(config.node_id) {
+        return Ok(None);
+    }
+    let name = config.controller_listener_names.first().context("controller.listener.names is empty")?;
+    let listener = config.listeners.iter().find(|l| &l.name == name).context("no controller listener in listeners")?;
+    let host = if listener.host.is_empty() { "0.0.0.0" } else { listener.host.as_str() };
+    let address = format!("{host}:{}", listener.port);
+    let socket = bind_client_socket(&address).await?;
+    Ok(Some(socket.listen(config.socket_listen_backlog_size).with_context(|| format!("listening on {address}"))?))
 }
 
 /// A socket bound to `address` (host names resolved), not yet listening.

@@ -207,7 +207,9 @@ impl Cluster {
                 Err(e) => panic!("node {id}'s listener: {e}"),
             }
         };
-        let quorum = Arc::new(Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap());
+        // What it commits is compared on disk, not through the loader's stream.
+        let (quorum, _committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
+        let quorum = Arc::new(quorum);
         tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
         self.krabka.insert(id, quorum);
     }

@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use krabka_log::ReplicatedLog;
-use krabka_metadata::records::decode_batches;
-use krabka_metadata::{snapshot, MetadataDelta, MetadataImage, MetadataRecord, MetadataUpdate};
+use krabka_metadata::{snapshot, MetadataDelta, MetadataImage, MetadataLoader, MetadataRecord, MetadataUpdate};
 use krabka_raft::{Committed, SingleVoter, Snapshot};
 
 use crate::error::MetadataError;
@@ -42,7 +41,7 @@ impl<L: ReplicatedLog> Controller<L> {
     /// a damaged log must not stop the node. A log that starts past the
     /// snapshot's end (or past 0 without one) has lost records: an error.
     pub fn open(voter: SingleVoter<L>, snapshot: Option<Snapshot>) -> Result<Self, MetadataError> {
-        let (snapshot_end, mut image) = match snapshot {
+        let (snapshot_end, image) = match snapshot {
             Some((id, bytes)) => {
                 let image = snapshot::decode(bytes)
                     .map_err(|e| MetadataError::Corrupt { offset: id.end_offset, reason: e.to_string() })?;
@@ -57,25 +56,17 @@ impl<L: ReplicatedLog> Controller<L> {
                 reason: format!("the metadata log starts at {log_start} but no snapshot covers what came before"),
             });
         }
-        image.offset = snapshot_end - 1;
-        let mut delta = MetadataDelta::from_empty(&image);
-        let mut offset = snapshot_end;
-        while offset < voter.high_watermark() {
-            let batches = voter.read_committed(offset, REPLAY_READ_BYTES)?;
+        let mut loader = MetadataLoader::new(image, snapshot_end);
+        while loader.next_offset() < voter.high_watermark() {
+            let batches = voter.read_committed(loader.next_offset(), REPLAY_READ_BYTES)?;
             if batches.is_empty() {
                 break;
             }
-            let (records, next_offset) = decode_batches(batches, offset)?;
-            debug_assert!(next_offset > offset, "a replay that does not move");
-            for (record_offset, record) in records {
-                if let Err(reason) = delta.apply(&mut image, &record) {
-                    tracing::error!(offset = record_offset, %reason, "skipping metadata record");
-                }
-                image.offset = record_offset;
-            }
-            offset = next_offset;
+            let before = loader.next_offset();
+            loader.apply(batches)?;
+            debug_assert!(loader.next_offset() > before, "a replay that does not move");
         }
-        Ok(Controller { voter, image: Arc::new(image) })
+        Ok(Controller { voter, image: loader.image().clone() })
     }
 
     /// The image of everything committed.

@@ -16,6 +16,13 @@ pub enum MetadataError {
     Corrupt { offset: i64, reason: String },
     #[error("{records} metadata records in one operation, more than {MAX_RECORDS_PER_USER_OP}")]
     TooManyRecords { records: usize },
+    /// This node is not the active controller (or stopped being it before
+    /// the commit): the client asks the controller it finds next.
+    #[error("this node is not the active controller")]
+    NotController,
+    /// The quorum did not commit in time; the records may still commit.
+    #[error("the metadata quorum did not commit within {timeout_ms} ms")]
+    Timeout { timeout_ms: u64 },
 }
 
 impl From<CorruptRecord> for MetadataError {
@@ -44,8 +51,15 @@ impl ApiError {
 
 impl From<MetadataError> for ApiError {
     fn from(e: MetadataError) -> Self {
-        if let MetadataError::TooManyRecords { .. } = e {
-            return ApiError::too_many_records();
+        match e {
+            MetadataError::TooManyRecords { .. } => return ApiError::too_many_records(),
+            // Kafka's messages for the two; a client retries both.
+            MetadataError::NotController => {
+                let message = "This is not the correct controller for this cluster.";
+                return ApiError::new(ErrorCode::NOT_CONTROLLER.code(), message);
+            }
+            MetadataError::Timeout { .. } => return ApiError::new(ErrorCode::REQUEST_TIMED_OUT.code(), e.to_string()),
+            MetadataError::Log(_) | MetadataError::Corrupt { .. } => {}
         }
         tracing::error!(error = %e, "metadata commit failed");
         ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR.code(), e.to_string())

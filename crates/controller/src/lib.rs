@@ -14,10 +14,16 @@
 //! never commit a record that was not validated against the image it
 //! applies to, and never depend on the broker.
 //!
-//! Files import one way, from the top down: `requests` (the request-shaped
-//! `Controller` operations) -> `controller` (`Controller`: commit, replay),
-//! `topics` -> `partitions`, `delete_topics`, `configs`, `producer_ids` ->
-//! `budget` -> `error` -> `limits`.
+//! Each request's decision is a plan: a pure function of the image and
+//! the request giving the records to commit and the request's result
+//! (`topics::plan_create_topics`, `delete_topics::plan_delete_topics`, ...).
+//! Whoever commits runs it against the image it commits on: `Controller`
+//! over the single voter, or the broker's quorum writer over a multi-voter
+//! quorum.
+//!
+//! Files import one way, from the top down: `controller` (`Controller`:
+//! commit, replay) -> `topics` -> `partitions`, `delete_topics`,
+//! `configs`, `producer_ids` -> `budget` -> `error` -> `limits`.
 
 pub mod budget;
 pub mod configs;
@@ -27,11 +33,10 @@ pub mod error;
 pub mod limits;
 pub mod partitions;
 pub mod producer_ids;
-pub mod requests;
 pub mod topics;
 
 pub use budget::RecordBudget;
 pub use controller::{Commit, Controller};
 pub use error::{ApiError, MetadataError};
 pub use limits::MAX_RECORDS_PER_USER_OP;
-pub use topics::{NewTopic, TopicDefaults};
+pub use topics::{CreatedTopics, NewTopic, TopicDefaults};

@@ -9,6 +9,8 @@ use std::sync::Mutex;
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::ProducerIdsRecord;
 
+use crate::error::MetadataError;
+
 /// Ids per block: one metadata record per this many producers.
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 
@@ -26,6 +28,16 @@ pub fn next_block(image: &MetadataImage, node_id: i32) -> (MetadataRecord, Range
     (record, block)
 }
 
+/// AllocateProducerIds as a plan: the record reserving the next block for
+/// `node_id`, and the block.
+pub fn plan_allocate_producer_ids(
+    image: &MetadataImage,
+    node_id: i32,
+) -> Result<(Vec<MetadataRecord>, Range<i64>), MetadataError> {
+    let (record, block) = next_block(image, node_id);
+    Ok((vec![record], block))
+}
+
 /// The block this node hands ids from (Kafka's `ProducerIdManager`).
 pub struct ProducerIdBlocks {
     node_id: i32,
@@ -38,16 +50,41 @@ impl ProducerIdBlocks {
         ProducerIdBlocks { node_id, current: Mutex::new(0..0) }
     }
 
-    /// Hands out a producer id. When the current block is used up,
-    /// `reserve` is called with this node's id to commit the next block
-    /// (`Controller::allocate_producer_ids`) and return it.
-    pub fn allocate<E>(&self, reserve: impl FnOnce(i32) -> Result<Range<i64>, E>) -> Result<i64, E> {
+    /// The node whose blocks these are.
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// The next id of the current block, or None when it is used up: the
+    /// caller then commits the next block (`plan_allocate_producer_ids`)
+    /// and hands it to `take_from`.
+    pub fn take(&self) -> Option<i64> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let id = (!current.is_empty()).then_some(current.start)?;
+        current.start += 1;
+        Some(id)
+    }
+
+    /// Takes an id from a newly reserved `block`. When another caller
+    /// refilled the current block meanwhile, it is kept and `block` is
+    /// abandoned whole: a wasted block is harmless, a reused id is not.
+    pub fn take_from(&self, block: Range<i64>) -> i64 {
+        debug_assert!(!block.is_empty(), "an empty producer id block");
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if current.is_empty() {
-            *current = reserve(self.node_id)?;
+            *current = block;
         }
         let id = current.start;
         current.start += 1;
-        Ok(id)
+        id
+    }
+
+    /// Hands out a producer id, calling `reserve` with this node's id to
+    /// commit the next block when the current one is used up.
+    pub fn allocate<E>(&self, reserve: impl FnOnce(i32) -> Result<Range<i64>, E>) -> Result<i64, E> {
+        match self.take() {
+            Some(id) => Ok(id),
+            None => Ok(self.take_from(reserve(self.node_id)?)),
+        }
     }
 }

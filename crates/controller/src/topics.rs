@@ -201,13 +201,33 @@ fn check_assignments(topic: &CreatableTopic, node_id: i32) -> Result<i32, ApiErr
     Ok(topic.assignments.len() as i32)
 }
 
-/// Each topic's outcome of a CreateTopics, in request order.
-pub type TopicOutcomes = Vec<Result<(), ApiError>>;
+/// Each topic of a CreateTopics by name: the topic created (or, validate
+/// only, creatable), or why not. In request order.
+pub type CreatedTopics = Vec<(String, Result<NewTopic, ApiError>)>;
+
+/// CreateTopics: the total partition count first (over the limit fails
+/// the whole request), then each topic on its own, then against what
+/// exists in `image`. The records creating what may be created, and each
+/// topic's outcome.
+pub fn plan_create_topics(
+    image: &MetadataImage,
+    request: &CreateTopicsRequest,
+    defaults: &TopicDefaults,
+) -> Result<(Vec<MetadataRecord>, CreatedTopics), ApiError> {
+    check_total_partitions(request, defaults.num_partitions)?;
+    let planned = validate_new_topics(&request.topics, defaults);
+    let (records, outcomes) = plan_new_topics(image, &planned, request.validate_only, defaults.node_id)?;
+    let topics = planned.into_iter().zip(outcomes).map(|((name, plan), outcome)| (name, outcome.and(plan))).collect();
+    Ok((records, topics))
+}
+
+/// Each validated topic's outcome against the image, in request order.
+type TopicOutcomes = Vec<Result<(), ApiError>>;
 
 /// The records creating the validated topics that do not exist in `image`,
 /// and each topic's outcome. Validate-only requests build none, but count
 /// them: past `MAX_RECORDS_PER_USER_OP` the whole request fails.
-pub fn plan_create_topics(
+fn plan_new_topics(
     image: &MetadataImage,
     planned: &[(String, Result<NewTopic, ApiError>)],
     validate_only: bool,

@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use krabka_controller::producer_ids::{ProducerIdBlocks, PRODUCER_ID_BLOCK_SIZE};
-use krabka_controller::topics::{check_total_partitions, topic_records};
+use krabka_controller::delete_topics::plan_delete_topics;
+use krabka_controller::partitions::plan_create_partitions;
+use krabka_controller::producer_ids::{plan_allocate_producer_ids, ProducerIdBlocks, PRODUCER_ID_BLOCK_SIZE};
+use krabka_controller::topics::{check_total_partitions, plan_create_topics, topic_records};
 use krabka_controller::{ApiError, Controller, MetadataError, NewTopic, TopicDefaults, MAX_RECORDS_PER_USER_OP};
 use krabka_log::{LogConfig, PartitionLog, ReplicatedLog};
 use krabka_metadata::MetadataRecord;
@@ -70,7 +72,9 @@ fn ten_thousand_and_one_partitions_fail_the_whole_request_and_commit_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open(dir.path());
     for validate_only in [false, true] {
-        let Err(e) = controller.create_topics(&request(&[1, 10_000], validate_only), &defaults(), NOW_MS) else {
+        let Err(e) = controller
+            .commit(|image| plan_create_topics(image, &request(&[1, 10_000], validate_only), &defaults()), NOW_MS)
+        else {
             panic!("10,001 partitions were accepted");
         };
         assert_policy_violation(&e, TOO_MANY_PARTITIONS);
@@ -86,14 +90,17 @@ fn a_create_topics_of_exactly_the_record_limit_commits_one_past_it_does_not() {
     // 10,000 partitions pass the partition check, but with the TopicRecord
     // they are 10,001 records: Kafka refuses the batch, validate-only too.
     for validate_only in [false, true] {
-        let Err(e) = controller.create_topics(&request(&[10_000], validate_only), &defaults(), NOW_MS) else {
+        let Err(e) = controller
+            .commit(|image| plan_create_topics(image, &request(&[10_000], validate_only), &defaults()), NOW_MS)
+        else {
             panic!("10,001 records were accepted");
         };
         assert_policy_violation(&e, TOO_MANY_RECORDS);
     }
     assert_eq!(controller.voter().log().log_end_offset(), 0);
     // 9,999 partitions and the topic: exactly 10,000 records, one batch.
-    let commit = controller.create_topics(&request(&[9_999], false), &defaults(), NOW_MS).unwrap();
+    let commit =
+        controller.commit(|image| plan_create_topics(image, &request(&[9_999], false), &defaults()), NOW_MS).unwrap();
     let (name, topic) = &commit.result[0];
     assert_eq!((name.as_str(), topic.as_ref().unwrap().partitions), ("t0", 9_999));
     let committed = commit.committed.unwrap();
@@ -105,7 +112,8 @@ fn a_create_topics_of_exactly_the_record_limit_commits_one_past_it_does_not() {
 fn validate_only_counts_but_commits_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open(dir.path());
-    let commit = controller.create_topics(&request(&[3, -1], true), &defaults(), NOW_MS).unwrap();
+    let commit =
+        controller.commit(|image| plan_create_topics(image, &request(&[3, -1], true), &defaults()), NOW_MS).unwrap();
     assert!(commit.committed.is_none());
     assert!(commit.result.iter().all(|(_, topic)| topic.is_ok()));
     assert!(controller.image().topics.is_empty());
@@ -136,14 +144,17 @@ fn topic_records_builds_what_it_is_given_the_callers_budget_it() {
 fn a_reopened_controller_replays_what_was_committed() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open(dir.path());
-    controller.create_topics(&request(&[2, 3], false), &defaults(), NOW_MS).unwrap();
+    controller.commit(|image| plan_create_topics(image, &request(&[2, 3], false), &defaults()), NOW_MS).unwrap();
     let grow = CreatePartitionsRequest {
         topics: vec![CreatePartitionsTopic { name: "t0".into(), count: 4, assignments: None, ..Default::default() }],
         ..Default::default()
     };
-    let results = controller.create_partitions(&grow, NODE, NOW_MS).unwrap().result;
+    let results = controller.commit(|image| plan_create_partitions(image, &grow, NODE), NOW_MS).unwrap().result;
     assert_eq!(results[0].error_code, 0);
-    let deleted = controller.delete_topics(&[(Some("t1".into()), Uuid::ZERO)], true, NOW_MS).unwrap().result;
+    let deleted = controller
+        .commit(|image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true), NOW_MS)
+        .unwrap()
+        .result;
     assert_eq!(deleted[0].error_code, 0);
     let image = controller.image().clone();
     drop(controller);
@@ -166,7 +177,8 @@ fn open_snapshotting(dir: &Path, snapshot_every_bytes: u64) -> Controller<Partit
 fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open_snapshotting(dir.path(), 0);
-    let commit = controller.create_topics(&request(&[2, 3], false), &defaults(), NOW_MS).unwrap();
+    let commit =
+        controller.commit(|image| plan_create_topics(image, &request(&[2, 3], false), &defaults()), NOW_MS).unwrap();
     let end = commit.committed.unwrap().high_watermark;
     assert_eq!(commit.committed.unwrap().snapshot_due, Some(end));
     let snapshot = controller.voter().log().latest_snapshot().unwrap().unwrap();
@@ -176,7 +188,10 @@ fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
     // Far from due: the next commit stays in the log only.
     let mut controller = open_snapshotting(dir.path(), u64::MAX);
     assert_eq!(controller.image().topics.len(), 2);
-    let deleted = controller.delete_topics(&[(Some("t1".into()), Uuid::ZERO)], true, NOW_MS).unwrap().result;
+    let deleted = controller
+        .commit(|image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true), NOW_MS)
+        .unwrap()
+        .result;
     assert_eq!(deleted[0].error_code, 0);
     let image = controller.image().clone();
     drop(controller);
@@ -191,7 +206,7 @@ fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
 fn a_log_that_starts_past_every_snapshot_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open_snapshotting(dir.path(), 0);
-    controller.create_topics(&request(&[1], false), &defaults(), NOW_MS).unwrap();
+    controller.commit(|image| plan_create_topics(image, &request(&[1], false), &defaults()), NOW_MS).unwrap();
     drop(controller);
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
@@ -213,7 +228,11 @@ fn producer_ids_are_unique_across_blocks_and_restarts() {
     let mut controller = open(dir.path());
     let blocks = ProducerIdBlocks::new(NODE);
     let allocate = |controller: &mut Controller<PartitionLog>| {
-        blocks.allocate(|node| controller.allocate_producer_ids(node, NOW_MS).map(|c| c.result)).unwrap()
+        blocks
+            .allocate(|node| {
+                controller.commit(|image| plan_allocate_producer_ids(image, node), NOW_MS).map(|c| c.result)
+            })
+            .unwrap()
     };
     let ids: Vec<i64> = (0..PRODUCER_ID_BLOCK_SIZE + 2).map(|_| allocate(&mut controller)).collect();
     assert_eq!(ids, (0..PRODUCER_ID_BLOCK_SIZE + 2).collect::<Vec<_>>());
@@ -222,6 +241,8 @@ fn producer_ids_are_unique_across_blocks_and_restarts() {
     // A restart abandons what is left of its block.
     let mut controller = open(dir.path());
     let blocks = ProducerIdBlocks::new(NODE);
-    let id = blocks.allocate(|node| controller.allocate_producer_ids(node, NOW_MS).map(|c| c.result)).unwrap();
+    let id = blocks
+        .allocate(|node| controller.commit(|image| plan_allocate_producer_ids(image, node), NOW_MS).map(|c| c.result))
+        .unwrap();
     assert_eq!(id, 2 * PRODUCER_ID_BLOCK_SIZE);
 }

@@ -10,17 +10,20 @@
 //! the log, raft or the broker.
 //!
 //! Modules point one way: `records` (the wire frames) < `image` (records
-//! applied) < `delta` (what applying changed) < `publisher` (the current
-//! image and its subscribers); `snapshot` encodes an image as snapshot
+//! applied) < `delta` (what applying changed) < `loader` (committed batches
+//! applied, chunk by chunk) and `publisher` (the current image and its
+//! subscribers); `snapshot` encodes an image as snapshot
 //! bytes and decodes them back.
 
 pub mod delta;
 pub mod image;
+pub mod loader;
 pub mod publisher;
 pub mod records;
 pub mod snapshot;
 
 pub use delta::MetadataDelta;
 pub use image::{MetadataImage, PartitionImage, TopicImage};
+pub use loader::MetadataLoader;
 pub use publisher::{MetadataPublisher, MetadataUpdate};
 pub use records::MetadataRecord;

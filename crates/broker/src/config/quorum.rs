@@ -33,6 +33,12 @@ pub struct QuorumConfig {
 }
 
 impl QuorumConfig {
+    /// Whether node `node_id` shares its quorum with other voters (or, a
+    /// broker-only node, observes one), rather than being its only voter.
+    pub fn is_shared(&self, node_id: i32) -> bool {
+        self.voters.keys().any(|&id| id != node_id)
+    }
+
     /// Reads the quorum keys. As in Kafka, a controller must be one of the
     /// voters (when they are given) and a broker-only node must not be.
     pub(super) fn read(values: &KeyValues, node_id: i32, controller_role: bool) -> Result<QuorumConfig, ConfigError> {

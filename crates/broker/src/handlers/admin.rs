@@ -245,11 +245,13 @@ pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRe
 
 pub fn describe_quorum(ctx: &RequestContext<'_>, _request: DescribeQuorumRequest) -> DescribeQuorumResponse {
     let broker = ctx.broker;
-    let end = broker.metadata.log_end_offset();
+    // Only this node's own progress for now: the leader's view of every
+    // voter comes with the controller RPCs.
+    let view = broker.metadata.quorum_view(broker.node_id);
     let now = now_ms();
     let voter = ReplicaState {
         replica_id: broker.node_id,
-        log_end_offset: end,
+        log_end_offset: view.log_end_offset,
         last_fetch_timestamp: now,
         last_caught_up_timestamp: now,
         ..Default::default()
@@ -260,9 +262,9 @@ pub fn describe_quorum(ctx: &RequestContext<'_>, _request: DescribeQuorumRequest
             topic_name: METADATA_LOG_DIR_NAME.trim_end_matches("-0").to_string(),
             partitions: vec![describe_quorum_response::PartitionData {
                 partition_index: 0,
-                leader_id: broker.node_id,
-                leader_epoch: 1,
-                high_watermark: end,
+                leader_id: view.leader_id.unwrap_or(-1),
+                leader_epoch: view.epoch.max(1),
+                high_watermark: view.high_watermark,
                 current_voters: vec![voter],
                 observers: Vec::new(),
                 ..Default::default()

@@ -17,7 +17,7 @@ use crate::config::{ConfigEntry, ConfigType};
 use crate::metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use crate::metadata::MetadataUpdate;
 use crate::request::RequestContext;
-use krabka_controller::configs::ConfigOutcome;
+use krabka_controller::configs::{plan_alter_configs, plan_incremental_alter_configs, ConfigOutcome};
 use krabka_controller::ApiError;
 
 fn config_type_code(config_type: ConfigType) -> i8 {
@@ -123,11 +123,11 @@ fn outcomes(
     resources.into_iter().zip(outcomes).map(|((t, n), (c, m))| (t, n, c, m)).collect()
 }
 
-pub fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterConfigsResponse {
+pub async fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
     // Legacy AlterConfigs replaces the whole set of overrides.
-    let commit = ctx.broker.metadata.control(|c, now_ms| c.alter_configs(&request, now_ms));
+    let commit = ctx.broker.metadata.control(|image| plan_alter_configs(image, &request)).await;
     let outcomes = outcomes(resources, commit);
     AlterConfigsResponse {
         responses: outcomes
@@ -146,13 +146,13 @@ pub fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterCon
     }
 }
 
-pub fn incremental_alter(
+pub async fn incremental_alter(
     ctx: &RequestContext<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
-    let commit = ctx.broker.metadata.control(|c, now_ms| c.incremental_alter_configs(&request, now_ms));
+    let commit = ctx.broker.metadata.control(|image| plan_incremental_alter_configs(image, &request)).await;
     let outcomes = outcomes(resources, commit);
     IncrementalAlterConfigsResponse {
         responses: outcomes

@@ -38,15 +38,20 @@ use krabka_coordinator::runtime::{Outcome, Waiter};
 const KEY_TYPE_GROUP: i8 = 0;
 
 /// Creates `__consumer_offsets` on first use, as Kafka does.
-fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
+async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
     let configs = [("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")];
-    ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs)
+    ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs).await
 }
 
-pub fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
+pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
     let broker = ctx.broker;
     let listener = broker.config.advertised_listener();
+    let valid_key = |key: &str| !key.is_empty() || ctx.api_version >= 4;
+    let group_keys = request.key_type == KEY_TYPE_GROUP
+        && (request.coordinator_keys.iter().any(|k| valid_key(k)) || valid_key(&request.key));
+    // Created on the first lookup of a valid group key, as Kafka does.
+    let offsets_topic = if group_keys { ensure_offsets_topic(ctx).await } else { Ok(()) };
     let answer = |key: &str| -> Coordinator {
         let error = if request.key_type != KEY_TYPE_GROUP {
             // Transactions and share groups are not served yet.
@@ -54,7 +59,7 @@ pub fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorReques
         } else if key.is_empty() && ctx.api_version < 4 {
             Some((ErrorCode::INVALID_GROUP_ID.code(), "The group id is invalid."))
         } else {
-            ensure_offsets_topic(ctx).err().map(|c| (c, "The coordinator is not available."))
+            offsets_topic.err().map(|c| (c, "The coordinator is not available."))
         };
         match error {
             Some((code, message)) => Coordinator {
@@ -143,13 +148,13 @@ fn later<T: Send + 'static>(
     }))
 }
 
-pub fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply {
+pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply {
     let version = ctx.api_version;
     if request.group_id.is_empty() {
         let body = join_error(ctx, &request.member_id, ErrorCode::INVALID_GROUP_ID.code());
         return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
     }
-    if let Err(code) = ensure_offsets_topic(ctx) {
+    if let Err(code) = ensure_offsets_topic(ctx).await {
         return ctx.reply(ResponseBody::JoinGroup(Box::new(join_error(ctx, &request.member_id, code))));
     }
     let join = JoinRequest {
@@ -234,7 +239,7 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
     }
 }
 
-pub fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
+pub async fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
     let broker = ctx.broker;
     let image = broker.metadata.image();
     let by_id = ctx.api_version >= 10;
@@ -261,7 +266,7 @@ pub fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> 
         .collect();
     let codes = if request.group_id.is_empty() {
         vec![ErrorCode::INVALID_GROUP_ID.code(); offsets.len()]
-    } else if let Err(code) = ensure_offsets_topic(ctx) {
+    } else if let Err(code) = ensure_offsets_topic(ctx).await {
         vec![code; offsets.len()]
     } else {
         broker.groups.commit_offsets(
@@ -515,7 +520,7 @@ fn assignment_from(partitions: &[krabka_protocol::consumer_group_heartbeat_reque
     out
 }
 
-pub fn consumer_group_heartbeat(
+pub async fn consumer_group_heartbeat(
     ctx: &RequestContext<'_>,
     request: krabka_protocol::ConsumerGroupHeartbeatRequest,
 ) -> krabka_protocol::ConsumerGroupHeartbeatResponse {
@@ -539,7 +544,7 @@ pub fn consumer_group_heartbeat(
         }
         member_id = Uuid::random().map(|u| u.to_string()).unwrap_or_else(|_| format!("member-{}", ctx.correlation_id));
     }
-    if let Err(code) = ensure_offsets_topic(ctx) {
+    if let Err(code) = ensure_offsets_topic(ctx).await {
         return fail(code, "The coordinator is not available.");
     }
     let heartbeat = ConsumerHeartbeat {

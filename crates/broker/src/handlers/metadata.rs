@@ -19,7 +19,7 @@ const ALL_CLUSTER_OPERATIONS: i32 = 0b0001_1111_1111_1000;
 /// The first Metadata version whose topics may be named by id alone.
 const NULLABLE_NAME_VERSION: i16 = 12;
 
-pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataResponse {
+pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataResponse {
     let broker = ctx.broker;
     let mut image = broker.metadata.image();
     let mut topics = Vec::new();
@@ -43,7 +43,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataRes
                     .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
                     .collect();
                 if !missing.is_empty() {
-                    if let Some(created) = auto_create_topics(broker, &missing) {
+                    if let Some(created) = auto_create_topics(broker, &missing).await {
                         image = created;
                     }
                 }

@@ -63,21 +63,21 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r).await),
         RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
         RequestBody::ApiVersions(_) => ResponseBody::ApiVersions(Box::new(api_versions::response(0))),
-        RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r))),
+        RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r).await)),
         RequestBody::ListOffsets(r) => ResponseBody::ListOffsets(Box::new(list_offsets::handle(&ctx, *r))),
-        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r))),
-        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(&ctx, *r))),
+        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r).await)),
+        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(&ctx, *r).await)),
         RequestBody::CreatePartitions(r) => {
-            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(&ctx, *r)))
+            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(&ctx, *r).await))
         }
         RequestBody::DescribeTopicPartitions(r) => {
             ResponseBody::DescribeTopicPartitions(Box::new(topics::describe_topic_partitions(&ctx, *r)))
         }
-        RequestBody::InitProducerId(r) => ResponseBody::InitProducerId(Box::new(producer_ids::handle(&ctx, *r))),
+        RequestBody::InitProducerId(r) => ResponseBody::InitProducerId(Box::new(producer_ids::handle(&ctx, *r).await)),
         RequestBody::DescribeConfigs(r) => ResponseBody::DescribeConfigs(Box::new(configs::describe(&ctx, *r))),
-        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(&ctx, *r))),
+        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(&ctx, *r).await)),
         RequestBody::IncrementalAlterConfigs(r) => {
-            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(&ctx, *r)))
+            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(&ctx, *r).await))
         }
         RequestBody::DeleteRecords(r) => ResponseBody::DeleteRecords(Box::new(admin::delete_records(&ctx, *r))),
         RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(Box::new(admin::describe_cluster(&ctx, *r))),
@@ -89,19 +89,21 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             ResponseBody::DescribeProducers(Box::new(admin::describe_producers(&ctx, *r)))
         }
         RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(&ctx, *r))),
-        RequestBody::FindCoordinator(r) => ResponseBody::FindCoordinator(Box::new(groups::find_coordinator(&ctx, *r))),
-        RequestBody::JoinGroup(r) => return Ok(groups::join_group(&ctx, *r)),
+        RequestBody::FindCoordinator(r) => {
+            ResponseBody::FindCoordinator(Box::new(groups::find_coordinator(&ctx, *r).await))
+        }
+        RequestBody::JoinGroup(r) => return Ok(groups::join_group(&ctx, *r).await),
         RequestBody::SyncGroup(r) => return Ok(groups::sync_group(&ctx, *r)),
         RequestBody::Heartbeat(r) => ResponseBody::Heartbeat(Box::new(groups::heartbeat(&ctx, *r))),
         RequestBody::LeaveGroup(r) => ResponseBody::LeaveGroup(Box::new(groups::leave_group(&ctx, *r))),
-        RequestBody::OffsetCommit(r) => ResponseBody::OffsetCommit(Box::new(groups::offset_commit(&ctx, *r))),
+        RequestBody::OffsetCommit(r) => ResponseBody::OffsetCommit(Box::new(groups::offset_commit(&ctx, *r).await)),
         RequestBody::OffsetFetch(r) => ResponseBody::OffsetFetch(Box::new(groups::offset_fetch(&ctx, *r))),
         RequestBody::ListGroups(r) => ResponseBody::ListGroups(Box::new(groups::list_groups(&ctx, *r))),
         RequestBody::DescribeGroups(r) => ResponseBody::DescribeGroups(Box::new(groups::describe_groups(&ctx, *r))),
         RequestBody::DeleteGroups(r) => ResponseBody::DeleteGroups(Box::new(groups::delete_groups(&ctx, *r))),
         RequestBody::OffsetDelete(r) => ResponseBody::OffsetDelete(Box::new(groups::offset_delete(&ctx, *r))),
         RequestBody::ConsumerGroupHeartbeat(r) => {
-            ResponseBody::ConsumerGroupHeartbeat(Box::new(groups::consumer_group_heartbeat(&ctx, *r)))
+            ResponseBody::ConsumerGroupHeartbeat(Box::new(groups::consumer_group_heartbeat(&ctx, *r).await))
         }
         RequestBody::ConsumerGroupDescribe(r) => {
             ResponseBody::ConsumerGroupDescribe(Box::new(groups::consumer_group_describe(&ctx, *r)))

@@ -5,18 +5,18 @@
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{InitProducerIdRequest, InitProducerIdResponse};
 
+use crate::metadata::MetadataError;
 use crate::request::RequestContext;
+use krabka_controller::producer_ids::plan_allocate_producer_ids;
 
-pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
+pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
     if let Some(transactional_id) = &request.transactional_id {
         tracing::warn!(%transactional_id, "transactional producers are not supported yet");
         response.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
         return response;
     }
-    let metadata = &ctx.broker.metadata;
-    let reserve = |node_id| metadata.control(|c, now_ms| c.allocate_producer_ids(node_id, now_ms)).map(|(_, b)| b);
-    match ctx.broker.producer_ids.allocate(reserve) {
+    match allocate(ctx).await {
         Ok(producer_id) => {
             response.producer_id = producer_id;
             response.producer_epoch = 0;
@@ -27,4 +27,16 @@ pub fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitP
         }
     }
     response
+}
+
+/// The next producer id of this node's block, reserving the next block in
+/// the metadata log when it is used up.
+async fn allocate(ctx: &RequestContext<'_>) -> Result<i64, MetadataError> {
+    let blocks = &ctx.broker.producer_ids;
+    if let Some(id) = blocks.take() {
+        return Ok(id);
+    }
+    let node_id = blocks.node_id();
+    let (_, block) = ctx.broker.metadata.control(|image| plan_allocate_producer_ids(image, node_id)).await?;
+    Ok(blocks.take_from(block))
 }

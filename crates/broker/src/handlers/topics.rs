@@ -21,11 +21,14 @@ use crate::broker::Broker;
 use crate::config::topic::describe_topic;
 use crate::metadata::MetadataImage;
 use crate::request::RequestContext;
-use krabka_controller::delete_topics::TopicToDelete;
-use krabka_controller::topics::check_replication_factor;
+use krabka_controller::delete_topics::{plan_delete_topics, TopicToDelete};
+use krabka_controller::partitions::plan_create_partitions;
+use krabka_controller::topics::{
+    check_replication_factor, plan_auto_create_topics, plan_create_topics, plan_internal_topic,
+};
 use krabka_controller::{ApiError, NewTopic, TopicDefaults};
 
-pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
+pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
     let config = &broker.config;
     let defaults = TopicDefaults {
@@ -33,7 +36,7 @@ pub fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> 
         replication_factor: config.default_replication_factor,
         node_id: broker.node_id,
     };
-    let (image, topics) = match broker.metadata.control(|c, now_ms| c.create_topics(&request, &defaults, now_ms)) {
+    let (image, topics) = match broker.metadata.control(|image| plan_create_topics(image, &request, &defaults)).await {
         Ok(done) => done,
         Err(e) => return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() },
     };
@@ -95,7 +98,7 @@ fn failed_topics(request: &CreateTopicsRequest, e: &ApiError) -> Vec<CreatableTo
 }
 
 /// Creates an internal topic (`__consumer_offsets`) if it does not exist yet.
-pub fn ensure_internal_topic(
+pub async fn ensure_internal_topic(
     broker: &Broker,
     name: &str,
     partitions: i32,
@@ -106,7 +109,7 @@ pub fn ensure_internal_topic(
     }
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let topic = NewTopic { name: name.to_string(), partitions, configs };
-    let commit = broker.metadata.control(|c, now_ms| c.ensure_topic(&topic, broker.node_id, now_ms));
+    let commit = broker.metadata.control(|image| plan_internal_topic(image, &topic, broker.node_id)).await;
     match commit {
         // Known to the image but not hosted (its log failed to open before):
         // an empty commit publishes nothing, so try to open it here.
@@ -119,20 +122,22 @@ pub fn ensure_internal_topic(
 }
 
 /// Creates topics a Metadata request asked for; returns the new image.
-pub fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<MetadataImage>> {
+pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<MetadataImage>> {
     let config = &broker.config;
     if check_replication_factor(-1, config.default_replication_factor).is_err() {
         return None;
     }
-    let commit =
-        broker.metadata.control(|c, now_ms| c.auto_create_topics(names, config.num_partitions, broker.node_id, now_ms));
+    let commit = broker
+        .metadata
+        .control(|image| plan_auto_create_topics(image, names, config.num_partitions, broker.node_id))
+        .await;
     match commit {
         Ok((image, ())) => Some(image.image),
         Err(_) => None,
     }
 }
 
-pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let broker = ctx.broker;
     // v6 names topics by name or id; older versions by name only.
     let wanted: Vec<TopicToDelete> = if ctx.api_version >= 6 {
@@ -141,7 +146,7 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
         request.topic_names.iter().map(|n| (Some(n.clone()), Uuid::ZERO)).collect()
     };
     let deletion_enabled = broker.config.delete_topic_enable;
-    let commit = broker.metadata.control(|c, now_ms| c.delete_topics(&wanted, deletion_enabled, now_ms));
+    let commit = broker.metadata.control(|image| plan_delete_topics(image, &wanted, deletion_enabled)).await;
     match commit {
         Ok((_, mut results)) => {
             for result in &mut results {
@@ -170,9 +175,9 @@ pub fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> 
     }
 }
 
-pub fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
+pub async fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
     let broker = ctx.broker;
-    let commit = broker.metadata.control(|c, now_ms| c.create_partitions(&request, broker.node_id, now_ms));
+    let commit = broker.metadata.control(|image| plan_create_partitions(image, &request, broker.node_id)).await;
     match commit {
         Ok((_, results)) => CreatePartitionsResponse { results, ..Default::default() },
         Err(e) => CreatePartitionsResponse {

@@ -2,19 +2,21 @@
 //!
 //! The records, the image, deltas, the snapshot encoding and the publisher
 //! are krabka-metadata's, re-exported here so the broker names them in one
-//! place. Decisions and commits are krabka-controller's (through
-//! krabka-raft's single voter, which decides when to snapshot and stores
-//! snapshots through krabka-log); `store.rs` is the glue: it opens the
-//! `__cluster_metadata-0` log, passes the snapshot threshold, runs
-//! controller operations under one writer lock and publishes the immutable
-//! image each commit makes (request handlers share it through an `Arc`).
-//! On start the image is rebuilt from the newest snapshot plus the log
-//! after it, so metadata survives restarts.
+//! place. Decisions are krabka-controller's plans; `store.rs` is the glue
+//! that commits them, one at a time, and publishes the immutable image
+//! each commit makes (request handlers share it through an `Arc`). On a
+//! node that is its quorum's only voter it commits through krabka-raft's
+//! single voter (which decides when to snapshot and stores snapshots
+//! through krabka-log), and on start rebuilds the image from the newest
+//! snapshot plus the log after it. In a multi-voter quorum
+//! (`quorum_writer.rs`) the image follows what the quorum commits, and
+//! the node commits only while it is the active controller.
 
+mod quorum_writer;
 pub mod store;
 
 pub use krabka_metadata::{delta, image, publisher, records, snapshot};
 pub use krabka_metadata::{
     MetadataDelta, MetadataImage, MetadataPublisher, MetadataRecord, MetadataUpdate, PartitionImage, TopicImage,
 };
-pub use store::{MetadataError, MetadataStore};
+pub use store::{MetadataError, MetadataStore, QuorumView};

@@ -1,21 +1,32 @@
-//! The IO side of cluster metadata on the one combined node: it opens the
-//! `__cluster_metadata-0` log after its newest snapshot (krabka-log),
-//! hands it to raft's voter with the snapshot policy's threshold and to the
-//! controller (krabka-controller, which decodes the snapshot, replays the
-//! log after it, commits through raft and writes the snapshots raft says
-//! are due), and publishes each image the controller commits. Writers are
-//! serialised (the node is its own controller); readers take the current
+//! The IO side of cluster metadata. Two ways to commit it:
+//!
+//! - the node is its quorum's only voter: it opens the
+//!   `__cluster_metadata-0` log after its newest snapshot (krabka-log),
+//!   hands it to raft's single voter with the snapshot policy's threshold
+//!   and to the controller (krabka-controller, which decodes the snapshot,
+//!   replays the log after it, commits through raft and writes the
+//!   snapshots raft says are due), and publishes each image it commits;
+//! - the node is one member of a multi-voter quorum (or an observer of
+//!   one): `quorum_writer` follows what the quorum commits and commits when
+//!   this node leads.
+//!
+//! Either way writers are serialised, each operation a plan (the
+//! controller's, a pure function of the image) run against the image of
+//! everything committed before it; readers take the current
 //! `Arc<MetadataImage>` without waiting for them.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use krabka_controller::{Commit, Controller};
 use krabka_log::{open_replicated_log, LogConfig, PartitionLog};
-use krabka_metadata::{MetadataImage, MetadataPublisher, MetadataUpdate};
-use krabka_raft::SingleVoter;
+use krabka_metadata::{MetadataImage, MetadataPublisher, MetadataRecord, MetadataUpdate};
+use krabka_raft::{RoleName, SingleVoter};
 
+use super::quorum_writer::QuorumWriter;
 use crate::clock::now_ms;
+use crate::quorum::{Quorum, QuorumSetup};
 
 pub use krabka_controller::MetadataError;
 
@@ -23,12 +34,28 @@ pub use krabka_controller::MetadataError;
 pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
 
 pub struct MetadataStore {
-    /// The one writer: the controller (and its voter and log).
-    writer: Mutex<Controller<PartitionLog>>,
-    publisher: MetadataPublisher,
+    writer: Writer,
+    publisher: Arc<MetadataPublisher>,
 }
 
-fn metadata_log_config() -> LogConfig {
+enum Writer {
+    /// The only voter: the controller (and its voter and log).
+    Single(Box<Mutex<Controller<PartitionLog>>>),
+    /// A member or observer of a multi-voter quorum.
+    Quorum(QuorumWriter),
+}
+
+/// The metadata quorum as DescribeQuorum reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuorumView {
+    pub leader_id: Option<i32>,
+    pub epoch: i32,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+}
+
+/// The metadata log's config, as KRaft's.
+pub fn metadata_log_config() -> LogConfig {
     // Metadata is never deleted by retention (a snapshot would replace it).
     LogConfig { retention_ms: -1, retention_bytes: -1, segment_bytes: 64 * 1024 * 1024, ..LogConfig::default() }
 }
@@ -55,7 +82,50 @@ impl MetadataStore {
             records_end = controller.voter().high_watermark(),
             "metadata image loaded"
         );
-        Ok(MetadataStore { writer: Mutex::new(controller), publisher: MetadataPublisher::new(image) })
+        let publisher = Arc::new(MetadataPublisher::new(image));
+        Ok(MetadataStore { writer: Writer::Single(Box::new(Mutex::new(controller))), publisher })
+    }
+
+    /// Joins the multi-voter quorum `setup` describes (starting its driver
+    /// and connections on `runtime`); the image starts empty and follows
+    /// what the quorum commits. Operations wait at most `timeout` for
+    /// their records to commit.
+    pub fn join_quorum(
+        setup: QuorumSetup,
+        runtime: &tokio::runtime::Handle,
+        timeout: Duration,
+    ) -> Result<Self, MetadataError> {
+        let (quorum, committed) = Quorum::start(setup, runtime)?;
+        let publisher = Arc::new(MetadataPublisher::new(Arc::new(MetadataImage::default())));
+        let writer = QuorumWriter::start(Arc::new(quorum), committed, Arc::clone(&publisher), timeout)
+            .map_err(|e| MetadataError::Log(e.into()))?;
+        Ok(MetadataStore { writer: Writer::Quorum(writer), publisher })
+    }
+
+    /// The quorum this node is a member or observer of, if it is not its
+    /// quorum's only voter (its controller listener serves it).
+    pub fn quorum(&self) -> Option<&Arc<Quorum>> {
+        match &self.writer {
+            Writer::Single(_) => None,
+            Writer::Quorum(writer) => Some(writer.quorum()),
+        }
+    }
+
+    /// Waits until the image holds what the quorum has committed, as far
+    /// as this node knows (at once for the only voter). Returns early if
+    /// the quorum stops.
+    pub async fn caught_up(&self) {
+        if let Writer::Quorum(writer) = &self.writer {
+            writer.caught_up().await;
+        }
+    }
+
+    /// Whether this node is the active controller now.
+    pub fn is_active_controller(&self) -> bool {
+        match &self.writer {
+            Writer::Single(_) => true,
+            Writer::Quorum(writer) => writer.quorum().status().borrow().role == RoleName::Leader,
+        }
     }
 
     /// The current image: cheap, never waits for a writer.
@@ -68,32 +138,76 @@ impl MetadataStore {
         &self.publisher
     }
 
-    /// Runs one controller operation (`op`, given the controller and the
-    /// time) under the writer lock; what it commits is published (and
-    /// snapshotted when raft says one is due, by the controller).
-    /// Returns the new image with its delta, and the operation's result.
-    pub fn control<T, E>(
+    /// Runs one controller operation, `plan` (the records to commit and
+    /// the request's result, decided on the image of everything committed
+    /// before it), and commits its records; what it commits is published
+    /// (and snapshotted when raft says one is due, by the controller).
+    /// Returns the new image with its delta, and the plan's result. On a
+    /// node that is not the active controller: NOT_CONTROLLER.
+    pub async fn control<T, E>(
         &self,
-        op: impl FnOnce(&mut Controller<PartitionLog>, i64) -> Result<Commit<T>, E>,
-    ) -> Result<(MetadataUpdate, T), E> {
-        let mut controller = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let Commit { update, committed, result } = op(&mut controller, now_ms())?;
-        if committed.is_some() {
-            self.publisher.publish(&update);
+        plan: impl FnOnce(&MetadataImage) -> Result<(Vec<MetadataRecord>, T), E>,
+    ) -> Result<(MetadataUpdate, T), E>
+    where
+        E: From<MetadataError>,
+    {
+        match &self.writer {
+            Writer::Single(controller) => {
+                let mut controller = controller.lock().unwrap_or_else(|e| e.into_inner());
+                let Commit { update, committed, result } = controller.commit(plan, now_ms())?;
+                if committed.is_some() {
+                    self.publisher.publish(&update);
+                }
+                Ok((update, result))
+            }
+            Writer::Quorum(writer) => {
+                let turn = writer.begin().await?;
+                let (records, result) = plan(turn.image())?;
+                Ok((writer.commit(turn, records).await?, result))
+            }
         }
-        Ok((update, result))
     }
 
-    /// The metadata log's end offset (DescribeQuorum reports it).
-    pub fn log_end_offset(&self) -> i64 {
-        self.writer.lock().unwrap_or_else(|e| e.into_inner()).voter().log().log_end_offset()
+    /// The metadata quorum now: who leads which epoch, and how far the log
+    /// is committed and written here. `node_id` is this node's (the only
+    /// voter leads).
+    pub fn quorum_view(&self, node_id: i32) -> QuorumView {
+        match &self.writer {
+            Writer::Single(controller) => {
+                let controller = controller.lock().unwrap_or_else(|e| e.into_inner());
+                let voter = controller.voter();
+                QuorumView {
+                    leader_id: Some(node_id),
+                    epoch: voter.epoch(),
+                    high_watermark: voter.high_watermark(),
+                    log_end_offset: voter.log().log_end_offset(),
+                }
+            }
+            Writer::Quorum(writer) => {
+                let status = *writer.quorum().status().borrow();
+                QuorumView {
+                    leader_id: status.leader_id,
+                    epoch: status.epoch,
+                    high_watermark: status.high_watermark,
+                    log_end_offset: status.log_end_offset,
+                }
+            }
+        }
     }
 
     /// Flushes and closes the metadata log (clean shutdown).
+    /// A quorum member resigns its lead first, if it has it.
     pub fn close(&self) -> Result<(), MetadataError> {
-        let mut controller = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        // Flush, snapshot producer state and trim the indexes, as for any log.
-        controller.voter_mut().log_mut().prepare_clean_shutdown(now_ms())?;
+        match &self.writer {
+            Writer::Single(controller) => {
+                let mut controller = controller.lock().unwrap_or_else(|e| e.into_inner());
+                // Flush, snapshot producer state and trim the indexes, as for any log.
+                controller.voter_mut().log_mut().prepare_clean_shutdown(now_ms())?;
+            }
+            // The driver flushes what it appends; the log is checked from
+            // its start when it opens again (it is small).
+            Writer::Quorum(writer) => writer.stop(),
+        }
         Ok(())
     }
 }

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use krabka_log::quorum_state::{self, QuorumState};
-use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog};
+use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog, ReplicatedLog};
+use krabka_protocol::records::RecordBatches;
 use krabka_protocol::{RequestBody, ResponseBody, Uuid};
 use krabka_raft::wire::{self, Accepted, WireContext};
 use krabka_raft::{Action, ElectionState, Message, RaftConfig, RaftNode, RoleName};
@@ -24,6 +25,9 @@ use tokio::sync::{mpsc as tokio_mpsc, oneshot, watch};
 
 use super::event::Event;
 use super::peer;
+
+/// How much of the committed log one chunk handed to the loader holds.
+const COMMITTED_CHUNK_BYTES: u32 = 1024 * 1024;
 
 /// How often the node's timers are looked at: well under every raft
 /// timeout (Kafka's smallest default is the 20 ms retry backoff).
@@ -58,11 +62,15 @@ pub struct Quorum {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// What the quorum committed: whole batches, in offset order from the
+/// log's start, each chunk as the high watermark passed it.
+pub type CommittedBatches = mpsc::Receiver<Bytes>;
+
 impl Quorum {
     /// Opens the metadata log and the election state in `setup.log_dir` and
     /// starts the driver, with one connection task per other voter on
-    /// `runtime`.
-    pub fn start(setup: QuorumSetup, runtime: &tokio::runtime::Handle) -> Result<Quorum, LogError> {
+    /// `runtime`. Everything the quorum commits comes out of the receiver.
+    pub fn start(setup: QuorumSetup, runtime: &tokio::runtime::Handle) -> Result<(Quorum, CommittedBatches), LogError> {
         let started = Instant::now();
         let log = open_replicated_log(&setup.log_dir, setup.log_config.clone(), false, crate::clock::now_ms())?;
         let persisted = quorum_state::read(&setup.log_dir)?.map(|state| election_state(&state));
@@ -76,7 +84,10 @@ impl Quorum {
             peers.insert(id, peer::spawn(runtime, connection, Arc::clone(&context), events.clone()));
         }
         let (status_sender, status) = watch::channel(status_of(&node));
+        let (committed, committed_batches) = mpsc::channel();
         let driver = Driver {
+            delivered_end: node.log().log_start_offset(),
+            committed,
             node,
             context,
             dir: setup.log_dir,
@@ -87,7 +98,7 @@ impl Quorum {
             started,
         };
         let thread = std::thread::Builder::new().name("krabka-quorum".into()).spawn(move || driver.run(receiver))?;
-        Ok(Quorum { events, status, thread: Mutex::new(Some(thread)) })
+        Ok((Quorum { events, status, thread: Mutex::new(Some(thread)) }, committed_batches))
     }
 
     /// A raft request another node sent, which arrived at `version`: its
@@ -165,6 +176,9 @@ struct Driver {
     peers: BTreeMap<i32, tokio_mpsc::UnboundedSender<Message>>,
     pending: BTreeMap<(i32, Kind), VecDeque<Pending>>,
     status: watch::Sender<QuorumStatus>,
+    /// Where the committed log handed out so far ends.
+    delivered_end: i64,
+    committed: mpsc::Sender<Bytes>,
     started: Instant,
 }
 
@@ -259,8 +273,28 @@ impl Driver {
                 Action::Committed { .. } | Action::BecameLeader { .. } | Action::SteppedDown { .. } => {}
             }
         }
+        self.deliver_committed()?;
         let status = status_of(&self.node);
         self.status.send_if_modified(|current| std::mem::replace(current, status) != status);
+        Ok(())
+    }
+
+    /// Hands out what the high watermark passed since the last call. The
+    /// high watermark never goes back and the log is never cut below it,
+    /// so what was handed out stays committed.
+    fn deliver_committed(&mut self) -> Result<(), LogError> {
+        let high_watermark = self.node.high_watermark();
+        while self.delivered_end < high_watermark {
+            let batches =
+                ReplicatedLog::read(self.node.log(), self.delivered_end, COMMITTED_CHUNK_BYTES, high_watermark)?;
+            let Some(end) = batches_end(&batches) else {
+                break;
+            };
+            debug_assert!(end > self.delivered_end && end <= high_watermark, "a chunk outside what is committed");
+            self.delivered_end = end;
+            // Nobody listening (the broker is stopping) is not the quorum's failure.
+            let _ = self.committed.send(batches);
+        }
         Ok(())
     }
 
@@ -280,6 +314,11 @@ impl Driver {
             }
         }
     }
+}
+
+/// The offset after the last whole batch of `batches`, None when there is none.
+fn batches_end(batches: &Bytes) -> Option<i64> {
+    RecordBatches::new(batches.clone()).map_while(Result::ok).last().map(|batch| batch.next_offset())
 }
 
 fn status_of(node: &RaftNode<PartitionLog>) -> QuorumStatus {

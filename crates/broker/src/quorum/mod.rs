@@ -11,6 +11,7 @@
 //! - `event`: what reaches the driver, from the other two and from users.
 //! - `listener`: the controller listener, serving ApiVersions and raft's
 //!   RPCs to the other voters.
+//! - `setup`: a member's setup from the broker's config.
 //!
 //! The wire mapping and Kafka's checks are krabka-raft's (`wire`); nothing
 //! here decides anything about the quorum.
@@ -19,8 +20,9 @@ mod driver;
 mod event;
 mod listener;
 mod peer;
+mod setup;
 
-pub use driver::{Quorum, QuorumSetup, QuorumStatus};
+pub use driver::{CommittedBatches, Quorum, QuorumSetup, QuorumStatus};
 pub use listener::serve_controller_listener;
 
 #[cfg(test)]

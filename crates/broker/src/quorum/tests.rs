@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use krabka_log::LogConfig;
+use krabka_protocol::records::RecordBatches;
 use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
 use krabka_raft::{RaftConfig, RoleName};
@@ -18,7 +19,25 @@ use super::*;
 
 struct Member {
     quorum: Arc<Quorum>,
+    committed: CommittedBatches,
     _dir: tempfile::TempDir,
+}
+
+impl Member {
+    /// The values of the data records handed out as committed so far, in
+    /// offset order (control batches left out).
+    fn committed_values(&self) -> Vec<Bytes> {
+        let mut values = Vec::new();
+        for chunk in self.committed.try_iter() {
+            for batch in RecordBatches::new(chunk) {
+                let batch = batch.unwrap();
+                if !batch.is_control() {
+                    values.extend(batch.records(usize::MAX).unwrap().map(|r| r.unwrap().value.unwrap()));
+                }
+            }
+        }
+        values
+    }
 }
 
 async fn start_members(count: i32) -> BTreeMap<i32, Member> {
@@ -56,9 +75,10 @@ async fn start_members(count: i32) -> BTreeMap<i32, Member> {
             log_config: LogConfig::default(),
             request_timeout: Duration::from_millis(2000),
         };
-        let quorum = Arc::new(Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap());
+        let (quorum, committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
+        let quorum = Arc::new(quorum);
         tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
-        members.insert(id, Member { quorum, _dir: dir });
+        members.insert(id, Member { quorum, committed, _dir: dir });
     }
     members
 }
@@ -102,8 +122,12 @@ async fn three_members_elect_commit_and_fail_over_over_tcp() {
     let mut members = start_members(3).await;
     let (leader, epoch) = agreed_leader(&members).await;
     let values: Vec<Bytes> = (0..10).map(|i| Bytes::from(format!("record-{i}"))).collect();
-    let appended = members[&leader].quorum.propose(values).await.unwrap().expect("the leader takes proposals");
+    let appended = members[&leader].quorum.propose(values.clone()).await.unwrap().expect("the leader takes proposals");
     committed_everywhere(&members, appended.last_offset).await;
+    // Every member hands out what was committed, and only that.
+    for member in members.values() {
+        assert_eq!(member.committed_values(), values);
+    }
     let follower = *members.keys().find(|&&id| id != leader).unwrap();
     assert_eq!(members[&follower].quorum.propose(vec![Bytes::from_static(b"x")]).await.unwrap(), None);
 
@@ -114,4 +138,7 @@ async fn three_members_elect_commit_and_fail_over_over_tcp() {
     assert!(next != leader && next_epoch > epoch, "{next} of epoch {next_epoch} after {leader} of {epoch}");
     let appended = members[&next].quorum.propose(vec![Bytes::from_static(b"after")]).await.unwrap().unwrap();
     committed_everywhere(&members, appended.last_offset).await;
+    for member in members.values() {
+        assert_eq!(member.committed_values(), [Bytes::from_static(b"after")]);
+    }
 }

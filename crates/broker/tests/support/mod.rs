@@ -18,9 +18,20 @@ use krabka_protocol::{ApiKey, Message};
 pub struct BrokerProcess {
     pub dir: tempfile::TempDir,
     pub port: u16,
+    /// The controller listener's port; 0 for a node that is its quorum's
+    /// only voter (it binds any).
+    pub controller_port: u16,
     child: Option<Child>,
     extra: Vec<String>,
     pub log_path: PathBuf,
+}
+
+/// A cluster id every test cluster is formatted with.
+pub const TEST_CLUSTER_ID: &str = "a1b2c3d4e5f6g7h8i9j0kw";
+
+/// A port nothing listens on now (bound once and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 impl BrokerProcess {
@@ -37,10 +48,43 @@ impl BrokerProcess {
         );
         std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
         let log_path = dir.path().join("broker.log");
-        let mut broker =
-            BrokerProcess { dir, port: 0, child: None, extra: extra.iter().map(|s| s.to_string()).collect(), log_path };
+        let extra = extra.iter().map(|s| s.to_string()).collect();
+        let mut broker = BrokerProcess { dir, port: 0, controller_port: 0, child: None, extra, log_path };
         broker.spawn();
         broker
+    }
+
+    /// `count` combined nodes (ids 1..=count) of one cluster on loopback,
+    /// their controller listeners the static voters; started together, as
+    /// none serves clients before the quorum has a leader.
+    pub fn start_cluster(count: i32, extra: &[&str]) -> Vec<Self> {
+        let controller_ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
+        let voters: Vec<String> =
+            controller_ports.iter().enumerate().map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1)).collect();
+        let mut nodes: Vec<BrokerProcess> = (1..=count)
+            .zip(&controller_ports)
+            .map(|(id, &controller_port)| {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let data = dir.path().join("data");
+                krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
+                let properties = format!(
+                    "process.roles=broker,controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
+                     listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{controller_port}\n\
+                     controller.listener.names=CONTROLLER\nlog.dirs={}\nkrabka.log.level=info\n",
+                    voters.join(","),
+                    data.display()
+                );
+                std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
+                let log_path = dir.path().join("broker.log");
+                let extra = extra.iter().map(|s| s.to_string()).collect();
+                BrokerProcess { dir, port: 0, controller_port, child: None, extra, log_path }
+            })
+            .collect();
+        let launched: Vec<_> = nodes.iter_mut().map(|node| node.launch()).collect();
+        for (node, serving) in nodes.iter_mut().zip(launched) {
+            node.await_serving(serving);
+        }
+        nodes
     }
 
     pub fn bootstrap(&self) -> String {
@@ -52,12 +96,19 @@ impl BrokerProcess {
     }
 
     fn spawn(&mut self) {
+        let serving = self.launch();
+        self.await_serving(serving);
+    }
+
+    /// Starts the process; the receiver gets its client port once it serves.
+    fn launch(&mut self) -> (Child, mpsc::Receiver<u16>) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_krabka-broker"));
         command.arg(self.dir.path().join("server.properties"));
         if self.port != 0 {
-            command
-                .arg("--override")
-                .arg(format!("listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:0", self.port));
+            command.arg("--override").arg(format!(
+                "listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                self.port, self.controller_port
+            ));
         }
         for extra in &self.extra {
             command.arg("--override").arg(extra);
@@ -84,6 +135,10 @@ impl BrokerProcess {
                 }
             }
         });
+        (child, rx)
+    }
+
+    fn await_serving(&mut self, (mut child, rx): (Child, mpsc::Receiver<u16>)) {
         let port = match rx.recv_timeout(Duration::from_secs(60)) {
             Ok(port) => port,
             Err(_) => {

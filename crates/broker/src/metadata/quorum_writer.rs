@@ -1,0 +1,216 @@
+//! Cluster metadata over a multi-voter KRaft quorum: the loader that
+//! builds the image from what the quorum commits (on every member, leader,
+//! follower or observer, as Kafka's metadata loader), and the writer that
+//! commits a controller operation's records when this node is the active
+//! controller.
+//!
+//! Operations are serialised: each plans against the image of everything
+//! committed before it, proposes its records, and waits until the loader
+//! has applied them. A new leader plans nothing before its image has caught
+//! up with its whole log (its epoch's LeaderChange included), so no plan is
+//! made on an image that misses a record the log holds. An operation on a
+//! node that does not lead, or that stops leading before its records are
+//! applied, fails with NOT_CONTROLLER (its records may or may not commit:
+//! a client retrying a CreateTopics then sees TOPIC_ALREADY_EXISTS, as with
+//! Kafka).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use krabka_controller::{MetadataError, MAX_RECORDS_PER_USER_OP};
+use krabka_metadata::{MetadataImage, MetadataLoader, MetadataPublisher, MetadataRecord, MetadataUpdate};
+use krabka_raft::RoleName;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::quorum::{CommittedBatches, Quorum, QuorumStatus};
+
+/// One operation's turn: the writer is its alone until the turn is
+/// committed or dropped.
+pub struct Turn<'a> {
+    _guard: tokio::sync::MutexGuard<'a, ()>,
+    /// The epoch this node leads: the commit fails if it changes.
+    epoch: i32,
+    image: Arc<MetadataImage>,
+    deadline: Instant,
+}
+
+impl Turn<'_> {
+    /// The image of everything committed: what the operation plans on.
+    pub fn image(&self) -> &MetadataImage {
+        &self.image
+    }
+}
+
+pub struct QuorumWriter {
+    quorum: Arc<Quorum>,
+    /// The latest update the loader published: its image's offset is the
+    /// last offset applied.
+    applied: watch::Receiver<MetadataUpdate>,
+    /// Held by the one operation committing at a time.
+    turn: tokio::sync::Mutex<()>,
+    /// How long an operation waits for its records to commit
+    /// (`controller.quorum.request.timeout.ms`).
+    timeout: Duration,
+    loader: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl QuorumWriter {
+    /// Starts the loader over `committed` (the quorum's committed log from
+    /// its start), publishing each chunk's image through `publisher`.
+    pub fn start(
+        quorum: Arc<Quorum>,
+        committed: CommittedBatches,
+        publisher: Arc<MetadataPublisher>,
+        timeout: Duration,
+    ) -> std::io::Result<QuorumWriter> {
+        let loader = MetadataLoader::new(MetadataImage::default(), 0);
+        let (applied_sender, applied) = watch::channel(MetadataUpdate::unchanged(loader.image().clone()));
+        let thread = std::thread::Builder::new()
+            .name("krabka-metadata-loader".into())
+            .spawn(move || run_loader(loader, committed, &publisher, &applied_sender))?;
+        Ok(QuorumWriter {
+            quorum,
+            applied,
+            turn: tokio::sync::Mutex::new(()),
+            timeout,
+            loader: std::sync::Mutex::new(Some(thread)),
+        })
+    }
+
+    pub fn quorum(&self) -> &Arc<Quorum> {
+        &self.quorum
+    }
+
+    /// Waits for this node's turn to commit: it must lead, with an image
+    /// that holds its whole log. The turn holds that image to plan on.
+    pub async fn begin(&self) -> Result<Turn<'_>, MetadataError> {
+        let guard = self.turn.lock().await;
+        let deadline = Instant::now() + self.timeout;
+        let epoch = self.caught_up_lead(deadline).await?;
+        let image = self.applied.borrow().image.clone();
+        Ok(Turn { _guard: guard, epoch, image, deadline })
+    }
+
+    /// Commits `records`, planned on `turn`'s image, and waits until the
+    /// loader has applied them; the update that did. No records: the
+    /// image as it is.
+    pub async fn commit(&self, turn: Turn<'_>, records: Vec<MetadataRecord>) -> Result<MetadataUpdate, MetadataError> {
+        if records.is_empty() {
+            return Ok(MetadataUpdate::unchanged(turn.image));
+        }
+        if records.len() > MAX_RECORDS_PER_USER_OP {
+            return Err(MetadataError::TooManyRecords { records: records.len() });
+        }
+        let values: Vec<Bytes> = records.iter().map(MetadataRecord::encode).collect();
+        let appended = self.quorum.propose(values).await?.ok_or(MetadataError::NotController)?;
+        self.applied_through(appended.last_offset, turn.epoch, turn.deadline).await
+    }
+
+    /// Waits until a leader is known and the image holds everything this
+    /// node has learned is committed (a broker's "caught up").
+    pub async fn caught_up(&self) {
+        let mut status = self.quorum.status();
+        let mut applied = self.applied.clone();
+        loop {
+            let now = *status.borrow_and_update();
+            let applied_end = applied.borrow_and_update().image.offset + 1;
+            if now.leader_id.is_some() && now.high_watermark > 0 && applied_end >= now.high_watermark {
+                return;
+            }
+            tokio::select! {
+                changed = status.changed() => if changed.is_err() { return },
+                changed = applied.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+
+    /// Waits until this node leads with an image that holds its whole log;
+    /// its epoch. NOT_CONTROLLER at once when another node leads or none
+    /// does; a timeout when the image does not catch up in time.
+    async fn caught_up_lead(&self, deadline: Instant) -> Result<i32, MetadataError> {
+        let mut status = self.quorum.status();
+        let mut applied = self.applied.clone();
+        loop {
+            let now = *status.borrow_and_update();
+            if now.role != RoleName::Leader {
+                return Err(MetadataError::NotController);
+            }
+            if applied.borrow_and_update().image.offset + 1 >= now.log_end_offset {
+                return Ok(now.epoch);
+            }
+            self.wait_for_change(&mut status, &mut applied, deadline).await?;
+        }
+    }
+
+    /// Waits until the loader has applied `last_offset`, as long as this
+    /// node leads `epoch`; the update that applied it.
+    async fn applied_through(
+        &self,
+        last_offset: i64,
+        epoch: i32,
+        deadline: Instant,
+    ) -> Result<MetadataUpdate, MetadataError> {
+        let mut status = self.quorum.status();
+        let mut applied = self.applied.clone();
+        loop {
+            let update = applied.borrow_and_update().clone();
+            if update.image.offset >= last_offset {
+                return Ok(update);
+            }
+            let now = *status.borrow_and_update();
+            if now.role != RoleName::Leader || now.epoch != epoch {
+                return Err(MetadataError::NotController);
+            }
+            self.wait_for_change(&mut status, &mut applied, deadline).await?;
+        }
+    }
+
+    async fn wait_for_change(
+        &self,
+        status: &mut watch::Receiver<QuorumStatus>,
+        applied: &mut watch::Receiver<MetadataUpdate>,
+        deadline: Instant,
+    ) -> Result<(), MetadataError> {
+        let timeout = MetadataError::Timeout { timeout_ms: self.timeout.as_millis() as u64 };
+        tokio::select! {
+            changed = status.changed() => changed.map_err(|_| MetadataError::NotController),
+            changed = applied.changed() => changed.map_err(|_| MetadataError::NotController),
+            () = tokio::time::sleep_until(deadline) => Err(timeout),
+        }
+    }
+
+    /// Stops the quorum (resigning if it leads), then the loader once it has
+    /// applied what the quorum handed out.
+    pub fn stop(&self) {
+        self.quorum.stop();
+        if let Some(loader) = self.loader.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = loader.join();
+        }
+    }
+}
+
+/// The loader thread: applies each committed chunk and publishes the image.
+/// A chunk that does not decode stops it: the image must not skip what the
+/// log holds, and the operations waiting on it then time out.
+fn run_loader(
+    mut loader: MetadataLoader,
+    committed: CommittedBatches,
+    publisher: &MetadataPublisher,
+    applied: &watch::Sender<MetadataUpdate>,
+) {
+    for batches in committed {
+        match loader.apply(batches) {
+            Ok(update) => {
+                publisher.publish(&update);
+                applied.send_replace(update);
+            }
+            Err(corrupt) => {
+                tracing::error!(offset = corrupt.offset, reason = %corrupt.reason, "a committed metadata record does not decode; the metadata loader stopped");
+                return;
+            }
+        }
+    }
+}

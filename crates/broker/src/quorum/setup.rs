@@ -1,0 +1,57 @@
+//! A quorum member's setup from the broker's config: Kafka's
+//! `controller.quorum.*` keys, the controller listener's name, and the
+//! metadata log directory with its id from `meta.properties`.
+
+use std::time::Duration;
+
+use krabka_protocol::Uuid;
+use krabka_raft::wire::{Endpoint, WireContext};
+use krabka_raft::RaftConfig;
+
+use super::driver::QuorumSetup;
+use crate::config::BrokerConfig;
+use crate::metadata::store::{metadata_log_config, METADATA_LOG_DIR_NAME};
+
+/// How long the leader holds a fetch with nothing to return: Kafka's raft
+/// client's fixed 500 ms.
+const FETCH_MAX_WAIT_MS: i64 = 500;
+
+/// How much one raft fetch asks for: Kafka's raft client's 8 MiB.
+const FETCH_MAX_BYTES: u32 = 8 * 1024 * 1024;
+
+impl QuorumSetup {
+    /// The member (or observer, when `config` is a broker-only node) of the
+    /// quorum `controller.quorum.voters` names, in cluster `cluster_id`, its
+    /// metadata log directory having id `directory_id`.
+    pub fn from_config(config: &BrokerConfig, cluster_id: &str, directory_id: Uuid) -> QuorumSetup {
+        let quorum = &config.quorum;
+        let voters: std::collections::BTreeMap<i32, Endpoint> = quorum
+            .voters
+            .iter()
+            .map(|(&id, address)| (id, Endpoint { host: address.host.clone(), port: address.port }))
+            .collect();
+        QuorumSetup {
+            context: WireContext {
+                cluster_id: cluster_id.to_string(),
+                node_id: config.node_id,
+                directory_id,
+                listener: config.controller_listener_names.first().cloned().unwrap_or_default(),
+                voters: voters.clone(),
+                fetch_max_bytes: FETCH_MAX_BYTES as i32,
+            },
+            raft: RaftConfig {
+                node_id: config.node_id,
+                voters: voters.keys().copied().collect(),
+                election_timeout_ms: quorum.election_timeout_ms,
+                fetch_timeout_ms: quorum.fetch_timeout_ms,
+                fetch_max_wait_ms: FETCH_MAX_WAIT_MS,
+                retry_backoff_ms: quorum.retry_backoff_ms,
+                max_fetch_bytes: FETCH_MAX_BYTES,
+                seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,
+            },
+            log_dir: config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
+            log_config: metadata_log_config(),
+            request_timeout: Duration::from_millis(quorum.request_timeout_ms.max(1) as u64),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Three combined krabka processes (broker and controller each) sharing one
+//! KRaft quorum over loopback: the active controller commits a CreateTopics
+//! through the quorum and every node's image follows; the others answer
+//! NOT_CONTROLLER; killing the active controller with SIGKILL elects
+//! another that commits on the same image; the killed node comes back and
+//! catches up; afterwards every node's metadata log holds the same bytes.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use krabka_protocol::create_topics_request::CreatableTopic;
+use krabka_protocol::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ErrorCode, MetadataRequest, MetadataResponse,
+};
+use support::{BrokerProcess, RawClient};
+
+/// Long enough for an election after a SIGKILL: Kafka's fetch timeout
+/// (2 s) for the followers to notice, an election timeout (1-2 s), and a
+/// margin for this shared machine.
+const ELECTION_PATIENCE: Duration = Duration::from_secs(30);
+
+fn create_topic(node: &BrokerProcess, name: &str) -> i16 {
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: 2,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let response: CreateTopicsResponse =
+        RawClient::connect(&node.bootstrap()).request(ApiKey::CreateTopics, 7, &request);
+    response.topics[0].error_code
+}
+
+/// Creates `name` through whichever node is the active controller; the
+/// others must refuse with NOT_CONTROLLER. Returns the index of the one
+/// that committed it.
+fn create_through_the_controller(nodes: &[BrokerProcess], alive: &[usize], name: &str) -> usize {
+    let deadline = Instant::now() + ELECTION_PATIENCE;
+    loop {
+        for &i in alive {
+            match create_topic(&nodes[i], name) {
+                0 => return i,
+                code if code == ErrorCode::NOT_CONTROLLER.code() => {}
+                // A leader not caught up yet, or one that lost its lead mid-commit.
+                code if code == ErrorCode::REQUEST_TIMED_OUT.code() => {}
+                code => panic!("CreateTopics {name} on node {}: error {code}", i + 1),
+            }
+        }
+        assert!(Instant::now() < deadline, "no node committed {name} within {ELECTION_PATIENCE:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
+    let metadata: MetadataResponse = RawClient::connect(&node.bootstrap()).request(
+        ApiKey::Metadata,
+        12,
+        &MetadataRequest { topics: None, ..Default::default() },
+    );
+    metadata.topics.iter().filter_map(|t| t.name.clone()).collect()
+}
+
+fn wait_for_topics(nodes: &[BrokerProcess], alive: &[usize], names: &[&str]) {
+    let wanted: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
+    for &i in alive {
+        support::wait_for(&format!("node {} to know {names:?}", i + 1), ELECTION_PATIENCE, || {
+            topic_names(&nodes[i]) == wanted
+        });
+    }
+}
+
+fn metadata_log(node: &BrokerProcess) -> Vec<u8> {
+    let dir = node.data_dir().join("__cluster_metadata-0");
+    std::fs::read(dir.join("00000000000000000000.log")).unwrap_or_default()
+}
+
+#[test]
+fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
+    let mut nodes = BrokerProcess::start_cluster(3, &[]);
+    let all = [0, 1, 2];
+    let first = create_through_the_controller(&nodes, &all, "before");
+    wait_for_topics(&nodes, &all, &["before"]);
+    for &i in all.iter().filter(|&&i| i != first) {
+        assert_eq!(create_topic(&nodes[i], "elsewhere"), ErrorCode::NOT_CONTROLLER.code(), "node {}", i + 1);
+    }
+    assert_eq!(create_topic(&nodes[first], "before"), ErrorCode::TOPIC_ALREADY_EXISTS.code());
+
+    // The active controller dies: the other two elect one of themselves,
+    // which plans on an image that already holds "before".
+    nodes[first].kill9();
+    let rest: Vec<usize> = all.iter().copied().filter(|&i| i != first).collect();
+    let started = Instant::now();
+    let second = create_through_the_controller(&nodes, &rest, "after");
+    eprintln!("node {} committed after node {} was killed, in {:?}", second + 1, first + 1, started.elapsed());
+    assert_ne!(second, first);
+    wait_for_topics(&nodes, &rest, &["after", "before"]);
+
+    // The killed node restarts on its log and catches up.
+    nodes[first].restart();
+    wait_for_topics(&nodes, &all, &["after", "before"]);
+    support::wait_for("every node's metadata log to hold the same bytes", ELECTION_PATIENCE, || {
+        let logs: Vec<Vec<u8>> = nodes.iter().map(metadata_log).collect();
+        !logs[0].is_empty() && logs.iter().all(|log| *log == logs[0])
+    });
+    for node in &mut nodes {
+        assert!(node.stop().success(), "{}", node.log());
+    }
+}
