@@ -48,11 +48,16 @@ fn create_through_the_controller(nodes: &[BrokerProcess], alive: &[usize], name:
                 0 => return i,
                 code if code == ErrorCode::NOT_CONTROLLER.code() => {}
                 // A leader not caught up yet, or one that lost its lead mid-commit.
-                code if code == ErrorCode::REQUEST_TIMED_OUT.code() => {}
+                code if code == ErrorCode::REQUEST_TIMED_OUT.code() => eprintln!("node {}: timed out", i + 1),
                 code => panic!("CreateTopics {name} on node {}: error {code}", i + 1),
             }
         }
-        assert!(Instant::now() < deadline, "no node committed {name} within {ELECTION_PATIENCE:?}");
+        if Instant::now() >= deadline {
+            for &i in alive {
+                eprintln!("--- node {} ---\n{}", i + 1, nodes[i].log());
+            }
+            panic!("no node committed {name} within {ELECTION_PATIENCE:?}");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }

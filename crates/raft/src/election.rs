@@ -59,7 +59,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// A vote in this epoch: only while no leader is known nor another
     /// candidate voted for (voting again for the same one is idempotent).
     fn may_vote_for(&self, candidate: i32) -> bool {
-        matches!(self.role, Role::Unattached { .. } | Role::Prospective { .. })
+        matches!(self.role, Role::Unattached { .. } | Role::Prospective { leader: None, .. })
             && self.voted_for.is_none_or(|id| id == candidate)
     }
 
@@ -106,10 +106,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         };
         match counts {
             Some((true, (yes, _))) if yes >= majority => self.become_candidate(now_ms)?,
-            Some((true, (_, no))) if no > others => {
-                let election_at = self.election_deadline(now_ms);
-                self.role = Role::Unattached { election_at };
-            }
+            Some((true, (_, no))) if no > others => self.lose_pre_vote(now_ms),
             Some((false, (yes, _))) if yes >= majority => self.become_leader(now_ms)?,
             _ => {}
         }
@@ -141,13 +138,15 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     /// Asks the other voters for pre-votes, in its current epoch (Kafka's
-    /// Prospective bumps it only once it won them).
+    /// Prospective bumps it only once it won them). It keeps the leader it
+    /// followed, if any.
     pub(crate) fn become_prospective(&mut self, now_ms: i64) -> Result<(), LogError> {
         debug_assert!(self.is_voter(), "an observer never runs for election");
         self.step_down_if_leader();
         let election_at = self.election_deadline(now_ms);
         let granted = BTreeSet::from([self.config.node_id]);
-        self.role = Role::Prospective { granted, rejected: BTreeSet::new(), election_at };
+        let leader = self.leader_id().filter(|&id| id != self.config.node_id);
+        self.role = Role::Prospective { granted, rejected: BTreeSet::new(), election_at, leader };
         let (last_epoch, last_offset) = self.log_end();
         let request = Message::VoteRequest { epoch: self.epoch, last_epoch, last_offset, pre_vote: true };
         self.send_to_other_voters(&request);
@@ -155,6 +154,19 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.become_candidate(now_ms)?;
         }
         Ok(())
+    }
+
+    /// A pre-vote refused by a majority, or that timed out: as Kafka's
+    /// Prospective, back to following the leader it knew (its fetch timeout
+    /// starts again), or Unattached.
+    pub(crate) fn lose_pre_vote(&mut self, now_ms: i64) {
+        match self.role {
+            Role::Prospective { leader: Some(leader), .. } => self.become_follower(now_ms, leader),
+            _ => {
+                let election_at = self.election_deadline(now_ms);
+                self.role = Role::Unattached { election_at };
+            }
+        }
     }
 
     fn become_candidate(&mut self, now_ms: i64) -> Result<(), LogError> {
@@ -394,5 +406,49 @@ mod tests {
         assert_eq!(voter.role(), RoleName::Prospective);
         assert_eq!(voter.epoch(), 0, "a prospective does not bump the epoch");
         assert_eq!(actions.len(), 2, "pre-votes to the two other voters: {actions:?}");
+    }
+
+    /// Two followers of a leader that died time out together; each answers
+    /// the other's pre-vote naming the dead leader. That must not send
+    /// them back to following it (a livelock seen on real processes): the
+    /// pre-vote counts, and one of them is elected.
+    #[test]
+    fn a_pre_vote_answer_naming_the_old_leader_does_not_end_the_pre_vote() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        voter.handle(1, 2, Message::BeginQuorumEpoch { epoch: 1 }).unwrap();
+        assert_eq!((voter.role(), voter.leader_id()), (RoleName::Follower, Some(2)));
+        voter.tick(1_000).unwrap();
+        assert_eq!((voter.role(), voter.leader_id()), (RoleName::Prospective, Some(2)));
+        let granted = Message::VoteResponse {
+            epoch: 1,
+            error: RaftError::None,
+            granted: true,
+            pre_vote: true,
+            leader_id: Some(2),
+        };
+        voter.handle(1_001, 3, granted).unwrap();
+        assert_eq!((voter.role(), voter.epoch()), (RoleName::Candidate, 2));
+    }
+
+    /// A pre-vote a majority refuses sends a prospective back to the leader
+    /// it followed, as Kafka's does.
+    #[test]
+    fn a_refused_pre_vote_goes_back_to_the_leader_it_knew() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        voter.handle(1, 2, Message::BeginQuorumEpoch { epoch: 1 }).unwrap();
+        voter.tick(1_000).unwrap();
+        let refused = Message::VoteResponse {
+            epoch: 1,
+            error: RaftError::None,
+            granted: false,
+            pre_vote: true,
+            leader_id: Some(2),
+        };
+        voter.handle(1_001, 3, refused.clone()).unwrap();
+        assert_eq!(voter.role(), RoleName::Prospective, "one refusal of two is no majority");
+        voter.handle(1_002, 2, refused).unwrap();
+        assert_eq!((voter.role(), voter.leader_id(), voter.epoch()), (RoleName::Follower, Some(2), 1));
     }
 }

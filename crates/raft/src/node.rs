@@ -64,12 +64,38 @@ pub(crate) struct Progress {
 
 #[derive(Clone, Debug)]
 pub(crate) enum Role {
-    Unattached { election_at: i64 },
-    Prospective { granted: BTreeSet<i32>, rejected: BTreeSet<i32>, election_at: i64 },
-    Candidate { granted: BTreeSet<i32>, rejected: BTreeSet<i32>, election_at: i64 },
-    Leader { progress: BTreeMap<i32, Progress>, epoch_start: i64, check_at: i64, begin_at: i64 },
-    Follower { leader: i32, fetch_deadline: i64, last_sent: Option<i64>, heard_ms: Option<i64> },
-    Resigned { election_at: i64 },
+    Unattached {
+        election_at: i64,
+    },
+    /// `leader`: the leader it followed of this epoch, if it did (Kafka's
+    /// Prospective keeps it: it goes back to following it when the pre-vote
+    /// fails, and a response naming it does not end the pre-vote).
+    Prospective {
+        granted: BTreeSet<i32>,
+        rejected: BTreeSet<i32>,
+        election_at: i64,
+        leader: Option<i32>,
+    },
+    Candidate {
+        granted: BTreeSet<i32>,
+        rejected: BTreeSet<i32>,
+        election_at: i64,
+    },
+    Leader {
+        progress: BTreeMap<i32, Progress>,
+        epoch_start: i64,
+        check_at: i64,
+        begin_at: i64,
+    },
+    Follower {
+        leader: i32,
+        fetch_deadline: i64,
+        last_sent: Option<i64>,
+        heard_ms: Option<i64>,
+    },
+    Resigned {
+        election_at: i64,
+    },
 }
 
 /// The state's name, as Kafka's `QuorumState` reports it.
@@ -196,7 +222,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     pub fn leader_id(&self) -> Option<i32> {
         match self.role {
             Role::Leader { .. } | Role::Resigned { .. } => Some(self.config.node_id),
-            Role::Follower { leader, .. } => Some(leader),
+            Role::Follower { leader, .. } | Role::Prospective { leader: Some(leader), .. } => Some(leader),
             _ => None,
         }
     }
@@ -259,7 +285,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     }
                 }
             }
-            Role::Prospective { election_at, .. } | Role::Candidate { election_at, .. } => {
+            Role::Prospective { election_at, .. } => {
+                if now_ms >= *election_at {
+                    self.lose_pre_vote(now_ms);
+                }
+            }
+            Role::Candidate { election_at, .. } => {
                 if now_ms >= *election_at {
                     self.become_prospective(now_ms)?;
                 }
@@ -400,6 +431,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             if let Some(leader) = leader {
                 match self.role {
                     Role::Follower { .. } | Role::Leader { .. } | Role::Resigned { .. } => {}
+                    Role::Prospective { leader: Some(_), .. } => {}
                     _ => self.become_follower(now_ms, leader),
                 }
             }

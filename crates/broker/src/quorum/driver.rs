@@ -275,7 +275,13 @@ impl Driver {
         }
         self.deliver_committed()?;
         let status = status_of(&self.node);
-        self.status.send_if_modified(|current| std::mem::replace(current, status) != status);
+        self.status.send_if_modified(|current| {
+            if (current.epoch, current.leader_id, current.role) != (status.epoch, status.leader_id, status.role) {
+                // As Kafka's raft client logs each transition.
+                tracing::info!(epoch = status.epoch, leader = ?status.leader_id, role = ?status.role, "metadata quorum state changed");
+            }
+            std::mem::replace(current, status) != status
+        });
         Ok(())
     }
 
