@@ -175,6 +175,34 @@ impl Broker {
         self.shutdown.send_replace(true);
     }
 
+    /// The brokers clients are told of (Metadata, DescribeCluster): this
+    /// one on its advertised listener, and every other registered broker
+    /// that is not fenced, on its endpoint of the same listener name.
+    pub fn live_brokers(&self) -> Vec<LiveBroker> {
+        let listener = self.config.advertised_listener();
+        let this = LiveBroker {
+            id: self.node_id,
+            host: listener.host.clone(),
+            port: listener.port,
+            rack: self.config.raw.get("broker.rack").cloned(),
+        };
+        let image = self.metadata.image();
+        let others = image.brokers.values().filter(|b| b.broker_id != self.node_id && !b.fenced).filter_map(|b| {
+            let endpoint = b.end_points.iter().find(|e| e.name == listener.name)?;
+            Some(LiveBroker { id: b.broker_id, host: endpoint.host.clone(), port: endpoint.port, rack: b.rack.clone() })
+        });
+        let mut brokers: Vec<LiveBroker> = std::iter::once(this).chain(others).collect();
+        brokers.sort_by_key(|b| b.id);
+        brokers
+    }
+
+    /// The controller clients are told of: the active controller when it
+    /// is a live broker (a combined node), else this broker.
+    pub fn controller_id(&self) -> i32 {
+        let leader = self.metadata.quorum_view(self.node_id).leader_id;
+        leader.filter(|&id| self.live_brokers().iter().any(|b| b.id == id)).unwrap_or(self.node_id)
+    }
+
     /// What a group coordinator call may use of the broker: the offsets
     /// topic's log, the current metadata image, and the time now.
     pub fn group_host(&self) -> GroupHost<'_> {
@@ -189,6 +217,15 @@ impl Broker {
         tracing::info!("clean shutdown complete");
         Ok(())
     }
+}
+
+/// A broker as Metadata and DescribeCluster list it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveBroker {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
 }
 
 /// Removes the partition logs `image` does not have (a topic deleted while

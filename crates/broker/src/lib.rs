@@ -16,6 +16,7 @@ pub mod coordinator_log;
 pub mod errors;
 pub mod fetch_session;
 pub mod handlers;
+pub mod lifecycle;
 pub mod memory;
 pub mod metadata;
 pub mod observability;

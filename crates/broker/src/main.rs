@@ -74,11 +74,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     observability::failures::install_panic_hook(broker.metrics.clone());
     if let (Some(listener), Some(quorum)) = (controller_listener, broker.metadata.quorum()) {
         tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
-        tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum)));
+        let controller = krabka_broker::handlers::controller::handler(broker.clone());
+        tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
     }
     // Clients wait (refused) until the image has caught up: a broker must
     // not answer from metadata it has not read yet.
     spawn_signal_handler(broker.clone())?;
+    tokio::spawn(krabka_broker::lifecycle::run(broker.clone()));
     let mut shutdown = broker.shutdown_signal();
     tokio::select! {
         caught_up = broker.catch_up_metadata() => caught_up?,

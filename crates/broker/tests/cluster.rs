@@ -4,6 +4,9 @@
 //! NOT_CONTROLLER; killing the active controller with SIGKILL elects
 //! another that commits on the same image; the killed node comes back and
 //! catches up; afterwards every node's metadata log holds the same bytes.
+//! Every node registers its broker with the active controller (Kafka's
+//! BrokerRegistration and BrokerHeartbeat on the controller listener), so
+//! Metadata on any node lists all three and names the active controller.
 
 mod support;
 
@@ -62,13 +65,30 @@ fn create_through_the_controller(nodes: &[BrokerProcess], alive: &[usize], name:
     }
 }
 
-fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
-    let metadata: MetadataResponse = RawClient::connect(&node.bootstrap()).request(
+fn metadata(node: &BrokerProcess) -> MetadataResponse {
+    RawClient::connect(&node.bootstrap()).request(
         ApiKey::Metadata,
         12,
         &MetadataRequest { topics: None, ..Default::default() },
-    );
-    metadata.topics.iter().filter_map(|t| t.name.clone()).collect()
+    )
+}
+
+fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
+    metadata(node).topics.iter().filter_map(|t| t.name.clone()).collect()
+}
+
+/// Waits until every node in `alive` lists the brokers of `nodes` (each
+/// registered with the active controller and unfenced, each on its own
+/// client port) and names `controller` (an index) as the controller.
+fn wait_for_brokers(nodes: &[BrokerProcess], alive: &[usize], controller: usize) {
+    let wanted: BTreeSet<(i32, i32)> = (0..nodes.len()).map(|i| (i as i32 + 1, i32::from(nodes[i].port))).collect();
+    for &i in alive {
+        support::wait_for(&format!("node {} to list every broker", i + 1), ELECTION_PATIENCE, || {
+            let answer = metadata(&nodes[i]);
+            let listed: BTreeSet<(i32, i32)> = answer.brokers.iter().map(|b| (b.node_id, b.port)).collect();
+            listed == wanted && answer.controller_id == controller as i32 + 1
+        });
+    }
 }
 
 fn wait_for_topics(nodes: &[BrokerProcess], alive: &[usize], names: &[&str]) {
@@ -95,6 +115,8 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
         assert_eq!(create_topic(&nodes[i], "elsewhere"), ErrorCode::NOT_CONTROLLER.code(), "node {}", i + 1);
     }
     assert_eq!(create_topic(&nodes[first], "before"), ErrorCode::TOPIC_ALREADY_EXISTS.code());
+    // Every broker registered with the active controller, which unfenced it.
+    wait_for_brokers(&nodes, &all, first);
 
     // The active controller dies: the other two elect one of themselves,
     // which plans on an image that already holds "before".
@@ -109,6 +131,8 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     // The killed node restarts on its log and catches up.
     nodes[first].restart();
     wait_for_topics(&nodes, &all, &["after", "before"]);
+    // It registers again, as a new incarnation, with the new controller.
+    wait_for_brokers(&nodes, &all, second);
     support::wait_for("every node's metadata log to hold the same bytes", ELECTION_PATIENCE, || {
         let logs: Vec<Vec<u8>> = nodes.iter().map(metadata_log).collect();
         !logs[0].is_empty() && logs.iter().all(|log| *log == logs[0])

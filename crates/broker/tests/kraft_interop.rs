@@ -210,7 +210,7 @@ impl Cluster {
         // What it commits is compared on disk, not through the loader's stream.
         let (quorum, _committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
         let quorum = Arc::new(quorum);
-        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
+        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum), None));
         self.krabka.insert(id, quorum);
     }
 

@@ -23,8 +23,9 @@
 //!
 //! Files import one way, from the top down: `controller` (`Controller`:
 //! commit, replay) -> `topics` -> `partitions`, `delete_topics`,
-//! `configs`, `producer_ids` -> `budget` -> `error` -> `limits`.
+//! `configs`, `producer_ids`, `brokers` -> `budget` -> `error` -> `limits`.
 
+pub mod brokers;
 pub mod budget;
 pub mod configs;
 pub mod controller;

@@ -72,7 +72,12 @@ impl Change {
                 _ => Change::Nothing,
             },
             MetadataRecord::ProducerIds(r) => Change::ProducerIds { next: r.next_producer_id },
-            MetadataRecord::FeatureLevel(_) | MetadataRecord::Other { .. } => Change::Nothing,
+            // Nobody follows broker registrations by delta yet: readers look
+            // them up in the image.
+            MetadataRecord::RegisterBroker(_)
+            | MetadataRecord::BrokerRegistrationChange(_)
+            | MetadataRecord::FeatureLevel(_)
+            | MetadataRecord::Other { .. } => Change::Nothing,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use krabka_protocol::Uuid;
+use krabka_protocol::{RegisterBrokerRecord, Uuid};
 
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
@@ -40,6 +40,9 @@ pub struct MetadataImage {
     pub topic_names_by_id: HashMap<Uuid, String>,
     /// Dynamic broker configs (`ConfigRecord`s of a broker resource).
     pub broker_configs: BTreeMap<String, String>,
+    /// Registered brokers by id, as their latest `RegisterBrokerRecord`
+    /// with the fencing changes since applied to it.
+    pub brokers: BTreeMap<i32, RegisterBrokerRecord>,
     /// The first producer id not yet handed out in a block.
     pub next_producer_id_block: i64,
     /// Offset of the last applied record (the image's "epoch").
@@ -131,6 +134,26 @@ impl MetadataImage {
                     return Err(format!("removal of unknown topic id {}", r.topic_id));
                 };
                 self.topics.remove(&name);
+            }
+            MetadataRecord::RegisterBroker(r) => {
+                self.brokers.insert(r.broker_id, r.clone());
+            }
+            MetadataRecord::BrokerRegistrationChange(r) => {
+                let Some(broker) = self.brokers.get_mut(&r.broker_id).filter(|b| b.broker_epoch == r.broker_epoch)
+                else {
+                    return Err(format!("change of broker {} epoch {}, not registered", r.broker_id, r.broker_epoch));
+                };
+                // Kafka's BrokerRegistrationFencingChange: 1 fences, -1 unfences, 0 keeps.
+                match r.fenced {
+                    1 => broker.fenced = true,
+                    -1 => broker.fenced = false,
+                    _ => {}
+                }
+                match r.in_controlled_shutdown {
+                    1 => broker.in_controlled_shutdown = true,
+                    -1 => broker.in_controlled_shutdown = false,
+                    _ => {}
+                }
             }
             MetadataRecord::FeatureLevel(_) | MetadataRecord::Other { .. } => {}
         }

@@ -6,8 +6,8 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
-    ConfigRecord, FeatureLevelRecord, Message, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
-    RemoveTopicRecord, TopicRecord,
+    BrokerRegistrationChangeRecord, ConfigRecord, FeatureLevelRecord, Message, PartitionChangeRecord, PartitionRecord,
+    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
 };
 
 /// The frame version Kafka writes before every metadata record.
@@ -15,6 +15,8 @@ const FRAME_VERSION: u32 = 1;
 
 /// Record types (the `apiKey` of each metadata record spec).
 mod record_type {
+    pub const REGISTER_BROKER: u32 = 0;
+    pub const BROKER_REGISTRATION_CHANGE: u32 = 17;
     pub const TOPIC: u32 = 2;
     pub const PARTITION: u32 = 3;
     pub const CONFIG: u32 = 4;
@@ -37,6 +39,8 @@ pub enum MetadataRecord {
     ProducerIds(ProducerIdsRecord),
     RemoveTopic(RemoveTopicRecord),
     FeatureLevel(FeatureLevelRecord),
+    RegisterBroker(RegisterBrokerRecord),
+    BrokerRegistrationChange(BrokerRegistrationChangeRecord),
     /// A record type krabka does not apply (written by a newer version, or a
     /// KRaft control record); replay skips it.
     Other {
@@ -55,6 +59,11 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::ProducerIds(_) => (record_type::PRODUCER_IDS, 0),
         MetadataRecord::RemoveTopic(_) => (record_type::REMOVE_TOPIC, 0),
         MetadataRecord::FeatureLevel(_) => (record_type::FEATURE_LEVEL, 0),
+        // v3 (with log directories) is what Kafka 4.3.1 writes at its
+        // default metadata.version; v0 of the change record is enough for
+        // fencing.
+        MetadataRecord::RegisterBroker(_) => (record_type::REGISTER_BROKER, 3),
+        MetadataRecord::BrokerRegistrationChange(_) => (record_type::BROKER_REGISTRATION_CHANGE, 0),
         MetadataRecord::Other { record_type, version } => (*record_type, *version as i16),
     }
 }
@@ -74,6 +83,8 @@ impl MetadataRecord {
             MetadataRecord::ProducerIds(r) => r.encode(&mut buf, version),
             MetadataRecord::RemoveTopic(r) => r.encode(&mut buf, version),
             MetadataRecord::FeatureLevel(r) => r.encode(&mut buf, version),
+            MetadataRecord::RegisterBroker(r) => r.encode(&mut buf, version),
+            MetadataRecord::BrokerRegistrationChange(r) => r.encode(&mut buf, version),
             MetadataRecord::Other { .. } => Ok(()),
         };
         // Records are built by krabka from valid values: failing to encode one
@@ -99,6 +110,10 @@ impl MetadataRecord {
             record_type::PRODUCER_IDS => ProducerIdsRecord::decode(buf, v).map(MetadataRecord::ProducerIds),
             record_type::REMOVE_TOPIC => RemoveTopicRecord::decode(buf, v).map(MetadataRecord::RemoveTopic),
             record_type::FEATURE_LEVEL => FeatureLevelRecord::decode(buf, v).map(MetadataRecord::FeatureLevel),
+            record_type::REGISTER_BROKER => RegisterBrokerRecord::decode(buf, v).map(MetadataRecord::RegisterBroker),
+            record_type::BROKER_REGISTRATION_CHANGE => {
+                BrokerRegistrationChangeRecord::decode(buf, v).map(MetadataRecord::BrokerRegistrationChange)
+            }
             _ => return Ok(MetadataRecord::Other { record_type, version }),
         };
         record.map_err(|e| format!("metadata record type {record_type} v{version}: {e}"))

@@ -48,6 +48,9 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
         next_producer_id: image.next_producer_id_block,
         ..Default::default()
     })];
+    // Each registration as it stands (its fencing included), as Kafka's
+    // snapshot writes brokers before topics.
+    records.extend(image.brokers.values().cloned().map(MetadataRecord::RegisterBroker));
     let mut names: Vec<&String> = image.topics.keys().collect();
     names.sort();
     for name in names {

@@ -71,19 +71,23 @@ const ENDPOINT_BROKERS: i8 = 1;
 
 pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterRequest) -> DescribeClusterResponse {
     let broker = ctx.broker;
-    let listener = broker.config.advertised_listener();
+    let brokers = broker
+        .live_brokers()
+        .into_iter()
+        .map(|b| DescribeClusterBroker {
+            broker_id: b.id,
+            host: b.host,
+            port: i32::from(b.port),
+            rack: b.rack,
+            is_fenced: false,
+            ..Default::default()
+        })
+        .collect();
     let mut response = DescribeClusterResponse {
         endpoint_type: ENDPOINT_BROKERS,
         cluster_id: broker.cluster_id.clone(),
-        controller_id: broker.node_id,
-        brokers: vec![DescribeClusterBroker {
-            broker_id: broker.node_id,
-            host: listener.host.clone(),
-            port: i32::from(listener.port),
-            rack: None,
-            is_fenced: false,
-            ..Default::default()
-        }],
+        controller_id: broker.controller_id(),
+        brokers,
         cluster_authorized_operations: i32::MIN,
         ..Default::default()
     };

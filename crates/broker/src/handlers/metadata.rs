@@ -84,17 +84,21 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
             }
         }
     }
-    let listener = broker.config.advertised_listener();
-    MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
-            node_id: broker.node_id,
-            host: listener.host.clone(),
-            port: i32::from(listener.port),
-            rack: None,
+    let brokers = broker
+        .live_brokers()
+        .into_iter()
+        .map(|b| MetadataResponseBroker {
+            node_id: b.id,
+            host: b.host,
+            port: i32::from(b.port),
+            rack: b.rack,
             ..Default::default()
-        }],
+        })
+        .collect();
+    MetadataResponse {
+        brokers,
         cluster_id: Some(broker.cluster_id.clone()),
-        controller_id: broker.node_id,
+        controller_id: broker.controller_id(),
         topics,
         cluster_authorized_operations: if request.include_cluster_authorized_operations && ctx.api_version <= 10 {
             ALL_CLUSTER_OPERATIONS

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod api_versions;
 pub mod configs;
+pub mod controller;
 pub mod fetch;
 pub mod groups;
 pub mod list_offsets;

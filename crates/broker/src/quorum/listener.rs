@@ -1,9 +1,12 @@
 //! The controller listener: where the other voters (and observers) reach
-//! this node's raft. It answers ApiVersions with raft's APIs and hands
-//! Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch to the quorum; any
-//! other request closes the connection, as a Kafka controller closes on
-//! an API its listener does not serve.
+//! this node's raft, and brokers its controller. It answers ApiVersions
+//! with the APIs it serves, hands Vote, BeginQuorumEpoch, EndQuorumEpoch
+//! and Fetch to the quorum and BrokerRegistration and BrokerHeartbeat to
+//! the controller's handler; any other request closes the connection, as
+//! a Kafka controller closes on an API its listener does not serve.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -21,11 +24,21 @@ use crate::request::encode_frame;
 /// are fetch responses, which go the other way).
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
+/// What answers the controller's own APIs (BrokerRegistration,
+/// BrokerHeartbeat): the broker's, which knows the metadata store. None
+/// for a request it does not answer.
+pub type ControllerHandler =
+    Arc<dyn Fn(RequestBody, i16) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
+
+/// The APIs handed to the `ControllerHandler`.
+const CONTROLLER_APIS: [ApiKey; 2] = [ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat];
+
 /// The APIs the controller listener serves, with the versions it speaks
 /// (Fetch from v13, which carries the topic id raft checks).
 fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
     [ApiKey::ApiVersions, ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch]
         .into_iter()
+        .chain(CONTROLLER_APIS)
         .map(served_range)
         .map(|(key, min, max)| (key, if key == ApiKey::Fetch { min.max(MIN_FETCH_VERSION) } else { min }, max))
         .collect()
@@ -33,7 +46,11 @@ fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
 
 /// Accepts connections on `listener`, serving each, until the quorum
 /// stops (then the listener and its connections close) or accepting fails.
-pub async fn serve_controller_listener(listener: TcpListener, quorum: Arc<Quorum>) {
+pub async fn serve_controller_listener(
+    listener: TcpListener,
+    quorum: Arc<Quorum>,
+    controller: Option<ControllerHandler>,
+) {
     let quorum_stopped = stopped(&quorum);
     tokio::pin!(quorum_stopped);
     loop {
@@ -44,10 +61,11 @@ pub async fn serve_controller_listener(listener: TcpListener, quorum: Arc<Quorum
         match accepted {
             Ok((stream, peer)) => {
                 let quorum = Arc::clone(&quorum);
+                let controller = controller.clone();
                 tokio::spawn(async move {
                     tokio::select! {
                         () = stopped(&quorum) => {}
-                        served = serve(stream, &quorum) => {
+                        served = serve(stream, &quorum, controller.as_ref()) => {
                             if let Err(reason) = served {
                                 tracing::debug!(%peer, %reason, "controller connection closed");
                             }
@@ -69,7 +87,7 @@ async fn stopped(quorum: &Quorum) {
     while status.changed().await.is_ok() {}
 }
 
-async fn serve(mut stream: TcpStream, quorum: &Quorum) -> Result<(), String> {
+async fn serve(mut stream: TcpStream, quorum: &Quorum, controller: Option<&ControllerHandler>) -> Result<(), String> {
     let _ = stream.set_nodelay(true);
     loop {
         let size = match stream.read_i32().await {
@@ -80,13 +98,13 @@ async fn serve(mut stream: TcpStream, quorum: &Quorum) -> Result<(), String> {
         let size = usize::try_from(size).ok().filter(|&s| s <= MAX_REQUEST_BYTES).ok_or("bad frame size")?;
         let mut frame = vec![0u8; size];
         stream.read_exact(&mut frame).await.map_err(|e| e.to_string())?;
-        let response = answer(Bytes::from(frame), quorum).await?;
+        let response = answer(Bytes::from(frame), quorum, controller).await?;
         stream.write_all(&response).await.map_err(|e| e.to_string())?;
     }
 }
 
 /// The response frame to one request frame, or why the connection closes.
-async fn answer(frame: Bytes, quorum: &Quorum) -> Result<BytesMut, String> {
+async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHandler>) -> Result<BytesMut, String> {
     let request = RequestFrame::parse(frame).map_err(|e| e.to_string())?;
     let (key, version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
     let served = controller_apis().into_iter().find(|&(k, ..)| k == key);
@@ -103,6 +121,11 @@ async fn answer(frame: Bytes, quorum: &Quorum) -> Result<BytesMut, String> {
         return Err(format!("{key:?} v{version} is not served on the controller listener"));
     }
     let body: RequestBody = request.decode_body().map_err(|e| e.to_string())?;
-    let response = quorum.request(body, version).await.ok_or("the quorum gave no answer")?;
+    let response = if CONTROLLER_APIS.contains(&key) {
+        let controller = controller.ok_or("this listener has no controller")?;
+        controller(body, version).await.ok_or("the controller gave no answer")?
+    } else {
+        quorum.request(body, version).await.ok_or("the quorum gave no answer")?
+    };
     Ok(encode_frame(key, version, correlation_id, &response))
 }

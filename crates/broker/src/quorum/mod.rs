@@ -8,6 +8,9 @@
 //! - `peer`: one connection per other voter, as Kafka's raft client keeps
 //!   them: ApiVersions first, then one request in flight, reconnecting
 //!   with a backoff; what comes back goes to the driver.
+//! - `channel`: one Kafka connection to a controller listener (requests
+//!   one at a time, correlation ids checked, a timeout on each), what the
+//!   peers and the broker's registration talk through.
 //! - `event`: what reaches the driver, from the other two and from users.
 //! - `listener`: the controller listener, serving ApiVersions and raft's
 //!   RPCs to the other voters.
@@ -16,14 +19,16 @@
 //! The wire mapping and Kafka's checks are krabka-raft's (`wire`); nothing
 //! here decides anything about the quorum.
 
+mod channel;
 mod driver;
 mod event;
 mod listener;
 mod peer;
 mod setup;
 
+pub use channel::Channel;
 pub use driver::{CommittedBatches, Quorum, QuorumSetup, QuorumStatus};
-pub use listener::serve_controller_listener;
+pub use listener::{serve_controller_listener, ControllerHandler};
 
 #[cfg(test)]
 mod tests;

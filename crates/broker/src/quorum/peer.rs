@@ -10,16 +10,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use krabka_protocol::frame::{encode_request, encode_request_body, parse_response_header};
-use krabka_protocol::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, Message as _, ResponseBody};
+use krabka_protocol::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use krabka_raft::wire::{self, Endpoint, WireContext, MIN_FETCH_VERSION};
 use krabka_raft::Message;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc as tokio_mpsc;
-use tokio::time::timeout;
 
+use super::channel::Channel;
 use super::event::{Event, PeerResult};
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -27,8 +23,6 @@ const BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// The ApiVersions version raft's client opens with (flexible, with the
 /// client's name).
 const API_VERSIONS_VERSION: i16 = 3;
-/// A response frame larger than this is a peer gone wrong.
-const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 /// The voter a connection goes to.
 pub(super) struct Connection {
@@ -108,30 +102,19 @@ async fn next_message(
 
 /// An open connection and the versions it speaks.
 struct Session {
-    stream: TcpStream,
+    channel: Channel,
     versions: BTreeMap<ApiKey, i16>,
-    correlation_id: i32,
-    timeout: Duration,
     peer: i32,
     context: Arc<WireContext>,
-    client_id: String,
 }
 
 impl Session {
     async fn open(connection: &Connection, context: &Arc<WireContext>) -> Result<Session, String> {
-        let address = (connection.endpoint.host.as_str(), connection.endpoint.port);
-        let connect = timeout(connection.timeout, TcpStream::connect(address)).await;
-        let stream = connect.map_err(|_| "connect timed out".to_string())?.map_err(|e| e.to_string())?;
-        let _ = stream.set_nodelay(true);
-        let mut session = Session {
-            stream,
-            versions: BTreeMap::new(),
-            correlation_id: 0,
-            timeout: connection.timeout,
-            peer: connection.id,
-            context: Arc::clone(context),
-            client_id: format!("raft-client-{}", context.node_id),
-        };
+        let Endpoint { host, port } = &connection.endpoint;
+        let client_id = format!("raft-client-{}", context.node_id);
+        let channel = Channel::connect(host, *port, connection.timeout, client_id).await?;
+        let mut session =
+            Session { channel, versions: BTreeMap::new(), peer: connection.id, context: Arc::clone(context) };
         session.negotiate().await?;
         Ok(session)
     }
@@ -144,19 +127,8 @@ impl Session {
             client_software_version: env!("CARGO_PKG_VERSION").into(),
             ..Default::default()
         };
-        let mut frame = BytesMut::new();
-        let correlation_id = self.next_correlation_id();
-        encode_request(
-            &mut frame,
-            ApiKey::ApiVersions,
-            API_VERSIONS_VERSION,
-            correlation_id,
-            Some(&self.client_id),
-            &request,
-        )
-        .map_err(|e| e.to_string())?;
-        let mut body = self.round_trip(&frame, ApiKey::ApiVersions, API_VERSIONS_VERSION, correlation_id).await?;
-        let response = ApiVersionsResponse::decode(&mut body, API_VERSIONS_VERSION).map_err(|e| e.to_string())?;
+        let response: ApiVersionsResponse =
+            self.channel.call(ApiKey::ApiVersions, API_VERSIONS_VERSION, &request).await?;
         if response.error_code != 0 {
             return Err(format!("ApiVersions answered error {}", response.error_code));
         }
@@ -174,11 +146,6 @@ impl Session {
         Ok(())
     }
 
-    fn next_correlation_id(&mut self) -> i32 {
-        self.correlation_id = self.correlation_id.wrapping_add(1);
-        self.correlation_id
-    }
-
     /// Sends `message` and waits for its response.
     async fn exchange(&mut self, message: &Message) -> PeerResult {
         let key = match message {
@@ -193,39 +160,6 @@ impl Session {
         let Some(body) = wire::request(&self.context, self.peer, message, version) else {
             return Err(format!("not a request: {message:?}"));
         };
-        let correlation_id = self.next_correlation_id();
-        let mut frame = BytesMut::new();
-        encode_request_body(&mut frame, version, correlation_id, Some(&self.client_id), &body)
-            .map_err(|e| e.to_string())?;
-        let mut response = self.round_trip(&frame, key, version, correlation_id).await?;
-        ResponseBody::decode(key, version, &mut response).map_err(|e| e.to_string())
-    }
-
-    /// Writes one request frame and reads its response's body.
-    async fn round_trip(
-        &mut self,
-        frame: &[u8],
-        key: ApiKey,
-        version: i16,
-        correlation_id: i32,
-    ) -> Result<Bytes, String> {
-        let exchange = async {
-            self.stream.write_all(frame).await?;
-            let size = self.stream.read_i32().await?;
-            let size = usize::try_from(size).ok().filter(|&s| s <= MAX_RESPONSE_BYTES);
-            let size = size.ok_or_else(|| std::io::Error::other("bad response size"))?;
-            let mut body = vec![0u8; size];
-            self.stream.read_exact(&mut body).await?;
-            Ok::<_, std::io::Error>(Bytes::from(body))
-        };
-        let mut body = timeout(self.timeout, exchange)
-            .await
-            .map_err(|_| "request timed out".to_string())?
-            .map_err(|e| e.to_string())?;
-        let header = parse_response_header(key, version, &mut body).map_err(|e| e.to_string())?;
-        if header.correlation_id != correlation_id {
-            return Err(format!("correlation id {} answers {correlation_id}", header.correlation_id));
-        }
-        Ok(body)
+        self.channel.call_body(key, version, &body).await
     }
 }

@@ -77,7 +77,7 @@ async fn start_members(count: i32) -> BTreeMap<i32, Member> {
         };
         let (quorum, committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
         let quorum = Arc::new(quorum);
-        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum)));
+        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum), None));
         members.insert(id, Member { quorum, committed, _dir: dir });
     }
     members

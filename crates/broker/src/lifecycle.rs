@@ -1,0 +1,130 @@
+//! The broker's side of cluster membership, as Kafka's broker lifecycle
+//! manager: on a node sharing its metadata quorum, register with the
+//! active controller (over its controller listener, found through the
+//! quorum's leader and `controller.quorum.voters`), then heartbeat with
+//! how far this node's image has read the metadata log, until the
+//! controller unfences it and on. A new incarnation id per process, so a
+//! restart registers anew; a heartbeat refused as STALE_BROKER_EPOCH (the
+//! registration is gone) registers again; a failed or refused exchange
+//! (NOT_CONTROLLER: the lead moved) reconnects to whoever leads now.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use krabka_protocol::broker_registration_request::Listener;
+use krabka_protocol::{
+    ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    ErrorCode, Uuid,
+};
+
+use crate::broker::Broker;
+use crate::quorum::Channel;
+
+/// The versions sent: what Kafka 4.3.1's broker sends.
+const REGISTRATION_VERSION: i16 = 4;
+const HEARTBEAT_VERSION: i16 = 1;
+/// How often a fenced broker heartbeats (it waits to be unfenced).
+const FENCED_HEARTBEAT: Duration = Duration::from_millis(200);
+/// How long to wait before trying again after a failure.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// Runs until the broker shuts down.
+pub async fn run(broker: Arc<Broker>) {
+    let Some(quorum) = broker.metadata.quorum().cloned() else {
+        return;
+    };
+    let incarnation_id = Uuid::random().unwrap_or(Uuid([broker.node_id as u8; 16]));
+    let mut broker_epoch = None;
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let session = async {
+            let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
+            let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
+            let timeout = Duration::from_millis(broker.config.quorum.request_timeout_ms.max(1) as u64);
+            let client_id = format!("broker-{}-lifecycle", broker.node_id);
+            let mut channel = Channel::connect(&address.host, address.port, timeout, client_id).await?;
+            heartbeat_loop(&broker, &mut channel, incarnation_id, &mut broker_epoch).await
+        };
+        let outcome: Result<(), String> = tokio::select! {
+            outcome = session => outcome,
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        };
+        if let Err(reason) = outcome {
+            tracing::debug!(%reason, "broker registration: trying again");
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Registers when it has no epoch, then heartbeats; returns why it stopped.
+async fn heartbeat_loop(
+    broker: &Broker,
+    channel: &mut Channel,
+    incarnation_id: Uuid,
+    broker_epoch: &mut Option<i64>,
+) -> Result<(), String> {
+    let interval = Duration::from_millis(
+        broker.config.raw.get("broker.heartbeat.interval.ms").and_then(|v| v.trim().parse().ok()).unwrap_or(2000),
+    );
+    loop {
+        let epoch = match *broker_epoch {
+            Some(epoch) => epoch,
+            None => {
+                let epoch = register(broker, channel, incarnation_id).await?;
+                tracing::info!(broker_epoch = epoch, "registered with the active controller");
+                *broker_epoch = Some(epoch);
+                epoch
+            }
+        };
+        let request = BrokerHeartbeatRequest {
+            broker_id: broker.node_id,
+            broker_epoch: epoch,
+            current_metadata_offset: broker.metadata.image().offset,
+            ..Default::default()
+        };
+        let response: BrokerHeartbeatResponse =
+            channel.call(ApiKey::BrokerHeartbeat, HEARTBEAT_VERSION, &request).await?;
+        match response.error_code {
+            0 => {}
+            code if code == ErrorCode::STALE_BROKER_EPOCH.code() => {
+                *broker_epoch = None;
+                continue;
+            }
+            code => return Err(format!("heartbeat answered error {code}")),
+        }
+        tokio::time::sleep(if response.is_fenced { FENCED_HEARTBEAT } else { interval }).await;
+    }
+}
+
+async fn register(broker: &Broker, channel: &mut Channel, incarnation_id: Uuid) -> Result<i64, String> {
+    let config = &broker.config;
+    let is_controller = |name: &str| config.controller_listener_names.iter().any(|n| n == name);
+    let listeners = config
+        .advertised_listeners
+        .iter()
+        .filter(|l| !is_controller(&l.name))
+        .map(|l| Listener {
+            name: l.name.clone(),
+            host: l.host.clone(),
+            port: l.port,
+            // Only PLAINTEXT is served (its id is 0).
+            security_protocol: 0,
+            ..Default::default()
+        })
+        .collect();
+    let request = BrokerRegistrationRequest {
+        broker_id: broker.node_id,
+        cluster_id: broker.cluster_id.clone(),
+        incarnation_id,
+        listeners,
+        rack: config.raw.get("broker.rack").cloned(),
+        previous_broker_epoch: -1,
+        ..Default::default()
+    };
+    let response: BrokerRegistrationResponse =
+        channel.call(ApiKey::BrokerRegistration, REGISTRATION_VERSION, &request).await?;
+    if response.error_code != 0 {
+        return Err(format!("registration answered error {}", response.error_code));
+    }
+    Ok(response.broker_epoch)
+}
