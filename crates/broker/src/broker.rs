@@ -152,7 +152,8 @@ impl Broker {
         }
         let started = Instant::now();
         tracing::info!("waiting for the metadata quorum to catch up");
-        self.metadata.caught_up().await;
+        // Stray logs are judged against a whole image only.
+        anyhow::ensure!(self.metadata.caught_up().await, "the metadata quorum stopped before catching up");
         remove_stray_partitions(self.replicas.log_manager(), &self.metadata.image())?;
         self.load_groups(started)
     }
@@ -196,6 +197,17 @@ impl Broker {
         brokers
     }
 
+    /// The leader clients are told of for `partition`: the image's in a
+    /// shared quorum; on a node that is its quorum's only voter, this one
+    /// (it hosts every partition, whatever node id a log it imported names).
+    pub fn partition_leader(&self, partition: &crate::metadata::PartitionImage) -> i32 {
+        if self.metadata.quorum().is_some() {
+            partition.leader
+        } else {
+            self.node_id
+        }
+    }
+
     /// The controller clients are told of: the active controller when it
     /// is a live broker (a combined node), else this broker.
     pub fn controller_id(&self) -> i32 {
@@ -211,8 +223,10 @@ impl Broker {
 
     /// Flushes and seals every log, then marks the clean shutdown.
     pub fn close_storage(&self) -> anyhow::Result<()> {
-        self.replicas.shutdown().context("closing partition logs")?;
+        // The metadata first: a loader still applying images could open a
+        // partition log after the logs were sealed.
         self.metadata.close().context("closing the metadata log")?;
+        self.replicas.shutdown().context("closing partition logs")?;
         self.replicas.log_manager().mark_clean_shutdown().context("writing the clean-shutdown marker")?;
         tracing::info!("clean shutdown complete");
         Ok(())

@@ -10,6 +10,7 @@
 
 pub mod broker;
 pub mod clock;
+pub mod cluster_control;
 pub mod config;
 pub mod connection;
 pub mod coordinator_log;

@@ -74,7 +74,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     observability::failures::install_panic_hook(broker.metrics.clone());
     if let (Some(listener), Some(quorum)) = (controller_listener, broker.metadata.quorum()) {
         tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
-        let controller = krabka_broker::handlers::controller::handler(broker.clone());
+        let control = krabka_broker::cluster_control::ClusterControl::new(broker.clone());
+        tokio::spawn(Arc::clone(&control).fence_expired_sessions());
+        let controller = krabka_broker::handlers::controller::handler(control);
         tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
     }
     // Clients wait (refused) until the image has caught up: a broker must

@@ -6,7 +6,9 @@
 //! catches up; afterwards every node's metadata log holds the same bytes.
 //! Every node registers its broker with the active controller (Kafka's
 //! BrokerRegistration and BrokerHeartbeat on the controller listener), so
-//! Metadata on any node lists all three and names the active controller.
+//! Metadata on any node lists all three and names the active controller;
+//! the killed broker is fenced once its session expires, and listed again
+//! once it restarts and registers anew.
 
 mod support;
 
@@ -77,11 +79,12 @@ fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
     metadata(node).topics.iter().filter_map(|t| t.name.clone()).collect()
 }
 
-/// Waits until every node in `alive` lists the brokers of `nodes` (each
-/// registered with the active controller and unfenced, each on its own
-/// client port) and names `controller` (an index) as the controller.
-fn wait_for_brokers(nodes: &[BrokerProcess], alive: &[usize], controller: usize) {
-    let wanted: BTreeSet<(i32, i32)> = (0..nodes.len()).map(|i| (i as i32 + 1, i32::from(nodes[i].port))).collect();
+/// Waits until every node in `alive` lists exactly the brokers of `listed`
+/// (indexes into `nodes`: each registered with the active controller and
+/// unfenced, each on its own client port) and names `controller` (an
+/// index) as the controller.
+fn wait_for_brokers(nodes: &[BrokerProcess], alive: &[usize], listed: &[usize], controller: usize) {
+    let wanted: BTreeSet<(i32, i32)> = listed.iter().map(|&i| (i as i32 + 1, i32::from(nodes[i].port))).collect();
     for &i in alive {
         support::wait_for(&format!("node {} to list every broker", i + 1), ELECTION_PATIENCE, || {
             let answer = metadata(&nodes[i]);
@@ -107,7 +110,9 @@ fn metadata_log(node: &BrokerProcess) -> Vec<u8> {
 
 #[test]
 fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
-    let mut nodes = BrokerProcess::start_cluster(3, &[]);
+    // A short session (Kafka's default is 9 s) with heartbeats well within it.
+    let mut nodes =
+        BrokerProcess::start_cluster(3, &["broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500"]);
     let all = [0, 1, 2];
     let first = create_through_the_controller(&nodes, &all, "before");
     wait_for_topics(&nodes, &all, &["before"]);
@@ -116,7 +121,14 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     }
     assert_eq!(create_topic(&nodes[first], "before"), ErrorCode::TOPIC_ALREADY_EXISTS.code());
     // Every broker registered with the active controller, which unfenced it.
-    wait_for_brokers(&nodes, &all, first);
+    wait_for_brokers(&nodes, &all, &all, first);
+    // Every node names the partitions' leader from the image: the node
+    // that placed them (the active controller, for now).
+    for node in &nodes {
+        let answer = metadata(node);
+        let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some("before")).unwrap();
+        assert!(topic.partitions.iter().all(|p| p.leader_id == first as i32 + 1), "{:?}", topic.partitions);
+    }
 
     // The active controller dies: the other two elect one of themselves,
     // which plans on an image that already holds "before".
@@ -127,12 +139,15 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     eprintln!("node {} committed after node {} was killed, in {:?}", second + 1, first + 1, started.elapsed());
     assert_ne!(second, first);
     wait_for_topics(&nodes, &rest, &["after", "before"]);
+    // The killed broker's session expires on the new controller: fenced,
+    // no longer listed.
+    wait_for_brokers(&nodes, &rest, &rest, second);
 
     // The killed node restarts on its log and catches up.
     nodes[first].restart();
     wait_for_topics(&nodes, &all, &["after", "before"]);
     // It registers again, as a new incarnation, with the new controller.
-    wait_for_brokers(&nodes, &all, second);
+    wait_for_brokers(&nodes, &all, &all, second);
     support::wait_for("every node's metadata log to hold the same bytes", ELECTION_PATIENCE, || {
         let logs: Vec<Vec<u8>> = nodes.iter().map(metadata_log).collect();
         !logs[0].is_empty() && logs.iter().all(|log| *log == logs[0])

@@ -3,7 +3,10 @@
 //! record's offset), then heartbeats; once it has caught up with the
 //! metadata log to its registration it is unfenced (a
 //! `BrokerRegistrationChangeRecord`), and fenced again when it asks to be
-//! or to shut down.
+//! or to shut down, or when its session expires (`BrokerSessions`: when
+//! each broker was last heard of, soft state of the active controller).
+
+use std::collections::BTreeMap;
 
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::register_broker_record::{BrokerEndpoint, BrokerFeature};
@@ -17,22 +20,75 @@ use crate::error::ApiError;
 const FENCE: i8 = 1;
 const UNFENCE: i8 = -1;
 
+/// When each broker was last heard of (registered or heartbeat), on the
+/// active controller (Kafka's BrokerHeartbeatManager): a broker not heard
+/// of for `broker.session.timeout.ms` is fenced, and while its session is
+/// valid no other incarnation may take its id.
+#[derive(Clone, Debug)]
+pub struct BrokerSessions {
+    timeout_ms: i64,
+    last_contact_ms: BTreeMap<i32, i64>,
+}
+
+impl BrokerSessions {
+    pub fn new(timeout_ms: i64) -> Self {
+        BrokerSessions { timeout_ms, last_contact_ms: BTreeMap::new() }
+    }
+
+    /// On becoming the active controller: every registered broker's session
+    /// starts now, as Kafka's new active controller gives each one.
+    pub fn start_all(&mut self, image: &MetadataImage, now_ms: i64) {
+        self.last_contact_ms = image.brokers.keys().map(|&id| (id, now_ms)).collect();
+    }
+
+    pub fn touch(&mut self, broker_id: i32, now_ms: i64) {
+        self.last_contact_ms.insert(broker_id, now_ms);
+    }
+
+    pub fn has_valid_session(&self, broker_id: i32, now_ms: i64) -> bool {
+        self.last_contact_ms.get(&broker_id).is_some_and(|&at| now_ms - at < self.timeout_ms)
+    }
+
+    /// The records fencing every unfenced broker of `image` whose session
+    /// expired, and their ids.
+    pub fn plan_fence_expired(&self, image: &MetadataImage, now_ms: i64) -> (Vec<MetadataRecord>, Vec<i32>) {
+        let expired: Vec<&RegisterBrokerRecord> =
+            image.brokers.values().filter(|b| !b.fenced && !self.has_valid_session(b.broker_id, now_ms)).collect();
+        let records = expired.iter().map(|b| fencing_change(b, FENCE)).collect();
+        (records, expired.iter().map(|b| b.broker_id).collect())
+    }
+}
+
+/// The change record moving `broker`'s fencing by `fenced` (FENCE or UNFENCE).
+fn fencing_change(broker: &RegisterBrokerRecord, fenced: i8) -> MetadataRecord {
+    MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
+        broker_id: broker.broker_id,
+        broker_epoch: broker.broker_epoch,
+        fenced,
+        ..Default::default()
+    })
+}
+
 /// BrokerRegistration: the record registering the broker, fenced, and its
 /// broker epoch, the offset the record will have (`image` holds the whole
-/// log, so that is the offset after it). A retry of the same incarnation
-/// gets the epoch it was given, and writes nothing.
+/// log, so that is the offset after it). As Kafka's, every registration
+/// writes a new record with a new epoch; another incarnation of an id
+/// whose session is still valid is refused (DUPLICATE_BROKER_REGISTRATION).
 pub fn plan_register_broker(
     image: &MetadataImage,
     request: &BrokerRegistrationRequest,
     cluster_id: &str,
+    sessions: &BrokerSessions,
+    now_ms: i64,
 ) -> Result<(Vec<MetadataRecord>, i64), ApiError> {
     if request.cluster_id != cluster_id {
         let message = format!("Expected cluster ID {cluster_id}, but got cluster ID {}", request.cluster_id);
         return Err(ApiError::new(ErrorCode::INCONSISTENT_CLUSTER_ID.code(), message));
     }
     if let Some(existing) = image.brokers.get(&request.broker_id) {
-        if existing.incarnation_id == request.incarnation_id {
-            return Ok((Vec::new(), existing.broker_epoch));
+        if existing.incarnation_id != request.incarnation_id && sessions.has_valid_session(request.broker_id, now_ms) {
+            let message = "Another broker is registered with that broker id.";
+            return Err(ApiError::new(ErrorCode::DUPLICATE_BROKER_REGISTRATION.code(), message));
         }
     }
     let broker_epoch = image.offset + 1;
@@ -100,17 +156,7 @@ pub fn plan_broker_heartbeat(
         Some(change) => change == FENCE,
         None => broker.fenced,
     };
-    let records = change
-        .map(|fenced| {
-            MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
-                broker_id: broker.broker_id,
-                broker_epoch: broker.broker_epoch,
-                fenced,
-                ..Default::default()
-            })
-        })
-        .into_iter()
-        .collect();
+    let records = change.map(|fenced| fencing_change(broker, fenced)).into_iter().collect();
     // Nothing leads on a broker but what it hosts alone: it may stop at once.
     let outcome = HeartbeatOutcome { is_caught_up, is_fenced, should_shut_down: request.want_shut_down };
     Ok((records, outcome))
@@ -152,14 +198,13 @@ mod tests {
     #[test]
     fn a_broker_registers_fenced_and_is_unfenced_once_caught_up() {
         let mut image = MetadataImage { offset: 41, ..Default::default() };
-        let e = plan_register_broker(&image, &registration(1), "other").unwrap_err();
+        let sessions = BrokerSessions::new(9_000);
+        let e = plan_register_broker(&image, &registration(1), "other", &sessions, 0).unwrap_err();
         assert_eq!(e.code, ErrorCode::INCONSISTENT_CLUSTER_ID.code());
-        let (records, epoch) = plan_register_broker(&image, &registration(1), "cluster").unwrap();
+        let (records, epoch) = plan_register_broker(&image, &registration(1), "cluster", &sessions, 0).unwrap();
         assert_eq!(epoch, 42, "the broker epoch is the registration's offset");
         apply(&mut image, &records);
         assert!(image.brokers[&2].fenced);
-        // A retry of the same incarnation writes nothing and gets the same epoch.
-        assert_eq!(plan_register_broker(&image, &registration(1), "cluster").unwrap(), (Vec::new(), 42));
 
         let (records, outcome) = plan_broker_heartbeat(&image, &heartbeat(42, 10, false)).unwrap();
         assert!(records.is_empty() && !outcome.is_caught_up && outcome.is_fenced, "not caught up: stays fenced");
@@ -175,7 +220,32 @@ mod tests {
         let e = plan_broker_heartbeat(&image, &heartbeat(7, 43, false)).unwrap_err();
         assert_eq!(e.code, ErrorCode::STALE_BROKER_EPOCH.code(), "a heartbeat from an old incarnation");
         // A new incarnation registers again, with a new epoch.
-        let (_, epoch) = plan_register_broker(&image, &registration(2), "cluster").unwrap();
+        let (_, epoch) = plan_register_broker(&image, &registration(2), "cluster", &sessions, 0).unwrap();
         assert_eq!(epoch, image.offset + 1);
+    }
+
+    #[test]
+    fn a_session_keeps_the_id_and_its_expiry_fences_the_broker() {
+        let mut image = MetadataImage { offset: 9, ..Default::default() };
+        let mut sessions = BrokerSessions::new(9_000);
+        let (records, epoch) = plan_register_broker(&image, &registration(1), "cluster", &sessions, 0).unwrap();
+        apply(&mut image, &records);
+        sessions.touch(2, 1_000);
+        let (records, _) = plan_broker_heartbeat(&image, &heartbeat(epoch, epoch, false)).unwrap();
+        apply(&mut image, &records);
+        assert!(!image.brokers[&2].fenced);
+        // Another incarnation of id 2 while the session lives: refused.
+        let e = plan_register_broker(&image, &registration(2), "cluster", &sessions, 9_999).unwrap_err();
+        assert_eq!(e.code, ErrorCode::DUPLICATE_BROKER_REGISTRATION.code());
+        assert_eq!(sessions.plan_fence_expired(&image, 9_999).1, Vec::<i32>::new(), "at the limit, still valid");
+        // At exactly the timeout the session is gone: fenced, and the id is free.
+        let (records, fenced) = sessions.plan_fence_expired(&image, 10_000);
+        assert_eq!(fenced, [2]);
+        apply(&mut image, &records);
+        assert!(image.brokers[&2].fenced);
+        assert!(plan_register_broker(&image, &registration(2), "cluster", &sessions, 10_000).is_ok());
+        // A new active controller gives every broker a fresh session.
+        sessions.start_all(&image, 20_000);
+        assert!(sessions.has_valid_session(2, 28_999) && !sessions.has_valid_session(2, 29_000));
     }
 }

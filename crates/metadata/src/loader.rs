@@ -12,6 +12,7 @@ use crate::delta::MetadataDelta;
 use crate::image::MetadataImage;
 use crate::publisher::MetadataUpdate;
 use crate::records::{decode_batches, CorruptRecord};
+use krabka_protocol::records::RecordBatches;
 
 pub struct MetadataLoader {
     image: Arc<MetadataImage>,
@@ -44,6 +45,14 @@ impl MetadataLoader {
     /// batches (which change nothing) included, so that a reader can tell
     /// the image has caught up with the log.
     pub fn apply(&mut self, batches: Bytes) -> Result<MetadataUpdate, CorruptRecord> {
+        // The chunk must go on from where the image ends: a gap would leave
+        // the image without what it skipped.
+        if let Some(Ok(first)) = RecordBatches::new(batches.clone()).next() {
+            if first.base_offset() > self.next_offset || first.next_offset() <= self.next_offset {
+                let reason = format!("a chunk from offset {} after {}", first.base_offset(), self.next_offset);
+                return Err(CorruptRecord { offset: self.next_offset, reason });
+            }
+        }
         let (records, next_offset) = decode_batches(batches, self.next_offset)?;
         debug_assert!(next_offset >= self.next_offset, "a chunk that goes back");
         let mut image = (*self.image).clone();
@@ -109,5 +118,13 @@ mod tests {
         corrupt[last] ^= 0xff;
         assert!(loader.apply(Bytes::from(corrupt)).is_err());
         assert_eq!((loader.next_offset(), loader.image().topics.len()), (3, 2));
+        // A chunk that skips offsets, or one it has applied already, is refused.
+        assert!(loader.apply(batch(5, &[topic("c", 4)])).is_err());
+        assert!(loader.apply(batch(0, &[topic("c", 4)])).is_err());
+        // One cut short after a whole batch applies the whole one.
+        let mut cut = batch(3, &[topic("c", 4)]).to_vec();
+        cut.extend_from_slice(&batch(4, &[topic("d", 5)])[..20]);
+        let update = loader.apply(Bytes::from(cut)).unwrap();
+        assert_eq!((loader.next_offset(), update.image.topics.len()), (4, 3));
     }
 }

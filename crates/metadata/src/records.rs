@@ -129,14 +129,23 @@ pub struct CorruptRecord {
 
 /// The metadata records in `batches` (whole record batches as read from the
 /// log) from `from_offset` on, with their offsets, and the offset after the
-/// last batch. Control batches (KRaft's LeaderChange, snapshot markers) hold
-/// no metadata and are skipped.
+/// last whole batch (a partial batch at the end is left for the next read).
+/// Control batches (KRaft's LeaderChange, snapshot markers) hold no
+/// metadata and are skipped.
 pub fn decode_batches(batches: Bytes, from_offset: i64) -> Result<(Vec<(i64, MetadataRecord)>, i64), CorruptRecord> {
     let mut next_offset = from_offset;
     let mut out = Vec::new();
     for batch in RecordBatches::new(batches) {
         let corrupt = |offset: i64| move |e: RecordError| CorruptRecord { offset, reason: e.to_string() };
-        let batch = batch.map_err(corrupt(next_offset))?;
+        let batch = match batch {
+            Ok(batch) => batch,
+            // A read of the log may end inside its last batch: the whole
+            // ones before it are the chunk (the next read starts there).
+            // A read holds at least one whole batch, so a first one cut
+            // short is damage.
+            Err(RecordError::Truncated { .. }) if next_offset > from_offset => break,
+            Err(e) => return Err(corrupt(next_offset)(e)),
+        };
         let batch_end = batch.next_offset();
         if !batch.is_control() {
             for record in batch.records(usize::MAX).map_err(corrupt(batch.base_offset()))? {

@@ -41,7 +41,15 @@ const KEY_TYPE_GROUP: i8 = 0;
 async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
     let configs = [("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")];
-    ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs).await
+    // On a node that is not the active controller the topic cannot be
+    // created here: the client is told what Kafka tells it meanwhile.
+    ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs).await.map_err(|code| {
+        if code == ErrorCode::NOT_CONTROLLER.code() {
+            ErrorCode::COORDINATOR_NOT_AVAILABLE.code()
+        } else {
+            code
+        }
+    })
 }
 
 pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {

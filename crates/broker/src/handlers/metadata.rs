@@ -115,7 +115,6 @@ fn describe(
     ctx: &RequestContext<'_>,
     operations: bool,
 ) -> MetadataResponseTopic {
-    let node = ctx.broker.node_id;
     MetadataResponseTopic {
         error_code: ErrorCode::NONE.code(),
         name: Some(topic.name.clone()),
@@ -128,7 +127,7 @@ fn describe(
             .map(|(index, p)| MetadataResponsePartition {
                 error_code: ErrorCode::NONE.code(),
                 partition_index: index as i32,
-                leader_id: node,
+                leader_id: ctx.broker.partition_leader(p),
                 leader_epoch: p.leader_epoch,
                 replica_nodes: p.replicas.clone(),
                 isr_nodes: p.isr.clone(),

@@ -236,7 +236,7 @@ pub fn describe_topic_partitions(
             budget -= 1;
             partitions.push(DescribeTopicPartitionsResponsePartition {
                 partition_index: index as i32,
-                leader_id: broker.node_id,
+                leader_id: broker.partition_leader(p),
                 leader_epoch: p.leader_epoch,
                 replica_nodes: p.replicas.clone(),
                 isr_nodes: p.isr.clone(),

@@ -105,24 +105,25 @@ impl QuorumWriter {
             return Err(MetadataError::TooManyRecords { records: records.len() });
         }
         let values: Vec<Bytes> = records.iter().map(MetadataRecord::encode).collect();
-        let appended = self.quorum.propose(values).await?.ok_or(MetadataError::NotController)?;
+        let appended = self.quorum.propose(values, turn.epoch).await?.ok_or(MetadataError::NotController)?;
         self.applied_through(appended.last_offset, turn.epoch, turn.deadline).await
     }
 
     /// Waits until a leader is known and the image holds everything this
-    /// node has learned is committed (a broker's "caught up").
-    pub async fn caught_up(&self) {
+    /// node has learned is committed (a broker's "caught up"); false when
+    /// the quorum or the loader stopped first.
+    pub async fn caught_up(&self) -> bool {
         let mut status = self.quorum.status();
         let mut applied = self.applied.clone();
         loop {
             let now = *status.borrow_and_update();
             let applied_end = applied.borrow_and_update().image.offset + 1;
             if now.leader_id.is_some() && now.high_watermark > 0 && applied_end >= now.high_watermark {
-                return;
+                return true;
             }
             tokio::select! {
-                changed = status.changed() => if changed.is_err() { return },
-                changed = applied.changed() => if changed.is_err() { return },
+                changed = status.changed() => if changed.is_err() { return false },
+                changed = applied.changed() => if changed.is_err() { return false },
             }
         }
     }
@@ -157,12 +158,16 @@ impl QuorumWriter {
         let mut applied = self.applied.clone();
         loop {
             let update = applied.borrow_and_update().clone();
-            if update.image.offset >= last_offset {
-                return Ok(update);
-            }
+            // The status is read after the image: an image past the batch
+            // while this node still leads `epoch` holds this very batch (a
+            // leader never truncates its own epoch); once the lead is lost
+            // the offset may hold another leader's records.
             let now = *status.borrow_and_update();
             if now.role != RoleName::Leader || now.epoch != epoch {
                 return Err(MetadataError::NotController);
+            }
+            if update.image.offset >= last_offset {
+                return Ok(update);
             }
             self.wait_for_change(&mut status, &mut applied, deadline).await?;
         }

@@ -112,11 +112,12 @@ impl MetadataStore {
     }
 
     /// Waits until the image holds what the quorum has committed, as far
-    /// as this node knows (at once for the only voter). Returns early if
-    /// the quorum stops.
-    pub async fn caught_up(&self) {
-        if let Writer::Quorum(writer) = &self.writer {
-            writer.caught_up().await;
+    /// as this node knows (at once for the only voter); false when the
+    /// quorum or its loader stopped first.
+    pub async fn caught_up(&self) -> bool {
+        match &self.writer {
+            Writer::Single(_) => true,
+            Writer::Quorum(writer) => writer.caught_up().await,
         }
     }
 

@@ -73,6 +73,12 @@ impl Quorum {
     pub fn start(setup: QuorumSetup, runtime: &tokio::runtime::Handle) -> Result<(Quorum, CommittedBatches), LogError> {
         let started = Instant::now();
         let log = open_replicated_log(&setup.log_dir, setup.log_config.clone(), false, crate::clock::now_ms())?;
+        if log.log_start_offset() > 0 {
+            // Its start is in a snapshot, which a shared quorum neither
+            // loads nor sends yet: the image would miss what it holds.
+            let reason = format!("the metadata log starts at {} (after a snapshot)", log.log_start_offset());
+            return Err(LogError::Io(std::io::Error::other(format!("{reason}: cannot join a shared quorum yet"))));
+        }
         let persisted = quorum_state::read(&setup.log_dir)?.map(|state| election_state(&state));
         let voters = setup.raft.voters.clone();
         let node = RaftNode::open(setup.raft.clone(), log, persisted, 0);
@@ -109,12 +115,13 @@ impl Quorum {
         answer.await.ok()
     }
 
-    /// Appends `values` as one batch when this node leads (None when it does
-    /// not); they are committed once the high watermark passes the batch.
-    pub async fn propose(&self, values: Vec<Bytes>) -> Result<Option<AppendInfo>, LogError> {
+    /// Appends `values` as one batch when this node leads `epoch` (None
+    /// when it does not: a plan made in one epoch is never appended in
+    /// another); they are committed once the high watermark passes the batch.
+    pub async fn propose(&self, values: Vec<Bytes>, epoch: i32) -> Result<Option<AppendInfo>, LogError> {
         let (reply, answer) = oneshot::channel();
         let stopped = || LogError::Io(std::io::Error::other("the quorum stopped"));
-        self.events.send(Event::Propose { values, reply }).map_err(|_| stopped())?;
+        self.events.send(Event::Propose { values, epoch, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 
@@ -246,7 +253,11 @@ impl Driver {
                 Ok(Err(dropped)) => tracing::debug!(peer, ?dropped, "a raft response gave nothing to act on"),
                 Err(error) => tracing::debug!(peer, %error, "a raft request failed"),
             },
-            Event::Propose { values, reply } => {
+            Event::Propose { values, epoch, reply } => {
+                if self.node.epoch() != epoch {
+                    let _ = reply.send(Ok(None));
+                    return Ok(());
+                }
                 let proposed = self.node.propose(&values, now);
                 let (answer, outcome) = match proposed {
                     Ok(Some((info, actions))) => (Ok(Some(info)), self.perform(actions)),
@@ -291,15 +302,15 @@ impl Driver {
     fn deliver_committed(&mut self) -> Result<(), LogError> {
         let high_watermark = self.node.high_watermark();
         while self.delivered_end < high_watermark {
-            let batches =
-                ReplicatedLog::read(self.node.log(), self.delivered_end, COMMITTED_CHUNK_BYTES, high_watermark)?;
-            let Some(end) = batches_end(&batches) else {
+            let read = ReplicatedLog::read(self.node.log(), self.delivered_end, COMMITTED_CHUNK_BYTES, high_watermark)?;
+            // A read may end inside a batch: only whole ones are handed out.
+            let Some((end, bytes)) = whole_batches(&read) else {
                 break;
             };
             debug_assert!(end > self.delivered_end && end <= high_watermark, "a chunk outside what is committed");
             self.delivered_end = end;
             // Nobody listening (the broker is stopping) is not the quorum's failure.
-            let _ = self.committed.send(batches);
+            let _ = self.committed.send(read.slice(..bytes));
         }
         Ok(())
     }
@@ -322,9 +333,16 @@ impl Driver {
     }
 }
 
-/// The offset after the last whole batch of `batches`, None when there is none.
-fn batches_end(batches: &Bytes) -> Option<i64> {
-    RecordBatches::new(batches.clone()).map_while(Result::ok).last().map(|batch| batch.next_offset())
+/// The offset after the last whole batch of `batches` and the bytes up to
+/// its end; None when there is no whole batch.
+fn whole_batches(batches: &Bytes) -> Option<(i64, usize)> {
+    let mut whole = None;
+    let mut bytes = 0;
+    for batch in RecordBatches::new(batches.clone()).map_while(Result::ok) {
+        bytes += batch.as_bytes().len();
+        whole = Some((batch.next_offset(), bytes));
+    }
+    whole
 }
 
 fn status_of(node: &RaftNode<PartitionLog>) -> QuorumStatus {

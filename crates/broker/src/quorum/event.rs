@@ -23,9 +23,10 @@ pub(super) enum Event {
         sent: Message,
         result: PeerResult,
     },
-    /// Values to append as one batch, if this node leads.
+    /// Values to append as one batch, if this node leads `epoch`.
     Propose {
         values: Vec<Bytes>,
+        epoch: i32,
         reply: oneshot::Sender<Result<Option<AppendInfo>, LogError>>,
     },
     Stop,

@@ -122,21 +122,25 @@ async fn three_members_elect_commit_and_fail_over_over_tcp() {
     let mut members = start_members(3).await;
     let (leader, epoch) = agreed_leader(&members).await;
     let values: Vec<Bytes> = (0..10).map(|i| Bytes::from(format!("record-{i}"))).collect();
-    let appended = members[&leader].quorum.propose(values.clone()).await.unwrap().expect("the leader takes proposals");
+    let appended =
+        members[&leader].quorum.propose(values.clone(), epoch).await.unwrap().expect("the leader takes proposals");
     committed_everywhere(&members, appended.last_offset).await;
     // Every member hands out what was committed, and only that.
     for member in members.values() {
         assert_eq!(member.committed_values(), values);
     }
     let follower = *members.keys().find(|&&id| id != leader).unwrap();
-    assert_eq!(members[&follower].quorum.propose(vec![Bytes::from_static(b"x")]).await.unwrap(), None);
+    assert_eq!(members[&follower].quorum.propose(vec![Bytes::from_static(b"x")], epoch).await.unwrap(), None);
+    // A plan of another epoch is never appended, even by the leader.
+    assert_eq!(members[&leader].quorum.propose(vec![Bytes::from_static(b"x")], epoch - 1).await.unwrap(), None);
 
     // The leader stops (it resigns): the two others elect one of themselves.
     let stopped = members.remove(&leader).unwrap();
     stopped.quorum.stop();
     let (next, next_epoch) = agreed_leader(&members).await;
     assert!(next != leader && next_epoch > epoch, "{next} of epoch {next_epoch} after {leader} of {epoch}");
-    let appended = members[&next].quorum.propose(vec![Bytes::from_static(b"after")]).await.unwrap().unwrap();
+    let appended =
+        members[&next].quorum.propose(vec![Bytes::from_static(b"after")], next_epoch).await.unwrap().unwrap();
     committed_everywhere(&members, appended.last_offset).await;
     for member in members.values() {
         assert_eq!(member.committed_values(), [Bytes::from_static(b"after")]);

@@ -1,0 +1,115 @@
+//! The active controller's cluster control (Kafka's ClusterControlManager
+//! with its heartbeat manager): broker registrations and heartbeats, each
+//! a krabka-controller plan committed through the metadata store, and the
+//! broker sessions, soft state of the active controller: a broker not
+//! heard of for `broker.session.timeout.ms` is fenced. A node that becomes
+//! the active controller starts every registered broker's session afresh,
+//! as Kafka's does, so a change of controller fences nobody by itself.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use krabka_controller::brokers::{plan_broker_heartbeat, plan_register_broker, BrokerSessions, HeartbeatOutcome};
+use krabka_controller::ApiError;
+use krabka_metadata::MetadataImage;
+use krabka_protocol::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
+
+use crate::broker::Broker;
+use crate::clock::now_ms;
+
+/// How often expired sessions are looked for.
+const SESSION_CHECK: Duration = Duration::from_millis(250);
+
+pub struct ClusterControl {
+    broker: Arc<Broker>,
+    state: Mutex<SessionState>,
+}
+
+struct SessionState {
+    sessions: BrokerSessions,
+    /// The quorum epoch this node led when the sessions were started.
+    led_epoch: Option<i32>,
+}
+
+impl ClusterControl {
+    pub fn new(broker: Arc<Broker>) -> Arc<Self> {
+        let timeout_ms =
+            broker.config.raw.get("broker.session.timeout.ms").and_then(|v| v.trim().parse().ok()).unwrap_or(9_000);
+        let state = SessionState { sessions: BrokerSessions::new(timeout_ms), led_epoch: None };
+        Arc::new(ClusterControl { broker, state: Mutex::new(state) })
+    }
+
+    /// The sessions, started afresh when this node leads a new epoch. Only
+    /// called from a plan, which runs while this node leads with `image`
+    /// holding its whole log.
+    fn sessions(&self, image: &MetadataImage, now_ms: i64) -> std::sync::MutexGuard<'_, SessionState> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let epoch = self.broker.metadata.quorum_view(self.broker.node_id).epoch;
+        if state.led_epoch != Some(epoch) {
+            state.sessions.start_all(image, now_ms);
+            state.led_epoch = Some(epoch);
+        }
+        state
+    }
+
+    /// BrokerRegistration: the broker's new epoch; its session starts.
+    pub async fn register(&self, request: &BrokerRegistrationRequest) -> Result<i64, ApiError> {
+        let cluster_id = self.broker.cluster_id.as_str();
+        let now = now_ms();
+        let (_, epoch) = self
+            .broker
+            .metadata
+            .control(|image| {
+                let mut state = self.sessions(image, now);
+                let planned = plan_register_broker(image, request, cluster_id, &state.sessions, now)?;
+                state.sessions.touch(request.broker_id, now);
+                Ok::<_, ApiError>(planned)
+            })
+            .await?;
+        tracing::info!(broker = request.broker_id, broker_epoch = epoch, "broker registered");
+        Ok(epoch)
+    }
+
+    /// BrokerHeartbeat: what the broker is told; its session goes on.
+    pub async fn heartbeat(&self, request: &BrokerHeartbeatRequest) -> Result<HeartbeatOutcome, ApiError> {
+        let now = now_ms();
+        let (_, outcome) = self
+            .broker
+            .metadata
+            .control(|image| {
+                let planned = plan_broker_heartbeat(image, request)?;
+                self.sessions(image, now).sessions.touch(request.broker_id, now);
+                Ok::<_, ApiError>(planned)
+            })
+            .await?;
+        Ok(outcome)
+    }
+
+    /// Fences the brokers whose session expired, while this node is the
+    /// active controller; runs until the broker shuts down.
+    pub async fn fence_expired_sessions(self: Arc<Self>) {
+        let mut shutdown = self.broker.shutdown_signal();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(SESSION_CHECK) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+            if !self.broker.metadata.is_active_controller() {
+                continue;
+            }
+            let now = now_ms();
+            let fenced = self
+                .broker
+                .metadata
+                .control(|image| Ok::<_, ApiError>(self.sessions(image, now).sessions.plan_fence_expired(image, now)))
+                .await;
+            match fenced {
+                Ok((_, ids)) if !ids.is_empty() => {
+                    tracing::info!(brokers = ?ids, "fenced brokers whose session expired")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(code = e.code, message = %e.message, "fencing expired sessions"),
+            }
+        }
+    }
+}
