@@ -39,6 +39,8 @@ pub struct Broker {
     pub groups: GroupCoordinator,
     /// The `__consumer_offsets` partitions the group coordinator persists to.
     offsets_log: TopicLog,
+    /// This process's registration with the active controller.
+    pub membership: crate::lifecycle::Membership,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
     shutdown: watch::Sender<bool>,
@@ -122,6 +124,7 @@ impl Broker {
                 .map_or(config.offsets_topic_num_partitions.max(1) as usize, |t| t.partitions.len()),
         );
         let fetch_sessions = FetchSessionCache::new(config.max_incremental_fetch_session_cache_slots);
+        let membership = crate::lifecycle::Membership::new(config.node_id);
         let broker = Arc::new(Broker {
             groups,
             offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),
@@ -133,6 +136,7 @@ impl Broker {
             replicas,
             metrics: Arc::new(Metrics::new()),
             fetch_sessions,
+            membership,
             open_connections: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
         });

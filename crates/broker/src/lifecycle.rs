@@ -6,9 +6,12 @@
 //! controller unfences it and on. A new incarnation id per process, so a
 //! restart registers anew; a heartbeat refused as STALE_BROKER_EPOCH (the
 //! registration is gone) registers again; a failed or refused exchange
-//! (NOT_CONTROLLER: the lead moved) reconnects to whoever leads now.
+//! (NOT_CONTROLLER: the lead moved) reconnects to whoever leads now. On a
+//! clean stop, `controlled_shutdown` asks the active controller to fence
+//! it (WantShutDown) before the storage closes, so clients stop being sent
+//! to it at once rather than when its session expires.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use krabka_protocol::broker_registration_request::Listener;
@@ -27,23 +30,50 @@ const HEARTBEAT_VERSION: i16 = 1;
 const FENCED_HEARTBEAT: Duration = Duration::from_millis(200);
 /// How long to wait before trying again after a failure.
 const RETRY: Duration = Duration::from_millis(200);
+/// How long a clean stop waits for the controller to fence this broker.
+const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(5);
+
+/// This process's membership: its incarnation and the epoch it was given.
+pub struct Membership {
+    incarnation_id: Uuid,
+    broker_epoch: Mutex<Option<i64>>,
+}
+
+impl Membership {
+    pub fn new(node_id: i32) -> Self {
+        let incarnation_id = Uuid::random().unwrap_or(Uuid([node_id as u8; 16]));
+        Membership { incarnation_id, broker_epoch: Mutex::new(None) }
+    }
+
+    fn epoch(&self) -> Option<i64> {
+        *self.broker_epoch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_epoch(&self, epoch: Option<i64>) {
+        *self.broker_epoch.lock().unwrap_or_else(|e| e.into_inner()) = epoch;
+    }
+}
+
+/// A connection to the active controller's listener, as this node's quorum knows it.
+async fn connect_to_controller(broker: &Broker) -> Result<Channel, String> {
+    let quorum = broker.metadata.quorum().ok_or("no shared quorum")?;
+    let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
+    let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
+    let timeout = Duration::from_millis(broker.config.quorum.request_timeout_ms.max(1) as u64);
+    let client_id = format!("broker-{}-lifecycle", broker.node_id);
+    Channel::connect(&address.host, address.port, timeout, client_id).await
+}
 
 /// Runs until the broker shuts down.
 pub async fn run(broker: Arc<Broker>) {
-    let Some(quorum) = broker.metadata.quorum().cloned() else {
+    if broker.metadata.quorum().is_none() {
         return;
-    };
-    let incarnation_id = Uuid::random().unwrap_or(Uuid([broker.node_id as u8; 16]));
-    let mut broker_epoch = None;
+    }
     let mut shutdown = broker.shutdown_signal();
     loop {
         let session = async {
-            let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
-            let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
-            let timeout = Duration::from_millis(broker.config.quorum.request_timeout_ms.max(1) as u64);
-            let client_id = format!("broker-{}-lifecycle", broker.node_id);
-            let mut channel = Channel::connect(&address.host, address.port, timeout, client_id).await?;
-            heartbeat_loop(&broker, &mut channel, incarnation_id, &mut broker_epoch).await
+            let mut channel = connect_to_controller(&broker).await?;
+            heartbeat_loop(&broker, &mut channel).await
         };
         let outcome: Result<(), String> = tokio::select! {
             outcome = session => outcome,
@@ -56,23 +86,53 @@ pub async fn run(broker: Arc<Broker>) {
     }
 }
 
+/// Asks the active controller to fence this broker before it stops
+/// (Kafka's controlled shutdown: WantShutDown until ShouldShutDown), for
+/// at most a few seconds: without a controller the stop goes on, and the
+/// session's expiry fences it later.
+pub async fn controlled_shutdown(broker: &Broker) {
+    let Some(broker_epoch) = broker.membership.epoch() else {
+        return;
+    };
+    let ask = async {
+        loop {
+            let attempt = async {
+                let mut channel = connect_to_controller(broker).await?;
+                let request = BrokerHeartbeatRequest {
+                    broker_id: broker.node_id,
+                    broker_epoch,
+                    current_metadata_offset: broker.metadata.image().offset,
+                    want_shut_down: true,
+                    ..Default::default()
+                };
+                let response: BrokerHeartbeatResponse =
+                    channel.call(ApiKey::BrokerHeartbeat, HEARTBEAT_VERSION, &request).await?;
+                Ok::<_, String>(response.error_code == 0 && response.should_shut_down)
+            };
+            if let Ok(true) = attempt.await {
+                return;
+            }
+            tokio::time::sleep(RETRY).await;
+        }
+    };
+    match tokio::time::timeout(SHUTDOWN_PATIENCE, ask).await {
+        Ok(()) => tracing::info!("the active controller fenced this broker for its shutdown"),
+        Err(_) => tracing::warn!("no controller fenced this broker for its shutdown; its session will expire"),
+    }
+}
+
 /// Registers when it has no epoch, then heartbeats; returns why it stopped.
-async fn heartbeat_loop(
-    broker: &Broker,
-    channel: &mut Channel,
-    incarnation_id: Uuid,
-    broker_epoch: &mut Option<i64>,
-) -> Result<(), String> {
+async fn heartbeat_loop(broker: &Broker, channel: &mut Channel) -> Result<(), String> {
     let interval = Duration::from_millis(
         broker.config.raw.get("broker.heartbeat.interval.ms").and_then(|v| v.trim().parse().ok()).unwrap_or(2000),
     );
     loop {
-        let epoch = match *broker_epoch {
+        let epoch = match broker.membership.epoch() {
             Some(epoch) => epoch,
             None => {
-                let epoch = register(broker, channel, incarnation_id).await?;
+                let epoch = register(broker, channel, broker.membership.incarnation_id).await?;
                 tracing::info!(broker_epoch = epoch, "registered with the active controller");
-                *broker_epoch = Some(epoch);
+                broker.membership.set_epoch(Some(epoch));
                 epoch
             }
         };
@@ -87,7 +147,7 @@ async fn heartbeat_loop(
         match response.error_code {
             0 => {}
             code if code == ErrorCode::STALE_BROKER_EPOCH.code() => {
-                *broker_epoch = None;
+                broker.membership.set_epoch(None);
                 continue;
             }
             code => return Err(format!("heartbeat answered error {code}")),

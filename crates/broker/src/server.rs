@@ -74,6 +74,8 @@ impl Broker {
             }
         }
         drop(listener);
+        // Fenced first, so clients are sent elsewhere while this one drains.
+        crate::lifecycle::controlled_shutdown(self).await;
         tracing::info!(open = connections.len(), "shutting down: finishing in-flight requests");
         let drained =
             tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;

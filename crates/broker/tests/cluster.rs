@@ -8,7 +8,8 @@
 //! BrokerRegistration and BrokerHeartbeat on the controller listener), so
 //! Metadata on any node lists all three and names the active controller;
 //! the killed broker is fenced once its session expires, and listed again
-//! once it restarts and registers anew.
+//! once it restarts and registers anew; a cleanly stopped one asks to be
+//! fenced first.
 
 mod support;
 
@@ -152,7 +153,18 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
         let logs: Vec<Vec<u8>> = nodes.iter().map(metadata_log).collect();
         !logs[0].is_empty() && logs.iter().all(|log| *log == logs[0])
     });
-    for node in &mut nodes {
-        assert!(node.stop().success(), "{}", node.log());
+    // A clean stop of a broker that is not the controller: it asks the
+    // controller to fence it (WantShutDown) before its storage closes.
+    let leaving = *all.iter().find(|&&i| i != second).unwrap();
+    assert!(nodes[leaving].stop().success(), "{}", nodes[leaving].log());
+    assert!(
+        nodes[leaving].log().contains("the active controller fenced this broker for its shutdown"),
+        "{}",
+        nodes[leaving].log()
+    );
+    let staying: Vec<usize> = all.iter().copied().filter(|&i| i != leaving).collect();
+    wait_for_brokers(&nodes, &staying, &staying, second);
+    for &i in &staying {
+        assert!(nodes[i].stop().success(), "{}", nodes[i].log());
     }
 }
