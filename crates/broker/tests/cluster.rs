@@ -8,8 +8,8 @@
 //! BrokerRegistration and BrokerHeartbeat on the controller listener), so
 //! Metadata on any node lists all three and names the active controller;
 //! the killed broker is fenced once its session expires, and listed again
-//! once it restarts and registers anew; a cleanly stopped one asks to be
-//! fenced first.
+//! once it restarts and registers anew (its partitions leaderless in
+//! between); a cleanly stopped one asks to be fenced first.
 
 mod support;
 
@@ -104,6 +104,19 @@ fn wait_for_topics(nodes: &[BrokerProcess], alive: &[usize], names: &[&str]) {
     }
 }
 
+/// Waits until every node in `alive` names `leader` as the leader of every
+/// partition of `topic` (-1: none, with LEADER_NOT_AVAILABLE).
+fn wait_for_leader(nodes: &[BrokerProcess], alive: &[usize], topic: &str, leader: i32) {
+    let error = if leader < 0 { ErrorCode::LEADER_NOT_AVAILABLE.code() } else { 0 };
+    for &i in alive {
+        support::wait_for(&format!("node {} to name {leader} the leader of {topic}", i + 1), ELECTION_PATIENCE, || {
+            let answer = metadata(&nodes[i]);
+            let found = answer.topics.iter().find(|t| t.name.as_deref() == Some(topic));
+            found.is_some_and(|t| t.partitions.iter().all(|p| p.leader_id == leader && p.error_code == error))
+        });
+    }
+}
+
 fn metadata_log(node: &BrokerProcess) -> Vec<u8> {
     let dir = node.data_dir().join("__cluster_metadata-0");
     std::fs::read(dir.join("00000000000000000000.log")).unwrap_or_default()
@@ -125,11 +138,7 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     wait_for_brokers(&nodes, &all, &all, first);
     // Every node names the partitions' leader from the image: the node
     // that placed them (the active controller, for now).
-    for node in &nodes {
-        let answer = metadata(node);
-        let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some("before")).unwrap();
-        assert!(topic.partitions.iter().all(|p| p.leader_id == first as i32 + 1), "{:?}", topic.partitions);
-    }
+    wait_for_leader(&nodes, &all, "before", first as i32 + 1);
 
     // The active controller dies: the other two elect one of themselves,
     // which plans on an image that already holds "before".
@@ -141,14 +150,17 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     assert_ne!(second, first);
     wait_for_topics(&nodes, &rest, &["after", "before"]);
     // The killed broker's session expires on the new controller: fenced,
-    // no longer listed.
+    // no longer listed, and its partitions have no leader.
     wait_for_brokers(&nodes, &rest, &rest, second);
+    wait_for_leader(&nodes, &rest, "before", -1);
 
     // The killed node restarts on its log and catches up.
     nodes[first].restart();
     wait_for_topics(&nodes, &all, &["after", "before"]);
     // It registers again, as a new incarnation, with the new controller.
     wait_for_brokers(&nodes, &all, &all, second);
+    // Unfenced, it leads its partitions again.
+    wait_for_leader(&nodes, &all, "before", first as i32 + 1);
     support::wait_for("every node's metadata log to hold the same bytes", ELECTION_PATIENCE, || {
         let logs: Vec<Vec<u8>> = nodes.iter().map(metadata_log).collect();
         !logs[0].is_empty() && logs.iter().all(|log| *log == logs[0])

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::register_broker_record::{BrokerEndpoint, BrokerFeature};
 use krabka_protocol::{
-    BrokerHeartbeatRequest, BrokerRegistrationChangeRecord, BrokerRegistrationRequest, ErrorCode, RegisterBrokerRecord,
+    BrokerHeartbeatRequest, BrokerRegistrationChangeRecord, BrokerRegistrationRequest, ErrorCode,
+    PartitionChangeRecord, RegisterBrokerRecord,
 };
 
 use crate::error::ApiError;
@@ -19,6 +20,8 @@ use crate::error::ApiError;
 /// Kafka's BrokerRegistrationFencingChange values.
 const FENCE: i8 = 1;
 const UNFENCE: i8 = -1;
+/// A partition's leader when none is eligible (Kafka's `NO_LEADER`).
+const NO_LEADER: i32 = -1;
 
 /// When each broker was last heard of (registered or heartbeat), on the
 /// active controller (Kafka's BrokerHeartbeatManager): a broker not heard
@@ -54,19 +57,43 @@ impl BrokerSessions {
     pub fn plan_fence_expired(&self, image: &MetadataImage, now_ms: i64) -> (Vec<MetadataRecord>, Vec<i32>) {
         let expired: Vec<&RegisterBrokerRecord> =
             image.brokers.values().filter(|b| !b.fenced && !self.has_valid_session(b.broker_id, now_ms)).collect();
-        let records = expired.iter().map(|b| fencing_change(b, FENCE)).collect();
+        let records = expired.iter().flat_map(|b| fencing_change(image, b, FENCE)).collect();
         (records, expired.iter().map(|b| b.broker_id).collect())
     }
 }
 
-/// The change record moving `broker`'s fencing by `fenced` (FENCE or UNFENCE).
-fn fencing_change(broker: &RegisterBrokerRecord, fenced: i8) -> MetadataRecord {
-    MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
-        broker_id: broker.broker_id,
+/// The records moving `broker`'s fencing by `fenced` (FENCE or UNFENCE),
+/// with the leadership that follows, as Kafka's controller elects without
+/// Eligible Leader Replicas: a fenced broker leads nothing (its partitions
+/// with no other in-sync replica go leaderless, -1, and keep it in their
+/// ISR), and an unfenced one takes back the leaderless partitions whose ISR
+/// names it. Every replica is on one broker for now, so there is no other
+/// replica to elect.
+fn fencing_change(image: &MetadataImage, broker: &RegisterBrokerRecord, fenced: i8) -> Vec<MetadataRecord> {
+    let id = broker.broker_id;
+    let change = MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
+        broker_id: id,
         broker_epoch: broker.broker_epoch,
         fenced,
         ..Default::default()
-    })
+    });
+    let (from, to) = if fenced == FENCE { (id, NO_LEADER) } else { (NO_LEADER, id) };
+    let mut records = vec![change];
+    let mut topics: Vec<_> = image.topics.values().collect();
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
+    for topic in topics {
+        for (index, partition) in topic.partitions.iter().enumerate() {
+            if partition.leader == from && partition.isr.contains(&id) {
+                records.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
+                    topic_id: topic.id,
+                    partition_id: index as i32,
+                    leader: to,
+                    ..Default::default()
+                }));
+            }
+        }
+    }
+    records
 }
 
 /// BrokerRegistration: the record registering the broker, fenced, and its
@@ -156,7 +183,7 @@ pub fn plan_broker_heartbeat(
         Some(change) => change == FENCE,
         None => broker.fenced,
     };
-    let records = change.map(|fenced| fencing_change(broker, fenced)).into_iter().collect();
+    let records = change.map(|fenced| fencing_change(image, broker, fenced)).unwrap_or_default();
     // Nothing leads on a broker but what it hosts alone: it may stop at once.
     let outcome = HeartbeatOutcome { is_caught_up, is_fenced, should_shut_down: request.want_shut_down };
     Ok((records, outcome))
@@ -222,6 +249,39 @@ mod tests {
         // A new incarnation registers again, with a new epoch.
         let (_, epoch) = plan_register_broker(&image, &registration(2), "cluster", &sessions, 0).unwrap();
         assert_eq!(epoch, image.offset + 1);
+    }
+
+    #[test]
+    fn a_fenced_broker_leads_nothing_and_takes_its_partitions_back_when_unfenced() {
+        use krabka_protocol::{PartitionRecord, TopicRecord};
+        let mut image = MetadataImage::default();
+        let topic = TopicRecord { name: "t".into(), topic_id: Uuid([7; 16]), ..Default::default() };
+        let partition = |id, leader| PartitionRecord {
+            topic_id: Uuid([7; 16]),
+            partition_id: id,
+            replicas: vec![leader],
+            isr: vec![leader],
+            leader,
+            ..Default::default()
+        };
+        apply(&mut image, &[MetadataRecord::Topic(topic), MetadataRecord::Partition(partition(0, 2))]);
+        apply(&mut image, &[MetadataRecord::Partition(partition(1, 3))]);
+        let sessions = BrokerSessions::new(9_000);
+        let (records, epoch) = plan_register_broker(&image, &registration(1), "cluster", &sessions, 0).unwrap();
+        apply(&mut image, &records);
+        let (records, _) = plan_broker_heartbeat(&image, &heartbeat(epoch, epoch, false)).unwrap();
+        apply(&mut image, &records);
+        let leaders = |image: &MetadataImage| image.topics["t"].partitions.iter().map(|p| p.leader).collect::<Vec<_>>();
+        assert_eq!(leaders(&image), [2, 3]);
+        let (records, fenced) = sessions.plan_fence_expired(&image, 9_000);
+        assert_eq!(fenced, [2]);
+        apply(&mut image, &records);
+        assert_eq!(leaders(&image), [-1, 3], "broker 2's partition has no leader; broker 3's keeps its own");
+        assert_eq!(image.topics["t"].partitions[0].isr, [2], "the last in-sync replica stays in the ISR");
+        let (records, outcome) = plan_broker_heartbeat(&image, &heartbeat(epoch, image.offset, false)).unwrap();
+        assert!(!outcome.is_fenced);
+        apply(&mut image, &records);
+        assert_eq!(leaders(&image), [2, 3]);
     }
 
     #[test]

@@ -125,7 +125,12 @@ fn describe(
             .iter()
             .enumerate()
             .map(|(index, p)| MetadataResponsePartition {
-                error_code: ErrorCode::NONE.code(),
+                // A partition whose only replica is fenced has no leader.
+                error_code: if ctx.broker.partition_leader(p) < 0 {
+                    ErrorCode::LEADER_NOT_AVAILABLE.code()
+                } else {
+                    ErrorCode::NONE.code()
+                },
                 partition_index: index as i32,
                 leader_id: ctx.broker.partition_leader(p),
                 leader_epoch: p.leader_epoch,
