@@ -16,7 +16,7 @@ use crate::clock::{coordinator_time, now_ms};
 use crate::config::BrokerConfig;
 use crate::coordinator_log::TopicLog;
 use crate::fetch_session::FetchSessionCache;
-use crate::metadata::store::METADATA_LOG_DIR_NAME;
+use crate::metadata::store::{metadata_log_config, METADATA_LOG_DIR_NAME};
 use crate::metadata::{MetadataImage, MetadataStore};
 use crate::observability::Metrics;
 use crate::quorum::QuorumSetup;
@@ -40,7 +40,7 @@ pub struct Broker {
     /// The `__consumer_offsets` partitions the group coordinator persists to.
     offsets_log: TopicLog,
     /// This process's registration with the active controller.
-    pub membership: crate::lifecycle::Membership,
+    pub membership: crate::membership::Membership,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
     shutdown: watch::Sender<bool>,
@@ -80,7 +80,9 @@ impl Broker {
         let metadata = if config.quorum.is_shared(config.node_id) {
             let directory_id =
                 MetaProperties::read(&config.metadata_log_dir)?.map_or(meta.directory_id, |m| m.directory_id);
-            let setup = QuorumSetup::from_config(&config, &meta.cluster_id, directory_id);
+            let log_dir = config.metadata_log_dir.join(METADATA_LOG_DIR_NAME);
+            let setup =
+                QuorumSetup::from_config(&config, &meta.cluster_id, directory_id, log_dir, metadata_log_config());
             let timeout = Duration::from_millis(config.quorum.request_timeout_ms.max(1) as u64);
             let runtime =
                 tokio::runtime::Handle::try_current().context("joining the metadata quorum needs a runtime")?;
@@ -124,7 +126,7 @@ impl Broker {
                 .map_or(config.offsets_topic_num_partitions.max(1) as usize, |t| t.partitions.len()),
         );
         let fetch_sessions = FetchSessionCache::new(config.max_incremental_fetch_session_cache_slots);
-        let membership = crate::lifecycle::Membership::new(config.node_id);
+        let membership = crate::membership::Membership::new(config.node_id);
         let broker = Arc::new(Broker {
             groups,
             offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),

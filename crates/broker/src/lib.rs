@@ -18,6 +18,7 @@ pub mod errors;
 pub mod fetch_session;
 pub mod handlers;
 pub mod lifecycle;
+pub mod membership;
 pub mod memory;
 pub mod metadata;
 pub mod observability;

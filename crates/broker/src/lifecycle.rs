@@ -11,7 +11,7 @@
 //! it (WantShutDown) before the storage closes, so clients stop being sent
 //! to it at once rather than when its session expires.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use krabka_protocol::broker_registration_request::Listener;
@@ -32,27 +32,6 @@ const FENCED_HEARTBEAT: Duration = Duration::from_millis(200);
 const RETRY: Duration = Duration::from_millis(200);
 /// How long a clean stop waits for the controller to fence this broker.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(5);
-
-/// This process's membership: its incarnation and the epoch it was given.
-pub struct Membership {
-    incarnation_id: Uuid,
-    broker_epoch: Mutex<Option<i64>>,
-}
-
-impl Membership {
-    pub fn new(node_id: i32) -> Self {
-        let incarnation_id = Uuid::random().unwrap_or(Uuid([node_id as u8; 16]));
-        Membership { incarnation_id, broker_epoch: Mutex::new(None) }
-    }
-
-    fn epoch(&self) -> Option<i64> {
-        *self.broker_epoch.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn set_epoch(&self, epoch: Option<i64>) {
-        *self.broker_epoch.lock().unwrap_or_else(|e| e.into_inner()) = epoch;
-    }
-}
 
 /// A connection to the active controller's listener, as this node's quorum knows it.
 async fn connect_to_controller(broker: &Broker) -> Result<Channel, String> {

@@ -8,9 +8,12 @@ use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
 use krabka_raft::RaftConfig;
 
+use std::path::PathBuf;
+
+use krabka_log::LogConfig;
+
 use super::driver::QuorumSetup;
 use crate::config::BrokerConfig;
-use crate::metadata::store::{metadata_log_config, METADATA_LOG_DIR_NAME};
 
 /// How long the leader holds a fetch with nothing to return: Kafka's raft
 /// client's fixed 500 ms.
@@ -22,8 +25,15 @@ const FETCH_MAX_BYTES: u32 = 8 * 1024 * 1024;
 impl QuorumSetup {
     /// The member (or observer, when `config` is a broker-only node) of the
     /// quorum `controller.quorum.voters` names, in cluster `cluster_id`, its
-    /// metadata log directory having id `directory_id`.
-    pub fn from_config(config: &BrokerConfig, cluster_id: &str, directory_id: Uuid) -> QuorumSetup {
+    /// metadata log in `log_dir` (with `log_config`), whose directory has id
+    /// `directory_id`.
+    pub fn from_config(
+        config: &BrokerConfig,
+        cluster_id: &str,
+        directory_id: Uuid,
+        log_dir: PathBuf,
+        log_config: LogConfig,
+    ) -> QuorumSetup {
         let quorum = &config.quorum;
         let voters: std::collections::BTreeMap<i32, Endpoint> = quorum
             .voters
@@ -49,8 +59,8 @@ impl QuorumSetup {
                 max_fetch_bytes: FETCH_MAX_BYTES,
                 seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,
             },
-            log_dir: config.metadata_log_dir.join(METADATA_LOG_DIR_NAME),
-            log_config: metadata_log_config(),
+            log_dir,
+            log_config,
             request_timeout: Duration::from_millis(quorum.request_timeout_ms.max(1) as u64),
         }
     }
