@@ -19,9 +19,9 @@ use crate::fetch_session::FetchSessionCache;
 use crate::metadata::store::{metadata_log_config, METADATA_LOG_DIR_NAME};
 use crate::metadata::{MetadataImage, MetadataStore};
 use crate::observability::Metrics;
+use crate::producer_id_source::ProducerIdSource;
 use crate::quorum::QuorumSetup;
 use crate::replica::ReplicaManager;
-use krabka_controller::producer_ids::ProducerIdBlocks;
 use krabka_coordinator::group::classic::ClassicConfig;
 use krabka_coordinator::group::consumer::ConsumerConfig;
 use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
@@ -32,7 +32,7 @@ pub struct Broker {
     pub cluster_id: String,
     pub node_id: i32,
     pub metadata: MetadataStore,
-    pub producer_ids: ProducerIdBlocks,
+    pub producer_ids: ProducerIdSource,
     pub replicas: Arc<ReplicaManager>,
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: FetchSessionCache,
@@ -131,7 +131,7 @@ impl Broker {
             groups,
             offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),
             node_id: config.node_id,
-            producer_ids: ProducerIdBlocks::new(config.node_id),
+            producer_ids: ProducerIdSource::new(config.node_id),
             cluster_id: meta.cluster_id,
             config,
             metadata,

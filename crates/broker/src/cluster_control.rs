@@ -1,18 +1,20 @@
 //! The active controller's cluster control (Kafka's ClusterControlManager
-//! with its heartbeat manager): broker registrations and heartbeats, each
-//! a krabka-controller plan committed through the metadata store, and the
+//! with its heartbeat manager): broker registrations and heartbeats (and
+//! the producer id blocks brokers ask for), each a krabka-controller plan committed through the metadata store, and the
 //! broker sessions, soft state of the active controller: a broker not
 //! heard of for `broker.session.timeout.ms` is fenced. A node that becomes
 //! the active controller starts every registered broker's session afresh,
 //! as Kafka's does, so a change of controller fences nobody by itself.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use krabka_controller::brokers::{plan_broker_heartbeat, plan_register_broker, BrokerSessions, HeartbeatOutcome};
+use krabka_controller::producer_ids::plan_allocate_producer_ids_for;
 use krabka_controller::ApiError;
 use krabka_metadata::MetadataImage;
-use krabka_protocol::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
+use krabka_protocol::{AllocateProducerIdsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest};
 
 use crate::broker::Broker;
 use crate::clock::now_ms;
@@ -83,6 +85,14 @@ impl ClusterControl {
             })
             .await?;
         Ok(outcome)
+    }
+
+    /// AllocateProducerIds: the next block of producer ids, reserved in
+    /// the metadata log for the registered broker that asks.
+    pub async fn allocate_producer_ids(&self, request: &AllocateProducerIdsRequest) -> Result<Range<i64>, ApiError> {
+        let (_, block) = self.broker.metadata.control(|image| plan_allocate_producer_ids_for(image, request)).await?;
+        tracing::debug!(broker = request.broker_id, ?block, "producer ids reserved");
+        Ok(block)
     }
 
     /// Fences the brokers whose session expired, while this node is the

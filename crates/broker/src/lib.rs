@@ -8,6 +8,7 @@
 //! connection on another, never copy record bytes on produce or fetch, and
 //! never acknowledge a record the log has not accepted.
 
+pub mod active_controller;
 pub mod broker;
 pub mod clock;
 pub mod cluster_control;
@@ -22,6 +23,7 @@ pub mod membership;
 pub mod memory;
 pub mod metadata;
 pub mod observability;
+pub mod producer_id_source;
 pub mod quorum;
 pub mod replica;
 pub mod request;

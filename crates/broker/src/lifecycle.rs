@@ -1,7 +1,6 @@
 //! The broker's side of cluster membership, as Kafka's broker lifecycle
 //! manager: on a node sharing its metadata quorum, register with the
-//! active controller (over its controller listener, found through the
-//! quorum's leader and `controller.quorum.voters`), then heartbeat with
+//! active controller (`active_controller.rs`), then heartbeat with
 //! how far this node's image has read the metadata log, until the
 //! controller unfences it and on. A new incarnation id per process, so a
 //! restart registers anew; a heartbeat refused as STALE_BROKER_EPOCH (the
@@ -20,6 +19,7 @@ use krabka_protocol::{
     ErrorCode, Uuid,
 };
 
+use crate::active_controller;
 use crate::broker::Broker;
 use crate::quorum::Channel;
 
@@ -33,16 +33,6 @@ const RETRY: Duration = Duration::from_millis(200);
 /// How long a clean stop waits for the controller to fence this broker.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(5);
 
-/// A connection to the active controller's listener, as this node's quorum knows it.
-async fn connect_to_controller(broker: &Broker) -> Result<Channel, String> {
-    let quorum = broker.metadata.quorum().ok_or("no shared quorum")?;
-    let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
-    let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
-    let timeout = Duration::from_millis(broker.config.quorum.request_timeout_ms.max(1) as u64);
-    let client_id = format!("broker-{}-lifecycle", broker.node_id);
-    Channel::connect(&address.host, address.port, timeout, client_id).await
-}
-
 /// Runs until the broker shuts down.
 pub async fn run(broker: Arc<Broker>) {
     if broker.metadata.quorum().is_none() {
@@ -51,7 +41,7 @@ pub async fn run(broker: Arc<Broker>) {
     let mut shutdown = broker.shutdown_signal();
     loop {
         let session = async {
-            let mut channel = connect_to_controller(&broker).await?;
+            let mut channel = active_controller::connect(&broker, "lifecycle").await?;
             heartbeat_loop(&broker, &mut channel).await
         };
         let outcome: Result<(), String> = tokio::select! {
@@ -76,7 +66,7 @@ pub async fn controlled_shutdown(broker: &Broker) {
     let ask = async {
         loop {
             let attempt = async {
-                let mut channel = connect_to_controller(broker).await?;
+                let mut channel = active_controller::connect(broker, "lifecycle").await?;
                 let request = BrokerHeartbeatRequest {
                     broker_id: broker.node_id,
                     broker_epoch,

@@ -9,7 +9,9 @@
 //! Metadata on any node lists all three and names the active controller;
 //! the killed broker is fenced once its session expires, and listed again
 //! once it restarts and registers anew (its partitions leaderless in
-//! between); a cleanly stopped one asks to be fenced first.
+//! between); a cleanly stopped one asks to be fenced first. Idempotent
+//! producers get ids from every node, each node's block reserved by the
+//! active controller (AllocateProducerIds), before and after the failover.
 
 mod support;
 
@@ -18,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use krabka_protocol::create_topics_request::CreatableTopic;
 use krabka_protocol::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ErrorCode, MetadataRequest, MetadataResponse,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
+    ErrorCode, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest, MetadataResponse,
 };
 use support::{BrokerProcess, RawClient};
 
@@ -117,6 +120,51 @@ fn wait_for_leader(nodes: &[BrokerProcess], alive: &[usize], topic: &str, leader
     }
 }
 
+/// A producer id for an idempotent producer, from `node`.
+fn init_producer_id(node: &BrokerProcess) -> i64 {
+    let request = InitProducerIdRequest {
+        transactional_id: None,
+        transaction_timeout_ms: 60_000,
+        producer_id: -1,
+        producer_epoch: -1,
+        ..Default::default()
+    };
+    let response: InitProducerIdResponse =
+        RawClient::connect(&node.bootstrap()).request(ApiKey::InitProducerId, 5, &request);
+    assert_eq!(response.error_code, 0, "InitProducerId on {}", node.bootstrap());
+    assert_eq!(response.producer_epoch, 0);
+    response.producer_id
+}
+
+/// AllocateProducerIds sent straight to `node`'s controller listener.
+fn allocate_producer_ids(node: &BrokerProcess, broker_id: i32, broker_epoch: i64) -> AllocateProducerIdsResponse {
+    let request = AllocateProducerIdsRequest { broker_id, broker_epoch, ..Default::default() };
+    let mut client = RawClient::connect(&format!("127.0.0.1:{}", node.controller_port));
+    client.request(ApiKey::AllocateProducerIds, 0, &request)
+}
+
+/// Every node hands out producer ids: each from its own block, which the
+/// active controller reserved for it (the other nodes ask for theirs over
+/// the controller listener). The controller refuses a request naming no
+/// registration, and a node that does not lead refuses all of them.
+fn check_producer_ids(nodes: &[BrokerProcess], alive: &[usize], controller: usize) -> BTreeSet<i64> {
+    let mut ids = BTreeSet::new();
+    let mut blocks = BTreeSet::new();
+    for &i in alive {
+        let (first, second) = (init_producer_id(&nodes[i]), init_producer_id(&nodes[i]));
+        assert_eq!(second, first + 1, "node {} hands out its block in order", i + 1);
+        assert!(ids.insert(first) && ids.insert(second), "a producer id handed out twice: {ids:?}");
+        assert!(blocks.insert(first / 1000), "node {} shares a block: {ids:?}", i + 1);
+    }
+    let stale = allocate_producer_ids(&nodes[controller], controller as i32 + 1, 0);
+    assert_eq!(stale.error_code, ErrorCode::STALE_BROKER_EPOCH.code());
+    for &i in alive.iter().filter(|&&i| i != controller) {
+        let refused = allocate_producer_ids(&nodes[i], i as i32 + 1, 0);
+        assert_eq!(refused.error_code, ErrorCode::NOT_CONTROLLER.code(), "node {}", i + 1);
+    }
+    ids
+}
+
 fn metadata_log(node: &BrokerProcess) -> Vec<u8> {
     let dir = node.data_dir().join("__cluster_metadata-0");
     std::fs::read(dir.join("00000000000000000000.log")).unwrap_or_default()
@@ -139,6 +187,19 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     // Every node names the partitions' leader from the image: the node
     // that placed them (the active controller, for now).
     wait_for_leader(&nodes, &all, "before", first as i32 + 1);
+    let ids_before = check_producer_ids(&nodes, &all, first);
+    // Kafka's own idempotent producer, bootstrapped from a node that does
+    // not lead the quorum, writes to the partitions the controller leads.
+    let other = *all.iter().find(|&&i| i != first).unwrap();
+    let bootstrap = format!("bootstrap.servers={}", nodes[other].bootstrap());
+    let (ok, printed) = support::kafka_cli(
+        "kafka-producer-perf-test",
+        &["--topic", "before", "--num-records", "200", "--record-size", "50", "--throughput", "-1"]
+            .into_iter()
+            .chain(["--producer-props", &bootstrap, "enable.idempotence=true", "acks=all"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok && printed.contains("200 records sent"), "{printed}");
 
     // The active controller dies: the other two elect one of themselves,
     // which plans on an image that already holds "before".
@@ -161,6 +222,12 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     wait_for_brokers(&nodes, &all, &all, second);
     // Unfenced, it leads its partitions again.
     wait_for_leader(&nodes, &all, "before", first as i32 + 1);
+    // The survivors go on in their blocks; the restarted node abandons its
+    // old one and the new controller reserves it one past every block so far.
+    let ids_after = check_producer_ids(&nodes, &all, second);
+    assert!(ids_after.is_disjoint(&ids_before), "{ids_before:?} then {ids_after:?}");
+    let restarted = init_producer_id(&nodes[first]);
+    assert!(ids_before.iter().all(|&id| id / 1000 < restarted / 1000), "{ids_before:?} then {restarted}");
     support::wait_for("every node's metadata log to hold the same bytes", ELECTION_PATIENCE, || {
         let logs: Vec<Vec<u8>> = nodes.iter().map(metadata_log).collect();
         !logs[0].is_empty() && logs.iter().all(|log| *log == logs[0])

@@ -379,7 +379,9 @@ fn group_max_size_is_enforced_at_the_limit() {
     let pending = second.send(ApiKey::JoinGroup, 9, &join_request(&id2.member_id, 10_000));
     // The second join travels on its own connection: wait until the group
     // holds it, or the third could be judged against one member.
-    support::wait_for("second member in the group", Duration::from_secs(10), || describe(&mut admin).members.len() == 2);
+    support::wait_for("second member in the group", Duration::from_secs(10), || {
+        describe(&mut admin).members.len() == 2
+    });
     let mut third = RawClient::connect(&broker.bootstrap());
     let refused: JoinGroupResponse = third.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
     assert_eq!(refused.error_code, 81, "GROUP_MAX_SIZE_REACHED");

@@ -160,6 +160,20 @@ pub struct HeartbeatOutcome {
     pub should_shut_down: bool,
 }
 
+/// The registration of `broker_id` if it carries `broker_epoch`, else
+/// STALE_BROKER_EPOCH (Kafka's `checkBrokerEpoch`): a request from an old
+/// incarnation, or from a broker whose registration is gone.
+pub fn check_broker_epoch(
+    image: &MetadataImage,
+    broker_id: i32,
+    broker_epoch: i64,
+) -> Result<&RegisterBrokerRecord, ApiError> {
+    image.brokers.get(&broker_id).filter(|b| b.broker_epoch == broker_epoch).ok_or_else(|| {
+        let message = format!("Broker {broker_id} is not registered with epoch {broker_epoch}.");
+        ApiError::new(ErrorCode::STALE_BROKER_EPOCH.code(), message)
+    })
+}
+
 /// BrokerHeartbeat from a registered broker of the epoch it was given
 /// (else STALE_BROKER_EPOCH): it is caught up once it has read the log to
 /// its registration; a caught-up broker that does not ask to be fenced is
@@ -168,10 +182,7 @@ pub fn plan_broker_heartbeat(
     image: &MetadataImage,
     request: &BrokerHeartbeatRequest,
 ) -> Result<(Vec<MetadataRecord>, HeartbeatOutcome), ApiError> {
-    let Some(broker) = image.brokers.get(&request.broker_id).filter(|b| b.broker_epoch == request.broker_epoch) else {
-        let message = format!("Broker {} is not registered with epoch {}.", request.broker_id, request.broker_epoch);
-        return Err(ApiError::new(ErrorCode::STALE_BROKER_EPOCH.code(), message));
-    };
+    let broker = check_broker_epoch(image, request.broker_id, request.broker_epoch)?;
     let is_caught_up = request.current_metadata_offset >= broker.broker_epoch;
     let fence = request.want_fence || request.want_shut_down;
     let change = match (broker.fenced, fence) {

@@ -1,14 +1,14 @@
 //! The controller's own APIs, served on the controller listener to brokers
-//! (their own and other nodes'): BrokerRegistration and BrokerHeartbeat,
-//! translated to and from the cluster control's calls (NOT_CONTROLLER on a
+//! (their own and other nodes'): BrokerRegistration, BrokerHeartbeat and
+//! AllocateProducerIds, translated to and from the cluster control's calls (NOT_CONTROLLER on a
 //! node that does not lead).
 
 use std::sync::Arc;
 
 use krabka_controller::brokers::HeartbeatOutcome;
 use krabka_protocol::{
-    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    RequestBody, ResponseBody,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, RequestBody, ResponseBody,
 };
 
 use crate::cluster_control::ClusterControl;
@@ -25,6 +25,9 @@ pub fn handler(control: Arc<ClusterControl>) -> ControllerHandler {
                 }
                 RequestBody::BrokerHeartbeat(r) => {
                     Some(ResponseBody::BrokerHeartbeat(Box::new(heartbeat(&control, &r).await)))
+                }
+                RequestBody::AllocateProducerIds(r) => {
+                    Some(ResponseBody::AllocateProducerIds(Box::new(allocate_producer_ids(&control, &r).await)))
                 }
                 _ => None,
             }
@@ -45,5 +48,19 @@ async fn heartbeat(control: &ClusterControl, request: &BrokerHeartbeatRequest) -
             BrokerHeartbeatResponse { is_caught_up, is_fenced, should_shut_down, ..Default::default() }
         }
         Err(e) => BrokerHeartbeatResponse { error_code: e.code, is_fenced: true, ..Default::default() },
+    }
+}
+
+async fn allocate_producer_ids(
+    control: &ClusterControl,
+    request: &AllocateProducerIdsRequest,
+) -> AllocateProducerIdsResponse {
+    match control.allocate_producer_ids(request).await {
+        Ok(block) => AllocateProducerIdsResponse {
+            producer_id_start: block.start,
+            producer_id_len: (block.end - block.start) as i32,
+            ..Default::default()
+        },
+        Err(e) => AllocateProducerIdsResponse { error_code: e.code, ..Default::default() },
     }
 }

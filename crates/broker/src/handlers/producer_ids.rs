@@ -1,13 +1,17 @@
 //! InitProducerId for idempotent producers: a fresh producer id (epoch 0)
-//! from the block reserved in the metadata log, as Kafka's coordinator does
-//! for a producer without a transactional id.
+//! from this broker's block, as Kafka's coordinator hands one to a
+//! producer without a transactional id. A single node reserves its blocks
+//! in its own metadata log; a node sharing a quorum asks the active
+//! controller for them (AllocateProducerIds), as every Kafka broker does.
 
+use std::ops::Range;
+
+use krabka_controller::producer_ids::plan_allocate_producer_ids;
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{InitProducerIdRequest, InitProducerIdResponse};
 
-use crate::metadata::MetadataError;
+use crate::active_controller;
 use crate::request::RequestContext;
-use krabka_controller::producer_ids::plan_allocate_producer_ids;
 
 pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
@@ -16,27 +20,28 @@ pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) ->
         response.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
         return response;
     }
-    match allocate(ctx).await {
+    match ctx.broker.producer_ids.next_id(|| reserve_block(ctx)).await {
         Ok(producer_id) => {
             response.producer_id = producer_id;
             response.producer_epoch = 0;
         }
-        Err(e) => {
-            tracing::error!(error = %e, "could not reserve producer ids");
-            response.error_code = ErrorCode::COORDINATOR_NOT_AVAILABLE.code();
+        Err(reason) => {
+            tracing::warn!(%reason, "could not reserve producer ids");
+            // Kafka's answer while no block is at hand: the producer retries.
+            response.error_code = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.code();
         }
     }
     response
 }
 
-/// The next producer id of this node's block, reserving the next block in
-/// the metadata log when it is used up.
-async fn allocate(ctx: &RequestContext<'_>) -> Result<i64, MetadataError> {
-    let blocks = &ctx.broker.producer_ids;
-    if let Some(id) = blocks.take() {
-        return Ok(id);
+/// The next block of producer ids for this broker.
+async fn reserve_block(ctx: &RequestContext<'_>) -> Result<Range<i64>, String> {
+    let broker = ctx.broker;
+    if broker.metadata.quorum().is_some() {
+        return active_controller::allocate_producer_ids(broker).await;
     }
-    let node_id = blocks.node_id();
-    let (_, block) = ctx.broker.metadata.control(|image| plan_allocate_producer_ids(image, node_id)).await?;
-    Ok(blocks.take_from(block))
+    let node_id = broker.node_id;
+    let (_, block) =
+        broker.metadata.control(|image| plan_allocate_producer_ids(image, node_id)).await.map_err(|e| e.message)?;
+    Ok(block)
 }

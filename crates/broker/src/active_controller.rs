@@ -1,0 +1,88 @@
+//! Requests this node's broker sends the active controller (Kafka's
+//! controller channel): over the controller listener of whichever voter
+//! leads the metadata quorum now, as this node's quorum knows it. The
+//! lifecycle registers and heartbeats through it; an idempotent
+//! producer's InitProducerId gets its producer id blocks through it.
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use krabka_protocol::{AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode};
+
+use crate::broker::Broker;
+use crate::quorum::Channel;
+
+/// AllocateProducerIds' only version.
+const ALLOCATE_PRODUCER_IDS_VERSION: i16 = 0;
+/// How long to wait before asking again when the lead is moving.
+const RETRY: Duration = Duration::from_millis(100);
+
+/// A connection to the active controller's listener; `purpose` names it
+/// in the client id the controller logs.
+pub async fn connect(broker: &Broker, purpose: &str) -> Result<Channel, String> {
+    let quorum = broker.metadata.quorum().ok_or("no shared quorum")?;
+    let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
+    let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
+    let client_id = format!("broker-{}-{purpose}", broker.node_id);
+    Channel::connect(&address.host, address.port, request_timeout(broker), client_id).await
+}
+
+fn request_timeout(broker: &Broker) -> Duration {
+    Duration::from_millis(broker.config.quorum.request_timeout_ms.max(1) as u64)
+}
+
+/// The next block of producer ids for this broker (Kafka's
+/// RPCProducerIdManager), asking whoever leads until one grants it or a
+/// request timeout has passed. Only a registered broker may ask: its
+/// broker epoch goes with the request.
+pub async fn allocate_producer_ids(broker: &Broker) -> Result<Range<i64>, String> {
+    let deadline = Instant::now() + request_timeout(broker);
+    loop {
+        let broker_epoch = broker.membership.epoch().ok_or("not registered with the active controller yet")?;
+        let request = AllocateProducerIdsRequest { broker_id: broker.node_id, broker_epoch, ..Default::default() };
+        let answer = async {
+            let mut channel = connect(broker, "producer-ids").await?;
+            let response: AllocateProducerIdsResponse =
+                channel.call(ApiKey::AllocateProducerIds, ALLOCATE_PRODUCER_IDS_VERSION, &request).await?;
+            Ok::<_, String>(response)
+        };
+        let failure = match answer.await {
+            Ok(response) if response.error_code == 0 => return granted_block(&response),
+            // The lead moved, or this node's view of it lags: ask again.
+            Ok(response) if response.error_code == ErrorCode::NOT_CONTROLLER.code() => "NOT_CONTROLLER".to_string(),
+            Ok(response) => return Err(format!("AllocateProducerIds answered error {}", response.error_code)),
+            Err(reason) => reason,
+        };
+        if Instant::now() + RETRY > deadline {
+            return Err(format!("no active controller granted producer ids in time: {failure}"));
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// The block a response grants, checked as Kafka's broker checks it.
+fn granted_block(response: &AllocateProducerIdsResponse) -> Result<Range<i64>, String> {
+    let (start, len) = (response.producer_id_start, i64::from(response.producer_id_len));
+    match start.checked_add(len) {
+        Some(end) if start >= 0 && len > 0 => Ok(start..end),
+        _ => Err(format!("the controller granted an invalid producer id block ({start}, {len} ids)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_granted_block_must_be_non_empty_non_negative_and_not_overflow() {
+        let grant = |start, len| AllocateProducerIdsResponse {
+            producer_id_start: start,
+            producer_id_len: len,
+            ..Default::default()
+        };
+        assert_eq!(granted_block(&grant(2000, 1000)), Ok(2000..3000));
+        for (start, len) in [(-1, 1000), (0, 0), (5, -1), (i64::MAX - 10, 1000)] {
+            assert!(granted_block(&grant(start, len)).is_err(), "({start}, {len})");
+        }
+    }
+}
