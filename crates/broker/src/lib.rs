@@ -28,6 +28,7 @@ pub mod quorum;
 pub mod replica;
 pub mod request;
 pub mod server;
+pub mod wire;
 
 /// CPUs this process may run on (its affinity mask, e.g. under `taskset`),
 /// read once.

@@ -7,13 +7,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use krabka_log::FileSlice;
-use krabka_protocol::{ApiKey, Message, ResponseBody, ResponseHeader};
+use krabka_protocol::{ApiKey, ResponseBody};
 use tokio::task::JoinHandle;
 
 use crate::broker::Broker;
 use crate::observability::FailureKind;
+use crate::wire::encode_frame;
 
 /// A piece of a response frame.
 pub enum Chunk {
@@ -88,19 +89,4 @@ impl RequestContext<'_> {
         self.broker.metrics.request_completed(self.api_key.info().name, 0, self.started.elapsed());
         Reply::Now(response)
     }
-}
-
-/// size | response header | body, with the header version the API uses.
-pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {
-    let mut buf = BytesMut::with_capacity(128);
-    buf.put_i32(0);
-    let header_version = api_key.info().response_header_version(api_version);
-    let header = ResponseHeader { correlation_id, ..Default::default() };
-    let encoded = header.encode(&mut buf, header_version).and_then(|_| body.encode(&mut buf, api_version));
-    // Handlers only set fields their version has: a failure is a bug, and the
-    // client is better served by a closed connection than a wrong frame.
-    assert!(encoded.is_ok(), "{api_key:?} v{api_version} response does not encode: {encoded:?}");
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    buf
 }

@@ -26,8 +26,9 @@ use krabka_protocol::{
 
 use super::topics::ensure_internal_topic;
 use crate::clock::coordinator_time;
-use crate::request::{encode_frame, RequestContext};
+use crate::request::RequestContext;
 use crate::request::{Reply, Response};
+use crate::wire::encode_frame;
 use krabka_coordinator::group::assignor::Assignment;
 use krabka_coordinator::group::classic::{GroupState, JoinRequest};
 use krabka_coordinator::group::consumer::HeartbeatRequest as ConsumerHeartbeat;

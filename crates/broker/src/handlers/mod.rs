@@ -24,7 +24,8 @@ use krabka_protocol::{ApiKey, RequestBody, ResponseBody};
 
 use crate::broker::Broker;
 use crate::observability::FailureKind;
-use crate::request::{encode_frame, Close, ConnectionInfo, Reply, RequestContext, Response};
+use crate::request::{Close, ConnectionInfo, Reply, RequestContext, Response};
+use crate::wire::encode_frame;
 
 pub use api_versions::supported_apis;
 

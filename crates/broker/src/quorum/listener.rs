@@ -17,8 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::driver::Quorum;
-use crate::handlers::api_versions::{self, served_range};
-use crate::request::encode_frame;
+use crate::wire::{api_versions_response, encode_frame, served_range};
 
 /// A request frame larger than this closes the connection (raft's largest
 /// are fetch responses, which go the other way).
@@ -114,7 +113,7 @@ async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHan
         // with UNSUPPORTED_VERSION and the ranges, so the client retries.
         let (code, answer_version) =
             if supported { (ErrorCode::NONE, version) } else { (ErrorCode::UNSUPPORTED_VERSION, 0) };
-        let body = ResponseBody::ApiVersions(Box::new(api_versions::response_for(&controller_apis(), code.code())));
+        let body = ResponseBody::ApiVersions(Box::new(api_versions_response(&controller_apis(), code.code())));
         return Ok(encode_frame(key, answer_version, correlation_id, &body));
     }
     if !supported {

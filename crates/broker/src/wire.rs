@@ -1,0 +1,47 @@
+//! What every listener writes on the wire, whoever serves it: response
+//! frames, and the API version ranges an ApiVersions answer lists. The
+//! client listener's handlers and the controller listener share it, and
+//! it knows nothing of either.
+
+use bytes::{BufMut, BytesMut};
+use krabka_protocol::api_versions_response::ApiVersion;
+use krabka_protocol::{ApiKey, ApiVersionsResponse, Message, ResponseBody, ResponseHeader};
+
+/// size | response header | body, with the header version the API uses.
+pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(128);
+    buf.put_i32(0);
+    let header_version = api_key.info().response_header_version(api_version);
+    let header = ResponseHeader { correlation_id, ..Default::default() };
+    let encoded = header.encode(&mut buf, header_version).and_then(|_| body.encode(&mut buf, api_version));
+    // Handlers only set fields their version has: a failure is a bug, and the
+    // client is better served by a closed connection than a wrong frame.
+    assert!(encoded.is_ok(), "{api_key:?} v{api_version} response does not encode: {encoded:?}");
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    buf
+}
+
+/// The versions of `key` krabka serves: Kafka 4.3.1's, without a latest
+/// version Kafka marks unstable.
+pub fn served_range(key: ApiKey) -> (ApiKey, i16, i16) {
+    let info = key.info();
+    let max = if info.latest_version_unstable { info.max_version - 1 } else { info.max_version };
+    (key, info.min_version, max)
+}
+
+/// An ApiVersions response listing `apis` (key, min, max): the broker's, or
+/// another listener's (the controller listener serves raft's).
+pub fn api_versions_response(apis: &[(ApiKey, i16, i16)], error_code: i16) -> ApiVersionsResponse {
+    let api_keys = apis
+        .iter()
+        .copied()
+        .map(|(key, min, max)| ApiVersion {
+            api_key: key as i16,
+            min_version: min,
+            max_version: max,
+            ..Default::default()
+        })
+        .collect();
+    ApiVersionsResponse { error_code, api_keys, ..Default::default() }
+}
