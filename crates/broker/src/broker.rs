@@ -26,6 +26,7 @@ use krabka_coordinator::group::classic::ClassicConfig;
 use krabka_coordinator::group::consumer::ConsumerConfig;
 use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
 use krabka_log::LogManager;
+use krabka_protocol::Uuid;
 
 pub struct Broker {
     pub config: Arc<BrokerConfig>,
@@ -41,6 +42,9 @@ pub struct Broker {
     offsets_log: TopicLog,
     /// This process's registration with the active controller.
     pub membership: crate::membership::Membership,
+    /// The ids of the log directories (`directory.id` in each
+    /// `meta.properties`), which the registration names.
+    pub log_dir_ids: Vec<Uuid>,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
     shutdown: watch::Sender<bool>,
@@ -63,11 +67,15 @@ impl Broker {
                 config.node_id
             );
         }
+        let mut log_dir_ids = vec![meta.directory_id];
         for dir in &config.log_dirs[1..] {
             if let Some(other) = MetaProperties::read(dir)? {
                 anyhow::ensure!(other.cluster_id == meta.cluster_id, "{} belongs to another cluster", dir.display());
+                log_dir_ids.push(other.directory_id);
             }
         }
+        // Sorted, as Kafka's broker registers them.
+        log_dir_ids.sort_by_key(|id| id.0);
         let config = Arc::new(config);
         let log_manager =
             LogManager::open(&config.log_dirs, &[METADATA_LOG_DIR_NAME]).context("opening log directories")?;
@@ -132,6 +140,7 @@ impl Broker {
             offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),
             node_id: config.node_id,
             producer_ids: ProducerIdSource::new(config.node_id),
+            log_dir_ids,
             cluster_id: meta.cluster_id,
             config,
             metadata,

@@ -13,7 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use krabka_protocol::broker_registration_request::Listener;
+use krabka_metadata::features::SUPPORTED_FEATURES;
+use krabka_protocol::broker_registration_request::{Feature, Listener};
 use krabka_protocol::{
     ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     ErrorCode, Uuid,
@@ -147,6 +148,16 @@ async fn register(broker: &Broker, channel: &mut Channel, incarnation_id: Uuid) 
         incarnation_id,
         listeners,
         rack: config.raw.get("broker.rack").cloned(),
+        features: SUPPORTED_FEATURES
+            .iter()
+            .map(|f| Feature {
+                name: f.name.to_string(),
+                min_supported_version: f.min,
+                max_supported_version: f.max,
+                ..Default::default()
+            })
+            .collect(),
+        log_dirs: broker.log_dir_ids.clone(),
         previous_broker_epoch: -1,
         ..Default::default()
     };

@@ -191,15 +191,8 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     // Kafka's own idempotent producer, bootstrapped from a node that does
     // not lead the quorum, writes to the partitions the controller leads.
     let other = *all.iter().find(|&&i| i != first).unwrap();
-    let bootstrap = format!("bootstrap.servers={}", nodes[other].bootstrap());
-    let (ok, printed) = support::kafka_cli(
-        "kafka-producer-perf-test",
-        &["--topic", "before", "--num-records", "200", "--record-size", "50", "--throughput", "-1"]
-            .into_iter()
-            .chain(["--producer-props", &bootstrap, "enable.idempotence=true", "acks=all"])
-            .collect::<Vec<_>>(),
-    );
-    assert!(ok && printed.contains("200 records sent"), "{printed}");
+    let (ok, printed) = support::idempotent_perf_producer(&nodes[other].bootstrap(), "before", 200);
+    assert!(ok, "{printed}");
 
     // The active controller dies: the other two elect one of themselves,
     // which plans on an image that already holds "before".

@@ -7,10 +7,10 @@
 //! first record must commit, and at the end every node's
 //! `__cluster_metadata-0` segment holds the same committed bytes.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,67 +20,7 @@ use krabka_log::LogConfig;
 use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
 use krabka_raft::{RaftConfig, RoleName};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Kafka(Child);
-
-impl Drop for Kafka {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// An Apache Kafka 4.3.1 controller (node `id`) in `dir`, formatted with
-/// `cluster_id`.
-fn start_kafka_controller(
-    dir: &Path,
-    id: i32,
-    port: u16,
-    voters: &str,
-    cluster_id: &str,
-    election_timeout_ms: i64,
-) -> Kafka {
-    let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
-    assert!(status.success(), "tools/kafka-reference/install failed");
-    let libs = repo_root().join("target/kafka-4.3.1/libs/*");
-    let props = dir.join("controller.properties");
-    let config = format!(
-        "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
-         listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
-         listener.security.protocol.map=CONTROLLER:PLAINTEXT\nlog.dirs={}\n\
-         controller.quorum.election.timeout.ms={election_timeout_ms}\n",
-        dir.join("logs").display()
-    );
-    std::fs::write(&props, config).unwrap();
-    let log4j =
-        format!("-Dlog4j2.configurationFile={}", repo_root().join("tools/kafka-reference/log4j2.properties").display());
-    let java = std::env::var_os("JAVA").unwrap_or_else(|| "java".into());
-    let format = Command::new(&java)
-        .args([&log4j, "-cp", libs.to_str().unwrap(), "kafka.tools.StorageTool", "format"])
-        .args(["--cluster-id", cluster_id, "--config", props.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(format.status.success(), "format failed: {}", String::from_utf8_lossy(&format.stderr));
-    let log = std::fs::File::create(dir.join("kafka.log")).unwrap();
-    let child = Command::new(&java)
-        .args(["-Xms256m", "-Xmx512m", &log4j, "-Dkafka.root.loglevel=INFO"])
-        .arg(format!("-Dkafka.logs.dir={}", dir.join("app-logs").display()))
-        .args(["-cp", libs.to_str().unwrap(), "kafka.Kafka", props.to_str().unwrap()])
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    Kafka(child)
-}
+use support::{free_port, KafkaController};
 
 /// The committed batches of a `__cluster_metadata-0` segment below
 /// `high_watermark`, as (base offset, bytes).
@@ -126,7 +66,7 @@ struct Cluster {
     dir: tempfile::TempDir,
     ports: BTreeMap<i32, u16>,
     krabka: BTreeMap<i32, Arc<Quorum>>,
-    kafka: BTreeMap<i32, Kafka>,
+    kafka: BTreeMap<i32, KafkaController>,
     timeouts: BTreeMap<i32, i64>,
 }
 
@@ -143,7 +83,8 @@ impl Cluster {
                     let dir = cluster.node_dir(id);
                     std::fs::create_dir_all(&dir).unwrap();
                     let port = cluster.ports[&id];
-                    let kafka = start_kafka_controller(&dir, id, port, &voters_text, CLUSTER_ID, election_timeout_ms);
+                    let extra = format!("controller.quorum.election.timeout.ms={election_timeout_ms}\n");
+                    let kafka = KafkaController::start(&dir, id, port, &voters_text, CLUSTER_ID, &extra);
                     cluster.kafka.insert(id, kafka);
                 }
                 Voter::Krabka { election_timeout_ms } => {

@@ -45,6 +45,9 @@ pub struct MetadataImage {
     pub brokers: BTreeMap<i32, RegisterBrokerRecord>,
     /// The first producer id not yet handed out in a block.
     pub next_producer_id_block: i64,
+    /// Finalized feature levels by name (`FeatureLevelRecord`s; a level of
+    /// 0 removes the feature, as in Kafka).
+    pub features: BTreeMap<String, i16>,
     /// Offset of the last applied record (the image's "epoch").
     pub offset: i64,
 }
@@ -155,7 +158,14 @@ impl MetadataImage {
                     _ => {}
                 }
             }
-            MetadataRecord::FeatureLevel(_) | MetadataRecord::Other { .. } => {}
+            MetadataRecord::FeatureLevel(r) => {
+                if r.feature_level == 0 {
+                    self.features.remove(&r.name);
+                } else {
+                    self.features.insert(r.name.clone(), r.feature_level);
+                }
+            }
+            MetadataRecord::Other { .. } => {}
         }
         Ok(())
     }
@@ -181,6 +191,23 @@ impl MetadataImage {
 mod tests {
     use super::*;
     use krabka_protocol::{TopicRecord, Uuid};
+
+    #[test]
+    fn a_feature_level_finalizes_a_feature_and_level_zero_removes_it() {
+        let mut image = MetadataImage::default();
+        let level = |name: &str, feature_level| {
+            MetadataRecord::FeatureLevel(krabka_protocol::FeatureLevelRecord {
+                name: name.into(),
+                feature_level,
+                ..Default::default()
+            })
+        };
+        image.apply(&level("metadata.version", 27)).unwrap();
+        image.apply(&level("group.version", 1)).unwrap();
+        image.apply(&level("metadata.version", 30)).unwrap();
+        image.apply(&level("group.version", 0)).unwrap();
+        assert_eq!(image.features, BTreeMap::from([("metadata.version".to_string(), 30)]));
+    }
 
     #[test]
     fn a_second_topic_record_for_a_live_name_is_refused_and_the_image_stays_consistent() {

@@ -12,10 +12,12 @@
 //! Modules point one way: `records` (the wire frames) < `image` (records
 //! applied) < `delta` (what applying changed) < `loader` (committed batches
 //! applied, chunk by chunk) and `publisher` (the current image and its
-//! subscribers); `snapshot` encodes an image as snapshot
+//! subscribers); `features` names Kafka's feature flags and the ranges
+//! krabka supports; `snapshot` encodes an image as snapshot
 //! bytes and decodes them back.
 
 pub mod delta;
+pub mod features;
 pub mod image;
 pub mod loader;
 pub mod publisher;

@@ -15,7 +15,8 @@ use krabka_protocol::records::{
     control_batch, control_type_id, ControlType, NewRecord, RecordBatchBuilder, RecordBatches,
 };
 use krabka_protocol::{
-    ConfigRecord, Message, PartitionRecord, ProducerIdsRecord, SnapshotFooterRecord, SnapshotHeaderRecord, TopicRecord,
+    ConfigRecord, FeatureLevelRecord, Message, PartitionRecord, ProducerIdsRecord, SnapshotFooterRecord,
+    SnapshotHeaderRecord, TopicRecord,
 };
 
 use crate::image::MetadataImage;
@@ -42,12 +43,21 @@ fn error(e: impl fmt::Display) -> SnapshotError {
 
 /// The records that rebuild `image` from nothing.
 pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
-    let mut records = vec![MetadataRecord::ProducerIds(ProducerIdsRecord {
+    // The finalized features first, as Kafka's snapshot writes them first:
+    // they say how the records after them read.
+    let mut records: Vec<MetadataRecord> = image
+        .features
+        .iter()
+        .map(|(name, &feature_level)| {
+            MetadataRecord::FeatureLevel(FeatureLevelRecord { name: name.clone(), feature_level, ..Default::default() })
+        })
+        .collect();
+    records.push(MetadataRecord::ProducerIds(ProducerIdsRecord {
         broker_id: -1,
         broker_epoch: -1,
         next_producer_id: image.next_producer_id_block,
         ..Default::default()
-    })];
+    }));
     // Each registration as it stands (its fencing included), as Kafka's
     // snapshot writes brokers before topics.
     records.extend(image.brokers.values().cloned().map(MetadataRecord::RegisterBroker));
@@ -168,6 +178,8 @@ mod tests {
         }
         image.apply(&config_record(CONFIG_RESOURCE_TOPIC, "t", "retention.ms", "5")).unwrap();
         image.next_producer_id_block = 3000;
+        let feature = FeatureLevelRecord { name: "metadata.version".into(), feature_level: 30, ..Default::default() };
+        image.apply(&MetadataRecord::FeatureLevel(feature)).unwrap();
         image
     }
 
@@ -177,6 +189,7 @@ mod tests {
         assert_eq!(loaded.topics["t"].partitions.len(), 3);
         assert_eq!(loaded.topics["t"].configs["retention.ms"], "5");
         assert_eq!(loaded.next_producer_id_block, 3000);
+        assert_eq!(loaded.features["metadata.version"], 30);
     }
 
     #[test]

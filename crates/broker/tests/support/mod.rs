@@ -46,12 +46,7 @@ impl BrokerProcess {
              log.dirs={}\nkrabka.log.level=info\n",
             data.display()
         );
-        std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
-        let log_path = dir.path().join("broker.log");
-        let extra = extra.iter().map(|s| s.to_string()).collect();
-        let mut broker = BrokerProcess { dir, port: 0, controller_port: 0, child: None, extra, log_path };
-        broker.spawn();
-        broker
+        Self::start_formatted(dir, &properties, extra)
     }
 
     /// `count` combined nodes (ids 1..=count) of one cluster on loopback,
@@ -87,6 +82,34 @@ impl BrokerProcess {
         nodes
     }
 
+    /// A broker-only node (`process.roles=broker`, node `id`) of cluster
+    /// `cluster_id`, observing the controller quorum `voters` names
+    /// (`id@host:port,...`); returns once it serves clients.
+    pub fn start_broker_only(id: i32, voters: &str, cluster_id: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        krabka_format::format_log_dir(&data, cluster_id, id).expect("format");
+        let properties = format!(
+            "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+             listeners=PLAINTEXT://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+             log.dirs={}\nkrabka.log.level=info\n",
+            data.display()
+        );
+        Self::start_formatted(dir, &properties, extra)
+    }
+
+    /// Starts a broker on `dir` (its data already formatted) with
+    /// `properties` as its server.properties; returns once it serves.
+    fn start_formatted(dir: tempfile::TempDir, properties: &str, extra: &[&str]) -> Self {
+        std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
+        let log_path = dir.path().join("broker.log");
+        let extra = extra.iter().map(|s| s.to_string()).collect();
+        let mut broker = BrokerProcess { dir, port: 0, controller_port: 0, child: None, extra, log_path };
+        broker.spawn();
+        broker
+    }
+
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
@@ -105,10 +128,14 @@ impl BrokerProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_krabka-broker"));
         command.arg(self.dir.path().join("server.properties"));
         if self.port != 0 {
-            command.arg("--override").arg(format!(
-                "listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
-                self.port, self.controller_port
-            ));
+            // A restart keeps the client port; a broker-only node has no
+            // controller listener to keep.
+            let properties = std::fs::read_to_string(self.dir.path().join("server.properties")).unwrap_or_default();
+            let mut listeners = format!("listeners=PLAINTEXT://127.0.0.1:{}", self.port);
+            if properties.contains("CONTROLLER://") {
+                listeners.push_str(&format!(",CONTROLLER://127.0.0.1:{}", self.controller_port));
+            }
+            command.arg("--override").arg(listeners);
         }
         for extra in &self.extra {
             command.arg("--override").arg(extra);
@@ -320,6 +347,58 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
+/// An Apache Kafka 4.3.1 controller process (jars from Maven Central
+/// through `tools/kafka-reference/install`), killed when dropped.
+pub struct KafkaController(Child);
+
+impl Drop for KafkaController {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl KafkaController {
+    /// Node `id` listening on `port`, formatted in `dir` with `cluster_id`
+    /// by Kafka's own storage tool; `extra` adds config lines. Its output
+    /// goes to `dir/kafka.log`.
+    pub fn start(dir: &Path, id: i32, port: u16, voters: &str, cluster_id: &str, extra: &str) -> Self {
+        let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
+        assert!(status.success(), "tools/kafka-reference/install failed");
+        let libs = repo_root().join("target/kafka-4.3.1/libs/*");
+        let props = dir.join("controller.properties");
+        let config = format!(
+            "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+             listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT\nlog.dirs={}\n{extra}",
+            dir.join("logs").display()
+        );
+        std::fs::write(&props, config).unwrap();
+        let log4j = format!(
+            "-Dlog4j2.configurationFile={}",
+            repo_root().join("tools/kafka-reference/log4j2.properties").display()
+        );
+        let java = std::env::var_os("JAVA").unwrap_or_else(|| "java".into());
+        let format = Command::new(&java)
+            .args([&log4j, "-cp", libs.to_str().unwrap(), "kafka.tools.StorageTool", "format"])
+            .args(["--cluster-id", cluster_id, "--config", props.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(format.status.success(), "format failed: {}", String::from_utf8_lossy(&format.stderr));
+        let log = std::fs::File::create(dir.join("kafka.log")).unwrap();
+        let child = Command::new(&java)
+            .args(["-Xms256m", "-Xmx512m", &log4j, "-Dkafka.root.loglevel=INFO"])
+            .arg(format!("-Dkafka.logs.dir={}", dir.join("app-logs").display()))
+            .args(["-cp", libs.to_str().unwrap(), "kafka.Kafka", props.to_str().unwrap()])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        KafkaController(child)
+    }
+}
+
 /// Runs an Apache Kafka 4.3.1 CLI tool (`tools/kafka-reference/kafka-cli`,
 /// which installs the jars on first use): whether it exited 0, and its
 /// stdout and stderr together.
@@ -332,4 +411,19 @@ pub fn kafka_cli(tool: &str, args: &[&str]) -> (bool, String) {
         .expect("run kafka-cli");
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status.success(), text)
+}
+
+/// Kafka 4.3.1's `kafka-producer-perf-test` writing `records` records of
+/// 50 bytes to `topic` through `bootstrap`, as an idempotent producer with
+/// acks=all: whether it sent them all, and what it printed.
+pub fn idempotent_perf_producer(bootstrap: &str, topic: &str, records: usize) -> (bool, String) {
+    let (servers, count) = (format!("bootstrap.servers={bootstrap}"), records.to_string());
+    let (ok, printed) = kafka_cli(
+        "kafka-producer-perf-test",
+        &["--topic", topic, "--num-records", &count, "--record-size", "50", "--throughput", "-1"]
+            .into_iter()
+            .chain(["--producer-props", &servers, "enable.idempotence=true", "acks=all"])
+            .collect::<Vec<_>>(),
+    );
+    (ok && printed.contains(&format!("{records} records sent")), printed)
 }

@@ -1,0 +1,170 @@
+//! A krabka broker under Apache Kafka 4.3.1 controllers: three Kafka
+//! controller processes (formatted by Kafka's own storage tool, its
+//! default features: metadata.version 4.3-IV0) and one broker-only krabka
+//! process observing their quorum. Krabka registers (its log directory
+//! and the feature ranges Kafka's controller checks), heartbeats until
+//! the controller unfences it, then leads the partitions Kafka's
+//! controller places on it: Kafka's idempotent producer writes to them
+//! (its producer ids from a block krabka asked Kafka's controller for),
+//! it survives a SIGKILL (registering anew once the old session expired,
+//! leading again with every acknowledged record), and a clean stop is a
+//! controlled shutdown Kafka's controller grants.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use krabka_protocol::create_topics_request::CreatableTopic;
+use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use krabka_protocol::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse,
+};
+use support::{free_port, BrokerProcess, KafkaController, RawClient};
+
+const CLUSTER_ID: &str = "AAECAwQFBgcICQoLDA0ODw";
+/// Three JVMs starting on a shared 2-core machine, then an election and
+/// the broker's registration: generous, the test ends as soon as it can.
+const PATIENCE: Duration = Duration::from_secs(120);
+const BROKER_ID: i32 = 4;
+/// The controllers' broker session (Kafka's default is 9 s): a killed
+/// broker's old incarnation holds its id until it expires.
+const SESSION: &str = "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500\n";
+
+/// CreateTopics sent to the Kafka controllers' own listener (Kafka's
+/// controllers serve it), to whichever leads; returns once one created
+/// it. Kafka's controller places replicas only on registered, unfenced
+/// brokers, so until krabka is both it refuses with
+/// INVALID_REPLICATION_FACTOR.
+fn create_on_the_active_controller(ports: &BTreeMap<i32, u16>, name: &str, partitions: i32, logs: &dyn Fn() -> String) {
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let deadline = Instant::now() + PATIENCE;
+    let mut last = Vec::new();
+    while Instant::now() < deadline {
+        for port in ports.values() {
+            let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", *port)) else { continue };
+            let response: CreateTopicsResponse =
+                RawClient::from_stream(stream).request(ApiKey::CreateTopics, 7, &request);
+            let topic = &response.topics[0];
+            if topic.error_code == 0 {
+                return;
+            }
+            last = vec![(topic.error_code, topic.error_message.clone())];
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("no Kafka controller created {name}: last answer {last:?}\n{}", logs());
+}
+
+fn metadata(broker: &BrokerProcess) -> MetadataResponse {
+    RawClient::connect(&broker.bootstrap()).request(
+        ApiKey::Metadata,
+        12,
+        &MetadataRequest { topics: None, ..Default::default() },
+    )
+}
+
+/// The latest offset of each of `topic`'s `partitions` on `broker`.
+fn end_offsets(broker: &BrokerProcess, topic: &str, partitions: i32) -> Vec<i64> {
+    let request = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic {
+            name: topic.into(),
+            partitions: (0..partitions)
+                .map(|p| ListOffsetsPartition {
+                    partition_index: p,
+                    current_leader_epoch: -1,
+                    timestamp: -1,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: ListOffsetsResponse =
+        RawClient::connect(&broker.bootstrap()).request(ApiKey::ListOffsets, 7, &request);
+    response.topics[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            assert_eq!(p.error_code, 0, "ListOffsets {topic}-{}", p.partition_index);
+            p.offset
+        })
+        .collect()
+}
+
+#[test]
+fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
+    let voters = ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>().join(",");
+    let controller_dir = |id: i32| dir.path().join(format!("controller-{id}"));
+    let _controllers: Vec<KafkaController> = ports
+        .iter()
+        .map(|(&id, &port)| {
+            std::fs::create_dir_all(controller_dir(id)).unwrap();
+            KafkaController::start(&controller_dir(id), id, port, &voters, CLUSTER_ID, SESSION)
+        })
+        .collect();
+    let mut broker =
+        BrokerProcess::start_broker_only(BROKER_ID, &voters, CLUSTER_ID, &["broker.heartbeat.interval.ms=500"]);
+    let logs = |broker: &BrokerProcess| {
+        let kafka: String = (1..=3)
+            .map(|id| std::fs::read_to_string(controller_dir(id).join("kafka.log")).unwrap_or_default())
+            .map(|log| log.lines().filter(|l| l.contains("roker")).take(40).collect::<Vec<_>>().join("\n"))
+            .collect::<Vec<_>>()
+            .join("\n---\n");
+        format!("--- krabka ---\n{}\n--- Kafka (broker lines) ---\n{kafka}", broker.log())
+    };
+
+    create_on_the_active_controller(&ports, "placed", 3, &|| logs(&broker));
+    // Krabka learns the topic from Kafka's metadata log, itself the leader.
+    support::wait_for("krabka to lead every partition of placed", PATIENCE, || {
+        let answer = metadata(&broker);
+        let placed = answer.topics.iter().find(|t| t.name.as_deref() == Some("placed"));
+        placed.is_some_and(|t| {
+            t.partitions.len() == 3 && t.partitions.iter().all(|p| p.error_code == 0 && p.leader_id == BROKER_ID)
+        })
+    });
+    let listed: Vec<i32> = metadata(&broker).brokers.iter().map(|b| b.node_id).collect();
+    assert_eq!(listed, vec![BROKER_ID], "the controllers are no brokers");
+
+    // Kafka's own idempotent producer through krabka.
+    let (ok, printed) = support::idempotent_perf_producer(&broker.bootstrap(), "placed", 300);
+    assert!(ok, "{printed}\n{}", logs(&broker));
+    assert_eq!(end_offsets(&broker, "placed", 3).iter().sum::<i64>(), 300);
+    assert!(broker.log().contains("registered with the active controller"), "{}", logs(&broker));
+
+    // SIGKILL: once the old incarnation's session expires, the restarted
+    // broker registers anew, is unfenced, and leads its partitions again
+    // with every acknowledged record.
+    broker.kill9();
+    broker.restart();
+    // The image still names it leader until the controller sees the old
+    // session expire: wait for the new incarnation's registration.
+    support::wait_for("krabka to register again", PATIENCE, || {
+        broker.log().matches("registered with the active controller").count() >= 2
+    });
+    support::wait_for("krabka to lead placed again", PATIENCE, || {
+        let answer = metadata(&broker);
+        let placed = answer.topics.iter().find(|t| t.name.as_deref() == Some("placed"));
+        placed.is_some_and(|t| t.partitions.iter().all(|p| p.error_code == 0 && p.leader_id == BROKER_ID))
+            && end_offsets(&broker, "placed", 3).iter().sum::<i64>() == 300
+    });
+
+    // A clean stop: Kafka's controller fences krabka for its shutdown.
+    let stopped = broker.stop();
+    assert!(stopped.success(), "{}", logs(&broker));
+    assert!(broker.log().contains("the active controller fenced this broker for its shutdown"), "{}", logs(&broker));
+}
