@@ -2,18 +2,27 @@
 //! controller channel): over the controller listener of whichever voter
 //! leads the metadata quorum now, as this node's quorum knows it. The
 //! lifecycle registers and heartbeats through it; an idempotent
-//! producer's InitProducerId gets its producer id blocks through it.
+//! producer's InitProducerId gets its producer id blocks through it; a
+//! request only the controller decides (CreateTopics and the like) is
+//! forwarded to it in an Envelope, as Kafka's brokers forward them.
 
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use krabka_protocol::{AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode};
+use bytes::{BufMut, Bytes, BytesMut};
+use krabka_protocol::frame::RequestFrame;
+use krabka_protocol::{
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, DefaultPrincipalData, EnvelopeRequest,
+    EnvelopeResponse, ErrorCode, Message,
+};
 
 use crate::broker::Broker;
 use crate::quorum::Channel;
 
-/// AllocateProducerIds' only version.
+/// AllocateProducerIds' and Envelope's only versions.
 const ALLOCATE_PRODUCER_IDS_VERSION: i16 = 0;
+const ENVELOPE_VERSION: i16 = 0;
 /// How long to wait before asking again when the lead is moving.
 const RETRY: Duration = Duration::from_millis(100);
 
@@ -58,6 +67,41 @@ pub async fn allocate_producer_ids(broker: &Broker) -> Result<Range<i64>, String
         }
         tokio::time::sleep(RETRY).await;
     }
+}
+
+/// Forwards `request` (from a client at `client`) to the active
+/// controller in an Envelope; the controller's response to it, header
+/// and body as the client reads them (without the size prefix). An
+/// Envelope refused as a whole (NOT_CONTROLLER: the lead moved) or a
+/// failed exchange is an error, and the caller answers itself.
+pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr) -> Result<Bytes, String> {
+    let envelope = EnvelopeRequest {
+        request_data: request.to_bytes().map_err(|e| e.to_string())?,
+        request_principal: Some(serialized_principal()),
+        client_host_address: match client.ip() {
+            std::net::IpAddr::V4(ip) => Bytes::copy_from_slice(&ip.octets()),
+            std::net::IpAddr::V6(ip) => Bytes::copy_from_slice(&ip.octets()),
+        },
+        ..Default::default()
+    };
+    let mut channel = connect(broker, "forwarding").await?;
+    let response: EnvelopeResponse = channel.call(ApiKey::Envelope, ENVELOPE_VERSION, &envelope).await?;
+    match (response.error_code, response.response_data) {
+        (0, Some(data)) => Ok(data),
+        (code, _) => Err(format!("the active controller refused the Envelope with error {code}")),
+    }
+}
+
+/// The principal a forwarded request acts for, as Kafka's default
+/// principal builder serializes it (a version, then DefaultPrincipalData):
+/// every client is User:ANONYMOUS until krabka authenticates them.
+pub fn serialized_principal() -> Bytes {
+    const VERSION: i16 = 0;
+    let principal = DefaultPrincipalData { r#type: "User".into(), name: "ANONYMOUS".into(), ..Default::default() };
+    let mut buf = BytesMut::new();
+    buf.put_i16(VERSION);
+    principal.encode(&mut buf, VERSION).expect("DefaultPrincipalData v0 encodes");
+    buf.freeze()
 }
 
 /// The block a response grants, checked as Kafka's broker checks it.

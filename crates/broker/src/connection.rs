@@ -48,7 +48,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     // waits) are dropped then, not left holding the socket until they expire.
     let (gone, gone_signal) = watch::channel(false);
     let writer_task = tokio::spawn(write_loop(writer, rx, Arc::clone(&activity), gone_signal));
-    let info = ConnectionInfo { peer };
+    let info = ConnectionInfo { peer, forwarded: false };
     match read_loop(reader, &broker, &info, tx, &activity).await {
         // A broker shutting down lets the writer finish in-flight requests.
         Ok(ReadEnd::Shutdown) => {}

@@ -76,7 +76,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
         let control = krabka_broker::cluster_control::ClusterControl::new(broker.clone());
         tokio::spawn(Arc::clone(&control).fence_expired_sessions());
-        let controller = krabka_broker::handlers::controller::handler(control);
+        let controller = krabka_broker::handlers::controller::handler(control, broker.clone());
         tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
     }
     // Clients wait (refused) until the image has caught up: a broker must

@@ -65,6 +65,11 @@ impl Close {
 /// Connection details handlers may use.
 pub struct ConnectionInfo {
     pub peer: SocketAddr,
+    /// The request came forwarded in an Envelope (`peer` is the client
+    /// the forwarding broker named): it is answered here, never forwarded
+    /// again, so two nodes that each take the other for the controller
+    /// cannot pass a request back and forth.
+    pub forwarded: bool,
 }
 
 /// What a handler knows about the request it serves.

@@ -1,7 +1,7 @@
 //! Three combined krabka processes (broker and controller each) sharing one
 //! KRaft quorum over loopback: the active controller commits a CreateTopics
-//! through the quorum and every node's image follows; the others answer
-//! NOT_CONTROLLER; killing the active controller with SIGKILL elects
+//! through the quorum and every node's image follows; the others forward
+//! it to the active controller in an Envelope; killing the active controller with SIGKILL elects
 //! another that commits on the same image; the killed node comes back and
 //! catches up; afterwards every node's metadata log holds the same bytes.
 //! Every node registers its broker with the active controller (Kafka's
@@ -46,15 +46,16 @@ fn create_topic(node: &BrokerProcess, name: &str) -> i16 {
     response.topics[0].error_code
 }
 
-/// Creates `name` through whichever node is the active controller; the
-/// others must refuse with NOT_CONTROLLER. Returns the index of the one
-/// that committed it.
-fn create_through_the_controller(nodes: &[BrokerProcess], alive: &[usize], name: &str) -> usize {
+/// Creates `name` through the nodes of `alive` in turn until one answers
+/// without error (a node that does not lead forwards it to the one that
+/// does; while none leads, NOT_CONTROLLER), then returns the index of the
+/// active controller, once every node of `alive` names the same one.
+fn create_and_find_the_controller(nodes: &[BrokerProcess], alive: &[usize], name: &str) -> usize {
     let deadline = Instant::now() + ELECTION_PATIENCE;
-    loop {
+    'created: loop {
         for &i in alive {
             match create_topic(&nodes[i], name) {
-                0 => return i,
+                0 => break 'created,
                 code if code == ErrorCode::NOT_CONTROLLER.code() => {}
                 // A leader not caught up yet, or one that lost its lead mid-commit.
                 code if code == ErrorCode::REQUEST_TIMED_OUT.code() => eprintln!("node {}: timed out", i + 1),
@@ -69,6 +70,14 @@ fn create_through_the_controller(nodes: &[BrokerProcess], alive: &[usize], name:
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    let mut controller = 0;
+    support::wait_for("every node to name one live controller", ELECTION_PATIENCE, || {
+        let named: BTreeSet<i32> = alive.iter().map(|&i| metadata(&nodes[i]).controller_id).collect();
+        let agreed = named.iter().next().copied().filter(|_| named.len() == 1);
+        controller = agreed.map_or(-1, |id| id - 1);
+        alive.iter().any(|&i| i as i32 == controller)
+    });
+    controller as usize
 }
 
 fn metadata(node: &BrokerProcess) -> MetadataResponse {
@@ -176,12 +185,15 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     let mut nodes =
         BrokerProcess::start_cluster(3, &["broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500"]);
     let all = [0, 1, 2];
-    let first = create_through_the_controller(&nodes, &all, "before");
+    let first = create_and_find_the_controller(&nodes, &all, "before");
     wait_for_topics(&nodes, &all, &["before"]);
-    for &i in all.iter().filter(|&&i| i != first) {
-        assert_eq!(create_topic(&nodes[i], "elsewhere"), ErrorCode::NOT_CONTROLLER.code(), "node {}", i + 1);
-    }
+    // The nodes that do not lead forward CreateTopics to the one that does
+    // (Envelope), and hand back its answer.
+    let followers: Vec<usize> = all.iter().copied().filter(|&i| i != first).collect();
+    assert_eq!(create_topic(&nodes[followers[0]], "forwarded"), 0);
+    assert_eq!(create_topic(&nodes[followers[1]], "forwarded"), ErrorCode::TOPIC_ALREADY_EXISTS.code());
     assert_eq!(create_topic(&nodes[first], "before"), ErrorCode::TOPIC_ALREADY_EXISTS.code());
+    wait_for_topics(&nodes, &all, &["before", "forwarded"]);
     // Every broker registered with the active controller, which unfenced it.
     wait_for_brokers(&nodes, &all, &all, first);
     // Every node names the partitions' leader from the image: the node
@@ -199,10 +211,10 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     nodes[first].kill9();
     let rest: Vec<usize> = all.iter().copied().filter(|&i| i != first).collect();
     let started = Instant::now();
-    let second = create_through_the_controller(&nodes, &rest, "after");
+    let second = create_and_find_the_controller(&nodes, &rest, "after");
     eprintln!("node {} committed after node {} was killed, in {:?}", second + 1, first + 1, started.elapsed());
     assert_ne!(second, first);
-    wait_for_topics(&nodes, &rest, &["after", "before"]);
+    wait_for_topics(&nodes, &rest, &["after", "before", "forwarded"]);
     // The killed broker's session expires on the new controller: fenced,
     // no longer listed, and its partitions have no leader.
     wait_for_brokers(&nodes, &rest, &rest, second);
@@ -210,7 +222,7 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
 
     // The killed node restarts on its log and catches up.
     nodes[first].restart();
-    wait_for_topics(&nodes, &all, &["after", "before"]);
+    wait_for_topics(&nodes, &all, &["after", "before", "forwarded"]);
     // It registers again, as a new incarnation, with the new controller.
     wait_for_brokers(&nodes, &all, &all, second);
     // Unfenced, it leads its partitions again.

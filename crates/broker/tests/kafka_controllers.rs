@@ -137,6 +137,18 @@ fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on
             t.partitions.len() == 3 && t.partitions.iter().all(|p| p.error_code == 0 && p.leader_id == BROKER_ID)
         })
     });
+    // A client's CreateTopics through krabka: forwarded to Kafka's
+    // controller in an Envelope.
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &broker.bootstrap(), "--create", "--topic", "forwarded", "--partitions", "2"],
+    );
+    assert!(ok, "{printed}\n{}", logs(&broker));
+    support::wait_for("krabka to lead forwarded", PATIENCE, || {
+        let answer = metadata(&broker);
+        let forwarded = answer.topics.iter().find(|t| t.name.as_deref() == Some("forwarded"));
+        forwarded.is_some_and(|t| t.partitions.len() == 2 && t.partitions.iter().all(|p| p.leader_id == BROKER_ID))
+    });
     let listed: Vec<i32> = metadata(&broker).brokers.iter().map(|b| b.node_id).collect();
     assert_eq!(listed, vec![BROKER_ID], "the controllers are no brokers");
 

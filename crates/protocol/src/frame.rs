@@ -72,6 +72,15 @@ impl RequestFrame {
         self.header.correlation_id
     }
 
+    /// The frame as the client sent it, without its size prefix: what an
+    /// Envelope carries when a broker forwards the request.
+    pub fn to_bytes(&self) -> Result<Bytes, EncodeError> {
+        let mut buf = BytesMut::with_capacity(64 + self.body.len());
+        self.header.encode(&mut buf, self.api_key.info().request_header_version(self.api_version()))?;
+        buf.extend_from_slice(&self.body);
+        Ok(buf.freeze())
+    }
+
     /// Decodes the body; `records` fields stay slices of the frame.
     pub fn decode_body(&self) -> Result<RequestBody, DecodeError> {
         RequestBody::decode(self.api_key, self.api_version(), &mut self.body.clone())
@@ -182,6 +191,17 @@ mod tests {
         assert_eq!(frame.correlation_id(), 7);
         assert_eq!(frame.header.client_id.as_deref(), Some("client-1"));
         assert_eq!(frame.decode_body().unwrap(), RequestBody::Metadata(Box::new(request)));
+    }
+
+    #[test]
+    fn a_parsed_frame_gives_back_the_bytes_the_client_sent() {
+        for (version, client_id) in [(12, Some("client-1")), (8, None)] {
+            let request = MetadataRequest { allow_auto_topic_creation: true, ..Default::default() };
+            let mut buf = BytesMut::new();
+            encode_request(&mut buf, ApiKey::Metadata, version, 7, client_id, &request).unwrap();
+            let sent = without_prefix(buf);
+            assert_eq!(RequestFrame::parse(sent.clone()).unwrap().to_bytes().unwrap(), sent, "v{version}");
+        }
     }
 
     #[test]

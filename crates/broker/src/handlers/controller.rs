@@ -1,23 +1,34 @@
 //! The controller's own APIs, served on the controller listener to brokers
 //! (their own and other nodes'): BrokerRegistration, BrokerHeartbeat and
-//! AllocateProducerIds, translated to and from the cluster control's calls (NOT_CONTROLLER on a
-//! node that does not lead).
+//! AllocateProducerIds, translated to and from the cluster control's calls
+//! (NOT_CONTROLLER on a node that does not lead), and Envelope: a client
+//! request a broker forwarded, answered by the client handlers as if the
+//! client had sent it here.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use krabka_protocol::frame::RequestFrame;
 
 use krabka_controller::brokers::HeartbeatOutcome;
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, RequestBody, ResponseBody,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody,
+    ResponseBody,
 };
 
+use super::FORWARDED_APIS;
+use crate::broker::Broker;
 use crate::cluster_control::ClusterControl;
 use crate::quorum::ControllerHandler;
+use crate::request::{Chunk, ConnectionInfo, Reply};
 
 /// The handler the controller listener hands its controller APIs to.
-pub fn handler(control: Arc<ClusterControl>) -> ControllerHandler {
+pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerHandler {
     Arc::new(move |request, _version| {
         let control = Arc::clone(&control);
+        let broker = Arc::clone(&broker);
         Box::pin(async move {
             match request {
                 RequestBody::BrokerRegistration(r) => {
@@ -29,6 +40,7 @@ pub fn handler(control: Arc<ClusterControl>) -> ControllerHandler {
                 RequestBody::AllocateProducerIds(r) => {
                     Some(ResponseBody::AllocateProducerIds(Box::new(allocate_producer_ids(&control, &r).await)))
                 }
+                RequestBody::Envelope(r) => Some(ResponseBody::Envelope(Box::new(envelope(&broker, *r).await))),
                 _ => None,
             }
         })
@@ -63,4 +75,53 @@ async fn allocate_producer_ids(
         },
         Err(e) => AllocateProducerIdsResponse { error_code: e.code, ..Default::default() },
     }
+}
+
+/// Envelope: the forwarded request's response, header and body. Refused
+/// whole with NOT_CONTROLLER on a node that does not lead (the broker
+/// forwards again), and with INVALID_REQUEST for a request that does not
+/// parse or that brokers do not forward.
+async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeResponse {
+    let refuse = |code: ErrorCode| EnvelopeResponse { error_code: code.code(), ..Default::default() };
+    if !broker.metadata.is_active_controller() {
+        return refuse(ErrorCode::NOT_CONTROLLER);
+    }
+    let (Ok(frame), Some(client)) =
+        (RequestFrame::parse(request.request_data), client_address(&request.client_host_address))
+    else {
+        return refuse(ErrorCode::INVALID_REQUEST);
+    };
+    if !FORWARDED_APIS.contains(&frame.api_key) {
+        return refuse(ErrorCode::INVALID_REQUEST);
+    }
+    let connection = ConnectionInfo { peer: client, forwarded: true };
+    let response = match super::handle(broker, &connection, frame).await {
+        Ok(Reply::Now(response)) => response,
+        Ok(Reply::Later(task)) => match task.await {
+            Ok(response) => response,
+            Err(_) => return refuse(ErrorCode::UNKNOWN_SERVER_ERROR),
+        },
+        Ok(Reply::Nothing) | Err(_) => return refuse(ErrorCode::INVALID_REQUEST),
+    };
+    let mut frame = BytesMut::new();
+    for chunk in response.chunks {
+        match chunk {
+            Chunk::Bytes(bytes) => frame.extend_from_slice(&bytes),
+            // The forwarded APIs answer in bytes only.
+            Chunk::File(_) => return refuse(ErrorCode::UNKNOWN_SERVER_ERROR),
+        }
+    }
+    // The client reads the response without its size prefix.
+    let response_data = Bytes::from(frame).slice(4..);
+    EnvelopeResponse { response_data: Some(response_data), ..Default::default() }
+}
+
+/// The forwarded client's address: its 4 or 16 address bytes (no port).
+fn client_address(bytes: &[u8]) -> Option<SocketAddr> {
+    let ip = match bytes.len() {
+        4 => IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+        16 => IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?),
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, 0))
 }

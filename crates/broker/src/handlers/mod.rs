@@ -1,6 +1,8 @@
 //! Request dispatch: decode the body, call the API's handler, encode the
-//! response frame. One module per API family; each handler takes the
-//! decoded request and returns the response body.
+//! response frame (or, on a node that is not the active controller,
+//! forward a request only the controller decides). One module per API
+//! family; each handler takes the decoded request and returns the
+//! response body.
 
 pub mod admin;
 pub mod api_versions;
@@ -15,19 +17,45 @@ pub mod producer_ids;
 pub mod recompress;
 pub mod topics;
 
-use krabka_protocol::ErrorCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::{BufMut, Bytes, BytesMut};
 use krabka_protocol::frame::RequestFrame;
+use krabka_protocol::ErrorCode;
 use krabka_protocol::{ApiKey, RequestBody, ResponseBody};
 
+use crate::active_controller;
 use crate::broker::Broker;
 use crate::observability::FailureKind;
 use crate::request::{Close, ConnectionInfo, Reply, RequestContext, Response};
 use crate::wire::encode_frame;
 
 pub use api_versions::supported_apis;
+
+/// The client requests only the active controller decides: a node that
+/// is not the active controller forwards them to it in an Envelope, as
+/// Kafka's brokers forward them (Kafka's `forwardable` APIs krabka serves).
+pub const FORWARDED_APIS: [ApiKey; 5] = [
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+];
+
+/// Whether this node hands controller decisions to another: it shares a
+/// quorum which another node leads (or none leads yet).
+fn forwards_to_controller(broker: &Broker) -> bool {
+    broker.metadata.quorum().is_some() && !broker.metadata.is_active_controller()
+}
+
+fn size_prefixed(frame: &[u8]) -> Bytes {
+    let mut framed = BytesMut::with_capacity(4 + frame.len());
+    framed.put_u32(frame.len() as u32);
+    framed.extend_from_slice(frame);
+    framed.freeze()
+}
 
 fn is_supported(api_key: ApiKey, version: i16) -> bool {
     supported_apis().iter().any(|&(key, min, max)| key == api_key && (min..=max).contains(&version))
@@ -45,6 +73,17 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             FailureKind::UnsupportedRequest,
             format!("{api_key:?} v{api_version} is not supported"),
         ));
+    }
+    if FORWARDED_APIS.contains(&api_key) && !connection.forwarded && forwards_to_controller(broker) {
+        let started = Instant::now();
+        match active_controller::forward(broker, &request, connection.peer).await {
+            Ok(response) => {
+                broker.metrics.request_completed(api_key.info().name, 0, started.elapsed());
+                return Ok(Reply::Now(Response::from_bytes(size_prefixed(&response))));
+            }
+            // Answered here instead: NOT_CONTROLLER, which the client retries.
+            Err(reason) => tracing::debug!(%reason, ?api_key, "could not forward to the active controller"),
+        }
     }
     let body = request.decode_body().map_err(|e| {
         Close::failure(

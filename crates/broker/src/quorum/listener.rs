@@ -1,8 +1,8 @@
 //! The controller listener: where the other voters (and observers) reach
 //! this node's raft, and brokers its controller. It answers ApiVersions
 //! with the APIs it serves, hands Vote, BeginQuorumEpoch, EndQuorumEpoch
-//! and Fetch to the quorum and BrokerRegistration, BrokerHeartbeat and
-//! AllocateProducerIds to the controller's handler; any other request closes the connection, as
+//! and Fetch to the quorum and BrokerRegistration, BrokerHeartbeat,
+//! AllocateProducerIds and Envelope to the controller's handler; any other request closes the connection, as
 //! a Kafka controller closes on an API its listener does not serve.
 
 use std::future::Future;
@@ -24,13 +24,14 @@ use crate::wire::{api_versions_response, encode_frame, served_range};
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// What answers the controller's own APIs (BrokerRegistration,
-/// BrokerHeartbeat, AllocateProducerIds): the broker's, which knows the metadata store. None
+/// BrokerHeartbeat, AllocateProducerIds, Envelope): the broker's, which knows the metadata store. None
 /// for a request it does not answer.
 pub type ControllerHandler =
     Arc<dyn Fn(RequestBody, i16) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
 
 /// The APIs handed to the `ControllerHandler`.
-const CONTROLLER_APIS: [ApiKey; 3] = [ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat, ApiKey::AllocateProducerIds];
+const CONTROLLER_APIS: [ApiKey; 4] =
+    [ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat, ApiKey::AllocateProducerIds, ApiKey::Envelope];
 
 /// The APIs the controller listener serves, with the versions it speaks
 /// (Fetch from v13, which carries the topic id raft checks).
