@@ -6,15 +6,15 @@
 //! request only the controller decides (CreateTopics and the like) is
 //! forwarded to it in an Envelope, as Kafka's brokers forward them.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use krabka_protocol::frame::RequestFrame;
+use krabka_protocol::frame::{encode_request, parse_response_header, RequestFrame, SIZE_PREFIX_BYTES};
 use krabka_protocol::{
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, DefaultPrincipalData, EnvelopeRequest,
-    EnvelopeResponse, ErrorCode, Message,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
+    DefaultPrincipalData, EnvelopeRequest, EnvelopeResponse, ErrorCode, Message,
 };
 
 use crate::broker::Broker;
@@ -23,6 +23,9 @@ use crate::quorum::Channel;
 /// AllocateProducerIds' and Envelope's only versions.
 const ALLOCATE_PRODUCER_IDS_VERSION: i16 = 0;
 const ENVELOPE_VERSION: i16 = 0;
+/// The CreateTopics version a broker's own topic creation sends (Kafka
+/// 4.3.1's latest).
+const CREATE_TOPICS_VERSION: i16 = 7;
 /// How long to wait before asking again when the lead is moving.
 const RETRY: Duration = Duration::from_millis(100);
 
@@ -75,12 +78,32 @@ pub async fn allocate_producer_ids(broker: &Broker) -> Result<Range<i64>, String
 /// Envelope refused as a whole (NOT_CONTROLLER: the lead moved) or a
 /// failed exchange is an error, and the caller answers itself.
 pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr) -> Result<Bytes, String> {
+    envelope(broker, request.to_bytes().map_err(|e| e.to_string())?, client.ip()).await
+}
+
+/// CreateTopics on this broker's own behalf (an internal or auto-created
+/// topic), forwarded to the active controller as Kafka's broker sends it.
+pub async fn create_topics(broker: &Broker, request: &CreateTopicsRequest) -> Result<CreateTopicsResponse, String> {
+    let mut frame = BytesMut::new();
+    let client_id = format!("broker-{}-topic-creation", broker.node_id);
+    encode_request(&mut frame, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, 0, Some(&client_id), request)
+        .map_err(|e| e.to_string())?;
+    let request_data = frame.freeze().slice(SIZE_PREFIX_BYTES..);
+    let own_address = IpAddr::from([127, 0, 0, 1]);
+    let mut response = envelope(broker, request_data, own_address).await?;
+    parse_response_header(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &mut response).map_err(|e| e.to_string())?;
+    CreateTopicsResponse::decode(&mut response, CREATE_TOPICS_VERSION).map_err(|e| e.to_string())
+}
+
+/// One request (its frame without the size prefix) in an Envelope to the
+/// active controller; the response frame it carries back.
+async fn envelope(broker: &Broker, request_data: Bytes, client: IpAddr) -> Result<Bytes, String> {
     let envelope = EnvelopeRequest {
-        request_data: request.to_bytes().map_err(|e| e.to_string())?,
+        request_data,
         request_principal: Some(serialized_principal()),
-        client_host_address: match client.ip() {
-            std::net::IpAddr::V4(ip) => Bytes::copy_from_slice(&ip.octets()),
-            std::net::IpAddr::V6(ip) => Bytes::copy_from_slice(&ip.octets()),
+        client_host_address: match client {
+            IpAddr::V4(ip) => Bytes::copy_from_slice(&ip.octets()),
+            IpAddr::V6(ip) => Bytes::copy_from_slice(&ip.octets()),
         },
         ..Default::default()
     };

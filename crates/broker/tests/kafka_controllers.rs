@@ -117,8 +117,10 @@ fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on
             KafkaController::start(&controller_dir(id), id, port, &voters, CLUSTER_ID, SESSION)
         })
         .collect();
-    let mut broker =
-        BrokerProcess::start_broker_only(BROKER_ID, &voters, CLUSTER_ID, &["broker.heartbeat.interval.ms=500"]);
+    // A single broker, so `__consumer_offsets` gets one replica (as in
+    // Kafka's own single-broker server.properties).
+    let config = ["broker.heartbeat.interval.ms=500", "offsets.topic.replication.factor=1"];
+    let mut broker = BrokerProcess::start_broker_only(BROKER_ID, &voters, CLUSTER_ID, &config);
     let logs = |broker: &BrokerProcess| {
         let kafka: String = (1..=3)
             .map(|id| std::fs::read_to_string(controller_dir(id).join("kafka.log")).unwrap_or_default())
@@ -157,6 +159,16 @@ fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on
     assert!(ok, "{printed}\n{}", logs(&broker));
     assert_eq!(end_offsets(&broker, "placed", 3).iter().sum::<i64>(), 300);
     assert!(broker.log().contains("registered with the active controller"), "{}", logs(&broker));
+    // A consumer group: krabka has Kafka's controller create
+    // `__consumer_offsets` (on krabka), then coordinates the group.
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", &broker.bootstrap(), "--topic", "placed", "--group", "readers", "--from-beginning"]
+            .into_iter()
+            .chain(["--max-messages", "300", "--timeout-ms", "60000"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok && printed.contains("Processed a total of 300 messages"), "{printed}\n{}", logs(&broker));
 
     // SIGKILL: once the old incarnation's session expires, the restarted
     // broker registers anew, is unfenced, and leads its partitions again

@@ -56,6 +56,9 @@ pub struct BrokerConfig {
     pub producer_id_expiration_check_interval_ms: i64,
     pub group_initial_rebalance_delay_ms: i64,
     pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor`: what a broker asks another
+    /// node's controller for when it creates `__consumer_offsets`.
+    pub offsets_topic_replication_factor: i16,
     /// `krabka.metrics.listener` host:port of the HTTP endpoint (/metrics, /debug/pprof); None disables it.
     pub metrics_listener: Option<String>,
     /// `krabka.log.format`: `text` or `json`.
@@ -146,6 +149,7 @@ impl BrokerConfig {
             producer_id_expiration_check_interval_ms: int("producer.id.expiration.check.interval.ms"),
             group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms"),
             offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
+            offsets_topic_replication_factor: int("offsets.topic.replication.factor") as i16,
             metrics_listener,
             log_format_json: values.get("krabka.log.format") == Some("json"),
             log_level,

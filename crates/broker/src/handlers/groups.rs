@@ -42,10 +42,13 @@ const KEY_TYPE_GROUP: i8 = 0;
 async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
     let configs = [("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")];
-    // On a node that is not the active controller the topic cannot be
-    // created here: the client is told what Kafka tells it meanwhile.
+    // While the topic is being created (through the active controller, on
+    // a node that is not it) or cannot be, the client is told what Kafka
+    // tells it meanwhile.
     ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs).await.map_err(|code| {
-        if code == ErrorCode::NOT_CONTROLLER.code() {
+        let not_yet =
+            [ErrorCode::NOT_CONTROLLER, ErrorCode::LEADER_NOT_AVAILABLE, ErrorCode::INVALID_REPLICATION_FACTOR];
+        if not_yet.iter().any(|e| e.code() == code) {
             ErrorCode::COORDINATOR_NOT_AVAILABLE.code()
         } else {
             code

@@ -44,12 +44,6 @@ pub const FORWARDED_APIS: [ApiKey; 5] = [
     ApiKey::IncrementalAlterConfigs,
 ];
 
-/// Whether this node hands controller decisions to another: it shares a
-/// quorum which another node leads (or none leads yet).
-fn forwards_to_controller(broker: &Broker) -> bool {
-    broker.metadata.quorum().is_some() && !broker.metadata.is_active_controller()
-}
-
 fn size_prefixed(frame: &[u8]) -> Bytes {
     let mut framed = BytesMut::with_capacity(4 + frame.len());
     framed.put_u32(frame.len() as u32);
@@ -74,7 +68,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             format!("{api_key:?} v{api_version} is not supported"),
         ));
     }
-    if FORWARDED_APIS.contains(&api_key) && !connection.forwarded && forwards_to_controller(broker) {
+    if FORWARDED_APIS.contains(&api_key) && !connection.forwarded && broker.metadata.defers_to_another_controller() {
         let started = Instant::now();
         match active_controller::forward(broker, &request, connection.peer).await {
             Ok(response) => {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
+use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use krabka_protocol::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use krabka_protocol::delete_topics_response::DeletableTopicResult;
 use krabka_protocol::describe_topic_partitions_response::{
@@ -17,6 +18,7 @@ use krabka_protocol::{
     DeleteTopicsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, Uuid,
 };
 
+use crate::active_controller;
 use crate::broker::Broker;
 use crate::config::topic::describe_topic;
 use crate::metadata::MetadataImage;
@@ -110,6 +112,10 @@ pub async fn ensure_internal_topic(
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let topic = NewTopic { name: name.to_string(), partitions, configs };
     let commit = broker.metadata.control(|image| plan_internal_topic(image, &topic, broker.node_id)).await;
+    if commit.is_err() && broker.metadata.defers_to_another_controller() {
+        let replication_factor = broker.config.offsets_topic_replication_factor;
+        return create_through_the_controller(broker, &[topic], replication_factor).await;
+    }
     match commit {
         // Known to the image but not hosted (its log failed to open before):
         // an empty commit publishes nothing, so try to open it here.
@@ -133,8 +139,66 @@ pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Optio
         .await;
     match commit {
         Ok((image, ())) => Some(image.image),
+        Err(_) if broker.metadata.defers_to_another_controller() => {
+            let topics: Vec<NewTopic> = names
+                .iter()
+                .map(|name| NewTopic {
+                    name: name.clone(),
+                    partitions: config.num_partitions,
+                    configs: BTreeMap::new(),
+                })
+                .collect();
+            let _ = create_through_the_controller(broker, &topics, config.default_replication_factor).await;
+            None
+        }
         Err(_) => None,
     }
+}
+
+/// Creates `topics` through the active controller (a CreateTopics of this
+/// broker's own, forwarded), as Kafka's broker creates internal and
+/// auto-created topics. They reach this broker's image only once the
+/// controller commits them, so even a success answers LEADER_NOT_AVAILABLE
+/// (not here yet: ask again); a topic that exists already is no error.
+async fn create_through_the_controller(
+    broker: &Broker,
+    topics: &[NewTopic],
+    replication_factor: i16,
+) -> Result<(), i16> {
+    let request = CreateTopicsRequest {
+        topics: topics
+            .iter()
+            .map(|topic| CreatableTopic {
+                name: topic.name.clone(),
+                num_partitions: topic.partitions,
+                replication_factor,
+                configs: topic
+                    .configs
+                    .iter()
+                    .map(|(name, value)| CreatableTopicConfig {
+                        name: name.clone(),
+                        value: Some(value.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: broker.config.quorum.request_timeout_ms as i32,
+        ..Default::default()
+    };
+    let response = active_controller::create_topics(broker, &request).await.map_err(|reason| {
+        tracing::debug!(%reason, "could not create topics through the active controller");
+        ErrorCode::NOT_CONTROLLER.code()
+    })?;
+    for topic in &response.topics {
+        if topic.error_code != 0 && topic.error_code != ErrorCode::TOPIC_ALREADY_EXISTS.code() {
+            let message = topic.error_message.as_deref().unwrap_or_default();
+            tracing::warn!(topic = %topic.name, code = topic.error_code, %message, "the active controller did not create the topic");
+            return Err(topic.error_code);
+        }
+    }
+    Err(ErrorCode::LEADER_NOT_AVAILABLE.code())
 }
 
 pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {

@@ -121,6 +121,13 @@ impl MetadataStore {
         }
     }
 
+    /// Whether another node decides what this one cannot: it shares a
+    /// quorum that another node leads (or none leads yet), so requests
+    /// only the controller decides go to that node.
+    pub fn defers_to_another_controller(&self) -> bool {
+        self.quorum().is_some() && !self.is_active_controller()
+    }
+
     /// Whether this node is the active controller now.
     pub fn is_active_controller(&self) -> bool {
         match &self.writer {
