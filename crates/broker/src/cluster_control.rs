@@ -107,6 +107,11 @@ impl ClusterControl {
             if !self.broker.metadata.is_active_controller() {
                 continue;
             }
+            // A new log's first leader finalizes the features at once (a
+            // no-op once they are), not only at its first operation.
+            if let Err(e) = self.broker.metadata.finalize_features().await {
+                tracing::debug!(error = %e, "finalizing the feature levels");
+            }
             let now = now_ms();
             let fenced = self
                 .broker

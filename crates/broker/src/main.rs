@@ -88,6 +88,12 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         caught_up = broker.catch_up_metadata() => caught_up?,
         _ = shutdown.wait_for(|stop| *stop) => return broker.close_storage(),
     }
+    // A node that is its quorum's only voter finalizes the features of a
+    // new log before it serves (a shared quorum's leader does it in its
+    // cluster control's rounds).
+    if broker.metadata.quorum().is_none() {
+        broker.metadata.finalize_features().await.context("finalizing the feature levels")?;
+    }
     let listener = socket.listen(backlog).with_context(|| format!("listening on {address}"))?;
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;

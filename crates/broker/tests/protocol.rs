@@ -820,3 +820,17 @@ fn fetch_sessions_by_topic_id_keep_serving_after_forgetting_partitions() {
     assert_eq!(changed.responses[0].partitions[0].partition_index, 0);
     assert_eq!(values(&changed.responses[0].partitions[0]).len(), 3);
 }
+
+/// Kafka 4.3.1's `kafka-features describe` (DescribeFeatures, read from
+/// ApiVersions): a new log is finalized at Kafka 4.3.1's metadata.version
+/// (4.3-IV0) and group.version 1, and the broker lists its ranges.
+#[test]
+fn kafka_features_describe_shows_the_finalized_levels() {
+    let broker = BrokerProcess::start(&[]);
+    let (ok, out) = support::kafka_cli("kafka-features", &["--bootstrap-server", &broker.bootstrap(), "describe"]);
+    let line = |name: &str| out.lines().find(|l| l.starts_with(&format!("Feature: {name} "))).unwrap_or_default();
+    assert!(ok, "{out}");
+    assert!(line("metadata.version").contains("FinalizedVersionLevel: 4.3-IV0"), "{out}");
+    assert!(line("metadata.version").contains("SupportedMaxVersion: 4.3-IV0"), "{out}");
+    assert!(line("group.version").contains("FinalizedVersionLevel: 1"), "{out}");
+}

@@ -16,6 +16,8 @@ use krabka_protocol::{
 };
 
 use crate::error::ApiError;
+use crate::features::check_registration_features;
+use krabka_metadata::features::METADATA_VERSION;
 
 /// Kafka's BrokerRegistrationFencingChange values.
 const FENCE: i8 = 1;
@@ -118,6 +120,11 @@ pub fn plan_register_broker(
             return Err(ApiError::new(ErrorCode::DUPLICATE_BROKER_REGISTRATION.code(), message));
         }
     }
+    // A log krabka wrote before it finalized features takes any broker.
+    if image.features.contains_key(METADATA_VERSION) {
+        check_log_dirs(image, request)?;
+        check_registration_features(image, &request.features)?;
+    }
     let broker_epoch = image.offset + 1;
     let record = RegisterBrokerRecord {
         broker_id: request.broker_id,
@@ -158,6 +165,31 @@ pub struct HeartbeatOutcome {
     pub is_caught_up: bool,
     pub is_fenced: bool,
     pub should_shut_down: bool,
+}
+
+/// The log directories a broker registers with, as Kafka checks them
+/// (metadata.version 3.7-IV2 and later): at least one, no reserved or
+/// repeated id, none another broker registered.
+fn check_log_dirs(image: &MetadataImage, request: &BrokerRegistrationRequest) -> Result<(), ApiError> {
+    let invalid = |message: String| Err(ApiError::new(ErrorCode::INVALID_REGISTRATION.code(), message));
+    if request.log_dirs.is_empty() {
+        return invalid("No directories specified in request".into());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for dir in &request.log_dirs {
+        // Kafka reserves the first 100 ids (UNASSIGNED, LOST, MIGRATING...).
+        if dir.0[..15].iter().all(|&b| b == 0) && dir.0[15] < 100 {
+            return invalid(format!("Reserved directory ID in request: {dir}"));
+        }
+        if !seen.insert(dir.0) {
+            return invalid(format!("Duplicate directory ID in request: {dir}"));
+        }
+        let owner = image.brokers.values().find(|b| b.broker_id != request.broker_id && b.log_dirs.contains(dir));
+        if let Some(owner) = owner {
+            return invalid(format!("Broker {} is already registered with directory {dir}", owner.broker_id));
+        }
+    }
+    Ok(())
 }
 
 /// The registration of `broker_id` if it carries `broker_epoch`, else
@@ -231,6 +263,47 @@ mod tests {
             want_fence,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn on_a_bootstrapped_log_a_registration_needs_log_dirs_and_the_finalized_features() {
+        use crate::features::plan_bootstrap_features;
+        use krabka_protocol::broker_registration_request::Feature;
+        let mut image = MetadataImage::default();
+        let bootstrap = plan_bootstrap_features(&image);
+        apply(&mut image, &bootstrap);
+        let sessions = BrokerSessions::new(9_000);
+        let refused_on = |image: &MetadataImage, request: &BrokerRegistrationRequest| {
+            plan_register_broker(image, request, "cluster", &sessions, 0).unwrap_err().code
+        };
+        let refused = |request: &BrokerRegistrationRequest| refused_on(&image, request);
+        let mut request = registration(1);
+        assert_eq!(refused(&request), ErrorCode::INVALID_REGISTRATION.code(), "no log dirs");
+        request.log_dirs = vec![Uuid([7; 16]), Uuid([7; 16])];
+        assert_eq!(refused(&request), ErrorCode::INVALID_REGISTRATION.code(), "a repeated log dir");
+        let mut unassigned = [0u8; 16];
+        unassigned[15] = 2;
+        request.log_dirs = vec![Uuid(unassigned)];
+        assert_eq!(refused(&request), ErrorCode::INVALID_REGISTRATION.code(), "a reserved log dir");
+        request.log_dirs = vec![Uuid([7; 16])];
+        let range = |name: &str, min, max| Feature {
+            name: name.into(),
+            min_supported_version: min,
+            max_supported_version: max,
+            ..Default::default()
+        };
+        request.features = vec![range("group.version", 0, 1)];
+        assert_eq!(refused(&request), ErrorCode::INVALID_REGISTRATION.code(), "no metadata.version");
+        request.features = vec![range("metadata.version", 7, 21), range("group.version", 0, 1)];
+        assert_eq!(refused(&request), ErrorCode::UNSUPPORTED_VERSION.code(), "metadata.version 30 unsupported");
+        request.features = vec![range("metadata.version", 7, 30), range("group.version", 0, 1)];
+        let (records, _) = plan_register_broker(&image, &request, "cluster", &sessions, 0).unwrap();
+        apply(&mut image, &records);
+        let mut other = registration(2);
+        other.broker_id = 3;
+        other.features = request.features.clone();
+        other.log_dirs = vec![Uuid([7; 16])];
+        assert_eq!(refused_on(&image, &other), ErrorCode::INVALID_REGISTRATION.code(), "broker 2's log dir");
     }
 
     #[test]

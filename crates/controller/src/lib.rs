@@ -23,7 +23,8 @@
 //!
 //! Files import one way, from the top down: `controller` (`Controller`:
 //! commit, replay) -> `topics` -> `partitions`, `delete_topics`,
-//! `configs`, `producer_ids`, `brokers` -> `budget` -> `error` -> `limits`.
+//! `configs`, `producer_ids`, `brokers` -> `features`, `budget` -> `error`
+//! -> `limits`.
 
 pub mod brokers;
 pub mod budget;
@@ -31,6 +32,7 @@ pub mod configs;
 pub mod controller;
 pub mod delete_topics;
 pub mod error;
+pub mod features;
 pub mod limits;
 pub mod partitions;
 pub mod producer_ids;

@@ -1,11 +1,43 @@
 //! ApiVersions: the APIs and version ranges this broker serves.
 
+use krabka_metadata::features::SUPPORTED_FEATURES;
+use krabka_metadata::MetadataImage;
+use krabka_protocol::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
 use krabka_protocol::{ApiKey, ApiVersionsResponse};
 
 use crate::wire::{api_versions_response, served_range};
 
 pub fn response(error_code: i16) -> ApiVersionsResponse {
     api_versions_response(&supported_apis(), error_code)
+}
+
+/// The answer with the features too (v3 and later carry them, which
+/// Kafka's admin client reads as DescribeFeatures): the ranges this
+/// broker supports, and the levels finalized in `image`, at the offset
+/// the image has read to.
+pub fn response_with_features(image: &MetadataImage) -> ApiVersionsResponse {
+    let mut response = response(0);
+    response.supported_features = SUPPORTED_FEATURES
+        .iter()
+        .map(|f| SupportedFeatureKey {
+            name: f.name.into(),
+            min_version: f.min,
+            max_version: f.max,
+            ..Default::default()
+        })
+        .collect();
+    response.finalized_features = image
+        .features
+        .iter()
+        .map(|(name, &level)| FinalizedFeatureKey {
+            name: name.clone(),
+            min_version_level: level,
+            max_version_level: level,
+            ..Default::default()
+        })
+        .collect();
+    response.finalized_features_epoch = if image.features.is_empty() { -1 } else { image.offset };
+    response
 }
 
 /// The APIs krabka serves, with the highest version it speaks of each

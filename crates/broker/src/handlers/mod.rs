@@ -97,7 +97,9 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
     let response = match body {
         RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r).await),
         RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
-        RequestBody::ApiVersions(_) => ResponseBody::ApiVersions(Box::new(api_versions::response(0))),
+        RequestBody::ApiVersions(_) => {
+            ResponseBody::ApiVersions(Box::new(api_versions::response_with_features(&broker.metadata.image())))
+        }
         RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r).await)),
         RequestBody::ListOffsets(r) => ResponseBody::ListOffsets(Box::new(list_offsets::handle(&ctx, *r))),
         RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r).await)),

@@ -19,8 +19,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use krabka_controller::features::plan_bootstrap_features;
 use krabka_controller::{Commit, Controller};
 use krabka_log::{open_replicated_log, LogConfig, PartitionLog};
+use krabka_metadata::features::METADATA_VERSION;
 use krabka_metadata::{MetadataImage, MetadataPublisher, MetadataRecord, MetadataUpdate};
 use krabka_raft::{RoleName, SingleVoter};
 
@@ -153,6 +155,30 @@ impl MetadataStore {
     /// Returns the new image with its delta, and the plan's result. On a
     /// node that is not the active controller: NOT_CONTROLLER.
     pub async fn control<T, E>(
+        &self,
+        plan: impl FnOnce(&MetadataImage) -> Result<(Vec<MetadataRecord>, T), E>,
+    ) -> Result<(MetadataUpdate, T), E>
+    where
+        E: From<MetadataError>,
+    {
+        self.finalize_features().await?;
+        self.commit_plan(plan).await
+    }
+
+    /// Finalizes krabka's feature levels in a log that has none yet, as
+    /// Kafka's controller writes its bootstrap levels when it first leads
+    /// an empty log: a commit of its own before the operation's, so the
+    /// operation's records sit at the offsets its plan counted on (a
+    /// broker epoch is its registration's offset).
+    pub async fn finalize_features(&self) -> Result<(), MetadataError> {
+        if self.image().features.contains_key(METADATA_VERSION) {
+            return Ok(());
+        }
+        self.commit_plan(|image| Ok::<_, MetadataError>((plan_bootstrap_features(image), ()))).await?;
+        Ok(())
+    }
+
+    async fn commit_plan<T, E>(
         &self,
         plan: impl FnOnce(&MetadataImage) -> Result<(Vec<MetadataRecord>, T), E>,
     ) -> Result<(MetadataUpdate, T), E>
