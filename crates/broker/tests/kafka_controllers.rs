@@ -21,7 +21,7 @@ use krabka_protocol::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
     MetadataResponse,
 };
-use support::{free_port, BrokerProcess, KafkaController, RawClient};
+use support::{free_port, BrokerProcess, KafkaNode, RawClient};
 
 const CLUSTER_ID: &str = "AAECAwQFBgcICQoLDA0ODw";
 /// Three JVMs starting on a shared 2-core machine, then an election and
@@ -110,11 +110,11 @@ fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on
     let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let voters = ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>().join(",");
     let controller_dir = |id: i32| dir.path().join(format!("controller-{id}"));
-    let _controllers: Vec<KafkaController> = ports
+    let _controllers: Vec<KafkaNode> = ports
         .iter()
         .map(|(&id, &port)| {
             std::fs::create_dir_all(controller_dir(id)).unwrap();
-            KafkaController::start(&controller_dir(id), id, port, &voters, CLUSTER_ID, SESSION)
+            KafkaNode::start_controller(&controller_dir(id), id, port, &voters, CLUSTER_ID, SESSION)
         })
         .collect();
     // A single broker, so `__consumer_offsets` gets one replica (as in

@@ -20,7 +20,7 @@ use krabka_log::LogConfig;
 use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
 use krabka_raft::{RaftConfig, RoleName};
-use support::{free_port, KafkaController};
+use support::{free_port, KafkaNode};
 
 /// The committed batches of a `__cluster_metadata-0` segment below
 /// `high_watermark`, as (base offset, bytes).
@@ -66,7 +66,7 @@ struct Cluster {
     dir: tempfile::TempDir,
     ports: BTreeMap<i32, u16>,
     krabka: BTreeMap<i32, Arc<Quorum>>,
-    kafka: BTreeMap<i32, KafkaController>,
+    kafka: BTreeMap<i32, KafkaNode>,
     timeouts: BTreeMap<i32, i64>,
 }
 
@@ -84,7 +84,7 @@ impl Cluster {
                     std::fs::create_dir_all(&dir).unwrap();
                     let port = cluster.ports[&id];
                     let extra = format!("controller.quorum.election.timeout.ms={election_timeout_ms}\n");
-                    let kafka = KafkaController::start(&dir, id, port, &voters_text, CLUSTER_ID, &extra);
+                    let kafka = KafkaNode::start_controller(&dir, id, port, &voters_text, CLUSTER_ID, &extra);
                     cluster.kafka.insert(id, kafka);
                 }
                 Voter::Krabka { election_timeout_ms } => {

@@ -347,32 +347,49 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
-/// An Apache Kafka 4.3.1 controller process (jars from Maven Central
-/// through `tools/kafka-reference/install`), killed when dropped.
-pub struct KafkaController(Child);
+/// An Apache Kafka 4.3.1 node process (jars from Maven Central through
+/// `tools/kafka-reference/install`), killed when dropped.
+pub struct KafkaNode(Child);
 
-impl Drop for KafkaController {
+impl Drop for KafkaNode {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
-impl KafkaController {
-    /// Node `id` listening on `port`, formatted in `dir` with `cluster_id`
-    /// by Kafka's own storage tool; `extra` adds config lines. Its output
-    /// goes to `dir/kafka.log`.
-    pub fn start(dir: &Path, id: i32, port: u16, voters: &str, cluster_id: &str, extra: &str) -> Self {
-        let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
-        assert!(status.success(), "tools/kafka-reference/install failed");
-        let libs = repo_root().join("target/kafka-4.3.1/libs/*");
-        let props = dir.join("controller.properties");
+impl KafkaNode {
+    /// A controller (node `id`) listening on `port`; `extra` adds config
+    /// lines.
+    pub fn start_controller(dir: &Path, id: i32, port: u16, voters: &str, cluster_id: &str, extra: &str) -> Self {
         let config = format!(
             "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
              listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
              listener.security.protocol.map=CONTROLLER:PLAINTEXT\nlog.dirs={}\n{extra}",
             dir.join("logs").display()
         );
+        Self::start(dir, &config, cluster_id)
+    }
+
+    /// A broker-only node (node `id`) serving clients on `port`, under the
+    /// controllers `voters` names; `extra` adds config lines.
+    pub fn start_broker(dir: &Path, id: i32, port: u16, voters: &str, cluster_id: &str, extra: &str) -> Self {
+        let config = format!(
+            "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+             listeners=PLAINTEXT://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\nlog.dirs={}\n{extra}",
+            dir.join("logs").display()
+        );
+        Self::start(dir, &config, cluster_id)
+    }
+
+    /// Formats `dir` with `cluster_id` by Kafka's own storage tool, then
+    /// starts the node on `config`; its output goes to `dir/kafka.log`.
+    fn start(dir: &Path, config: &str, cluster_id: &str) -> Self {
+        let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
+        assert!(status.success(), "tools/kafka-reference/install failed");
+        let libs = repo_root().join("target/kafka-4.3.1/libs/*");
+        let props = dir.join("server.properties");
         std::fs::write(&props, config).unwrap();
         let log4j = format!(
             "-Dlog4j2.configurationFile={}",
@@ -395,7 +412,7 @@ impl KafkaController {
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
-        KafkaController(child)
+        KafkaNode(child)
     }
 }
 

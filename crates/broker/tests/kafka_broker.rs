@@ -1,0 +1,76 @@
+//! An Apache Kafka 4.3.1 broker under krabka controllers: three combined
+//! krabka nodes share the quorum, and a broker-only Kafka 4.3.1 process
+//! (formatted by Kafka's own storage tool) observes krabka's metadata log,
+//! registers with krabka's active controller (passing its checks: a log
+//! directory, feature ranges that hold the finalized metadata.version
+//! 4.3-IV0), is unfenced, and serves clients. Through it Kafka's
+//! `kafka-topics` creates a topic (Kafka forwards it to krabka's
+//! controller in an Envelope), Kafka's idempotent producer writes (its
+//! producer ids from a block krabka's controller reserved) and a console
+//! consumer in a group reads every record back.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
+use support::{free_port, BrokerProcess, KafkaNode, RawClient, TEST_CLUSTER_ID};
+
+const KAFKA_ID: i32 = 4;
+/// A JVM starting on a shared 2-core machine, then its registration.
+const PATIENCE: Duration = Duration::from_secs(120);
+/// One replica of `__consumer_offsets`: krabka places every replica on its
+/// active controller's node for now.
+const ONE_OFFSETS_REPLICA: &str = "offsets.topic.replication.factor=1";
+
+fn listed_brokers(bootstrap: &str) -> BTreeSet<i32> {
+    let Ok(stream) = std::net::TcpStream::connect(bootstrap) else { return BTreeSet::new() };
+    let request = MetadataRequest { topics: Some(Vec::new()), ..Default::default() };
+    let answer: MetadataResponse = RawClient::from_stream(stream).request(ApiKey::Metadata, 12, &request);
+    answer.brokers.iter().map(|b| b.node_id).collect()
+}
+
+#[test]
+fn a_kafka_broker_registers_with_krabka_controllers_and_serves_clients() {
+    let nodes = BrokerProcess::start_cluster(3, &[ONE_OFFSETS_REPLICA]);
+    let voters: Vec<String> =
+        nodes.iter().enumerate().map(|(i, node)| format!("{}@127.0.0.1:{}", i + 1, node.controller_port)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let kafka = KafkaNode::start_broker(
+        dir.path(),
+        KAFKA_ID,
+        port,
+        &voters.join(","),
+        TEST_CLUSTER_ID,
+        &format!("{ONE_OFFSETS_REPLICA}\n"),
+    );
+    let bootstrap = format!("127.0.0.1:{port}");
+    let kafka_log = || std::fs::read_to_string(dir.path().join("kafka.log")).unwrap_or_default();
+    let all: BTreeSet<i32> = (1..=4).collect();
+    // Registered and unfenced: every krabka node lists it, and it lists
+    // every krabka broker (it reads krabka's log).
+    for node in &nodes {
+        support::wait_for("krabka to list the Kafka broker", PATIENCE, || listed_brokers(&node.bootstrap()) == all);
+    }
+    support::wait_for("the Kafka broker to list every broker", PATIENCE, || listed_brokers(&bootstrap) == all);
+    assert!(kafka_log().contains("The broker has been unfenced"), "{}", kafka_log());
+
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", "through-kafka", "--partitions", "2"],
+    );
+    assert!(ok && printed.contains("Created topic through-kafka"), "{printed}\n{}", kafka_log());
+    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, "through-kafka", 300);
+    assert!(ok, "{printed}\n{}", kafka_log());
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", &bootstrap, "--topic", "through-kafka", "--group", "kafka-readers", "--from-beginning"]
+            .into_iter()
+            .chain(["--max-messages", "300", "--timeout-ms", "60000"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok && printed.contains("Processed a total of 300 messages"), "{printed}\n{}", kafka_log());
+    drop(kafka);
+}
