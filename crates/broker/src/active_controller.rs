@@ -3,15 +3,16 @@
 //! leads the metadata quorum now, as this node's quorum knows it. The
 //! lifecycle registers and heartbeats through it; an idempotent
 //! producer's InitProducerId gets its producer id blocks through it; a
-//! request only the controller decides (CreateTopics and the like) is
-//! forwarded to it in an Envelope, as Kafka's brokers forward them.
+//! client request only the controller decides (CreateTopics and the
+//! like) is forwarded to it in an Envelope, and the broker's own topic
+//! creations are sent to it, as Kafka's brokers do both.
 
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use krabka_protocol::frame::{encode_request, parse_response_header, RequestFrame, SIZE_PREFIX_BYTES};
+use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
     DefaultPrincipalData, EnvelopeRequest, EnvelopeResponse, ErrorCode, Message,
@@ -30,13 +31,18 @@ const CREATE_TOPICS_VERSION: i16 = 7;
 const RETRY: Duration = Duration::from_millis(100);
 
 /// A connection to the active controller's listener; `purpose` names it
-/// in the client id the controller logs.
+/// in the client id the controller logs. Each exchange may take
+/// `controller.quorum.request.timeout.ms`.
 pub async fn connect(broker: &Broker, purpose: &str) -> Result<Channel, String> {
+    connect_within(broker, purpose, request_timeout(broker)).await
+}
+
+async fn connect_within(broker: &Broker, purpose: &str, timeout: Duration) -> Result<Channel, String> {
     let quorum = broker.metadata.quorum().ok_or("no shared quorum")?;
     let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
     let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
     let client_id = format!("broker-{}-{purpose}", broker.node_id);
-    Channel::connect(&address.host, address.port, request_timeout(broker), client_id).await
+    Channel::connect(&address.host, address.port, timeout, client_id).await
 }
 
 fn request_timeout(broker: &Broker) -> Duration {
@@ -72,47 +78,52 @@ pub async fn allocate_producer_ids(broker: &Broker) -> Result<Range<i64>, String
     }
 }
 
+/// Why a request was not forwarded: no controller took it (nothing was
+/// carried out; the caller answers itself), or the exchange failed after
+/// the request was sent (it may have been carried out).
+#[derive(Debug)]
+pub enum ForwardError {
+    NotTaken(String),
+    Failed(String),
+}
+
 /// Forwards `request` (from a client at `client`) to the active
 /// controller in an Envelope; the controller's response to it, header
-/// and body as the client reads them (without the size prefix). An
-/// Envelope refused as a whole (NOT_CONTROLLER: the lead moved) or a
-/// failed exchange is an error, and the caller answers itself.
-pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr) -> Result<Bytes, String> {
-    envelope(broker, request.to_bytes().map_err(|e| e.to_string())?, client.ip()).await
-}
-
-/// CreateTopics on this broker's own behalf (an internal or auto-created
-/// topic), forwarded to the active controller as Kafka's broker sends it.
-pub async fn create_topics(broker: &Broker, request: &CreateTopicsRequest) -> Result<CreateTopicsResponse, String> {
-    let mut frame = BytesMut::new();
-    let client_id = format!("broker-{}-topic-creation", broker.node_id);
-    encode_request(&mut frame, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, 0, Some(&client_id), request)
-        .map_err(|e| e.to_string())?;
-    let request_data = frame.freeze().slice(SIZE_PREFIX_BYTES..);
-    let own_address = IpAddr::from([127, 0, 0, 1]);
-    let mut response = envelope(broker, request_data, own_address).await?;
-    parse_response_header(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &mut response).map_err(|e| e.to_string())?;
-    CreateTopicsResponse::decode(&mut response, CREATE_TOPICS_VERSION).map_err(|e| e.to_string())
-}
-
-/// One request (its frame without the size prefix) in an Envelope to the
-/// active controller; the response frame it carries back.
-async fn envelope(broker: &Broker, request_data: Bytes, client: IpAddr) -> Result<Bytes, String> {
+/// and body as the client reads them (without the size prefix). The
+/// exchange may take `request.timeout.ms`, as Kafka's forwarding does: a
+/// controller commit may take the quorum's whole request timeout.
+pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr) -> Result<Bytes, ForwardError> {
+    let request_data = request.to_bytes().map_err(|e| ForwardError::NotTaken(e.to_string()))?;
     let envelope = EnvelopeRequest {
         request_data,
         request_principal: Some(serialized_principal()),
-        client_host_address: match client {
+        client_host_address: match client.ip() {
             IpAddr::V4(ip) => Bytes::copy_from_slice(&ip.octets()),
             IpAddr::V6(ip) => Bytes::copy_from_slice(&ip.octets()),
         },
         ..Default::default()
     };
-    let mut channel = connect(broker, "forwarding").await?;
-    let response: EnvelopeResponse = channel.call(ApiKey::Envelope, ENVELOPE_VERSION, &envelope).await?;
+    let timeout = Duration::from_millis(
+        broker.config.raw.get("request.timeout.ms").and_then(|v| v.trim().parse().ok()).unwrap_or(30_000),
+    );
+    let mut channel = connect_within(broker, "forwarding", timeout).await.map_err(ForwardError::NotTaken)?;
+    let response: EnvelopeResponse =
+        channel.call(ApiKey::Envelope, ENVELOPE_VERSION, &envelope).await.map_err(ForwardError::Failed)?;
     match (response.error_code, response.response_data) {
         (0, Some(data)) => Ok(data),
-        (code, _) => Err(format!("the active controller refused the Envelope with error {code}")),
+        (code, _) if code == ErrorCode::NOT_CONTROLLER.code() => {
+            Err(ForwardError::NotTaken("the node asked no longer leads".into()))
+        }
+        (code, _) => Err(ForwardError::Failed(format!("the active controller refused the Envelope with error {code}"))),
     }
+}
+
+/// CreateTopics on this broker's own behalf (an internal or auto-created
+/// topic), sent to the active controller's listener as Kafka's broker
+/// sends it (not in an Envelope: the broker acts for itself).
+pub async fn create_topics(broker: &Broker, request: &CreateTopicsRequest) -> Result<CreateTopicsResponse, String> {
+    let mut channel = connect(broker, "topic-creation").await?;
+    channel.call(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, request).await
 }
 
 /// The principal a forwarded request acts for, as Kafka's default

@@ -1,11 +1,26 @@
 //! What every listener writes on the wire, whoever serves it: response
-//! frames, and the API version ranges an ApiVersions answer lists. The
-//! client listener's handlers and the controller listener share it, and
-//! it knows nothing of either.
+//! frames, the API version ranges an ApiVersions answer lists, and the
+//! APIs a broker forwards to the controller. The client listener's
+//! handlers and the controller listener share it, and it knows nothing of
+//! either.
 
 use bytes::{BufMut, BytesMut};
 use krabka_protocol::api_versions_response::ApiVersion;
 use krabka_protocol::{ApiKey, ApiVersionsResponse, Message, ResponseBody, ResponseHeader};
+
+/// The client requests only the active controller decides: a node that
+/// is not the active controller forwards them to it in an Envelope, as
+/// Kafka's brokers forward them (Kafka's `forwardable` APIs krabka
+/// serves), and the controller listener serves them too (a Kafka broker
+/// forwards only what its controller lists, and sends its own topic
+/// creations there unwrapped).
+pub const FORWARDED_APIS: [ApiKey; 5] = [
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+];
 
 /// size | response header | body, with the header version the API uses.
 pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {

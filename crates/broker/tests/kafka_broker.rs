@@ -62,6 +62,13 @@ fn a_kafka_broker_registers_with_krabka_controllers_and_serves_clients() {
         &["--bootstrap-server", &bootstrap, "--create", "--topic", "through-kafka", "--partitions", "2"],
     );
     assert!(ok && printed.contains("Created topic through-kafka"), "{printed}\n{}", kafka_log());
+    // Kafka's broker forwards only what krabka's controller listener lists
+    // (it learns that list after its first forward): a second one works too.
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", "through-kafka-again", "--partitions", "1"],
+    );
+    assert!(ok && printed.contains("Created topic through-kafka-again"), "{printed}\n{}", kafka_log());
     let (ok, printed) = support::idempotent_perf_producer(&bootstrap, "through-kafka", 300);
     assert!(ok, "{printed}\n{}", kafka_log());
     let (ok, printed) = support::kafka_cli(

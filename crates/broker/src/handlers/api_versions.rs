@@ -14,11 +14,13 @@ pub fn response(error_code: i16) -> ApiVersionsResponse {
 /// The answer with the features too (v3 and later carry them, which
 /// Kafka's admin client reads as DescribeFeatures): the ranges this
 /// broker supports, and the levels finalized in `image`, at the offset
-/// the image has read to.
-pub fn response_with_features(image: &MetadataImage) -> ApiVersionsResponse {
+/// the image has read to. Below v4 a range starting at 0 is left out, as
+/// Kafka leaves it out (KAFKA-17492): older clients cannot read one.
+pub fn response_with_features(image: &MetadataImage, version: i16) -> ApiVersionsResponse {
     let mut response = response(0);
     response.supported_features = SUPPORTED_FEATURES
         .iter()
+        .filter(|f| version >= 4 || f.min > 0)
         .map(|f| SupportedFeatureKey {
             name: f.name.into(),
             min_version: f.min,
@@ -79,4 +81,19 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         ConsumerGroupDescribe,
     ];
     keys.iter().map(|&key| served_range(key)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_v4_no_supported_feature_range_starts_at_zero() {
+        let image = MetadataImage::default();
+        let names = |version| -> Vec<String> {
+            response_with_features(&image, version).supported_features.into_iter().map(|f| f.name).collect()
+        };
+        assert_eq!(names(3), vec!["metadata.version".to_string()]);
+        assert_eq!(names(4).len(), SUPPORTED_FEATURES.len());
+    }
 }

@@ -7,6 +7,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::frame::RequestFrame;
@@ -18,15 +19,16 @@ use krabka_protocol::{
     ResponseBody,
 };
 
-use super::FORWARDED_APIS;
+use super::{configs, topics};
 use crate::broker::Broker;
 use crate::cluster_control::ClusterControl;
 use crate::quorum::ControllerHandler;
-use crate::request::{Chunk, ConnectionInfo, Reply};
+use crate::request::{Chunk, ConnectionInfo, Reply, RequestContext};
+use crate::wire::FORWARDED_APIS;
 
 /// The handler the controller listener hands its controller APIs to.
 pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerHandler {
-    Arc::new(move |request, _version| {
+    Arc::new(move |request, version| {
         let control = Arc::clone(&control);
         let broker = Arc::clone(&broker);
         Box::pin(async move {
@@ -41,7 +43,7 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                     Some(ResponseBody::AllocateProducerIds(Box::new(allocate_producer_ids(&control, &r).await)))
                 }
                 RequestBody::Envelope(r) => Some(ResponseBody::Envelope(Box::new(envelope(&broker, *r).await))),
-                _ => None,
+                forwardable => direct(&broker, forwardable, version).await,
             }
         })
     })
@@ -75,6 +77,35 @@ async fn allocate_producer_ids(
         },
         Err(e) => AllocateProducerIdsResponse { error_code: e.code, ..Default::default() },
     }
+}
+
+/// A forwardable client request sent straight to the controller
+/// listener (a Kafka broker's own topic creations come so, as they do to
+/// Kafka's controllers), answered by the client handlers; None for any
+/// other API.
+async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16) -> Option<ResponseBody> {
+    let connection = ConnectionInfo { peer: SocketAddr::from(([0, 0, 0, 0], 0)), forwarded: true };
+    let ctx = RequestContext {
+        broker,
+        connection: &connection,
+        api_key: request.api_key(),
+        api_version,
+        correlation_id: 0,
+        client_id: None,
+        started: Instant::now(),
+    };
+    Some(match request {
+        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r).await)),
+        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(&ctx, *r).await)),
+        RequestBody::CreatePartitions(r) => {
+            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(&ctx, *r).await))
+        }
+        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(&ctx, *r).await)),
+        RequestBody::IncrementalAlterConfigs(r) => {
+            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(&ctx, *r).await))
+        }
+        _ => return None,
+    })
 }
 
 /// Envelope: the forwarded request's response, header and body. Refused

@@ -25,24 +25,13 @@ use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{ApiKey, RequestBody, ResponseBody};
 
-use crate::active_controller;
+use crate::active_controller::{self, ForwardError};
 use crate::broker::Broker;
 use crate::observability::FailureKind;
 use crate::request::{Close, ConnectionInfo, Reply, RequestContext, Response};
-use crate::wire::encode_frame;
+use crate::wire::{encode_frame, FORWARDED_APIS};
 
 pub use api_versions::supported_apis;
-
-/// The client requests only the active controller decides: a node that
-/// is not the active controller forwards them to it in an Envelope, as
-/// Kafka's brokers forward them (Kafka's `forwardable` APIs krabka serves).
-pub const FORWARDED_APIS: [ApiKey; 5] = [
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::CreatePartitions,
-    ApiKey::AlterConfigs,
-    ApiKey::IncrementalAlterConfigs,
-];
 
 fn size_prefixed(frame: &[u8]) -> Bytes {
     let mut framed = BytesMut::with_capacity(4 + frame.len());
@@ -75,8 +64,16 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
                 broker.metrics.request_completed(api_key.info().name, 0, started.elapsed());
                 return Ok(Reply::Now(Response::from_bytes(size_prefixed(&response))));
             }
-            // Answered here instead: NOT_CONTROLLER, which the client retries.
-            Err(reason) => tracing::debug!(%reason, ?api_key, "could not forward to the active controller"),
+            // No controller took it: answered here, NOT_CONTROLLER, which
+            // the client retries.
+            Err(ForwardError::NotTaken(reason)) => {
+                tracing::debug!(%reason, ?api_key, "no active controller took the forwarded request")
+            }
+            // It may have been carried out: the client sees a lost
+            // connection, as when a broker dies mid-request, and retries.
+            Err(ForwardError::Failed(reason)) => {
+                return Err(Close::routine(format!("forwarding {api_key:?} to the active controller: {reason}")))
+            }
         }
     }
     let body = request.decode_body().map_err(|e| {
@@ -97,9 +94,10 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
     let response = match body {
         RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r).await),
         RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
-        RequestBody::ApiVersions(_) => {
-            ResponseBody::ApiVersions(Box::new(api_versions::response_with_features(&broker.metadata.image())))
-        }
+        RequestBody::ApiVersions(_) => ResponseBody::ApiVersions(Box::new(api_versions::response_with_features(
+            &broker.metadata.image(),
+            api_version,
+        ))),
         RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r).await)),
         RequestBody::ListOffsets(r) => ResponseBody::ListOffsets(Box::new(list_offsets::handle(&ctx, *r))),
         RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r).await)),

@@ -17,14 +17,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::driver::Quorum;
-use crate::wire::{api_versions_response, encode_frame, served_range};
+use crate::wire::{api_versions_response, encode_frame, served_range, FORWARDED_APIS};
 
 /// A request frame larger than this closes the connection (raft's largest
 /// are fetch responses, which go the other way).
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// What answers the controller's own APIs (BrokerRegistration,
-/// BrokerHeartbeat, AllocateProducerIds, Envelope): the broker's, which knows the metadata store. None
+/// BrokerHeartbeat, AllocateProducerIds, Envelope) and the forwardable
+/// client APIs a broker may send it directly (`FORWARDED_APIS`): the broker's, which knows the metadata store. None
 /// for a request it does not answer.
 pub type ControllerHandler =
     Arc<dyn Fn(RequestBody, i16) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
@@ -39,6 +40,7 @@ fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
     [ApiKey::ApiVersions, ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch]
         .into_iter()
         .chain(CONTROLLER_APIS)
+        .chain(FORWARDED_APIS)
         .map(served_range)
         .map(|(key, min, max)| (key, if key == ApiKey::Fetch { min.max(MIN_FETCH_VERSION) } else { min }, max))
         .collect()
@@ -121,7 +123,7 @@ async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHan
         return Err(format!("{key:?} v{version} is not served on the controller listener"));
     }
     let body: RequestBody = request.decode_body().map_err(|e| e.to_string())?;
-    let response = if CONTROLLER_APIS.contains(&key) {
+    let response = if CONTROLLER_APIS.contains(&key) || FORWARDED_APIS.contains(&key) {
         let controller = controller.ok_or("this listener has no controller")?;
         controller(body, version).await.ok_or("the controller gave no answer")?
     } else {
