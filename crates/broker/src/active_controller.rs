@@ -103,9 +103,7 @@ pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr
         },
         ..Default::default()
     };
-    let timeout = Duration::from_millis(
-        broker.config.raw.get("request.timeout.ms").and_then(|v| v.trim().parse().ok()).unwrap_or(30_000),
-    );
+    let timeout = Duration::from_millis(broker.config.request_timeout_ms.max(1) as u64);
     let mut channel = connect_within(broker, "forwarding", timeout).await.map_err(ForwardError::NotTaken)?;
     let response: EnvelopeResponse =
         channel.call(ApiKey::Envelope, ENVELOPE_VERSION, &envelope).await.map_err(ForwardError::Failed)?;

@@ -56,6 +56,8 @@ pub struct BrokerConfig {
     pub producer_id_expiration_check_interval_ms: i64,
     pub group_initial_rebalance_delay_ms: i64,
     pub offsets_topic_num_partitions: i32,
+    /// `request.timeout.ms`: how long a forwarded request may take.
+    pub request_timeout_ms: i64,
     /// `offsets.topic.replication.factor`: what a broker asks another
     /// node's controller for when it creates `__consumer_offsets`.
     pub offsets_topic_replication_factor: i16,
@@ -149,6 +151,7 @@ impl BrokerConfig {
             producer_id_expiration_check_interval_ms: int("producer.id.expiration.check.interval.ms"),
             group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms"),
             offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
+            request_timeout_ms: int("request.timeout.ms"),
             offsets_topic_replication_factor: int("offsets.topic.replication.factor") as i16,
             metrics_listener,
             log_format_json: values.get("krabka.log.format") == Some("json"),

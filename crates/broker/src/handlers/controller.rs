@@ -19,7 +19,6 @@ use krabka_protocol::{
     ResponseBody,
 };
 
-use super::{configs, topics};
 use crate::broker::Broker;
 use crate::cluster_control::ClusterControl;
 use crate::quorum::ControllerHandler;
@@ -94,18 +93,7 @@ async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16) ->
         client_id: None,
         started: Instant::now(),
     };
-    Some(match request {
-        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r).await)),
-        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(&ctx, *r).await)),
-        RequestBody::CreatePartitions(r) => {
-            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(&ctx, *r).await))
-        }
-        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(&ctx, *r).await)),
-        RequestBody::IncrementalAlterConfigs(r) => {
-            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(&ctx, *r).await))
-        }
-        _ => return None,
-    })
+    super::forwardable(&ctx, request).await.ok()
 }
 
 /// Envelope: the forwarded request's response, header and body. Refused

@@ -33,6 +33,24 @@ use crate::wire::{encode_frame, FORWARDED_APIS};
 
 pub use api_versions::supported_apis;
 
+/// The handlers of the requests only the controller decides
+/// (`FORWARDED_APIS`), for the client listener and for the controller
+/// listener's direct requests; any other request is handed back.
+pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<ResponseBody, RequestBody> {
+    Ok(match body {
+        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(ctx, *r).await)),
+        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(ctx, *r).await)),
+        RequestBody::CreatePartitions(r) => {
+            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(ctx, *r).await))
+        }
+        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(ctx, *r).await)),
+        RequestBody::IncrementalAlterConfigs(r) => {
+            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(ctx, *r).await))
+        }
+        other => return Err(other),
+    })
+}
+
 fn size_prefixed(frame: &[u8]) -> Bytes {
     let mut framed = BytesMut::with_capacity(4 + frame.len());
     framed.put_u32(frame.len() as u32);
@@ -91,6 +109,10 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         client_id: request.header.client_id.as_deref(),
         started: Instant::now(),
     };
+    let body = match forwardable(&ctx, body).await {
+        Ok(response) => return Ok(ctx.reply(response)),
+        Err(body) => body,
+    };
     let response = match body {
         RequestBody::Produce(r) => return Ok(produce::handle(&ctx, *r).await),
         RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
@@ -100,20 +122,11 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         ))),
         RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r).await)),
         RequestBody::ListOffsets(r) => ResponseBody::ListOffsets(Box::new(list_offsets::handle(&ctx, *r))),
-        RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(&ctx, *r).await)),
-        RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(&ctx, *r).await)),
-        RequestBody::CreatePartitions(r) => {
-            ResponseBody::CreatePartitions(Box::new(topics::create_partitions(&ctx, *r).await))
-        }
         RequestBody::DescribeTopicPartitions(r) => {
             ResponseBody::DescribeTopicPartitions(Box::new(topics::describe_topic_partitions(&ctx, *r)))
         }
         RequestBody::InitProducerId(r) => ResponseBody::InitProducerId(Box::new(producer_ids::handle(&ctx, *r).await)),
         RequestBody::DescribeConfigs(r) => ResponseBody::DescribeConfigs(Box::new(configs::describe(&ctx, *r))),
-        RequestBody::AlterConfigs(r) => ResponseBody::AlterConfigs(Box::new(configs::alter(&ctx, *r).await)),
-        RequestBody::IncrementalAlterConfigs(r) => {
-            ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(&ctx, *r).await))
-        }
         RequestBody::DeleteRecords(r) => ResponseBody::DeleteRecords(Box::new(admin::delete_records(&ctx, *r))),
         RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(Box::new(admin::describe_cluster(&ctx, *r))),
         RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(Box::new(admin::describe_log_dirs(&ctx, *r))),
