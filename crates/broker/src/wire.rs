@@ -14,12 +14,13 @@ use krabka_protocol::{ApiKey, ApiVersionsResponse, Message, ResponseBody, Respon
 /// serves), and the controller listener serves them too (a Kafka broker
 /// forwards only what its controller lists, and sends its own topic
 /// creations there unwrapped).
-pub const FORWARDED_APIS: [ApiKey; 5] = [
+pub const FORWARDED_APIS: [ApiKey; 6] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
     ApiKey::AlterConfigs,
     ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeQuorum,
 ];
 
 /// size | response header | body, with the header version the API uses.

@@ -16,105 +16,17 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use krabka_protocol::create_topics_request::CreatableTopic;
 use krabka_protocol::{
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
-    ErrorCode, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest, MetadataResponse,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode, InitProducerIdRequest,
+    InitProducerIdResponse,
+};
+use support::cluster::{
+    create_and_find_the_controller, create_topic, describe_quorum, metadata, metadata_log, wait_for_brokers,
+    wait_for_topics, ELECTION_PATIENCE,
 };
 use support::{BrokerProcess, RawClient};
-
-/// Long enough for an election after a SIGKILL: Kafka's fetch timeout
-/// (2 s) for the followers to notice, an election timeout (1-2 s), and a
-/// margin for this shared machine.
-const ELECTION_PATIENCE: Duration = Duration::from_secs(30);
-
-fn create_topic(node: &BrokerProcess, name: &str) -> i16 {
-    let request = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: 2,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    let response: CreateTopicsResponse =
-        RawClient::connect(&node.bootstrap()).request(ApiKey::CreateTopics, 7, &request);
-    response.topics[0].error_code
-}
-
-/// Creates `name` through the nodes of `alive` in turn until one answers
-/// without error (a node that does not lead forwards it to the one that
-/// does; while none leads, NOT_CONTROLLER), then returns the index of the
-/// active controller, once every node of `alive` names the same one.
-fn create_and_find_the_controller(nodes: &[BrokerProcess], alive: &[usize], name: &str) -> usize {
-    let deadline = Instant::now() + ELECTION_PATIENCE;
-    'created: loop {
-        for &i in alive {
-            match create_topic(&nodes[i], name) {
-                0 => break 'created,
-                code if code == ErrorCode::NOT_CONTROLLER.code() => {}
-                // A leader not caught up yet, or one that lost its lead mid-commit.
-                code if code == ErrorCode::REQUEST_TIMED_OUT.code() => eprintln!("node {}: timed out", i + 1),
-                code => panic!("CreateTopics {name} on node {}: error {code}", i + 1),
-            }
-        }
-        if Instant::now() >= deadline {
-            for &i in alive {
-                eprintln!("--- node {} ---\n{}", i + 1, nodes[i].log());
-            }
-            panic!("no node committed {name} within {ELECTION_PATIENCE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut controller = 0;
-    support::wait_for("every node to name one live controller", ELECTION_PATIENCE, || {
-        let named: BTreeSet<i32> = alive.iter().map(|&i| metadata(&nodes[i]).controller_id).collect();
-        let agreed = named.iter().next().copied().filter(|_| named.len() == 1);
-        controller = agreed.map_or(-1, |id| id - 1);
-        alive.iter().any(|&i| i as i32 == controller)
-    });
-    controller as usize
-}
-
-fn metadata(node: &BrokerProcess) -> MetadataResponse {
-    RawClient::connect(&node.bootstrap()).request(
-        ApiKey::Metadata,
-        12,
-        &MetadataRequest { topics: None, ..Default::default() },
-    )
-}
-
-fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
-    metadata(node).topics.iter().filter_map(|t| t.name.clone()).collect()
-}
-
-/// Waits until every node in `alive` lists exactly the brokers of `listed`
-/// (indexes into `nodes`: each registered with the active controller and
-/// unfenced, each on its own client port) and names `controller` (an
-/// index) as the controller.
-fn wait_for_brokers(nodes: &[BrokerProcess], alive: &[usize], listed: &[usize], controller: usize) {
-    let wanted: BTreeSet<(i32, i32)> = listed.iter().map(|&i| (i as i32 + 1, i32::from(nodes[i].port))).collect();
-    for &i in alive {
-        support::wait_for(&format!("node {} to list every broker", i + 1), ELECTION_PATIENCE, || {
-            let answer = metadata(&nodes[i]);
-            let listed: BTreeSet<(i32, i32)> = answer.brokers.iter().map(|b| (b.node_id, b.port)).collect();
-            listed == wanted && answer.controller_id == controller as i32 + 1
-        });
-    }
-}
-
-fn wait_for_topics(nodes: &[BrokerProcess], alive: &[usize], names: &[&str]) {
-    let wanted: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
-    for &i in alive {
-        support::wait_for(&format!("node {} to know {names:?}", i + 1), ELECTION_PATIENCE, || {
-            topic_names(&nodes[i]) == wanted
-        });
-    }
-}
 
 /// Waits until every node in `alive` names `leader` as the leader of every
 /// partition of `topic` (-1: none, with LEADER_NOT_AVAILABLE).
@@ -148,7 +60,7 @@ fn init_producer_id(node: &BrokerProcess) -> i64 {
 /// AllocateProducerIds sent straight to `node`'s controller listener.
 fn allocate_producer_ids(node: &BrokerProcess, broker_id: i32, broker_epoch: i64) -> AllocateProducerIdsResponse {
     let request = AllocateProducerIdsRequest { broker_id, broker_epoch, ..Default::default() };
-    let mut client = RawClient::connect(&format!("127.0.0.1:{}", node.controller_port));
+    let mut client = RawClient::connect(&node.controller_address());
     client.request(ApiKey::AllocateProducerIds, 0, &request)
 }
 
@@ -174,9 +86,47 @@ fn check_producer_ids(nodes: &[BrokerProcess], alive: &[usize], controller: usiz
     ids
 }
 
-fn metadata_log(node: &BrokerProcess) -> Vec<u8> {
-    let dir = node.data_dir().join("__cluster_metadata-0");
-    std::fs::read(dir.join("00000000000000000000.log")).unwrap_or_default()
+/// DescribeQuorum: the active controller lists the three voters, each
+/// caught up and fetching, with its controller endpoint; a node that does
+/// not lead forwards a client's request to it and answers
+/// NOT_LEADER_OR_FOLLOWER on its own controller listener (as Kafka's raft
+/// client does). Kafka's `kafka-metadata-quorum` reads the answer.
+fn check_describe_quorum(nodes: &[BrokerProcess], controller: usize) {
+    let follower = (controller + 1) % nodes.len();
+    let leader_id = controller as i32 + 1;
+    let endpoints: BTreeSet<(i32, u16)> =
+        nodes.iter().enumerate().map(|(i, n)| (i as i32 + 1, n.controller_port)).collect();
+    let addresses =
+        [nodes[controller].bootstrap(), nodes[follower].bootstrap(), nodes[controller].controller_address()];
+    for address in addresses {
+        support::wait_for(&format!("{address} to describe every voter fetching"), ELECTION_PATIENCE, || {
+            let answer = describe_quorum(&address);
+            let partition = &answer.topics[0].partitions[0];
+            let voters: Vec<i32> = partition.current_voters.iter().map(|v| v.replica_id).collect();
+            let listed: BTreeSet<(i32, u16)> =
+                answer.nodes.iter().flat_map(|n| n.listeners.iter().map(|l| (n.node_id, l.port))).collect();
+            assert_eq!(
+                (partition.error_code, partition.leader_id, &voters),
+                (0, leader_id, &vec![1, 2, 3]),
+                "{address}"
+            );
+            assert_eq!(listed, endpoints, "{address}");
+            partition.high_watermark > 0
+                && partition.current_voters.iter().all(|v| v.log_end_offset > 0 && v.last_fetch_timestamp > 0)
+        });
+    }
+    let refused = describe_quorum(&nodes[follower].controller_address());
+    assert_eq!(refused.topics[0].partitions[0].error_code, ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+    let bootstrap = nodes[follower].bootstrap();
+    let (ok, printed) =
+        support::kafka_cli("kafka-metadata-quorum", &["--bootstrap-server", &bootstrap, "describe", "--status"]);
+    let leader_line = printed.lines().find_map(|l| l.strip_prefix("LeaderId:")).map(str::trim);
+    assert!(ok && leader_line == Some(leader_id.to_string().as_str()), "{printed}");
+    let (ok, printed) =
+        support::kafka_cli("kafka-metadata-quorum", &["--bootstrap-server", &bootstrap, "describe", "--replication"]);
+    let role = |line: &str| line.split_whitespace().last().map(str::to_string);
+    let roles: Vec<String> = printed.lines().skip(1).filter_map(role).collect();
+    assert!(ok && roles == ["Leader", "Follower", "Follower"], "{printed}");
 }
 
 #[test]
@@ -227,6 +177,7 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     wait_for_brokers(&nodes, &all, &all, second);
     // Unfenced, it leads its partitions again.
     wait_for_leader(&nodes, &all, "before", first as i32 + 1);
+    check_describe_quorum(&nodes, second);
     // The survivors go on in their blocks; the restarted node abandons its
     // old one and the new controller reserves it one past every block so far.
     let ids_after = check_producer_ids(&nodes, &all, second);

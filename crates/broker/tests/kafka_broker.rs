@@ -7,7 +7,9 @@
 //! `kafka-topics` creates a topic (Kafka forwards it to krabka's
 //! controller in an Envelope), Kafka's idempotent producer writes (its
 //! producer ids from a block krabka's controller reserved) and a console
-//! consumer in a group reads every record back.
+//! consumer in a group reads every record back. Kafka's
+//! `kafka-metadata-quorum` through it (DescribeQuorum, forwarded) lists
+//! krabka's three voters and the Kafka broker as an observer.
 
 mod support;
 
@@ -56,6 +58,21 @@ fn a_kafka_broker_registers_with_krabka_controllers_and_serves_clients() {
     }
     support::wait_for("the Kafka broker to list every broker", PATIENCE, || listed_brokers(&bootstrap) == all);
     assert!(kafka_log().contains("The broker has been unfenced"), "{}", kafka_log());
+
+    // Kafka's broker forwards DescribeQuorum to krabka's active controller,
+    // which lists its three voters and the Kafka broker observing them.
+    let (ok, printed) =
+        support::kafka_cli("kafka-metadata-quorum", &["--bootstrap-server", &bootstrap, "describe", "--replication"]);
+    let rows: BTreeSet<(String, String)> = printed
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            Some((fields.first()?.to_string(), fields.last()?.to_string()))
+        })
+        .collect();
+    let observer = ("4".to_string(), "Observer".to_string());
+    assert!(ok && rows.len() == 4 && rows.contains(&observer), "{printed}\n{}", kafka_log());
 
     let (ok, printed) = support::kafka_cli(
         "kafka-topics",

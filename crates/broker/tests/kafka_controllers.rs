@@ -8,7 +8,9 @@
 //! (its producer ids from a block krabka asked Kafka's controller for),
 //! it survives a SIGKILL (registering anew once the old session expired,
 //! leading again with every acknowledged record), and a clean stop is a
-//! controlled shutdown Kafka's controller grants.
+//! controlled shutdown Kafka's controller grants. DescribeQuorum through
+//! krabka is forwarded to Kafka's controller, which lists krabka as an
+//! observer.
 
 mod support;
 
@@ -153,6 +155,15 @@ fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on
     });
     let listed: Vec<i32> = metadata(&broker).brokers.iter().map(|b| b.node_id).collect();
     assert_eq!(listed, vec![BROKER_ID], "the controllers are no brokers");
+    // DescribeQuorum through krabka: forwarded to Kafka's active
+    // controller, which lists its voters and krabka fetching as an observer.
+    support::wait_for("Kafka's controller to describe krabka as an observer", PATIENCE, || {
+        let answer = support::cluster::describe_quorum(&broker.bootstrap());
+        let partition = &answer.topics[0].partitions[0];
+        let voters: Vec<i32> = partition.current_voters.iter().map(|v| v.replica_id).collect();
+        assert_eq!((partition.error_code, voters), (0, vec![1, 2, 3]), "{answer:?}");
+        partition.observers.iter().any(|o| o.replica_id == BROKER_ID && o.log_end_offset > 0)
+    });
 
     // Kafka's own idempotent producer through krabka.
     let (ok, printed) = support::idempotent_perf_producer(&broker.bootstrap(), "placed", 300);

@@ -29,6 +29,7 @@
 //! deterministic.
 
 mod batch;
+pub mod describe;
 pub mod election;
 pub mod message;
 pub mod node;
@@ -36,6 +37,7 @@ pub mod replication;
 pub mod single_voter;
 pub mod wire;
 
+pub use describe::{QuorumDescription, ReplicaDescription};
 pub use message::{Action, ElectionState, FetchResponse, Message, RaftError};
 pub use node::{RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};

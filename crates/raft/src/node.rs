@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 
+use crate::describe::Served;
 use crate::message::{Action, ElectionState, Message, RaftError};
 
 /// Timers, in milliseconds, and the seed of the election jitter.
@@ -60,6 +61,8 @@ pub(crate) struct Progress {
     /// A fetch with nothing to return yet (its offset and last fetched
     /// epoch), answered by the time given.
     pub(crate) parked: Option<(i64, (i64, i32))>,
+    /// The fetches served it, for DescribeQuorum.
+    pub(crate) served: Option<Served>,
 }
 
 #[derive(Clone, Debug)]

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 
 use crate::batch;
+use crate::describe::Served;
 use crate::message::{Action, FetchResponse, Message, RaftError};
 use crate::node::{RaftNode, Role};
 
@@ -54,6 +55,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
         let diverging = self.diverging_epoch(fetch_offset, last_fetched_epoch);
         let is_voter = self.config.voters.contains(&from);
+        let leader_end = self.log.log_end_offset();
         let Role::Leader { progress, .. } = &mut self.role else { unreachable!() };
         let entry = progress.entry(from).or_default();
         if is_voter || diverging.is_none() {
@@ -64,6 +66,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
         // A late duplicate of an older fetch does not move it back.
         entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
+        Served::note(&mut entry.served, now_ms, fetch_offset, leader_end);
         let caught_up = fetch_offset >= self.log.log_end_offset();
         let until = now_ms + self.config.fetch_max_wait_ms;
         // A fetch held before from the same replica is answered (empty)
@@ -112,7 +115,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// The high watermark a leader tells fetchers: none (-1) until a majority
     /// holds its epoch's first record, as Kafka's leader; a Kafka follower
     /// refuses a high watermark lower than one it already has.
-    fn advertised_high_watermark(&self) -> i64 {
+    pub(crate) fn advertised_high_watermark(&self) -> i64 {
         match self.role {
             Role::Leader { epoch_start, .. } if self.high_watermark <= epoch_start => -1,
             _ => self.high_watermark,
@@ -243,6 +246,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 self.send(to, Message::BeginQuorumEpoch { epoch: self.epoch });
             }
         }
+        self.forget_idle_observers(now_ms);
         self.answer_held_fetches(now_ms, false)
     }
 

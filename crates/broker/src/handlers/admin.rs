@@ -11,7 +11,6 @@ use krabka_protocol::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use krabka_protocol::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
-use krabka_protocol::describe_quorum_response::{self, ReplicaState};
 use krabka_protocol::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use krabka_protocol::{
     DeleteRecordsRequest, DeleteRecordsResponse, DescribeClusterRequest, DescribeClusterResponse,
@@ -19,9 +18,11 @@ use krabka_protocol::{
     DescribeQuorumRequest, DescribeQuorumResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 
+use krabka_raft::wire::{describe_quorum_response, Endpoint};
+use krabka_raft::{QuorumDescription, ReplicaDescription};
+
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
-use crate::metadata::store::METADATA_LOG_DIR_NAME;
 use crate::request::RequestContext;
 
 /// DeleteRecords' "up to the high watermark".
@@ -247,48 +248,34 @@ pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRe
     DescribeProducersResponse { topics, ..Default::default() }
 }
 
-pub fn describe_quorum(ctx: &RequestContext<'_>, _request: DescribeQuorumRequest) -> DescribeQuorumResponse {
+/// DescribeQuorum. A node sharing a quorum answers as Kafka's raft client
+/// does: the leader describes the quorum, any other node answers
+/// NOT_LEADER_OR_FOLLOWER (a client's request reaches it only when no
+/// active controller took the forward). The only voter describes itself.
+pub async fn describe_quorum(ctx: &RequestContext<'_>, request: DescribeQuorumRequest) -> DescribeQuorumResponse {
     let broker = ctx.broker;
-    // Only this node's own progress for now: the leader's view of every
-    // voter comes with the controller RPCs.
+    let version = ctx.api_version;
+    if let Some(quorum) = broker.metadata.quorum() {
+        let stopped = || describe_quorum_response("", &BTreeMap::new(), &request, None, version);
+        return quorum.describe(request.clone(), version).await.unwrap_or_else(stopped);
+    }
     let view = broker.metadata.quorum_view(broker.node_id);
     let now = now_ms();
-    let voter = ReplicaState {
+    let me = ReplicaDescription {
         replica_id: broker.node_id,
-        log_end_offset: view.log_end_offset,
-        last_fetch_timestamp: now,
-        last_caught_up_timestamp: now,
-        ..Default::default()
+        log_end_offset: Some(view.log_end_offset),
+        last_fetch_ms: Some(now),
+        last_caught_up_ms: Some(now),
     };
+    let description = QuorumDescription {
+        leader_id: broker.node_id,
+        epoch: view.epoch.max(1),
+        high_watermark: view.high_watermark,
+        voters: vec![me],
+        observers: Vec::new(),
+    };
+    // A single node has no controller listener: its clients' is where it is.
     let listener = broker.config.advertised_listener();
-    DescribeQuorumResponse {
-        topics: vec![describe_quorum_response::TopicData {
-            topic_name: METADATA_LOG_DIR_NAME.trim_end_matches("-0").to_string(),
-            partitions: vec![describe_quorum_response::PartitionData {
-                partition_index: 0,
-                leader_id: view.leader_id.unwrap_or(-1),
-                leader_epoch: view.epoch.max(1),
-                high_watermark: view.high_watermark,
-                current_voters: vec![voter],
-                observers: Vec::new(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        nodes: if ctx.api_version >= 2 {
-            vec![describe_quorum_response::Node {
-                node_id: broker.node_id,
-                listeners: vec![describe_quorum_response::Listener {
-                    name: listener.name.clone(),
-                    host: listener.host.clone(),
-                    port: listener.port,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }]
-        } else {
-            Vec::new()
-        },
-        ..Default::default()
-    }
+    let endpoints = BTreeMap::from([(broker.node_id, Endpoint { host: listener.host.clone(), port: listener.port })]);
+    describe_quorum_response(&listener.name, &endpoints, &request, Some(&description), version)
 }

@@ -47,6 +47,7 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
         RequestBody::IncrementalAlterConfigs(r) => {
             ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(ctx, *r).await))
         }
+        RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(ctx, *r).await)),
         other => return Err(other),
     })
 }
@@ -136,7 +137,6 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::DescribeProducers(r) => {
             ResponseBody::DescribeProducers(Box::new(admin::describe_producers(&ctx, *r)))
         }
-        RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(&ctx, *r))),
         RequestBody::FindCoordinator(r) => {
             ResponseBody::FindCoordinator(Box::new(groups::find_coordinator(&ctx, *r).await))
         }

@@ -18,9 +18,9 @@ use bytes::Bytes;
 use krabka_log::quorum_state::{self, QuorumState};
 use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog, ReplicatedLog};
 use krabka_protocol::records::RecordBatches;
-use krabka_protocol::{RequestBody, ResponseBody, Uuid};
+use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody, Uuid};
 use krabka_raft::wire::{self, Accepted, WireContext};
-use krabka_raft::{Action, ElectionState, Message, RaftConfig, RaftNode, RoleName};
+use krabka_raft::{Action, ElectionState, Message, QuorumDescription, RaftConfig, RaftNode, RoleName};
 use tokio::sync::{mpsc as tokio_mpsc, oneshot, watch};
 
 use super::event::Event;
@@ -123,6 +123,15 @@ impl Quorum {
         let stopped = || LogError::Io(std::io::Error::other("the quorum stopped"));
         self.events.send(Event::Propose { values, epoch, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
+    }
+
+    /// DescribeQuorum's answer, as Kafka's raft client gives it (the
+    /// quorum from its leader, NOT_LEADER_OR_FOLLOWER elsewhere); None
+    /// when the quorum stopped.
+    pub async fn describe(&self, request: DescribeQuorumRequest, version: i16) -> Option<DescribeQuorumResponse> {
+        let (reply, answer) = oneshot::channel();
+        self.events.send(Event::DescribeQuorum { request, version, reply }).ok()?;
+        answer.await.ok()
     }
 
     pub fn status(&self) -> watch::Receiver<QuorumStatus> {
@@ -267,6 +276,17 @@ impl Driver {
                 let _ = reply.send(answer);
                 outcome?;
             }
+            Event::DescribeQuorum { request, version, reply } => {
+                let description = self.node.describe_quorum(now).map(|d| in_wall_time(d, now, crate::clock::now_ms()));
+                let (listener, voters) = (&self.context.listener, &self.context.voters);
+                let _ = reply.send(wire::describe_quorum_response(
+                    listener,
+                    voters,
+                    &request,
+                    description.as_ref(),
+                    version,
+                ));
+            }
             Event::Stop => {}
         }
         Ok(())
@@ -343,6 +363,17 @@ fn whole_batches(batches: &Bytes) -> Option<(i64, usize)> {
         whole = Some((batch.next_offset(), bytes));
     }
     whole
+}
+
+/// `description` with its times (the driver's clock, `now_ms` now) as
+/// wall-clock milliseconds (`wall_now_ms` now), as DescribeQuorum reports them.
+fn in_wall_time(mut description: QuorumDescription, now_ms: i64, wall_now_ms: i64) -> QuorumDescription {
+    let wall = |at: Option<i64>| at.map(|at| wall_now_ms - (now_ms - at));
+    for replica in description.voters.iter_mut().chain(description.observers.iter_mut()) {
+        replica.last_fetch_ms = wall(replica.last_fetch_ms);
+        replica.last_caught_up_ms = wall(replica.last_caught_up_ms);
+    }
+    description
 }
 
 fn status_of(node: &RaftNode<PartitionLog>) -> QuorumStatus {

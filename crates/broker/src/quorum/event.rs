@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
-use krabka_protocol::{RequestBody, ResponseBody};
+use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody};
 use krabka_raft::Message;
 use tokio::sync::oneshot;
 
@@ -28,6 +28,12 @@ pub(super) enum Event {
         values: Vec<Bytes>,
         epoch: i32,
         reply: oneshot::Sender<Result<Option<AppendInfo>, LogError>>,
+    },
+    /// A DescribeQuorum that arrived at `version`.
+    DescribeQuorum {
+        request: DescribeQuorumRequest,
+        version: i16,
+        reply: oneshot::Sender<DescribeQuorumResponse>,
     },
     Stop,
 }

@@ -15,6 +15,11 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::frame::{encode_request, parse_response_header};
 use krabka_protocol::{ApiKey, Message};
 
+pub mod cluster;
+pub mod netns;
+
+pub use netns::Host;
+
 pub struct BrokerProcess {
     pub dir: tempfile::TempDir,
     pub port: u16,
@@ -24,6 +29,8 @@ pub struct BrokerProcess {
     child: Option<Child>,
     extra: Vec<String>,
     pub log_path: PathBuf,
+    /// Where it runs: loopback, or a test host of its own.
+    pub host: Host,
 }
 
 /// A cluster id every test cluster is formatted with.
@@ -53,18 +60,38 @@ impl BrokerProcess {
     /// their controller listeners the static voters; started together, as
     /// none serves clients before the quorum has a leader.
     pub fn start_cluster(count: i32, extra: &[&str]) -> Vec<Self> {
-        let controller_ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
-        let voters: Vec<String> =
-            controller_ports.iter().enumerate().map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1)).collect();
-        let mut nodes: Vec<BrokerProcess> = (1..=count)
+        let hosts = vec![Host::loopback(); count as usize];
+        Self::start_cluster_on(&hosts, extra)
+    }
+
+    /// One combined node per host (ids 1..=hosts.len()), as
+    /// [`start_cluster`](Self::start_cluster). On loopback each takes free
+    /// ports; a node on a host of its own listens on Kafka's usual ports
+    /// (9092 for clients, 9093 for the controller), as a real cluster's
+    /// nodes share one `server.properties` but for their ids and addresses.
+    pub fn start_cluster_on(hosts: &[Host], extra: &[&str]) -> Vec<Self> {
+        let controller_ports: Vec<u16> =
+            hosts.iter().map(|host| if host.is_loopback() { free_port() } else { 9093 }).collect();
+        let voters: Vec<String> = hosts
+            .iter()
             .zip(&controller_ports)
-            .map(|(id, &controller_port)| {
+            .enumerate()
+            .map(|(i, (host, port))| format!("{}@{}:{port}", i + 1, host.address))
+            .collect();
+        let mut nodes: Vec<BrokerProcess> = hosts
+            .iter()
+            .zip(&controller_ports)
+            .enumerate()
+            .map(|(i, (host, &controller_port))| {
+                let id = i as i32 + 1;
+                let client_port = if host.is_loopback() { 0 } else { 9092 };
                 let dir = tempfile::tempdir().expect("temp dir");
                 let data = dir.path().join("data");
                 krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
+                let address = &host.address;
                 let properties = format!(
                     "process.roles=broker,controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
-                     listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{controller_port}\n\
+                     listeners=PLAINTEXT://{address}:{client_port},CONTROLLER://{address}:{controller_port}\n\
                      controller.listener.names=CONTROLLER\nlog.dirs={}\nkrabka.log.level=info\n",
                     voters.join(","),
                     data.display()
@@ -72,7 +99,7 @@ impl BrokerProcess {
                 std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
                 let log_path = dir.path().join("broker.log");
                 let extra = extra.iter().map(|s| s.to_string()).collect();
-                BrokerProcess { dir, port: 0, controller_port, child: None, extra, log_path }
+                BrokerProcess { dir, port: 0, controller_port, child: None, extra, log_path, host: host.clone() }
             })
             .collect();
         let launched: Vec<_> = nodes.iter_mut().map(|node| node.launch()).collect();
@@ -105,13 +132,19 @@ impl BrokerProcess {
         std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
         let log_path = dir.path().join("broker.log");
         let extra = extra.iter().map(|s| s.to_string()).collect();
-        let mut broker = BrokerProcess { dir, port: 0, controller_port: 0, child: None, extra, log_path };
+        let mut broker =
+            BrokerProcess { dir, port: 0, controller_port: 0, child: None, extra, log_path, host: Host::loopback() };
         broker.spawn();
         broker
     }
 
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host.address, self.port)
+    }
+
+    /// Where its controller listener is.
+    pub fn controller_address(&self) -> String {
+        format!("{}:{}", self.host.address, self.controller_port)
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -125,15 +158,26 @@ impl BrokerProcess {
 
     /// Starts the process; the receiver gets its client port once it serves.
     fn launch(&mut self) -> (Child, mpsc::Receiver<u16>) {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_krabka-broker"));
+        let binary = env!("CARGO_BIN_EXE_krabka-broker");
+        let mut command = match &self.host.namespace {
+            // `ip netns exec` execs the broker: the child is the broker's
+            // process, for SIGKILL and SIGSTOP alike.
+            Some(namespace) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", namespace, binary]);
+                command
+            }
+            None => Command::new(binary),
+        };
         command.arg(self.dir.path().join("server.properties"));
         if self.port != 0 {
             // A restart keeps the client port; a broker-only node has no
             // controller listener to keep.
             let properties = std::fs::read_to_string(self.dir.path().join("server.properties")).unwrap_or_default();
-            let mut listeners = format!("listeners=PLAINTEXT://127.0.0.1:{}", self.port);
+            let address = &self.host.address;
+            let mut listeners = format!("listeners=PLAINTEXT://{address}:{}", self.port);
             if properties.contains("CONTROLLER://") {
-                listeners.push_str(&format!(",CONTROLLER://127.0.0.1:{}", self.controller_port));
+                listeners.push_str(&format!(",CONTROLLER://{address}:{}", self.controller_port));
             }
             command.arg("--override").arg(listeners);
         }
@@ -189,6 +233,18 @@ impl BrokerProcess {
             assert!(Instant::now() < deadline, "broker did not stop after SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// SIGSTOP: the process freezes, its sockets open, until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        let pid = self.pid().expect("running") as i32;
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "SIGSTOP");
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&self) {
+        let pid = self.pid().expect("running") as i32;
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "SIGCONT");
     }
 
     pub fn kill9(&mut self) {

@@ -16,9 +16,11 @@
 //!
 //! - `requests`: the requests a node sends;
 //! - `accept`: the requests that arrive, checked;
-//! - `responses`: the responses a node sends and reads back.
+//! - `responses`: the responses a node sends and reads back;
+//! - `describe`: DescribeQuorum's answer from the leader's description.
 
 mod accept;
+mod describe;
 mod requests;
 mod responses;
 
@@ -27,6 +29,7 @@ use std::collections::BTreeMap;
 use krabka_protocol::{ErrorCode, Uuid};
 
 pub use accept::{accept_request, Accepted};
+pub use describe::describe_quorum_response;
 pub use requests::request;
 pub use responses::{accept_response, response, Dropped};
 

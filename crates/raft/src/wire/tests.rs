@@ -358,3 +358,66 @@ fn a_fetched_partial_batch_at_the_end_is_dropped_as_kafka_drops_it() {
     let Ok(Message::FetchResponse(read)) = accept_response(&sent, body) else { panic!() };
     assert_eq!(read.records, batch);
 }
+
+#[test]
+fn describe_quorum_is_answered_as_kafkas_raft_client_answers_it() {
+    use crate::describe::{QuorumDescription, ReplicaDescription};
+    use krabka_protocol::describe_quorum_request::{PartitionData, TopicData};
+    use krabka_protocol::DescribeQuorumRequest;
+    let request = |topic: &str, partitions: &[i32]| DescribeQuorumRequest {
+        topics: vec![TopicData {
+            topic_name: topic.into(),
+            partitions: partitions
+                .iter()
+                .map(|&p| PartitionData { partition_index: p, ..Default::default() })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let voter = |id| ReplicaDescription {
+        replica_id: id,
+        log_end_offset: Some(10),
+        last_fetch_ms: Some(1_000),
+        last_caught_up_ms: (id == 1).then_some(1_000),
+    };
+    let description = QuorumDescription {
+        leader_id: 1,
+        epoch: 4,
+        high_watermark: 10,
+        voters: vec![voter(1), voter(2), voter(3)],
+        observers: vec![voter(7)],
+    };
+    let context = context(1);
+    let answer = |request: &DescribeQuorumRequest, leading: bool, version| {
+        let description = leading.then_some(&description);
+        describe_quorum_response(&context.listener, &context.voters, request, description, version)
+    };
+    let metadata = request(METADATA_TOPIC, &[0]);
+    // Another partition, or more than one: UNKNOWN_TOPIC_OR_PARTITION in each named.
+    for wrong in [request("orders", &[0]), request(METADATA_TOPIC, &[1]), request(METADATA_TOPIC, &[0, 1])] {
+        let refused = answer(&wrong, true, 2);
+        let codes: Vec<i16> = refused.topics[0].partitions.iter().map(|p| p.error_code).collect();
+        assert_eq!(codes.len(), wrong.topics[0].partitions.len());
+        assert!(codes.iter().all(|&c| c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()));
+    }
+    let refused = answer(&metadata, false, 2);
+    assert_eq!(refused.topics[0].partitions[0].error_code, ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+    assert!(refused.nodes.is_empty());
+    for version in 0..=2 {
+        let body = ResponseBody::DescribeQuorum(Box::new(answer(&metadata, true, version)));
+        let ResponseBody::DescribeQuorum(described) = over_the_wire_response(&body, version) else { unreachable!() };
+        let partition = &described.topics[0].partitions[0];
+        assert_eq!((partition.leader_id, partition.leader_epoch, partition.high_watermark), (1, 4, 10));
+        let ids: Vec<i32> = partition.current_voters.iter().map(|v| v.replica_id).collect();
+        assert_eq!((ids, partition.observers[0].replica_id), (vec![1, 2, 3], 7));
+        // Timestamps from v1 (-1 where unknown), the voters' endpoints from v2.
+        let caught_up: Vec<i64> = partition.current_voters.iter().map(|v| v.last_caught_up_timestamp).collect();
+        assert_eq!(caught_up, if version == 0 { vec![-1, -1, -1] } else { vec![1_000, -1, -1] });
+        let endpoints: Vec<(i32, String, u16)> =
+            described.nodes.iter().map(|n| (n.node_id, n.listeners[0].host.clone(), n.listeners[0].port)).collect();
+        let expected: Vec<(i32, String, u16)> =
+            if version < 2 { Vec::new() } else { (1..=3).map(|id| (id, format!("10.0.0.{id}"), 9093)).collect() };
+        assert_eq!(endpoints, expected);
+    }
+}

@@ -1,0 +1,228 @@
+//! The leader's view of its quorum, as Kafka's DescribeQuorum reports it
+//! (`LeaderState.describeQuorum`): every voter and each observer that
+//! fetched lately, with its log end offset, when it last fetched and when
+//! it last held all of the leader's log.
+//!
+//! Only a leader describes the quorum (Kafka answers NOT_LEADER_OR_FOLLOWER
+//! elsewhere). The bookkeeping is Kafka's: a fetch the leader served (not
+//! one answered with a diverging epoch) notes its time; the replica caught
+//! up at that time when it fetched from the leader's log end, or at its
+//! previous fetch when it now fetches from where the leader's log ended
+//! then. An observer that has not fetched for
+//! [`OBSERVER_SESSION_TIMEOUT_MS`] is forgotten, so a broker that left does
+//! not stay listed and the leader's map of replicas stays bounded by the
+//! live ones.
+
+use krabka_log::ReplicatedLog;
+
+use crate::node::{Progress, RaftNode, Role};
+
+/// How long an observer that stopped fetching is still listed (Kafka's
+/// `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`).
+pub const OBSERVER_SESSION_TIMEOUT_MS: i64 = 300_000;
+
+/// The quorum as its leader sees it. Times are the node's clock (the
+/// `now_ms` its caller passes), which the caller turns into wall time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuorumDescription {
+    pub leader_id: i32,
+    pub epoch: i32,
+    /// -1 until the leader's epoch committed its first record.
+    pub high_watermark: i64,
+    /// Every voter, in the configured order.
+    pub voters: Vec<ReplicaDescription>,
+    /// The observers that fetched within the observer session timeout.
+    pub observers: Vec<ReplicaDescription>,
+}
+
+/// One replica's progress; None where the leader has not heard of it
+/// since it took the lead (Kafka's -1). The leader itself is caught up and
+/// fetching now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaDescription {
+    pub replica_id: i32,
+    pub log_end_offset: Option<i64>,
+    pub last_fetch_ms: Option<i64>,
+    pub last_caught_up_ms: Option<i64>,
+}
+
+/// What a leader notes of the fetches it served a replica.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Served {
+    pub(crate) last_fetch_ms: i64,
+    pub(crate) last_caught_up_ms: Option<i64>,
+    /// The leader's log end when the last fetch arrived.
+    pub(crate) leader_end: i64,
+}
+
+impl Served {
+    /// Kafka's `ReplicaState.updateFollowerState`: the caught-up time moves
+    /// before the fetch time, so a fetch that reaches where the leader's log
+    /// ended at the previous fetch dates the catch-up to that fetch.
+    pub(crate) fn note(served: &mut Option<Served>, now_ms: i64, fetch_offset: i64, leader_end: i64) {
+        let previous = served.unwrap_or(Served { last_fetch_ms: -1, last_caught_up_ms: None, leader_end: 0 });
+        let caught_up_at = if fetch_offset >= leader_end {
+            Some(now_ms)
+        } else if previous.leader_end > 0 && fetch_offset >= previous.leader_end {
+            Some(previous.last_fetch_ms)
+        } else {
+            None
+        };
+        let last_caught_up_ms = match (previous.last_caught_up_ms, caught_up_at) {
+            (Some(before), Some(at)) => Some(before.max(at)),
+            (before, at) => before.or(at),
+        };
+        *served = Some(Served { last_fetch_ms: previous.last_fetch_ms.max(now_ms), last_caught_up_ms, leader_end });
+    }
+}
+
+impl<L: ReplicatedLog> RaftNode<L> {
+    /// The quorum as this node leads it; None when it does not lead.
+    pub fn describe_quorum(&self, now_ms: i64) -> Option<QuorumDescription> {
+        let Role::Leader { progress, .. } = &self.role else { return None };
+        let me = self.config.node_id;
+        let describe = |id: i32, entry: Option<&Progress>| {
+            if id == me {
+                let end = Some(self.log.log_end_offset());
+                return ReplicaDescription {
+                    replica_id: id,
+                    log_end_offset: end,
+                    last_fetch_ms: Some(now_ms),
+                    last_caught_up_ms: Some(now_ms),
+                };
+            }
+            let served = entry.and_then(|p| p.served.map(|s| (p.fetch_offset, s)));
+            ReplicaDescription {
+                replica_id: id,
+                log_end_offset: served.map(|(offset, _)| offset),
+                last_fetch_ms: served.map(|(_, s)| s.last_fetch_ms),
+                last_caught_up_ms: served.and_then(|(_, s)| s.last_caught_up_ms),
+            }
+        };
+        let voters = self.config.voters.iter().map(|&id| describe(id, progress.get(&id))).collect();
+        let observers = progress
+            .iter()
+            .filter(|(id, entry)| !self.config.voters.contains(id) && entry.served.is_some())
+            .filter(|(_, entry)| !observer_expired(entry, now_ms))
+            .map(|(&id, entry)| describe(id, Some(entry)))
+            .collect();
+        Some(QuorumDescription {
+            leader_id: me,
+            epoch: self.epoch,
+            high_watermark: self.advertised_high_watermark(),
+            voters,
+            observers,
+        })
+    }
+
+    /// Forgets the observers that stopped fetching: a leader's map of
+    /// replicas holds the voters and the live observers only.
+    pub(crate) fn forget_idle_observers(&mut self, now_ms: i64) {
+        let Role::Leader { progress, .. } = &mut self.role else { return };
+        let voters = &self.config.voters;
+        progress.retain(|id, entry| voters.contains(id) || !observer_expired(entry, now_ms));
+    }
+}
+
+/// An observer not heard from within the session timeout, with no fetch
+/// held (a held fetch is always answered, so it keeps its entry).
+fn observer_expired(entry: &Progress, now_ms: i64) -> bool {
+    let last_heard = entry.served.map(|s| s.last_fetch_ms).max(entry.last_fetch_ms);
+    entry.parked.is_none() && last_heard.is_none_or(|at| now_ms - at >= OBSERVER_SESSION_TIMEOUT_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Message, RaftError};
+    use crate::node::{RaftConfig, RoleName};
+    use krabka_log::{LogConfig, PartitionLog};
+
+    /// Node 1 of voters 1-3, elected leader of epoch 1 at time 1,002.
+    fn leader(dir: &std::path::Path) -> RaftNode<PartitionLog> {
+        let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, true, 1).unwrap();
+        let config = RaftConfig {
+            node_id: 1,
+            voters: vec![1, 2, 3],
+            election_timeout_ms: 100,
+            fetch_timeout_ms: 300_000_000,
+            fetch_max_wait_ms: 50,
+            retry_backoff_ms: 60,
+            max_fetch_bytes: 1 << 20,
+            seed: 7,
+        };
+        let mut node = RaftNode::open(config, log, None, 0);
+        node.tick(1_000).unwrap();
+        let granted = |pre_vote, epoch| Message::VoteResponse {
+            epoch,
+            error: RaftError::None,
+            granted: true,
+            pre_vote,
+            leader_id: None,
+        };
+        node.handle(1_001, 2, granted(true, 0)).unwrap();
+        node.handle(1_002, 2, granted(false, 1)).unwrap();
+        assert_eq!(node.role(), RoleName::Leader);
+        node
+    }
+
+    #[test]
+    fn the_leader_describes_its_voters_and_live_observers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = leader(dir.path());
+        let end = node.log().log_end_offset();
+        let fetch = |offset| Message::FetchRequest { epoch: 1, fetch_offset: offset, last_fetched_epoch: 1 };
+        node.handle(2_000, 2, fetch(end)).unwrap();
+        node.handle(2_500, 9, fetch(end)).unwrap();
+        let described = node.describe_quorum(3_000).unwrap();
+        assert_eq!((described.leader_id, described.epoch), (1, 1));
+        // Voter 2's fetch of everything committed the epoch's first record.
+        assert_eq!(described.high_watermark, end);
+        let me = ReplicaDescription {
+            replica_id: 1,
+            log_end_offset: Some(end),
+            last_fetch_ms: Some(3_000),
+            last_caught_up_ms: Some(3_000),
+        };
+        let caught_up = |id, at| ReplicaDescription {
+            replica_id: id,
+            log_end_offset: Some(end),
+            last_fetch_ms: Some(at),
+            last_caught_up_ms: Some(at),
+        };
+        let unheard =
+            ReplicaDescription { replica_id: 3, log_end_offset: None, last_fetch_ms: None, last_caught_up_ms: None };
+        assert_eq!(described.voters, vec![me, caught_up(2, 2_000), unheard]);
+        assert_eq!(described.observers, vec![caught_up(9, 2_500)]);
+        // An observer silent for the session timeout is forgotten; a voter never is.
+        node.tick(2_500 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
+        let described = node.describe_quorum(2_500 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
+        assert_eq!((described.voters.len(), described.observers.len()), (3, 0));
+    }
+
+    #[test]
+    fn only_a_leader_describes_the_quorum() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = leader(dir.path());
+        node.resign(5_000);
+        assert_eq!(node.describe_quorum(5_001), None);
+    }
+
+    #[test]
+    fn caught_up_follows_kafka_rule() {
+        let mut served = None;
+        // Behind the leader's end at the first fetch: never caught up yet.
+        Served::note(&mut served, 100, 5, 10);
+        assert_eq!(served.unwrap().last_caught_up_ms, None);
+        // Reaches where the leader ended then: caught up as of that fetch.
+        Served::note(&mut served, 200, 10, 15);
+        assert_eq!(served.unwrap().last_caught_up_ms, Some(100));
+        // At the leader's end now: caught up now.
+        Served::note(&mut served, 300, 15, 15);
+        assert_eq!(served.unwrap().last_caught_up_ms, Some(300));
+        assert_eq!(served.unwrap().last_fetch_ms, 300);
+        // Falling behind again keeps the last time it was caught up.
+        Served::note(&mut served, 400, 15, 40);
+        assert_eq!(served.unwrap().last_caught_up_ms, Some(300));
+    }
+}
