@@ -21,7 +21,7 @@ use crate::metadata::{MetadataImage, MetadataStore};
 use crate::observability::Metrics;
 use crate::producer_id_source::ProducerIdSource;
 use crate::quorum::QuorumSetup;
-use crate::replica::ReplicaManager;
+use crate::replica::{Hosting, ReplicaManager};
 use krabka_coordinator::group::classic::ClassicConfig;
 use krabka_coordinator::group::consumer::ConsumerConfig;
 use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
@@ -107,7 +107,8 @@ impl Broker {
         if caught_up {
             remove_stray_partitions(&log_manager, &image)?;
         }
-        let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager));
+        let hosting = if caught_up { Hosting::Everything } else { Hosting::ReplicasOf(config.node_id) };
+        let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager, hosting));
         // At start a log that cannot open stops the broker; later ones are
         // the subscriber's to report.
         let subscriber = Arc::clone(&replicas);
@@ -221,6 +222,18 @@ impl Broker {
         } else {
             self.node_id
         }
+    }
+
+    /// The broker coordinating `group_id` (Kafka's group coordinator is
+    /// the leader of the group's `__consumer_offsets` partition): this one
+    /// on a node that is its quorum's only voter; None while that partition
+    /// has no live leader (or the topic does not exist yet).
+    pub fn group_coordinator(&self, group_id: &str) -> Option<LiveBroker> {
+        let partition = self.groups.partition_for(group_id);
+        let image = self.metadata.image();
+        let offsets = image.topic(OFFSETS_TOPIC)?.partitions.get(partition)?.clone();
+        let leader = self.partition_leader(&offsets);
+        self.live_brokers().into_iter().find(|b| b.id == leader)
     }
 
     /// The controller clients are told of: the active controller when it

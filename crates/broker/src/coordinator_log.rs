@@ -30,7 +30,8 @@ impl TopicLog {
 impl CoordinatorLog for TopicLog {
     fn append(&self, partition: usize, batch: &Bytes, now_ms: i64) -> Result<i64, i16> {
         let Some(hosted) = self.replicas.partition(self.topic, partition as i32) else {
-            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE.code());
+            // Led by another broker: the client finds the coordinator again.
+            return Err(ErrorCode::NOT_COORDINATOR.code());
         };
         match hosted.append(batch, now_ms) {
             Ok((info, _)) => Ok(info.first_offset),
@@ -42,7 +43,9 @@ impl CoordinatorLog for TopicLog {
     }
 
     fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String> {
-        let Some(hosted) = self.replicas.partition(self.topic, partition as i32) else { return Ok(()) };
+        // Replayed whether led here or not (a broker starts fenced, its
+        // partitions leaderless until it is unfenced).
+        let Some(hosted) = self.replicas.hosted_partition(self.topic, partition as i32) else { return Ok(()) };
         let log = hosted.lock_log();
         let end = hosted.high_watermark();
         let mut offset = log.log_start_offset();

@@ -12,33 +12,102 @@
 //! between); a cleanly stopped one asks to be fenced first. Idempotent
 //! producers get ids from every node, each node's block reserved by the
 //! active controller (AllocateProducerIds), before and after the failover.
+//! A topic's partitions are spread over the three brokers, each node
+//! answering for those it leads (NOT_LEADER_OR_FOLLOWER for the others),
+//! and a killed broker's partitions are leaderless until it is back, with
+//! every acknowledged record.
 
 mod support;
 
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode, InitProducerIdRequest,
-    InitProducerIdResponse,
+    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
 };
 use support::cluster::{
-    create_and_find_the_controller, create_topic, describe_quorum, metadata, metadata_log, wait_for_brokers,
-    wait_for_topics, ELECTION_PATIENCE,
+    create_and_find_the_controller, create_topic, create_topic_with, describe_quorum, metadata, metadata_log,
+    wait_for_brokers, wait_for_topics, ELECTION_PATIENCE,
 };
 use support::{BrokerProcess, RawClient};
 
-/// Waits until every node in `alive` names `leader` as the leader of every
-/// partition of `topic` (-1: none, with LEADER_NOT_AVAILABLE).
-fn wait_for_leader(nodes: &[BrokerProcess], alive: &[usize], topic: &str, leader: i32) {
-    let error = if leader < 0 { ErrorCode::LEADER_NOT_AVAILABLE.code() } else { 0 };
+/// Waits until every node in `alive` names `leaders[p]` the leader of
+/// partition p of `topic` (-1: none, with LEADER_NOT_AVAILABLE).
+fn wait_for_leaders(nodes: &[BrokerProcess], alive: &[usize], topic: &str, leaders: &[i32]) {
     for &i in alive {
-        support::wait_for(&format!("node {} to name {leader} the leader of {topic}", i + 1), ELECTION_PATIENCE, || {
-            let answer = metadata(&nodes[i]);
-            let found = answer.topics.iter().find(|t| t.name.as_deref() == Some(topic));
-            found.is_some_and(|t| t.partitions.iter().all(|p| p.leader_id == leader && p.error_code == error))
-        });
+        support::wait_for(
+            &format!("node {} to name {leaders:?} the leaders of {topic}", i + 1),
+            ELECTION_PATIENCE,
+            || {
+                let answer = metadata(&nodes[i]);
+                let found = answer.topics.iter().find(|t| t.name.as_deref() == Some(topic));
+                let named: Vec<(i32, i16)> = found
+                    .map(|t| t.partitions.iter().map(|p| (p.leader_id, p.error_code)).collect())
+                    .unwrap_or_default();
+                let expected: Vec<(i32, i16)> = leaders
+                    .iter()
+                    .map(|&l| (l, if l < 0 { ErrorCode::LEADER_NOT_AVAILABLE.code() } else { 0 }))
+                    .collect();
+                named == expected
+            },
+        );
     }
+}
+
+/// The leader of each partition of `topic`, as `node` names them.
+fn leaders(node: &BrokerProcess, topic: &str) -> Vec<i32> {
+    let answer = metadata(node);
+    let found = answer.topics.iter().find(|t| t.name.as_deref() == Some(topic)).expect("topic listed");
+    found.partitions.iter().map(|p| p.leader_id).collect()
+}
+
+/// The latest offset of each partition of `topic` on `node`: Some from the
+/// partitions it leads, None (NOT_LEADER_OR_FOLLOWER) from the others.
+fn end_offsets(node: &BrokerProcess, topic: &str, partitions: i32) -> Vec<Option<i64>> {
+    let request = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic {
+            name: topic.into(),
+            partitions: (0..partitions)
+                .map(|p| ListOffsetsPartition {
+                    partition_index: p,
+                    current_leader_epoch: -1,
+                    timestamp: -1,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: ListOffsetsResponse = RawClient::connect(&node.bootstrap()).request(ApiKey::ListOffsets, 7, &request);
+    let not_led = ErrorCode::NOT_LEADER_OR_FOLLOWER.code();
+    let answers = response.topics[0].partitions.iter();
+    answers
+        .map(|p| match p.error_code {
+            0 => Some(p.offset),
+            code => {
+                assert_eq!(code, not_led, "ListOffsets {topic}-{}", p.partition_index);
+                None
+            }
+        })
+        .collect()
+}
+
+/// Every partition of `topic` answers ListOffsets on its leader alone;
+/// returns the records they hold in all.
+fn records_where_placed(nodes: &[BrokerProcess], alive: &[usize], topic: &str, placed: &[i32]) -> i64 {
+    let mut total = 0;
+    for &i in alive {
+        let offsets = end_offsets(&nodes[i], topic, placed.len() as i32);
+        for (p, offset) in offsets.iter().enumerate() {
+            assert_eq!(offset.is_some(), placed[p] == i as i32 + 1, "{topic}-{p} on node {}: {offsets:?}", i + 1);
+            total += offset.unwrap_or(0);
+        }
+    }
+    total
 }
 
 /// A producer id for an idempotent producer, from `node`.
@@ -146,15 +215,25 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     wait_for_topics(&nodes, &all, &["before", "forwarded"]);
     // Every broker registered with the active controller, which unfenced it.
     wait_for_brokers(&nodes, &all, &all, first);
-    // Every node names the partitions' leader from the image: the node
-    // that placed them (the active controller, for now).
-    wait_for_leader(&nodes, &all, "before", first as i32 + 1);
+    // With every broker unfenced, the controller spreads a topic's
+    // partitions over them, two each; every node names the leaders the
+    // image holds.
+    assert_eq!(create_topic_with(&nodes[first], "spread", 6), 0);
+    wait_for_topics(&nodes, &all, &["before", "forwarded", "spread"]);
+    let placed = leaders(&nodes[first], "spread");
+    for id in 1..=3 {
+        assert_eq!(placed.iter().filter(|&&l| l == id).count(), 2, "{placed:?}");
+    }
+    wait_for_leaders(&nodes, &all, "spread", &placed);
     let ids_before = check_producer_ids(&nodes, &all, first);
     // Kafka's own idempotent producer, bootstrapped from a node that does
-    // not lead the quorum, writes to the partitions the controller leads.
+    // not lead the quorum, writes to every partition's leader; each node
+    // answers for the partitions it leads, NOT_LEADER_OR_FOLLOWER for the
+    // others.
     let other = *all.iter().find(|&&i| i != first).unwrap();
-    let (ok, printed) = support::idempotent_perf_producer(&nodes[other].bootstrap(), "before", 200);
+    let (ok, printed) = support::idempotent_perf_producer(&nodes[other].bootstrap(), "spread", 300);
     assert!(ok, "{printed}");
+    assert_eq!(records_where_placed(&nodes, &all, "spread", &placed), 300);
 
     // The active controller dies: the other two elect one of themselves,
     // which plans on an image that already holds "before".
@@ -164,19 +243,22 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     let second = create_and_find_the_controller(&nodes, &rest, "after");
     eprintln!("node {} committed after node {} was killed, in {:?}", second + 1, first + 1, started.elapsed());
     assert_ne!(second, first);
-    wait_for_topics(&nodes, &rest, &["after", "before", "forwarded"]);
+    wait_for_topics(&nodes, &rest, &["after", "before", "forwarded", "spread"]);
     // The killed broker's session expires on the new controller: fenced,
-    // no longer listed, and its partitions have no leader.
+    // no longer listed, and its partitions (their one replica) have no
+    // leader; the others keep theirs.
     wait_for_brokers(&nodes, &rest, &rest, second);
-    wait_for_leader(&nodes, &rest, "before", -1);
+    let without_first: Vec<i32> = placed.iter().map(|&l| if l == first as i32 + 1 { -1 } else { l }).collect();
+    wait_for_leaders(&nodes, &rest, "spread", &without_first);
 
     // The killed node restarts on its log and catches up.
     nodes[first].restart();
-    wait_for_topics(&nodes, &all, &["after", "before", "forwarded"]);
+    wait_for_topics(&nodes, &all, &["after", "before", "forwarded", "spread"]);
     // It registers again, as a new incarnation, with the new controller.
     wait_for_brokers(&nodes, &all, &all, second);
-    // Unfenced, it leads its partitions again.
-    wait_for_leader(&nodes, &all, "before", first as i32 + 1);
+    // Unfenced, it leads its partitions again, with every record.
+    wait_for_leaders(&nodes, &all, "spread", &placed);
+    assert_eq!(records_where_placed(&nodes, &all, "spread", &placed), 300);
     check_describe_quorum(&nodes, second);
     // The survivors go on in their blocks; the restarted node abandons its
     // old one and the new controller reserves it one past every block so far.

@@ -5,7 +5,10 @@
 //! directory, feature ranges that hold the finalized metadata.version
 //! 4.3-IV0), is unfenced, and serves clients. Through it Kafka's
 //! `kafka-topics` creates a topic (Kafka forwards it to krabka's
-//! controller in an Envelope), Kafka's idempotent producer writes (its
+//! controller in an Envelope), whose partitions krabka's controller
+//! spreads over all four brokers, Kafka's among them (as it spreads
+//! `__consumer_offsets`, so some groups are coordinated by Kafka's broker
+//! and some by krabka's), Kafka's idempotent producer writes (its
 //! producer ids from a block krabka's controller reserved) and a console
 //! consumer in a group reads every record back. Kafka's
 //! `kafka-metadata-quorum` through it (DescribeQuorum, forwarded) lists
@@ -22,8 +25,8 @@ use support::{free_port, BrokerProcess, KafkaNode, RawClient, TEST_CLUSTER_ID};
 const KAFKA_ID: i32 = 4;
 /// A JVM starting on a shared 2-core machine, then its registration.
 const PATIENCE: Duration = Duration::from_secs(120);
-/// One replica of `__consumer_offsets`: krabka places every replica on its
-/// active controller's node for now.
+/// One replica of `__consumer_offsets`: krabka does not replicate
+/// partitions yet.
 const ONE_OFFSETS_REPLICA: &str = "offsets.topic.replication.factor=1";
 
 fn listed_brokers(bootstrap: &str) -> BTreeSet<i32> {
@@ -31,6 +34,13 @@ fn listed_brokers(bootstrap: &str) -> BTreeSet<i32> {
     let request = MetadataRequest { topics: Some(Vec::new()), ..Default::default() };
     let answer: MetadataResponse = RawClient::from_stream(stream).request(ApiKey::Metadata, 12, &request);
     answer.brokers.iter().map(|b| b.node_id).collect()
+}
+
+fn partition_leaders(bootstrap: &str, topic: &str) -> Vec<i32> {
+    let request = MetadataRequest { topics: None, ..Default::default() };
+    let answer: MetadataResponse = RawClient::connect(bootstrap).request(ApiKey::Metadata, 12, &request);
+    let found = answer.topics.iter().find(|t| t.name.as_deref() == Some(topic));
+    found.map(|t| t.partitions.iter().map(|p| p.leader_id).collect()).unwrap_or_default()
 }
 
 #[test]
@@ -76,9 +86,15 @@ fn a_kafka_broker_registers_with_krabka_controllers_and_serves_clients() {
 
     let (ok, printed) = support::kafka_cli(
         "kafka-topics",
-        &["--bootstrap-server", &bootstrap, "--create", "--topic", "through-kafka", "--partitions", "2"],
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", "through-kafka", "--partitions", "4"],
     );
     assert!(ok && printed.contains("Created topic through-kafka"), "{printed}\n{}", kafka_log());
+    // krabka's controller spreads the partitions over the four brokers:
+    // Kafka's broker leads one of them.
+    support::wait_for("each broker to lead a partition of through-kafka", PATIENCE, || {
+        let leaders: BTreeSet<i32> = partition_leaders(&nodes[0].bootstrap(), "through-kafka").into_iter().collect();
+        leaders == all
+    });
     // Kafka's broker forwards only what krabka's controller listener lists
     // (it learns that list after its first forward): a second one works too.
     let (ok, printed) = support::kafka_cli(

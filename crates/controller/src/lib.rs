@@ -1,7 +1,8 @@
 //! krabka-controller: Kafka's controller, the one writer of cluster
 //! metadata. It validates what a request may change (topics, partitions,
-//! topic configs, producer-id blocks; replica placement, all on the one
-//! node for now), builds the metadata records that change it, within
+//! topic configs, producer-id blocks; replica placement over the
+//! registered brokers, one replica each for now), builds the metadata
+//! records that change it, within
 //! Kafka's 10,000 records per user operation, and commits them through
 //! raft (`krabka_raft::SingleVoter` today) to the image it keeps.
 //!
@@ -23,8 +24,8 @@
 //!
 //! Files import one way, from the top down: `controller` (`Controller`:
 //! commit, replay) -> `topics` -> `partitions`, `delete_topics`,
-//! `configs`, `producer_ids`, `brokers` -> `features`, `budget` -> `error`
-//! -> `limits`.
+//! `configs`, `producer_ids`, `brokers` -> `placement`, `features`,
+//! `budget` -> `error` -> `limits`.
 
 pub mod brokers;
 pub mod budget;
@@ -35,6 +36,7 @@ pub mod error;
 pub mod features;
 pub mod limits;
 pub mod partitions;
+pub mod placement;
 pub mod producer_ids;
 pub mod topics;
 
@@ -42,4 +44,5 @@ pub use budget::RecordBudget;
 pub use controller::{Commit, Controller};
 pub use error::{ApiError, MetadataError};
 pub use limits::MAX_RECORDS_PER_USER_OP;
+pub use placement::Placement;
 pub use topics::{CreatedTopics, NewTopic, TopicDefaults};

@@ -1,5 +1,5 @@
-//! Partitions: the record placing a new partition (every replica on the one
-//! node), and CreatePartitions' validation and records.
+//! Partitions: the record of a new partition (placed by `placement`), and
+//! CreatePartitions' validation and records.
 
 use std::collections::HashSet;
 
@@ -10,15 +10,19 @@ use krabka_protocol::{CreatePartitionsRequest, ErrorCode, PartitionRecord, Uuid}
 
 use crate::budget::RecordBudget;
 use crate::error::ApiError;
+use crate::placement::{PartitionAssignment, Placement, Placer};
 
-/// A new partition of `topic_id`, led by `node_id`, its only replica.
-pub fn partition_record(node_id: i32, topic_id: Uuid, partition_id: i32) -> MetadataRecord {
+/// A new partition of `topic_id` where `assignment` puts it.
+pub fn partition_record(topic_id: Uuid, partition_id: i32, assignment: &PartitionAssignment) -> MetadataRecord {
+    debug_assert!(
+        assignment.isr.contains(&assignment.leader) && assignment.isr.iter().all(|id| assignment.replicas.contains(id))
+    );
     MetadataRecord::Partition(PartitionRecord {
         partition_id,
         topic_id,
-        replicas: vec![node_id],
-        isr: vec![node_id],
-        leader: node_id,
+        replicas: assignment.replicas.clone(),
+        isr: assignment.isr.clone(),
+        leader: assignment.leader,
         leader_epoch: 0,
         partition_epoch: 0,
         ..Default::default()
@@ -31,23 +35,30 @@ pub fn partition_record(node_id: i32, topic_id: Uuid, partition_id: i32) -> Meta
 pub fn plan_create_partitions(
     image: &MetadataImage,
     request: &CreatePartitionsRequest,
-    node_id: i32,
+    placement: Placement,
 ) -> Result<(Vec<MetadataRecord>, Vec<CreatePartitionsTopicResult>), ApiError> {
+    let mut placer = Placer::new(image, placement);
     let mut records = Vec::new();
     let mut budget = RecordBudget::default();
     let mut results = Vec::with_capacity(request.topics.len());
     let mut seen = HashSet::new();
     for topic in &request.topics {
-        let outcome = if seen.insert(topic.name.as_str()) {
-            check_new_partitions(image, topic, node_id)
+        let checked = if seen.insert(topic.name.as_str()) {
+            check_new_partitions(image, topic)
         } else {
             Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), "Duplicate topic name."))
         };
-        if let Ok((topic_id, current)) = &outcome {
+        let mut outcome = Ok(());
+        if let Ok((topic_id, current)) = checked {
             budget.take((topic.count - current) as usize)?;
-            if !request.validate_only {
-                records.extend((*current..topic.count).map(|p| partition_record(node_id, *topic_id, p)));
-            }
+            outcome = new_partitions(image, &mut placer, topic, current).map(|assignments| {
+                if !request.validate_only {
+                    let numbered = assignments.iter().zip(current..);
+                    records.extend(numbered.map(|(assignment, p)| partition_record(topic_id, p, assignment)));
+                }
+            });
+        } else if let Err(e) = checked {
+            outcome = Err(e);
         }
         let (error_code, error_message) = match outcome {
             Ok(_) => (ErrorCode::NONE.code(), None),
@@ -63,13 +74,35 @@ pub fn plan_create_partitions(
     Ok((records, results))
 }
 
+/// Where the partitions `topic` adds to its `current` ones go: its manual
+/// assignments (as many as it adds, one replica each, as the partitions it
+/// has), or the placer's choice.
+fn new_partitions(
+    image: &MetadataImage,
+    placer: &mut Placer,
+    topic: &CreatePartitionsTopic,
+    current: i32,
+) -> Result<Vec<PartitionAssignment>, ApiError> {
+    let Some(assignments) = &topic.assignments else {
+        return (current..topic.count).map(|_| placer.place(1)).collect();
+    };
+    if assignments.len() as i32 != topic.count - current {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
+            format!(
+                "Attempted to add {} additional partition(s), but only {} assignment(s) were specified.",
+                topic.count - current,
+                assignments.len()
+            ),
+        ));
+    }
+    let numbered = assignments.iter().zip(current..);
+    numbered.map(|(a, index)| placer.assign(image, index, &a.broker_ids, Some(1))).collect()
+}
+
 /// One topic of a CreatePartitions: its id and current partition count, if
 /// it may grow to `topic.count`.
-fn check_new_partitions(
-    image: &MetadataImage,
-    topic: &CreatePartitionsTopic,
-    node_id: i32,
-) -> Result<(Uuid, i32), ApiError> {
+fn check_new_partitions(image: &MetadataImage, topic: &CreatePartitionsTopic) -> Result<(Uuid, i32), ApiError> {
     let Some(existing) = image.topic(&topic.name) else {
         return Err(ApiError::new(
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
@@ -91,11 +124,6 @@ fn check_new_partitions(
                 topic.name, topic.count
             ),
         ));
-    }
-    if let Some(assignments) = &topic.assignments {
-        if assignments.len() as i32 != topic.count - current || assignments.iter().any(|a| a.broker_ids != [node_id]) {
-            return Err(ApiError::new(ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(), "Invalid replica assignment."));
-        }
     }
     Ok((existing.id, current))
 }

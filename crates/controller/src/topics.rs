@@ -14,6 +14,7 @@ use crate::budget::RecordBudget;
 use crate::error::ApiError;
 use crate::limits::MAX_RECORDS_PER_USER_OP;
 use crate::partitions::partition_record;
+use crate::placement::{Placement, Placer};
 
 /// Kafka's limit on topic name length (so partition directory names fit).
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
@@ -67,6 +68,9 @@ pub struct NewTopic {
     pub name: String,
     pub partitions: i32,
     pub configs: BTreeMap<String, String>,
+    /// A manual assignment's brokers of each partition, in order; empty
+    /// when the controller places them.
+    pub assignments: Vec<Vec<i32>>,
 }
 
 impl NewTopic {
@@ -76,14 +80,27 @@ impl NewTopic {
     }
 }
 
-/// The records creating `topic` on `node_id`: `topic.record_count()` of
-/// them, which the caller has budgeted (and the commit's backstop caps).
-pub fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecord>, ApiError> {
+/// The records creating `topic`, its partitions placed by `placer`:
+/// `topic.record_count()` of them, which the caller has budgeted (and the
+/// commit's backstop caps).
+pub fn topic_records(
+    image: &MetadataImage,
+    placer: &mut Placer,
+    topic: &NewTopic,
+) -> Result<Vec<MetadataRecord>, ApiError> {
+    let mut assignments = Vec::with_capacity(topic.partitions.max(0) as usize);
+    for index in 0..topic.partitions {
+        let assignment = match topic.assignments.get(index as usize) {
+            Some(brokers) => placer.assign(image, index, brokers, None)?,
+            None => placer.place(1)?,
+        };
+        assignments.push(assignment);
+    }
     let topic_id = Uuid::random()
         .map_err(|e| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR.code(), format!("no random topic id: {e}")))?;
     let mut records =
         vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
-    records.extend((0..topic.partitions).map(|p| partition_record(node_id, topic_id, p)));
+    records.extend(assignments.iter().zip(0..).map(|(assignment, p)| partition_record(topic_id, p, assignment)));
     records.extend(topic.configs.iter().map(|(name, value)| {
         MetadataRecord::Config(ConfigRecord {
             resource_type: CONFIG_RESOURCE_TOPIC,
@@ -96,7 +113,8 @@ pub fn topic_records(node_id: i32, topic: &NewTopic) -> Result<Vec<MetadataRecor
     Ok(records)
 }
 
-/// Validates the replication factor against the one-node cluster.
+/// Validates the replication factor: positive, and 1, since krabka does
+/// not replicate partitions yet.
 pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiError> {
     let factor = if requested == -1 { default } else { requested };
     if factor <= 0 {
@@ -106,25 +124,26 @@ pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiE
         ));
     }
     if factor > 1 {
-        return Err(ApiError::new(
-            ErrorCode::INVALID_REPLICATION_FACTOR.code(),
-            format!(
-                "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} \
-                 cannot be reached because only 1 broker(s) are registered."
-            ),
-        ));
+        return Err(not_replicated(factor as usize));
     }
     Ok(())
 }
 
-/// The defaults a CreateTopics request falls back on, and the one broker
-/// every replica lives on.
+fn not_replicated(factor: usize) -> ApiError {
+    ApiError::new(
+        ErrorCode::INVALID_REPLICATION_FACTOR.code(),
+        format!("Unable to replicate the partition {factor} time(s): krabka does not replicate partitions yet."),
+    )
+}
+
+/// The defaults a CreateTopics request falls back on, and who takes the
+/// replicas.
 pub struct TopicDefaults {
     /// `num.partitions`, for `num_partitions` -1.
     pub num_partitions: i32,
     /// `default.replication.factor`, for `replication_factor` -1.
     pub replication_factor: i16,
-    pub node_id: i32,
+    pub placement: Placement,
 }
 
 /// Validates each topic of a CreateTopics request on its own (names,
@@ -152,6 +171,7 @@ pub fn validate_new_topics(
 
 fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Result<NewTopic, ApiError> {
     validate_topic_name(&topic.name)?;
+    let mut assignments = Vec::new();
     let partitions = if topic.assignments.is_empty() {
         check_replication_factor(topic.replication_factor, defaults.replication_factor)?;
         match topic.num_partitions {
@@ -165,7 +185,8 @@ fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Resul
             n => n,
         }
     } else {
-        check_assignments(topic, defaults.node_id)?
+        assignments = check_assignments(topic)?;
+        assignments.len() as i32
     };
     let mut configs = BTreeMap::new();
     for entry in &topic.configs {
@@ -178,27 +199,33 @@ fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Resul
         configs.insert(entry.name.clone(), value.clone());
     }
     validate_topic_configs(&configs).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
-    Ok(NewTopic { name: topic.name.clone(), partitions, configs })
+    Ok(NewTopic { name: topic.name.clone(), partitions, configs, assignments })
 }
 
-/// Manual assignments: every partition on this node, numbered from 0.
-/// Returns the partition count.
-fn check_assignments(topic: &CreatableTopic, node_id: i32) -> Result<i32, ApiError> {
+/// Manual assignments, numbered from 0, one replica each (krabka does not
+/// replicate yet); the brokers are checked against the image when placed.
+/// Returns each partition's brokers.
+fn check_assignments(topic: &CreatableTopic) -> Result<Vec<Vec<i32>>, ApiError> {
     if topic.num_partitions != -1 || topic.replication_factor != -1 {
         return Err(ApiError::new(
             ErrorCode::INVALID_REQUEST.code(),
             "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
         ));
     }
+    let mut assignments = Vec::with_capacity(topic.assignments.len());
     for (i, assignment) in topic.assignments.iter().enumerate() {
-        if assignment.partition_index != i as i32 || assignment.broker_ids != [node_id] {
+        if assignment.partition_index != i as i32 {
             return Err(ApiError::new(
                 ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
-                format!("Invalid replica assignment for partition {}", assignment.partition_index),
+                "partitions should be a consecutive 0-based integer sequence",
             ));
         }
+        if assignment.broker_ids.len() > 1 {
+            return Err(not_replicated(assignment.broker_ids.len()));
+        }
+        assignments.push(assignment.broker_ids.clone());
     }
-    Ok(topic.assignments.len() as i32)
+    Ok(assignments)
 }
 
 /// Each topic of a CreateTopics by name: the topic created (or, validate
@@ -216,7 +243,7 @@ pub fn plan_create_topics(
 ) -> Result<(Vec<MetadataRecord>, CreatedTopics), ApiError> {
     check_total_partitions(request, defaults.num_partitions)?;
     let planned = validate_new_topics(&request.topics, defaults);
-    let (records, outcomes) = plan_new_topics(image, &planned, request.validate_only, defaults.node_id)?;
+    let (records, outcomes) = plan_new_topics(image, &planned, request.validate_only, defaults.placement)?;
     let topics = planned.into_iter().zip(outcomes).map(|((name, plan), outcome)| (name, outcome.and(plan))).collect();
     Ok((records, topics))
 }
@@ -231,8 +258,9 @@ fn plan_new_topics(
     image: &MetadataImage,
     planned: &[(String, Result<NewTopic, ApiError>)],
     validate_only: bool,
-    node_id: i32,
+    placement: Placement,
 ) -> Result<(Vec<MetadataRecord>, TopicOutcomes), ApiError> {
+    let mut placer = Placer::new(image, placement);
     let mut records = Vec::new();
     let mut budget = RecordBudget::default();
     let mut outcomes = Vec::with_capacity(planned.len());
@@ -244,10 +272,13 @@ fn plan_new_topics(
             }
             Ok(topic) => {
                 budget.take(topic.record_count())?;
-                if !validate_only {
-                    records.extend(topic_records(node_id, topic)?);
-                }
-                Ok(())
+                // Validate-only requests are placed too (a placement error is
+                // theirs to see) but build no records.
+                topic_records(image, &mut placer, topic).map(|placed| {
+                    if !validate_only {
+                        records.extend(placed);
+                    }
+                })
             }
         };
         outcomes.push(outcome);
@@ -260,14 +291,14 @@ fn plan_new_topics(
 pub fn plan_internal_topic(
     image: &MetadataImage,
     topic: &NewTopic,
-    node_id: i32,
+    placement: Placement,
 ) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
     if image.topic(&topic.name).is_some() {
         return Ok((Vec::new(), ()));
     }
     RecordBudget::default().take(topic.record_count())?;
     tracing::info!(topic = %topic.name, partitions = topic.partitions, "creating internal topic");
-    Ok((topic_records(node_id, topic)?, ()))
+    Ok((topic_records(image, &mut Placer::new(image, placement), topic)?, ()))
 }
 
 /// The records auto-creating the topics of `names` that `image` lacks (a
@@ -277,15 +308,21 @@ pub fn plan_auto_create_topics(
     image: &MetadataImage,
     names: &[String],
     num_partitions: i32,
-    node_id: i32,
+    placement: Placement,
 ) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
     let names: BTreeSet<&String> = names.iter().filter(|n| image.topic(n).is_none()).collect();
+    let mut placer = Placer::new(image, placement);
     let mut records = Vec::new();
     let mut budget = RecordBudget::default();
     for name in names {
-        let topic = NewTopic { name: name.clone(), partitions: num_partitions, configs: BTreeMap::new() };
+        let topic = NewTopic {
+            name: name.clone(),
+            partitions: num_partitions,
+            configs: BTreeMap::new(),
+            assignments: Vec::new(),
+        };
         budget.take(topic.record_count())?;
-        records.extend(topic_records(node_id, &topic)?);
+        records.extend(topic_records(image, &mut placer, &topic)?);
         tracing::info!(topic = %name, partitions = num_partitions, "auto-creating topic");
     }
     Ok((records, ()))

@@ -6,9 +6,12 @@ use std::path::Path;
 
 use krabka_controller::delete_topics::plan_delete_topics;
 use krabka_controller::partitions::plan_create_partitions;
+use krabka_controller::placement::Placer;
 use krabka_controller::producer_ids::{plan_allocate_producer_ids, ProducerIdBlocks, PRODUCER_ID_BLOCK_SIZE};
 use krabka_controller::topics::{check_total_partitions, plan_create_topics, topic_records};
-use krabka_controller::{ApiError, Controller, MetadataError, NewTopic, TopicDefaults, MAX_RECORDS_PER_USER_OP};
+use krabka_controller::{
+    ApiError, Controller, MetadataError, NewTopic, Placement, TopicDefaults, MAX_RECORDS_PER_USER_OP,
+};
 use krabka_log::{LogConfig, PartitionLog, ReplicatedLog};
 use krabka_metadata::MetadataRecord;
 use krabka_protocol::create_partitions_request::CreatePartitionsTopic;
@@ -27,7 +30,7 @@ fn open(dir: &Path) -> Controller<PartitionLog> {
 }
 
 fn defaults() -> TopicDefaults {
-    TopicDefaults { num_partitions: 1, replication_factor: 1, node_id: NODE }
+    TopicDefaults { num_partitions: 1, replication_factor: 1, placement: Placement::OnlyNode(NODE) }
 }
 
 fn request(partitions: &[i32], validate_only: bool) -> CreateTopicsRequest {
@@ -136,8 +139,11 @@ fn the_commit_backstop_refuses_an_oversized_batch() {
 
 #[test]
 fn topic_records_builds_what_it_is_given_the_callers_budget_it() {
-    let topic = NewTopic { name: "big".into(), partitions: 20_000, configs: Default::default() };
-    assert_eq!(topic_records(NODE, &topic).unwrap().len(), topic.record_count());
+    let topic =
+        NewTopic { name: "big".into(), partitions: 20_000, configs: Default::default(), assignments: Vec::new() };
+    let image = krabka_metadata::MetadataImage::default();
+    let mut placer = Placer::new(&image, Placement::OnlyNode(NODE));
+    assert_eq!(topic_records(&image, &mut placer, &topic).unwrap().len(), topic.record_count());
 }
 
 #[test]
@@ -149,7 +155,10 @@ fn a_reopened_controller_replays_what_was_committed() {
         topics: vec![CreatePartitionsTopic { name: "t0".into(), count: 4, assignments: None, ..Default::default() }],
         ..Default::default()
     };
-    let results = controller.commit(|image| plan_create_partitions(image, &grow, NODE), NOW_MS).unwrap().result;
+    let results = controller
+        .commit(|image| plan_create_partitions(image, &grow, Placement::OnlyNode(NODE)), NOW_MS)
+        .unwrap()
+        .result;
     assert_eq!(results[0].error_code, 0);
     let deleted = controller
         .commit(|image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true), NOW_MS)

@@ -45,7 +45,7 @@ pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -
                         ..Default::default()
                     };
                     let Some(partition) = broker.replicas.partition(&topic.name, p.partition_index) else {
-                        out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code();
+                        out.error_code = broker.replicas.not_led_here(&topic.name, p.partition_index);
                         return out;
                     };
                     let high_watermark = partition.high_watermark();
@@ -219,7 +219,7 @@ pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRe
                 .map(|&index| {
                     let mut out = PartitionResponse { partition_index: index, ..Default::default() };
                     let Some(partition) = broker.replicas.partition(&topic.name, index) else {
-                        out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code();
+                        out.error_code = broker.replicas.not_led_here(&topic.name, index);
                         return out;
                     };
                     let log = partition.lock_log();

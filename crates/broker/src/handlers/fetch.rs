@@ -137,7 +137,10 @@ impl FetchPlan {
                 self.broker.replicas.partition(&wanted.topic, wanted.partition)
             };
             let Some(partition) = partition else {
-                data.error_code = if self.api_version >= 13 {
+                let not_led_here = self.broker.replicas.not_led_here(&wanted.topic, wanted.partition);
+                data.error_code = if not_led_here == ErrorCode::NOT_LEADER_OR_FOLLOWER.code() {
+                    not_led_here
+                } else if self.api_version >= 13 {
                     ErrorCode::UNKNOWN_TOPIC_ID.code()
                 } else {
                     ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()

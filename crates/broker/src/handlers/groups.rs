@@ -58,7 +58,6 @@ async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
 
 pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
     let broker = ctx.broker;
-    let listener = broker.config.advertised_listener();
     let valid_key = |key: &str| !key.is_empty() || ctx.api_version >= 4;
     let group_keys = request.key_type == KEY_TYPE_GROUP
         && (request.coordinator_keys.iter().any(|k| valid_key(k)) || valid_key(&request.key));
@@ -73,23 +72,28 @@ pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinator
         } else {
             offsets_topic.err().map(|c| (c, "The coordinator is not available."))
         };
-        match error {
-            Some((code, message)) => Coordinator {
+        let coordinator = if error.is_none() { broker.group_coordinator(key) } else { None };
+        match (error, coordinator) {
+            (None, Some(coordinator)) => Coordinator {
                 key: key.into(),
-                node_id: -1,
-                host: String::new(),
-                port: -1,
-                error_code: code,
-                error_message: Some(message.into()),
+                node_id: coordinator.id,
+                host: coordinator.host,
+                port: i32::from(coordinator.port),
                 ..Default::default()
             },
-            None => Coordinator {
-                key: key.into(),
-                node_id: broker.node_id,
-                host: listener.host.clone(),
-                port: i32::from(listener.port),
-                ..Default::default()
-            },
+            (error, _) => {
+                let (code, message) =
+                    error.unwrap_or((ErrorCode::COORDINATOR_NOT_AVAILABLE.code(), "The coordinator is not available."));
+                Coordinator {
+                    key: key.into(),
+                    node_id: -1,
+                    host: String::new(),
+                    port: -1,
+                    error_code: code,
+                    error_message: Some(message.into()),
+                    ..Default::default()
+                }
+            }
         }
     };
     if ctx.api_version >= 4 {

@@ -154,9 +154,11 @@ fn decide_topic(
     let target = TopicTarget { known: topic.is_some(), min_insync_replicas, forced_codec, position };
     let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
     for data in topic_data.partition_data {
-        let partition =
-            hosted.as_ref().and_then(|h| usize::try_from(data.index).ok().and_then(|i| h.partitions.get(i)));
-        let response = decide_partition(checks, &target, partition, partition_responses.len(), data, appends);
+        let partition = hosted.as_ref().and_then(|h| h.led_partition(data.index));
+        // Another broker leads it, or nobody does now.
+        let led_elsewhere = partition.is_none() && hosted.as_ref().is_some_and(|h| h.has_partition(data.index));
+        let placed = Placed { partition, led_elsewhere };
+        let response = decide_partition(checks, &target, placed, partition_responses.len(), data, appends);
         partition_responses.push(response);
     }
     TopicProduceResponse {
@@ -167,12 +169,18 @@ fn decide_topic(
     }
 }
 
+/// Where a produced partition is: led here, or led by another broker.
+struct Placed<'a> {
+    partition: Option<&'a Arc<Partition>>,
+    led_elsewhere: bool,
+}
+
 /// One partition's answer, or its placeholder when its append is queued
 /// (at `slot` of its topic's answers). The guards go in Kafka's order.
 fn decide_partition(
     checks: &RequestChecks,
     target: &TopicTarget,
-    partition: Option<&Arc<Partition>>,
+    Placed { partition, led_elsewhere }: Placed<'_>,
     slot: usize,
     data: PartitionProduceData,
     appends: &mut Vec<PendingAppend>,
@@ -199,6 +207,7 @@ fn decide_partition(
             failed(index, error, Some(message))
         }
         (None, _) if checks.by_id && !target.known => failed(index, ErrorCode::UNKNOWN_TOPIC_ID.code(), None),
+        (None, _) if led_elsewhere => failed(index, ErrorCode::NOT_LEADER_OR_FOLLOWER.code(), None),
         (None, _) => failed(index, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), None),
         (Some(_), _) if checks.acks == -1 && min_isr > 1 => failed(
             index,

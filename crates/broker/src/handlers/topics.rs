@@ -36,7 +36,7 @@ pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsReques
     let defaults = TopicDefaults {
         num_partitions: config.num_partitions,
         replication_factor: config.default_replication_factor,
-        node_id: broker.node_id,
+        placement: broker.metadata.placement(broker.node_id),
     };
     let (image, topics) = match broker.metadata.control(|image| plan_create_topics(image, &request, &defaults)).await {
         Ok(done) => done,
@@ -110,8 +110,9 @@ pub async fn ensure_internal_topic(
         return Ok(());
     }
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let topic = NewTopic { name: name.to_string(), partitions, configs };
-    let commit = broker.metadata.control(|image| plan_internal_topic(image, &topic, broker.node_id)).await;
+    let topic = NewTopic { name: name.to_string(), partitions, configs, assignments: Vec::new() };
+    let placement = broker.metadata.placement(broker.node_id);
+    let commit = broker.metadata.control(|image| plan_internal_topic(image, &topic, placement)).await;
     if commit.is_err() && broker.metadata.defers_to_another_controller() {
         let replication_factor = broker.config.offsets_topic_replication_factor;
         return create_through_the_controller(broker, &[topic], replication_factor).await;
@@ -133,10 +134,9 @@ pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Optio
     if check_replication_factor(-1, config.default_replication_factor).is_err() {
         return None;
     }
-    let commit = broker
-        .metadata
-        .control(|image| plan_auto_create_topics(image, names, config.num_partitions, broker.node_id))
-        .await;
+    let placement = broker.metadata.placement(broker.node_id);
+    let commit =
+        broker.metadata.control(|image| plan_auto_create_topics(image, names, config.num_partitions, placement)).await;
     match commit {
         Ok((image, ())) => Some(image.image),
         Err(_) if broker.metadata.defers_to_another_controller() => {
@@ -146,6 +146,7 @@ pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Optio
                     name: name.clone(),
                     partitions: config.num_partitions,
                     configs: BTreeMap::new(),
+                    assignments: Vec::new(),
                 })
                 .collect();
             let _ = create_through_the_controller(broker, &topics, config.default_replication_factor).await;
@@ -241,7 +242,8 @@ pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsReques
 
 pub async fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
     let broker = ctx.broker;
-    let commit = broker.metadata.control(|image| plan_create_partitions(image, &request, broker.node_id)).await;
+    let placement = broker.metadata.placement(broker.node_id);
+    let commit = broker.metadata.control(|image| plan_create_partitions(image, &request, placement)).await;
     match commit {
         Ok((_, results)) => CreatePartitionsResponse { results, ..Default::default() },
         Err(e) => CreatePartitionsResponse {

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use krabka_controller::features::plan_bootstrap_features;
-use krabka_controller::{Commit, Controller};
+use krabka_controller::{Commit, Controller, Placement};
 use krabka_log::{open_replicated_log, LogConfig, PartitionLog};
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_metadata::{MetadataImage, MetadataPublisher, MetadataRecord, MetadataUpdate};
@@ -128,6 +128,15 @@ impl MetadataStore {
     /// only the controller decides go to that node.
     pub fn defers_to_another_controller(&self) -> bool {
         self.quorum().is_some() && !self.is_active_controller()
+    }
+
+    /// Who takes new replicas: this node alone when it is its quorum's
+    /// only voter, else the registered brokers.
+    pub fn placement(&self, node_id: i32) -> Placement {
+        match &self.writer {
+            Writer::Single(_) => Placement::OnlyNode(node_id),
+            Writer::Quorum(_) => Placement::RegisteredBrokers,
+        }
     }
 
     /// Whether this node is the active controller now.

@@ -1,6 +1,9 @@
 //! `ReplicaManager`: the partitions this broker hosts, kept in step with the
-//! metadata (opened, reconfigured and deleted as commits say), with the
-//! housekeeping, checkpoints and shutdown of their logs.
+//! metadata (opened, reconfigured, led or not, and deleted as commits say),
+//! with the housekeeping, checkpoints and shutdown of their logs. In a
+//! shared quorum a broker hosts the partitions whose replicas name it, and
+//! leads those the image says it leads; a node that is its quorum's only
+//! voter hosts and leads them all.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,20 +17,48 @@ use super::partition::{HostedTopic, Partition, ProducePolicy};
 use crate::clock::now_ms;
 use crate::config::topic::log_config;
 use crate::config::BrokerConfig;
-use crate::metadata::{MetadataImage, MetadataUpdate, TopicImage};
+use crate::metadata::{MetadataImage, MetadataUpdate, PartitionImage, TopicImage};
 
 /// Threads that flush and seal logs at shutdown.
 const SHUTDOWN_FLUSH_THREADS: usize = 8;
 
+/// Which of the image's partitions this broker hosts and leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hosting {
+    /// All, led here: the node is its quorum's only voter and the one
+    /// broker, whatever node ids a log it imported names.
+    Everything,
+    /// Those whose replicas name this broker (its id), led here when the
+    /// image names it their leader.
+    ReplicasOf(i32),
+}
+
+impl Hosting {
+    fn hosts(self, partition: &PartitionImage) -> bool {
+        match self {
+            Hosting::Everything => true,
+            Hosting::ReplicasOf(id) => partition.replicas.contains(&id),
+        }
+    }
+
+    fn leads(self, partition: &PartitionImage) -> bool {
+        match self {
+            Hosting::Everything => true,
+            Hosting::ReplicasOf(id) => partition.leader == id,
+        }
+    }
+}
+
 pub struct ReplicaManager {
     config: Arc<BrokerConfig>,
     log_manager: LogManager,
+    hosting: Hosting,
     topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
 }
 
 impl ReplicaManager {
-    pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager) -> Self {
-        ReplicaManager { config, log_manager, topics: RwLock::new(HashMap::new()) }
+    pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager, hosting: Hosting) -> Self {
+        ReplicaManager { config, log_manager, hosting, topics: RwLock::new(HashMap::new()) }
     }
 
     pub fn log_manager(&self) -> &LogManager {
@@ -38,23 +69,40 @@ impl ReplicaManager {
         self.topics.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
 
+    /// Partition `index` of `topic` if this broker hosts and leads it.
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.topic(topic)?.led_partition(index).cloned()
+    }
+
+    /// Partition `index` of `topic` if this broker hosts it, led here or not.
+    pub fn hosted_partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         let topic = self.topic(topic)?;
-        usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned()
+        usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned().flatten()
+    }
+
+    /// The error for a request only a leader serves of a partition not led
+    /// here: NOT_LEADER_OR_FOLLOWER when the topic has it (another broker
+    /// leads it, or nobody does now), else UNKNOWN_TOPIC_OR_PARTITION.
+    pub fn not_led_here(&self, topic: &str, index: i32) -> i16 {
+        match self.topic(topic) {
+            Some(hosted) if hosted.has_partition(index) => ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
+            _ => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+        }
     }
 
     /// The partition a leader-only request names, checked against the
-    /// client's `current_leader_epoch`: UNKNOWN_TOPIC_OR_PARTITION, or the
-    /// epoch error of [`Partition::check_leader_epoch`].
+    /// client's `current_leader_epoch`: [`not_led_here`](Self::not_led_here)'s
+    /// error, or the epoch error of [`Partition::check_leader_epoch`].
     pub fn leader_partition(&self, topic: &str, index: i32, current_leader_epoch: i32) -> Result<Arc<Partition>, i16> {
-        let partition = self.partition(topic, index).ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code())?;
+        let partition = self.partition(topic, index).ok_or_else(|| self.not_led_here(topic, index))?;
         partition.check_leader_epoch(current_leader_epoch)?;
         Ok(partition)
     }
 
+    /// Every partition hosted here, led or not.
     pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
         let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
-        topics.values().flat_map(|t| t.partitions.iter().cloned()).collect()
+        topics.values().flat_map(|t| t.hosted().cloned()).collect()
     }
 
     /// Makes the hosted partitions match `image`: opens logs of new topics
@@ -103,7 +151,7 @@ impl ReplicaManager {
             .collect();
         for name in removed {
             if let Some(hosted) = topics.remove(&name) {
-                for partition in &hosted.partitions {
+                for partition in hosted.hosted() {
                     let dir = partition.lock_log().dir().to_path_buf();
                     if let Err(e) = self.log_manager.delete_partition_dir(&dir) {
                         tracing::error!(dir = %dir.display(), error = %e, "could not delete partition directory");
@@ -119,35 +167,38 @@ impl ReplicaManager {
         let mut growing = Vec::new();
         for topic in touched.into_iter().filter_map(|name| image.topics.get(name)) {
             let existing = topics.get(&topic.name).cloned();
-            let have = existing.as_ref().map_or(0, |h| h.partitions.len());
             let config = log_config(&self.config, &topic.configs);
             let produce = ProducePolicy::of(&self.config, &topic.configs);
-            if let Some(hosted) = &existing {
-                for partition in &hosted.partitions {
-                    let mut log = partition.lock_log();
-                    if *log.config() != config {
-                        log.set_config(config.clone());
-                    }
+            let mut slots = existing.as_ref().map(|h| h.partitions.clone()).unwrap_or_default();
+            slots.resize(topic.partitions.len(), None);
+            for (partition, image) in slots.iter().zip(&topic.partitions) {
+                let Some(partition) = partition else { continue };
+                let mut log = partition.lock_log();
+                if *log.config() != config {
+                    log.set_config(config.clone());
                 }
+                drop(log);
+                partition.set_leadership(self.hosting.leads(image), image.leader_epoch)?;
             }
-            if have >= topic.partitions.len() {
-                if let Some(hosted) = existing.filter(|h| h.produce != produce) {
-                    let partitions = hosted.partitions.clone();
-                    topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions, produce }));
-                }
+            let missing: Vec<i32> = (0..topic.partitions.len())
+                .filter(|&i| slots[i].is_none() && self.hosting.hosts(&topic.partitions[i]))
+                .map(|i| i as i32)
+                .collect();
+            let unchanged =
+                existing.as_ref().is_some_and(|h| h.partitions.len() == slots.len() && h.produce == produce);
+            if missing.is_empty() && unchanged {
                 continue;
             }
-            let hosted = existing.map(|h| h.partitions.clone()).unwrap_or_default();
-            let opens = (have..topic.partitions.len()).map(|index| (&**topic, index as i32, config.clone()));
-            to_open.extend(opens);
-            growing.push((topic, hosted, produce));
+            to_open.extend(missing.iter().map(|&index| (&**topic, index, config.clone())));
+            growing.push((topic, slots, missing, produce));
         }
         let mut opened = self.open_partitions(to_open, now)?.into_iter();
-        for (topic, mut partitions, produce) in growing {
-            let missing = topic.partitions.len() - partitions.len();
-            partitions.extend(opened.by_ref().take(missing).map(Arc::new));
-            debug_assert_eq!(partitions.len(), topic.partitions.len());
-            topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions, produce }));
+        for (topic, mut slots, missing, produce) in growing {
+            for index in missing {
+                slots[index as usize] = opened.next().map(Arc::new);
+            }
+            debug_assert_eq!(slots.len(), topic.partitions.len());
+            topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions: slots, produce }));
         }
         Ok(())
     }
@@ -200,11 +251,15 @@ impl ReplicaManager {
         if report.recovered_segments > 0 || report.truncated_bytes > 0 {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
-        let leader_epoch = topic.partitions.get(index as usize).map_or(0, |p| p.leader_epoch);
-        // Becoming the leader starts its epoch at the log end (Kafka's
-        // makeLeader), so OffsetForLeaderEpoch knows it before any append.
-        log.assign_leader_epoch(leader_epoch)?;
-        Ok(Partition::led_here(&topic.name, topic.id, index, log, leader_epoch))
+        let image = topic.partitions.get(index as usize);
+        let leader_epoch = image.map_or(0, |p| p.leader_epoch);
+        let led_here = image.is_some_and(|p| self.hosting.leads(p));
+        if led_here {
+            // Becoming the leader starts its epoch at the log end (Kafka's
+            // makeLeader), so OffsetForLeaderEpoch knows it before any append.
+            log.assign_leader_epoch(leader_epoch)?;
+        }
+        Ok(Partition::hosted(&topic.name, topic.id, index, log, leader_epoch, led_here))
     }
 
     pub fn write_checkpoints(&self) -> std::io::Result<()> {
@@ -276,7 +331,7 @@ impl ReplicaManager {
         self.write_checkpoints()?;
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         for (_, hosted) in topics.drain() {
-            for partition in &hosted.partitions {
+            for partition in hosted.hosted() {
                 let _ = partition.lock_log().delete_pending_files();
             }
         }
@@ -308,7 +363,7 @@ mod tests {
         .collect();
         let (config, _) = BrokerConfig::from_properties(props).unwrap();
         let log_manager = LogManager::open(&config.log_dirs, &[]).unwrap();
-        ReplicaManager::new(Arc::new(config), log_manager)
+        ReplicaManager::new(Arc::new(config), log_manager, Hosting::Everything)
     }
 
     fn image(topics: &[&str]) -> MetadataImage {
@@ -366,6 +421,46 @@ mod tests {
         replicas.sync_with_image(&image(&["b"])).unwrap();
         assert!(replicas.partition("a", 0).is_none());
         assert_eq!((on_a.wakeups(), on_b.wakeups()), (1, 0));
+    }
+
+    /// In a shared quorum a broker hosts the partitions placed on it and
+    /// serves those it leads; another broker's are NOT_LEADER_OR_FOLLOWER,
+    /// and leadership follows the image (a new epoch starting at the log end).
+    #[test]
+    fn a_broker_hosts_its_replicas_and_serves_what_it_leads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut replicas = replica_manager(dir.path());
+        replicas.hosting = Hosting::ReplicasOf(1);
+        let placed = |leader: i32, epoch: i32, replica: i32| PartitionImage {
+            leader,
+            leader_epoch: epoch,
+            partition_epoch: epoch,
+            replicas: vec![replica],
+            isr: vec![replica],
+        };
+        let with = |p0: PartitionImage| {
+            let mut image = image(&["t"]);
+            let mut topic = (*image.topics["t"]).clone();
+            topic.partitions = vec![p0, placed(2, 0, 2)];
+            image.topics.insert("t".into(), Arc::new(topic));
+            image
+        };
+        replicas.sync_with_image(&with(placed(1, 0, 1))).unwrap();
+        assert!(replicas.partition("t", 0).is_some());
+        assert!(replicas.hosted_partition("t", 1).is_none(), "another broker's replica is not opened");
+        assert_eq!(replicas.not_led_here("t", 1), ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+        assert_eq!(replicas.not_led_here("t", 2), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code());
+        replicas.partition("t", 0).unwrap().append(&one_record(), now_ms()).unwrap();
+        // Fenced: nobody leads it, but its log stays.
+        replicas.sync_with_image(&with(placed(-1, 1, 1))).unwrap();
+        assert!(replicas.partition("t", 0).is_none());
+        assert_eq!(replicas.leader_partition("t", 0, -1).err(), Some(ErrorCode::NOT_LEADER_OR_FOLLOWER.code()));
+        // Leading again in epoch 2, from its log end.
+        replicas.sync_with_image(&with(placed(1, 2, 1))).unwrap();
+        let p0 = replicas.partition("t", 0).unwrap();
+        assert_eq!(p0.leader_epoch(), 2);
+        assert_eq!(p0.lock_log().leader_epochs().entries().last().map(|e| (e.epoch, e.start_offset)), Some((2, 1)));
+        assert_eq!(replicas.all_partitions().len(), 1);
     }
 
     /// As a metadata subscriber it acts on the delta: what the delta names

@@ -1,7 +1,9 @@
-//! The partitions this broker hosts: their logs, high watermarks and leader
-//! epochs, kept in step with the metadata image. On a single node every
-//! partition is led here and the ISR is this node alone, so the high
-//! watermark is the log end offset as soon as an append returns.
+//! The partitions this broker hosts: their logs, high watermarks, leader
+//! epochs and whether they are led here, kept in step with the metadata
+//! image (a node that is its quorum's only voter hosts and leads every
+//! partition; in a shared quorum, those placed on it). Every partition has
+//! one replica, so the high watermark is the log end offset as soon as an
+//! append returns.
 //!
 //! Each partition wakes the requests parked on it ([`purgatory`]) when it
 //! changes in a way that may complete them. Leader and follower roles (and
@@ -11,5 +13,5 @@ mod manager;
 mod partition;
 pub mod purgatory;
 
-pub use manager::ReplicaManager;
+pub use manager::{Hosting, ReplicaManager};
 pub use partition::{HostedTopic, Partition, ProducePolicy};

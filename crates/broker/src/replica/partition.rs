@@ -3,7 +3,7 @@
 //! topic's configs.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -22,14 +22,24 @@ pub struct Partition {
     pub log_dir: PathBuf,
     pub(super) log: Mutex<PartitionLog>,
     pub(super) leader_epoch: AtomicI32,
+    /// Whether the image names this broker the leader (every partition, on
+    /// a single node); a replica whose broker is fenced is led by nobody.
+    pub(super) led_here: AtomicBool,
     pub(super) high_watermark: AtomicI64,
     pub(super) watchers: WatchList,
 }
 
 impl Partition {
-    /// A partition this node leads (every one, on a single node): its high
-    /// watermark starts at the log end.
-    pub(super) fn led_here(topic: &str, topic_id: Uuid, index: i32, log: PartitionLog, leader_epoch: i32) -> Self {
+    /// A partition this node hosts, led here when `led_here`: its high
+    /// watermark starts at the log end (it is its only replica).
+    pub(super) fn hosted(
+        topic: &str,
+        topic_id: Uuid,
+        index: i32,
+        log: PartitionLog,
+        leader_epoch: i32,
+        led_here: bool,
+    ) -> Self {
         let log_dir = log.dir().parent().map(PathBuf::from).unwrap_or_default();
         let high_watermark = log.log_end_offset();
         Partition {
@@ -39,6 +49,7 @@ impl Partition {
             log_dir,
             log: Mutex::new(log),
             leader_epoch: AtomicI32::new(leader_epoch),
+            led_here: AtomicBool::new(led_here),
             high_watermark: AtomicI64::new(high_watermark),
             watchers: WatchList::default(),
         }
@@ -50,6 +61,24 @@ impl Partition {
 
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    pub fn is_led_here(&self) -> bool {
+        self.led_here.load(Ordering::Acquire)
+    }
+
+    /// Follows the image's leadership: leading a new epoch starts it at the
+    /// log end (Kafka's makeLeader), so OffsetForLeaderEpoch knows it
+    /// before any append; the requests parked here are woken to find out.
+    pub(super) fn set_leadership(&self, led_here: bool, leader_epoch: i32) -> Result<(), LogError> {
+        if led_here && leader_epoch != self.leader_epoch() {
+            self.lock_log().assign_leader_epoch(leader_epoch)?;
+        }
+        self.leader_epoch.store(leader_epoch, Ordering::Release);
+        if self.led_here.swap(led_here, Ordering::AcqRel) != led_here {
+            self.watchers.wake_all();
+        }
+        Ok(())
     }
 
     /// A client's `current_leader_epoch` against ours (-1 skips the check):
@@ -122,11 +151,29 @@ impl Partition {
     }
 }
 
-/// The partitions of one topic, indexed by partition id.
+/// The partitions of one topic, indexed by partition id: every partition
+/// the image has, None where another broker holds it.
 pub struct HostedTopic {
     pub id: Uuid,
-    pub partitions: Vec<Arc<Partition>>,
+    pub partitions: Vec<Option<Arc<Partition>>>,
     pub produce: ProducePolicy,
+}
+
+impl HostedTopic {
+    /// Partition `index` if this broker hosts it and leads it.
+    pub fn led_partition(&self, index: i32) -> Option<&Arc<Partition>> {
+        let hosted = usize::try_from(index).ok().and_then(|i| self.partitions.get(i))?.as_ref()?;
+        hosted.is_led_here().then_some(hosted)
+    }
+
+    /// Whether the topic has partition `index`, wherever it lives.
+    pub fn has_partition(&self, index: i32) -> bool {
+        usize::try_from(index).is_ok_and(|i| i < self.partitions.len())
+    }
+
+    pub fn hosted(&self) -> impl Iterator<Item = &Arc<Partition>> {
+        self.partitions.iter().flatten()
+    }
 }
 
 /// What Produce needs of a topic's configs, worked out when they change

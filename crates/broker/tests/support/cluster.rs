@@ -19,11 +19,16 @@ use super::{wait_for, BrokerProcess, RawClient};
 /// margin for this shared machine.
 pub const ELECTION_PATIENCE: Duration = Duration::from_secs(30);
 
+/// CreateTopics of `name` with two partitions through `node`: the error code.
 pub fn create_topic(node: &BrokerProcess, name: &str) -> i16 {
+    create_topic_with(node, name, 2)
+}
+
+pub fn create_topic_with(node: &BrokerProcess, name: &str, partitions: i32) -> i16 {
     let request = CreateTopicsRequest {
         topics: vec![CreatableTopic {
             name: name.into(),
-            num_partitions: 2,
+            num_partitions: partitions,
             replication_factor: 1,
             ..Default::default()
         }],
@@ -37,7 +42,8 @@ pub fn create_topic(node: &BrokerProcess, name: &str) -> i16 {
 
 /// Creates `name` through the nodes of `alive` in turn until one answers
 /// without error (a node that does not lead forwards it to the one that
-/// does; while none leads, NOT_CONTROLLER), then returns the index of the
+/// does; while none leads, NOT_CONTROLLER; while no broker is unfenced,
+/// INVALID_REPLICATION_FACTOR), then returns the index of the
 /// active controller, once every node of `alive` names the same one.
 pub fn create_and_find_the_controller(nodes: &[BrokerProcess], alive: &[usize], name: &str) -> usize {
     let deadline = Instant::now() + ELECTION_PATIENCE;
@@ -46,6 +52,8 @@ pub fn create_and_find_the_controller(nodes: &[BrokerProcess], alive: &[usize], 
             match create_topic(&nodes[i], name) {
                 0 => break 'created,
                 code if code == ErrorCode::NOT_CONTROLLER.code() => {}
+                // No broker registered and unfenced yet: nowhere to place it.
+                code if code == ErrorCode::INVALID_REPLICATION_FACTOR.code() => {}
                 // A leader not caught up yet, or one that lost its lead mid-commit.
                 code if code == ErrorCode::REQUEST_TIMED_OUT.code() => eprintln!("node {}: timed out", i + 1),
                 code => panic!("CreateTopics {name} on node {}: error {code}", i + 1),
