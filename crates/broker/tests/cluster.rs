@@ -22,14 +22,13 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode, InitProducerIdRequest,
-    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
+    InitProducerIdResponse,
 };
 use support::cluster::{
-    create_and_find_the_controller, create_topic, create_topic_with, describe_quorum, metadata, metadata_log,
-    wait_for_brokers, wait_for_topics, ELECTION_PATIENCE,
+    create_and_find_the_controller, create_topic, create_topic_with, describe_quorum, latest_offsets, metadata,
+    metadata_log, wait_for_brokers, wait_for_topics, ELECTION_PATIENCE,
 };
 use support::{BrokerProcess, RawClient};
 
@@ -66,26 +65,10 @@ fn leaders(node: &BrokerProcess, topic: &str) -> Vec<i32> {
 /// The latest offset of each partition of `topic` on `node`: Some from the
 /// partitions it leads, None (NOT_LEADER_OR_FOLLOWER) from the others.
 fn end_offsets(node: &BrokerProcess, topic: &str, partitions: i32) -> Vec<Option<i64>> {
-    let request = ListOffsetsRequest {
-        replica_id: -1,
-        topics: vec![ListOffsetsTopic {
-            name: topic.into(),
-            partitions: (0..partitions)
-                .map(|p| ListOffsetsPartition {
-                    partition_index: p,
-                    current_leader_epoch: -1,
-                    timestamp: -1,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let response: ListOffsetsResponse = RawClient::connect(&node.bootstrap()).request(ApiKey::ListOffsets, 7, &request);
     let not_led = ErrorCode::NOT_LEADER_OR_FOLLOWER.code();
-    let answers = response.topics[0].partitions.iter();
+    let answers = latest_offsets(node, topic, partitions);
     answers
+        .iter()
         .map(|p| match p.error_code {
             0 => Some(p.offset),
             code => {

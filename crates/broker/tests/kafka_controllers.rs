@@ -18,11 +18,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use krabka_protocol::create_topics_request::CreatableTopic;
-use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use krabka_protocol::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
-    MetadataResponse,
-};
+use krabka_protocol::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse};
 use support::{free_port, BrokerProcess, KafkaNode, RawClient};
 
 const CLUSTER_ID: &str = "AAECAwQFBgcICQoLDA0ODw";
@@ -78,26 +74,8 @@ fn metadata(broker: &BrokerProcess) -> MetadataResponse {
 
 /// The latest offset of each of `topic`'s `partitions` on `broker`.
 fn end_offsets(broker: &BrokerProcess, topic: &str, partitions: i32) -> Vec<i64> {
-    let request = ListOffsetsRequest {
-        replica_id: -1,
-        topics: vec![ListOffsetsTopic {
-            name: topic.into(),
-            partitions: (0..partitions)
-                .map(|p| ListOffsetsPartition {
-                    partition_index: p,
-                    current_leader_epoch: -1,
-                    timestamp: -1,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let response: ListOffsetsResponse =
-        RawClient::connect(&broker.bootstrap()).request(ApiKey::ListOffsets, 7, &request);
-    response.topics[0]
-        .partitions
+    let answers = support::cluster::latest_offsets(broker, topic, partitions);
+    answers
         .iter()
         .map(|p| {
             assert_eq!(p.error_code, 0, "ListOffsets {topic}-{}", p.partition_index);

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use krabka_protocol::create_topics_request::CreatableTopic;
 use krabka_protocol::describe_quorum_request::{PartitionData, TopicData};
+use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use krabka_protocol::list_offsets_response::ListOffsetsPartitionResponse;
 use krabka_protocol::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, DescribeQuorumResponse, ErrorCode,
-    MetadataRequest, MetadataResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
 };
 
 use super::{wait_for, BrokerProcess, RawClient};
@@ -128,4 +130,25 @@ pub fn describe_quorum(address: &str) -> DescribeQuorumResponse {
         ..Default::default()
     };
     RawClient::connect(address).request(ApiKey::DescribeQuorum, 2, &request)
+}
+
+/// ListOffsets (latest) of each of `topic`'s `partitions` through `node`:
+/// each partition's answer.
+pub fn latest_offsets(node: &BrokerProcess, topic: &str, partitions: i32) -> Vec<ListOffsetsPartitionResponse> {
+    let partitions = (0..partitions)
+        .map(|p| ListOffsetsPartition {
+            partition_index: p,
+            current_leader_epoch: -1,
+            timestamp: -1,
+            ..Default::default()
+        })
+        .collect();
+    let request = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic { name: topic.into(), partitions, ..Default::default() }],
+        ..Default::default()
+    };
+    let mut response: ListOffsetsResponse =
+        RawClient::connect(&node.bootstrap()).request(ApiKey::ListOffsets, 7, &request);
+    response.topics.swap_remove(0).partitions
 }
