@@ -236,6 +236,14 @@ impl Broker {
         self.live_brokers().into_iter().find(|b| b.id == leader)
     }
 
+    /// Whether this broker coordinates `group_id`: it leads the group's
+    /// `__consumer_offsets` partition (always, on a node that is its
+    /// quorum's only voter). Group requests elsewhere answer NOT_COORDINATOR.
+    pub fn coordinates(&self, group_id: &str) -> bool {
+        self.metadata.quorum().is_none()
+            || self.replicas.partition(OFFSETS_TOPIC, self.groups.partition_for(group_id) as i32).is_some()
+    }
+
     /// The controller clients are told of: the active controller when it
     /// is a live broker (a combined node), else this broker.
     pub fn controller_id(&self) -> i32 {

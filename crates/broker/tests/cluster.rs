@@ -15,16 +15,19 @@
 //! A topic's partitions are spread over the three brokers, each node
 //! answering for those it leads (NOT_LEADER_OR_FOLLOWER for the others),
 //! and a killed broker's partitions are leaderless until it is back, with
-//! every acknowledged record.
+//! every acknowledged record. A group's coordinator is the leader of its
+//! `__consumer_offsets` partition: every node names it, the others answer
+//! NOT_COORDINATOR, and Kafka's console consumer reads through any node.
 
 mod support;
 
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use krabka_protocol::offset_fetch_request::OffsetFetchRequestGroup;
 use krabka_protocol::{
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode, InitProducerIdRequest,
-    InitProducerIdResponse,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode, FindCoordinatorRequest,
+    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use support::cluster::{
     create_and_find_the_controller, create_topic, create_topic_with, describe_quorum, latest_offsets, metadata,
@@ -91,6 +94,57 @@ fn records_where_placed(nodes: &[BrokerProcess], alive: &[usize], topic: &str, p
         }
     }
     total
+}
+
+/// The coordinator of `group` as `node` names it (FindCoordinator v4),
+/// once `__consumer_offsets` exists and its partition has a leader.
+fn find_coordinator(node: &BrokerProcess, group: &str) -> i32 {
+    let request = FindCoordinatorRequest { key_type: 0, coordinator_keys: vec![group.into()], ..Default::default() };
+    let mut coordinator = -1;
+    support::wait_for(&format!("{} to find the coordinator of {group}", node.bootstrap()), ELECTION_PATIENCE, || {
+        let answer: FindCoordinatorResponse =
+            RawClient::connect(&node.bootstrap()).request(ApiKey::FindCoordinator, 4, &request);
+        let found = &answer.coordinators[0];
+        coordinator = found.node_id;
+        found.error_code == 0
+    });
+    coordinator
+}
+
+/// OffsetFetch v8 of `group` through `node`: the group's error code.
+fn offset_fetch_error(node: &BrokerProcess, group: &str) -> i16 {
+    let request = OffsetFetchRequest {
+        groups: vec![OffsetFetchRequestGroup { group_id: group.into(), topics: None, ..Default::default() }],
+        ..Default::default()
+    };
+    let answer: OffsetFetchResponse = RawClient::connect(&node.bootstrap()).request(ApiKey::OffsetFetch, 8, &request);
+    answer.groups[0].error_code
+}
+
+/// A group's coordinator is the leader of its `__consumer_offsets`
+/// partition, which every node names alike; the others answer its
+/// requests NOT_COORDINATOR. Kafka's console consumer, bootstrapped from a
+/// node that does not coordinate its group, reads every record of `topic`.
+fn check_group_coordinators(nodes: &[BrokerProcess], topic: &str, records: usize) {
+    let group = "readers";
+    let coordinator = find_coordinator(&nodes[0], group);
+    for node in nodes {
+        assert_eq!(find_coordinator(node, group), coordinator, "{}", node.bootstrap());
+        let expected =
+            if node.port == nodes[coordinator as usize - 1].port { 0 } else { ErrorCode::NOT_COORDINATOR.code() };
+        assert_eq!(offset_fetch_error(node, group), expected, "{}", node.bootstrap());
+    }
+    let elsewhere = nodes.iter().position(|n| n.port != nodes[coordinator as usize - 1].port).unwrap();
+    let bootstrap = nodes[elsewhere].bootstrap();
+    let count = records.to_string();
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", &bootstrap, "--topic", topic, "--group", group, "--from-beginning"]
+            .into_iter()
+            .chain(["--max-messages", &count, "--timeout-ms", "60000"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok && printed.contains(&format!("Processed a total of {records} messages")), "{printed}");
 }
 
 /// A producer id for an idempotent producer, from `node`.
@@ -184,8 +238,10 @@ fn check_describe_quorum(nodes: &[BrokerProcess], controller: usize) {
 #[test]
 fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     // A short session (Kafka's default is 9 s) with heartbeats well within it.
-    let mut nodes =
-        BrokerProcess::start_cluster(3, &["broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500"]);
+    // One replica of `__consumer_offsets`: krabka does not replicate yet.
+    let config =
+        ["broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500", "offsets.topic.replication.factor=1"];
+    let mut nodes = BrokerProcess::start_cluster(3, &config);
     let all = [0, 1, 2];
     let first = create_and_find_the_controller(&nodes, &all, "before");
     wait_for_topics(&nodes, &all, &["before"]);
@@ -242,6 +298,7 @@ fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     // Unfenced, it leads its partitions again, with every record.
     wait_for_leaders(&nodes, &all, "spread", &placed);
     assert_eq!(records_where_placed(&nodes, &all, "spread", &placed), 300);
+    check_group_coordinators(&nodes, "spread", 300);
     check_describe_quorum(&nodes, second);
     // The survivors go on in their blocks; the restarted node abandons its
     // old one and the new controller reserves it one past every block so far.

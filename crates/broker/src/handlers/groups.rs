@@ -38,6 +38,9 @@ use krabka_coordinator::runtime::{Outcome, Waiter};
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
 
+const NOT_COORDINATOR: i16 = ErrorCode::NOT_COORDINATOR.code();
+const NOT_COORDINATOR_MESSAGE: &str = "This is not the correct coordinator.";
+
 /// Creates `__consumer_offsets` on first use, as Kafka does.
 async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
@@ -173,6 +176,10 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
     if let Err(code) = ensure_offsets_topic(ctx).await {
         return ctx.reply(ResponseBody::JoinGroup(Box::new(join_error(ctx, &request.member_id, code))));
     }
+    if !ctx.broker.coordinates(&request.group_id) {
+        let body = join_error(ctx, &request.member_id, NOT_COORDINATOR);
+        return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
+    }
     let join = JoinRequest {
         member_id: request.member_id.clone(),
         group_instance_id: request.group_instance_id.clone(),
@@ -202,6 +209,10 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
 
 pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply {
     let version = ctx.api_version;
+    if !ctx.broker.coordinates(&request.group_id) {
+        let body = SyncGroupResponse { error_code: NOT_COORDINATOR, ..Default::default() };
+        return ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, body))));
+    }
     let assignments = request.assignments.iter().map(|a| (a.member_id.clone(), a.assignment.clone())).collect();
     let (waiter, receiver) = oneshot_waiter();
     let result = ctx.broker.groups.sync(
@@ -222,6 +233,9 @@ pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply 
 }
 
 pub fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
+    if !ctx.broker.coordinates(&request.group_id) {
+        return HeartbeatResponse { error_code: NOT_COORDINATOR, ..Default::default() };
+    }
     let error_code =
         ctx.broker.groups.heartbeat(&request.group_id, &request.member_id, request.generation_id, coordinator_time());
     HeartbeatResponse { error_code, ..Default::default() }
@@ -233,7 +247,12 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
     } else {
         vec![(request.member_id.clone(), None)]
     };
-    match ctx.broker.groups.leave(&ctx.broker.group_host(), &request.group_id, &members) {
+    let left = if ctx.broker.coordinates(&request.group_id) {
+        ctx.broker.groups.leave(&ctx.broker.group_host(), &request.group_id, &members)
+    } else {
+        Err(NOT_COORDINATOR)
+    };
+    match left {
         Err(code) => LeaveGroupResponse { error_code: code, ..Default::default() },
         Ok(results) if ctx.api_version >= 3 => LeaveGroupResponse {
             members: members
@@ -284,6 +303,8 @@ pub async fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitReques
         vec![ErrorCode::INVALID_GROUP_ID.code(); offsets.len()]
     } else if let Err(code) = ensure_offsets_topic(ctx).await {
         vec![code; offsets.len()]
+    } else if !broker.coordinates(&request.group_id) {
+        vec![NOT_COORDINATOR; offsets.len()]
     } else {
         broker.groups.commit_offsets(
             &broker.group_host(),
@@ -367,6 +388,10 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
     let groups: Vec<OffsetFetchResponseGroup> = asked
         .into_iter()
         .map(|(group_id, wanted)| {
+            if !ctx.broker.coordinates(group_id) {
+                let error_code = NOT_COORDINATOR;
+                return OffsetFetchResponseGroup { group_id: group_id.to_string(), error_code, ..Default::default() };
+            }
             let found = ctx.broker.groups.fetch_offsets(group_id, wanted.as_deref());
             let topics = found
                 .into_iter()
@@ -384,7 +409,10 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
         return OffsetFetchResponse { groups, ..Default::default() };
     }
     let group = groups.into_iter().next().unwrap_or_default();
-    OffsetFetchResponse { topics: group.topics.into_iter().map(top_level_topic).collect(), ..Default::default() }
+    // v2-7 carry a group's error at the top level (v0-1 have none).
+    let error_code = if ctx.api_version >= 2 { group.error_code } else { ErrorCode::NONE.code() };
+    let topics = group.topics.into_iter().map(top_level_topic).collect();
+    OffsetFetchResponse { error_code, topics, ..Default::default() }
 }
 
 fn committed_partition((partition_index, committed): (i32, Option<CommittedOffset>)) -> OffsetFetchResponsePartitions {
@@ -423,6 +451,7 @@ pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> List
         .groups
         .list_groups()
         .into_iter()
+        .filter(|(group_id, ..)| ctx.broker.coordinates(group_id))
         .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
         .filter(|(_, _, _, kind)| types.is_empty() || types.iter().any(|t| t == kind))
         .map(|(group_id, protocol_type, state, kind)| ListedGroup {
@@ -441,6 +470,12 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
         .groups
         .iter()
         .map(|group_id| match ctx.broker.groups.describe_group(group_id) {
+            _ if !ctx.broker.coordinates(group_id) => DescribedGroup {
+                group_id: group_id.clone(),
+                error_code: NOT_COORDINATOR,
+                error_message: (ctx.api_version >= 6).then(|| NOT_COORDINATOR_MESSAGE.into()),
+                ..Default::default()
+            },
             Some(described) => DescribedGroup {
                 group_id: group_id.clone(),
                 group_state: described.state,
@@ -488,7 +523,11 @@ pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> 
         .iter()
         .map(|group_id| krabka_protocol::delete_groups_response::DeletableGroupResult {
             group_id: group_id.clone(),
-            error_code: ctx.broker.groups.delete_group(&ctx.broker.group_host(), group_id),
+            error_code: if ctx.broker.coordinates(group_id) {
+                ctx.broker.groups.delete_group(&ctx.broker.group_host(), group_id)
+            } else {
+                NOT_COORDINATOR
+            },
             ..Default::default()
         })
         .collect();
@@ -501,6 +540,9 @@ pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> 
         .iter()
         .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
         .collect();
+    if !ctx.broker.coordinates(&request.group_id) {
+        return OffsetDeleteResponse { error_code: NOT_COORDINATOR, ..Default::default() };
+    }
     let (error_code, codes) = ctx.broker.groups.delete_offsets(&ctx.broker.group_host(), &request.group_id, &topics);
     if error_code != ErrorCode::NONE.code() {
         return OffsetDeleteResponse { error_code, ..Default::default() };
@@ -563,6 +605,9 @@ pub async fn consumer_group_heartbeat(
     if let Err(code) = ensure_offsets_topic(ctx).await {
         return fail(code, "The coordinator is not available.");
     }
+    if !ctx.broker.coordinates(&request.group_id) {
+        return fail(NOT_COORDINATOR, NOT_COORDINATOR_MESSAGE);
+    }
     let heartbeat = ConsumerHeartbeat {
         member_id,
         member_epoch: request.member_epoch,
@@ -622,6 +667,15 @@ pub fn consumer_group_describe(
         .group_ids
         .iter()
         .map(|group_id| {
+            if !ctx.broker.coordinates(group_id) {
+                return DescribedGroup {
+                    group_id: group_id.clone(),
+                    error_code: NOT_COORDINATOR,
+                    error_message: Some(NOT_COORDINATOR_MESSAGE.into()),
+                    authorized_operations: i32::MIN,
+                    ..Default::default()
+                };
+            }
             let described = ctx.broker.groups.with_consumer_group(group_id, |group| DescribedGroup {
                 group_id: group_id.clone(),
                 group_state: group.state_name().into(),
