@@ -85,7 +85,9 @@ impl Broker {
             .get("metadata.log.max.record.bytes.between.snapshots")
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(20 * 1024 * 1024);
-        let metadata = if config.quorum.is_shared(config.node_id) {
+        // A controller-only node always runs the quorum (as its only voter
+        // too): brokers elsewhere follow it.
+        let metadata = if config.quorum.is_shared(config.node_id) || !config.is_broker() {
             let directory_id =
                 MetaProperties::read(&config.metadata_log_dir)?.map_or(meta.directory_id, |m| m.directory_id);
             let log_dir = config.metadata_log_dir.join(METADATA_LOG_DIR_NAME);
@@ -196,19 +198,28 @@ impl Broker {
     /// one on its advertised listener, and every other registered broker
     /// that is not fenced, on its endpoint of the same listener name.
     pub fn live_brokers(&self) -> Vec<LiveBroker> {
-        let listener = self.config.advertised_listener();
-        let this = LiveBroker {
-            id: self.node_id,
-            host: listener.host.clone(),
-            port: listener.port,
-            rack: self.config.raw.get("broker.rack").cloned(),
+        // A controller-only node is no broker: only the registered ones, on
+        // the inter-broker listener.
+        let listener_name = if self.config.is_broker() {
+            self.config.advertised_listener().name.as_str()
+        } else {
+            self.config.inter_broker_listener_name.as_str()
         };
+        let this = self.config.is_broker().then(|| {
+            let listener = self.config.advertised_listener();
+            LiveBroker {
+                id: self.node_id,
+                host: listener.host.clone(),
+                port: listener.port,
+                rack: self.config.raw.get("broker.rack").cloned(),
+            }
+        });
         let image = self.metadata.image();
         let others = image.brokers.values().filter(|b| b.broker_id != self.node_id && !b.fenced).filter_map(|b| {
-            let endpoint = b.end_points.iter().find(|e| e.name == listener.name)?;
+            let endpoint = b.end_points.iter().find(|e| e.name == listener_name)?;
             Some(LiveBroker { id: b.broker_id, host: endpoint.host.clone(), port: endpoint.port, rack: b.rack.clone() })
         });
-        let mut brokers: Vec<LiveBroker> = std::iter::once(this).chain(others).collect();
+        let mut brokers: Vec<LiveBroker> = this.into_iter().chain(others).collect();
         brokers.sort_by_key(|b| b.id);
         brokers
     }

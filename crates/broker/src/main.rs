@@ -50,6 +50,9 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    if !config.is_broker() {
+        return run_controller(config).await;
+    }
     let listener_config = config
         .listeners
         .iter()
@@ -72,12 +75,8 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let controller_listener = bind_controller_listener(&config).await?;
     let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     observability::failures::install_panic_hook(broker.metrics.clone());
-    if let (Some(listener), Some(quorum)) = (controller_listener, broker.metadata.quorum()) {
-        tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
-        let control = krabka_broker::cluster_control::ClusterControl::new(broker.clone());
-        tokio::spawn(Arc::clone(&control).fence_expired_sessions());
-        let controller = krabka_broker::handlers::controller::handler(control, broker.clone());
-        tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
+    if let Some(listener) = controller_listener {
+        serve_quorum(&broker, listener)?;
     }
     // Clients wait (refused) until the image has caught up: a broker must
     // not answer from metadata it has not read yet.
@@ -109,13 +108,52 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     broker.run(listener).await
 }
 
+/// A controller-only node (`process.roles=controller`): the metadata
+/// quorum and the active controller's work on its controller listener,
+/// no client listener, no partitions, no broker registration.
+async fn run_controller(config: BrokerConfig) -> anyhow::Result<()> {
+    let listener = bind_controller_listener(&config).await?.context("a controller needs its controller listener")?;
+    let address = listener.local_addr()?;
+    let metrics_listener = config.metrics_listener.clone();
+    let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
+    observability::failures::install_panic_hook(broker.metrics.clone());
+    serve_quorum(&broker, listener)?;
+    spawn_signal_handler(broker.clone())?;
+    let mut shutdown = broker.shutdown_signal();
+    tokio::select! {
+        caught_up = broker.catch_up_metadata() => caught_up?,
+        _ = shutdown.wait_for(|stop| *stop) => return broker.close_storage(),
+    }
+    if let Some(metrics_address) = metrics_listener {
+        let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
+        tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
+        tokio::spawn(observability::http::serve(http, broker.metrics.clone(), broker.shutdown_signal()));
+    }
+    tracing::info!(node_id = broker.node_id, cluster_id = %broker.cluster_id, %address, "krabka controller serving");
+    let _ = shutdown.wait_for(|stop| *stop).await;
+    broker.close_storage()
+}
+
+/// Serves the quorum on the controller listener: raft's RPCs, and the
+/// active controller's (registrations, heartbeats, producer ids, forwarded
+/// requests), with the reaper fencing expired broker sessions.
+fn serve_quorum(broker: &Arc<Broker>, listener: TcpListener) -> anyhow::Result<()> {
+    let quorum = broker.metadata.quorum().context("a controller listener without a shared quorum")?;
+    tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
+    let control = krabka_broker::cluster_control::ClusterControl::new(broker.clone());
+    tokio::spawn(Arc::clone(&control).fence_expired_sessions());
+    let controller = krabka_broker::handlers::controller::handler(control, broker.clone());
+    tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
+    Ok(())
+}
+
 /// The controller listener of a controller sharing its quorum with other
-/// voters, bound before the storage opens: the other voters reach this
-/// node's raft through it while it catches up. None for a node that is its
-/// quorum's only voter, or is no controller.
+/// voters (or with brokers: a controller-only node always shares it), bound
+/// before the storage opens: the other voters reach this node's raft
+/// through it while it catches up. None for a combined node that is its
+/// quorum's only voter, or a node that is no controller.
 async fn bind_controller_listener(config: &BrokerConfig) -> anyhow::Result<Option<TcpListener>> {
-    let is_controller = config.process_roles.iter().any(|role| role == "controller");
-    if !is_controller || !config.quorum.is_shared(config.node_id) {
+    if !config.is_controller() || (config.is_broker() && !config.quorum.is_shared(config.node_id)) {
         return Ok(None);
     }
     let name = config.controller_listener_names.first().context("controller.listener.names is empty")?;

@@ -98,8 +98,9 @@ impl BrokerConfig {
         }
         let process_roles = process_roles(&values)?;
         let controller_role = process_roles.iter().any(|r| r == "controller");
+        let broker_role = process_roles.iter().any(|r| r == "broker");
         let quorum = QuorumConfig::read(&values, node_id, controller_role)?;
-        let layout = Listeners::resolve(&values, controller_role)?;
+        let layout = Listeners::resolve(&values, controller_role, broker_role)?;
 
         // log.dirs wins over log.dir; both are validated non-empty lists.
         let dirs = values.set("log.dirs").or(values.get("log.dir")).unwrap_or_default();
@@ -163,8 +164,20 @@ impl BrokerConfig {
         Ok((config, warnings))
     }
 
+    /// Whether the node has the broker role (a controller-only node serves
+    /// no clients and hosts no partitions).
+    pub fn is_broker(&self) -> bool {
+        self.process_roles.iter().any(|r| r == "broker")
+    }
+
+    /// Whether the node has the controller role.
+    pub fn is_controller(&self) -> bool {
+        self.process_roles.iter().any(|r| r == "controller")
+    }
+
     /// The listener clients are told about: the first advertised listener that
-    /// is not a controller listener (validation guarantees there is one).
+    /// is not a controller listener (validation guarantees there is one on a
+    /// node with the broker role; a controller-only node must not ask).
     pub fn advertised_listener(&self) -> &Listener {
         let is_controller = |l: &&Listener| self.controller_listener_names.contains(&l.name);
         self.advertised_listeners
@@ -205,12 +218,12 @@ impl BrokerConfig {
 fn process_roles(values: &KeyValues) -> Result<Vec<String>, ConfigError> {
     let Some(roles) = values.set("process.roles") else {
         return Err(ConfigError::Missing(
-            "process.roles (krabka runs in KRaft mode: broker or broker,controller)".into(),
+            "process.roles (krabka runs in KRaft mode: broker, controller or broker,controller)".into(),
         ));
     };
     let roles = split_list(roles);
-    if !roles.iter().any(|r| r == "broker") {
-        return Err(invalid("process.roles", &roles.join(","), "krabka runs the broker role; it must contain broker"));
+    if roles.is_empty() {
+        return Err(invalid("process.roles", "", "it must name broker, controller or both"));
     }
     Ok(roles)
 }

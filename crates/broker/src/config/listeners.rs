@@ -88,11 +88,18 @@ fn parse_protocol_map(text: &str) -> Result<BTreeMap<String, String>, ConfigErro
 
 impl Listeners {
     /// Resolves and cross-checks the listener keys. `controller_role` is true for
-    /// a combined broker+controller node.
-    pub(crate) fn resolve(values: &KeyValues, controller_role: bool) -> Result<Listeners, ConfigError> {
+    /// a node with the controller role, `broker_role` for one with the broker's.
+    pub(crate) fn resolve(
+        values: &KeyValues,
+        controller_role: bool,
+        broker_role: bool,
+    ) -> Result<Listeners, ConfigError> {
         let listeners_text = values.get("listeners").unwrap_or_default();
         let listeners = parse_listeners("listeners", listeners_text, true)?;
         let controller_names = controller_names(values, &listeners, controller_role)?;
+        if !broker_role {
+            return controller_only(values, listeners, controller_names);
+        }
         let is_controller = |name: &str| controller_names.iter().any(|c| c == name);
         let protocols = protocols(values, &controller_names)?;
         for listener in &listeners {
@@ -132,6 +139,27 @@ impl Listeners {
         }
         Ok(Listeners { listeners, advertised, controller_names, inter_broker, protocols })
     }
+}
+
+/// A controller-only node's listeners: its controller listeners alone, as
+/// Kafka requires (it serves no clients).
+fn controller_only(
+    values: &KeyValues,
+    listeners: Vec<Listener>,
+    controller_names: Vec<String>,
+) -> Result<Listeners, ConfigError> {
+    let listeners_text = values.get("listeners").unwrap_or_default();
+    if let Some(other) = listeners.iter().find(|l| !controller_names.contains(&l.name)) {
+        let reason = format!(
+            "a controller-only node (process.roles=controller) listens on its controller listeners only, not {}",
+            other.name
+        );
+        return Err(invalid("listeners", listeners_text, reason));
+    }
+    let protocols = protocols(values, &controller_names)?;
+    let advertised = advertised_listeners(values, &listeners, &|_| false)?;
+    let inter_broker = inter_broker_listener(values)?;
+    Ok(Listeners { listeners, advertised, controller_names, inter_broker, protocols })
 }
 
 /// `controller.listener.names`: required in KRaft; a combined node listens on

@@ -109,6 +109,54 @@ impl BrokerProcess {
         nodes
     }
 
+    /// Three controller-only nodes (ids 1-3, `process.roles=controller`)
+    /// on `controller_hosts` and a broker-only node (ids 4 on) on each of
+    /// `broker_hosts`, each a host of its own (Kafka's ports: 9093 for the
+    /// controller listener, 9092 for clients): the layout of a production
+    /// Kafka cluster. Returns once every node serves (a controller once its
+    /// image caught up, a broker once it serves clients).
+    pub fn start_split_cluster_on(
+        controller_hosts: &[Host],
+        broker_hosts: &[Host],
+        extra: &[&str],
+    ) -> (Vec<Self>, Vec<Self>) {
+        let voters: Vec<String> =
+            controller_hosts.iter().enumerate().map(|(i, h)| format!("{}@{}:9093", i + 1, h.address)).collect();
+        let voters = voters.join(",");
+        let node = |id: usize, host: &Host, roles: &str, listeners: String, controller_port: u16| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let data = dir.path().join("data");
+            krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id as i32).expect("format");
+            let properties = format!(
+                "process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\nlisteners={listeners}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+                 log.dirs={}\nkrabka.log.level=info\n",
+                data.display()
+            );
+            std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
+            let log_path = dir.path().join("broker.log");
+            let extra = extra.iter().map(|s| s.to_string()).collect();
+            BrokerProcess { dir, port: 0, controller_port, child: None, extra, log_path, host: host.clone() }
+        };
+        let mut controllers: Vec<Self> = controller_hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| node(i + 1, h, "controller", format!("CONTROLLER://{}:9093", h.address), 9093))
+            .collect();
+        let first_broker = controller_hosts.len() + 1;
+        let mut brokers: Vec<Self> = broker_hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| node(first_broker + i, h, "broker", format!("PLAINTEXT://{}:9092", h.address), 0))
+            .collect();
+        let launched: Vec<_> = controllers.iter_mut().chain(brokers.iter_mut()).map(|n| n.launch()).collect();
+        for (node, serving) in controllers.iter_mut().chain(brokers.iter_mut()).zip(launched) {
+            node.await_serving(serving);
+        }
+        (controllers, brokers)
+    }
+
     /// A broker-only node (`process.roles=broker`, node `id`) of cluster
     /// `cluster_id`, observing the controller quorum `voters` names
     /// (`id@host:port,...`); returns once it serves clients.
@@ -170,7 +218,8 @@ impl BrokerProcess {
             None => Command::new(binary),
         };
         command.arg(self.dir.path().join("server.properties"));
-        if self.port != 0 {
+        // A node on a host of its own has fixed ports in its config.
+        if self.port != 0 && self.host.is_loopback() {
             // A restart keeps the client port; a broker-only node has no
             // controller listener to keep.
             let properties = std::fs::read_to_string(self.dir.path().join("server.properties")).unwrap_or_default();
@@ -194,7 +243,10 @@ impl BrokerProcess {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let _ = writeln!(log, "{line}");
                 if !sent {
-                    if let Some(rest) = line.split("krabka broker serving").nth(1) {
+                    // A broker serves clients; a controller-only node its
+                    // controller listener, once its image caught up.
+                    let serving = line.split("krabka broker serving").nth(1);
+                    if let Some(rest) = serving.or_else(|| line.split("krabka controller serving").nth(1)) {
                         if let Some(address) = rest.split("address=").nth(1) {
                             let port = address.split_whitespace().next().and_then(|a| a.rsplit(':').next());
                             if let Some(port) = port.and_then(|p| p.parse::<u16>().ok()) {

@@ -108,6 +108,7 @@ fn invalid_values_name_their_key() {
         ("krabka.log.level", "info,[[["),
         ("krabka.metrics.listener", "localhost"),
         ("broker.id", "2"),
+        ("process.roles", "zookeeper"),
         ("process.roles", "controller"),
         ("security.inter.broker.protocol", "TLS"),
         ("remote.log.storage.system.enable", "true"),
@@ -181,6 +182,23 @@ fn listener_layouts_kafka_refuses() {
     assert!(BrokerConfig::from_properties(p).unwrap_err().to_string().contains("broker-only"));
     let p = props(&broker_only, &[("controller.quorum.voters", "2@ctl:9093")]);
     assert!(BrokerConfig::from_properties(p).unwrap_err().to_string().contains("must not be a voter"));
+}
+
+#[test]
+fn a_controller_only_node_listens_on_its_controller_listener_alone() {
+    let controller = [
+        ("node.id", "3"),
+        ("process.roles", "controller"),
+        ("controller.listener.names", "CONTROLLER"),
+        ("controller.quorum.voters", "3@10.0.0.3:9093"),
+    ];
+    let (c, _) =
+        BrokerConfig::from_properties(props(&controller, &[("listeners", "CONTROLLER://10.0.0.3:9093")])).unwrap();
+    assert!(c.is_controller() && !c.is_broker());
+    assert_eq!(c.listeners, [listener("CONTROLLER", "10.0.0.3", 9093)]);
+    let with_clients = props(&controller, &[("listeners", "PLAINTEXT://:9092,CONTROLLER://10.0.0.3:9093")]);
+    let refused = BrokerConfig::from_properties(with_clients).unwrap_err().to_string();
+    assert!(refused.contains("controller listeners only, not PLAINTEXT"), "{refused}");
 }
 
 #[test]
