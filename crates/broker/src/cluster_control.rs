@@ -11,10 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use krabka_controller::brokers::{plan_broker_heartbeat, plan_register_broker, BrokerSessions, HeartbeatOutcome};
+use krabka_controller::controllers::plan_register_controller;
 use krabka_controller::producer_ids::plan_allocate_producer_ids_for;
 use krabka_controller::ApiError;
 use krabka_metadata::MetadataImage;
-use krabka_protocol::{AllocateProducerIdsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest};
+use krabka_protocol::{
+    AllocateProducerIdsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerRegistrationRequest,
+};
 
 use crate::broker::Broker;
 use crate::clock::now_ms;
@@ -85,6 +88,14 @@ impl ClusterControl {
             })
             .await?;
         Ok(outcome)
+    }
+
+    /// ControllerRegistration: the controller's listeners and features,
+    /// recorded for DescribeCluster on the controllers.
+    pub async fn register_controller(&self, request: &ControllerRegistrationRequest) -> Result<(), ApiError> {
+        self.broker.metadata.control(|image| plan_register_controller(image, request)).await?;
+        tracing::info!(controller = request.controller_id, incarnation = %request.incarnation_id, "controller registered");
+        Ok(())
     }
 
     /// AllocateProducerIds: the next block of producer ids, reserved in

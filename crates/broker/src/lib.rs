@@ -14,6 +14,7 @@ pub mod clock;
 pub mod cluster_control;
 pub mod config;
 pub mod connection;
+pub mod controller_registration;
 pub mod coordinator_log;
 pub mod errors;
 pub mod fetch_session;

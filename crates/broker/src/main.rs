@@ -136,7 +136,8 @@ async fn run_controller(config: BrokerConfig) -> anyhow::Result<()> {
 
 /// Serves the quorum on the controller listener: raft's RPCs, and the
 /// active controller's (registrations, heartbeats, producer ids, forwarded
-/// requests), with the reaper fencing expired broker sessions.
+/// requests), with the reaper fencing expired broker sessions; and keeps
+/// this controller registered (KIP-919).
 fn serve_quorum(broker: &Arc<Broker>, listener: TcpListener) -> anyhow::Result<()> {
     let quorum = broker.metadata.quorum().context("a controller listener without a shared quorum")?;
     tracing::info!(address = %listener.local_addr()?, "serving the metadata quorum");
@@ -144,6 +145,7 @@ fn serve_quorum(broker: &Arc<Broker>, listener: TcpListener) -> anyhow::Result<(
     tokio::spawn(Arc::clone(&control).fence_expired_sessions());
     let controller = krabka_broker::handlers::controller::handler(control, broker.clone());
     tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
+    tokio::spawn(krabka_broker::controller_registration::run(broker.clone()));
     Ok(())
 }
 

@@ -23,6 +23,11 @@ pub const FORWARDED_APIS: [ApiKey; 6] = [
     ApiKey::DescribeQuorum,
 ];
 
+/// DescribeCluster's endpoint types (KIP-919): a broker listener lists the
+/// brokers, a controller listener the controllers.
+pub const ENDPOINT_BROKERS: i8 = 1;
+pub const ENDPOINT_CONTROLLERS: i8 = 2;
+
 /// size | response header | body, with the header version the API uses.
 pub fn encode_frame(api_key: ApiKey, api_version: i16, correlation_id: i32, body: &ResponseBody) -> BytesMut {
     let mut buf = BytesMut::with_capacity(128);

@@ -7,7 +7,9 @@
 //! controllers), CreateTopics through a broker is forwarded to the active
 //! controller, and Kafka's idempotent producer writes through them.
 //! DescribeQuorum lists the controllers as voters and the brokers as
-//! observers. Then the faults: the active controller killed with SIGKILL
+//! observers; the controllers register themselves (KIP-919), so
+//! DescribeCluster on any controller lists them and Kafka's
+//! `kafka-metadata-quorum --bootstrap-controller` works. Then the faults: the active controller killed with SIGKILL
 //! (another is elected, commits, and the killed one catches up on
 //! restart), and a broker paused with SIGSTOP past its session (fenced,
 //! its partitions leaderless, then back with every record). At the end
@@ -19,7 +21,9 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
+use krabka_protocol::{
+    ApiKey, DescribeClusterRequest, DescribeClusterResponse, ErrorCode, MetadataRequest, MetadataResponse,
+};
 use support::cluster::{create_topic_with, describe_quorum, latest_offsets, metadata_log, ELECTION_PATIENCE};
 use support::netns::TestNetwork;
 use support::{BrokerProcess, RawClient};
@@ -71,6 +75,35 @@ fn records(brokers: &[BrokerProcess], topic: &str) -> i64 {
     (0..placed.len()).map(|p| latest_offsets(leader_of(p), topic, PARTITIONS)[p].offset).sum()
 }
 
+/// DescribeCluster v1 on a controller listener: the error, the controller
+/// id, and each registered controller's (id, port).
+fn describe_controllers(controller: &BrokerProcess, endpoint_type: i8) -> (i16, i32, BTreeSet<(i32, i32)>) {
+    let request = DescribeClusterRequest { endpoint_type, ..Default::default() };
+    let answer: DescribeClusterResponse =
+        RawClient::connect(&controller.controller_address()).request(ApiKey::DescribeCluster, 1, &request);
+    let listed = answer.brokers.iter().map(|b| (b.broker_id, b.port)).collect();
+    (answer.error_code, answer.controller_id, listed)
+}
+
+/// Every controller lists the three registered controllers and names the
+/// active one; a request for the brokers' endpoint type is refused; Kafka's
+/// `kafka-metadata-quorum --bootstrap-controller` describes the quorum.
+fn check_controllers(controllers: &[BrokerProcess], active: i32) {
+    let all: BTreeSet<(i32, i32)> = (1..=3).map(|id| (id, 9093)).collect();
+    for controller in controllers {
+        support::wait_for("every controller to be registered", ELECTION_PATIENCE, || {
+            describe_controllers(controller, 2) == (0, active, all.clone())
+        });
+        let (refused, ..) = describe_controllers(controller, 1);
+        assert_eq!(refused, ErrorCode::MISMATCHED_ENDPOINT_TYPE.code());
+    }
+    let bootstrap = controllers[0].controller_address();
+    let (ok, printed) =
+        support::kafka_cli("kafka-metadata-quorum", &["--bootstrap-controller", &bootstrap, "describe", "--status"]);
+    let leader_line = printed.lines().find_map(|l| l.strip_prefix("LeaderId:")).map(str::trim);
+    assert!(ok && leader_line == Some(active.to_string().as_str()), "{printed}");
+}
+
 /// Creates `topic` through `broker` (forwarded to the active controller),
 /// retrying while no controller leads.
 fn create(broker: &BrokerProcess, topic: &str) {
@@ -109,8 +142,12 @@ fn three_controllers_and_three_brokers_on_their_own_hosts() {
     let observers: BTreeSet<i32> = partition.observers.iter().map(|o| o.replica_id).collect();
     assert_eq!((voters, observers), (vec![1, 2, 3], BTreeSet::from([4, 5, 6])), "{answer:?}");
 
-    // The active controller is killed: another leads and commits.
+    // The controllers register themselves (KIP-919): DescribeCluster on a
+    // controller lists them, and Kafka's tools bootstrap from them.
     let first = active_controller(&brokers[0]);
+    check_controllers(&controllers, first);
+
+    // The active controller is killed: another leads and commits.
     controllers[first as usize - 1].kill9();
     let killed_at = Instant::now();
     create(&brokers[1], "after-kill");

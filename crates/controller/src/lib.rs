@@ -24,13 +24,14 @@
 //!
 //! Files import one way, from the top down: `controller` (`Controller`:
 //! commit, replay) -> `topics` -> `partitions`, `delete_topics`,
-//! `configs`, `producer_ids`, `brokers` -> `placement`, `features`,
+//! `configs`, `producer_ids`, `brokers`, `controllers` -> `placement`, `features`,
 //! `budget` -> `error` -> `limits`.
 
 pub mod brokers;
 pub mod budget;
 pub mod configs;
 pub mod controller;
+pub mod controllers;
 pub mod delete_topics;
 pub mod error;
 pub mod features;

@@ -76,6 +76,7 @@ impl Change {
             // them up in the image.
             MetadataRecord::RegisterBroker(_)
             | MetadataRecord::BrokerRegistrationChange(_)
+            | MetadataRecord::RegisterController(_)
             | MetadataRecord::FeatureLevel(_)
             | MetadataRecord::Other { .. } => Change::Nothing,
         }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use krabka_protocol::{RegisterBrokerRecord, Uuid};
+use krabka_protocol::{RegisterBrokerRecord, RegisterControllerRecord, Uuid};
 
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
@@ -43,6 +43,9 @@ pub struct MetadataImage {
     /// Registered brokers by id, as their latest `RegisterBrokerRecord`
     /// with the fencing changes since applied to it.
     pub brokers: BTreeMap<i32, RegisterBrokerRecord>,
+    /// Registered controllers by id (KIP-919), as their latest
+    /// `RegisterControllerRecord`.
+    pub controllers: BTreeMap<i32, RegisterControllerRecord>,
     /// The first producer id not yet handed out in a block.
     pub next_producer_id_block: i64,
     /// Finalized feature levels by name (`FeatureLevelRecord`s; a level of
@@ -140,6 +143,9 @@ impl MetadataImage {
             }
             MetadataRecord::RegisterBroker(r) => {
                 self.brokers.insert(r.broker_id, r.clone());
+            }
+            MetadataRecord::RegisterController(r) => {
+                self.controllers.insert(r.controller_id, r.clone());
             }
             MetadataRecord::BrokerRegistrationChange(r) => {
                 let Some(broker) = self.brokers.get_mut(&r.broker_id).filter(|b| b.broker_epoch == r.broker_epoch)

@@ -7,7 +7,7 @@ use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
     BrokerRegistrationChangeRecord, ConfigRecord, FeatureLevelRecord, Message, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveTopicRecord, TopicRecord,
 };
 
 /// The frame version Kafka writes before every metadata record.
@@ -24,6 +24,7 @@ mod record_type {
     pub const PRODUCER_IDS: u32 = 15;
     pub const REMOVE_TOPIC: u32 = 9;
     pub const FEATURE_LEVEL: u32 = 12;
+    pub const REGISTER_CONTROLLER: u32 = 27;
 }
 
 /// ConfigRecord resource types (Kafka's ConfigResource.Type ids).
@@ -41,6 +42,7 @@ pub enum MetadataRecord {
     FeatureLevel(FeatureLevelRecord),
     RegisterBroker(RegisterBrokerRecord),
     BrokerRegistrationChange(BrokerRegistrationChangeRecord),
+    RegisterController(RegisterControllerRecord),
     /// A record type krabka does not apply (written by a newer version, or a
     /// KRaft control record); replay skips it.
     Other {
@@ -64,6 +66,7 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         // fencing.
         MetadataRecord::RegisterBroker(_) => (record_type::REGISTER_BROKER, 3),
         MetadataRecord::BrokerRegistrationChange(_) => (record_type::BROKER_REGISTRATION_CHANGE, 0),
+        MetadataRecord::RegisterController(_) => (record_type::REGISTER_CONTROLLER, 0),
         MetadataRecord::Other { record_type, version } => (*record_type, *version as i16),
     }
 }
@@ -85,6 +88,7 @@ impl MetadataRecord {
             MetadataRecord::FeatureLevel(r) => r.encode(&mut buf, version),
             MetadataRecord::RegisterBroker(r) => r.encode(&mut buf, version),
             MetadataRecord::BrokerRegistrationChange(r) => r.encode(&mut buf, version),
+            MetadataRecord::RegisterController(r) => r.encode(&mut buf, version),
             MetadataRecord::Other { .. } => Ok(()),
         };
         // Records are built by krabka from valid values: failing to encode one
@@ -113,6 +117,9 @@ impl MetadataRecord {
             record_type::REGISTER_BROKER => RegisterBrokerRecord::decode(buf, v).map(MetadataRecord::RegisterBroker),
             record_type::BROKER_REGISTRATION_CHANGE => {
                 BrokerRegistrationChangeRecord::decode(buf, v).map(MetadataRecord::BrokerRegistrationChange)
+            }
+            record_type::REGISTER_CONTROLLER => {
+                RegisterControllerRecord::decode(buf, v).map(MetadataRecord::RegisterController)
             }
             _ => return Ok(MetadataRecord::Other { record_type, version }),
         };

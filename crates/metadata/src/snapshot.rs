@@ -61,6 +61,7 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
     // Each registration as it stands (its fencing included), as Kafka's
     // snapshot writes brokers before topics.
     records.extend(image.brokers.values().cloned().map(MetadataRecord::RegisterBroker));
+    records.extend(image.controllers.values().cloned().map(MetadataRecord::RegisterController));
     let mut names: Vec<&String> = image.topics.keys().collect();
     names.sort();
     for name in names {

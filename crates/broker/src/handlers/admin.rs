@@ -24,6 +24,7 @@ use krabka_raft::{QuorumDescription, ReplicaDescription};
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
+use crate::wire::{ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS};
 
 /// DeleteRecords' "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;
@@ -67,9 +68,8 @@ pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -
     DeleteRecordsResponse { topics, ..Default::default() }
 }
 
-/// DescribeCluster's endpoint types (KIP-919).
-const ENDPOINT_BROKERS: i8 = 1;
-
+/// DescribeCluster on a broker listener: the live brokers (KIP-919's
+/// controllers' endpoint type is refused here).
 pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterRequest) -> DescribeClusterResponse {
     let broker = ctx.broker;
     let brokers = broker
@@ -92,10 +92,23 @@ pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterReques
         cluster_authorized_operations: i32::MIN,
         ..Default::default()
     };
+    // As Kafka: a request for the controllers' endpoint type is refused
+    // (MISMATCHED_ENDPOINT_TYPE), an unknown type too.
     if ctx.api_version >= 1 && request.endpoint_type != ENDPOINT_BROKERS {
-        response.error_code = ErrorCode::UNSUPPORTED_VERSION.code();
-        response.error_message = Some("The request was sent to an endpoint of type BROKER".into());
-        response.endpoint_type = ENDPOINT_BROKERS;
+        let (code, message) = if request.endpoint_type == ENDPOINT_CONTROLLERS {
+            let wanted =
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER";
+            (ErrorCode::MISMATCHED_ENDPOINT_TYPE, wanted.to_string())
+        } else {
+            (ErrorCode::UNSUPPORTED_ENDPOINT_TYPE, format!("Unsupported endpoint type {}", request.endpoint_type))
+        };
+        return DescribeClusterResponse {
+            error_code: code.code(),
+            error_message: Some(message),
+            endpoint_type: ENDPOINT_BROKERS,
+            cluster_authorized_operations: i32::MIN,
+            ..Default::default()
+        };
     }
     if request.include_cluster_authorized_operations {
         response.cluster_authorized_operations = 0b0001_1111_1111_1000;

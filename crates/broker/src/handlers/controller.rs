@@ -1,9 +1,11 @@
 //! The controller's own APIs, served on the controller listener to brokers
-//! (their own and other nodes'): BrokerRegistration, BrokerHeartbeat and
-//! AllocateProducerIds, translated to and from the cluster control's calls
-//! (NOT_CONTROLLER on a node that does not lead), and Envelope: a client
-//! request a broker forwarded, answered by the client handlers as if the
-//! client had sent it here.
+//! (their own and other nodes'): BrokerRegistration, BrokerHeartbeat,
+//! AllocateProducerIds and ControllerRegistration, translated to and from
+//! the cluster control's calls (NOT_CONTROLLER on a node that does not
+//! lead); DescribeCluster, which lists the registered controllers to
+//! clients bootstrapping from the controllers (KIP-919); and Envelope: a
+//! client request a broker forwarded, answered by the client handlers as
+//! if the client had sent it here.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -13,17 +15,21 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::frame::RequestFrame;
 
 use krabka_controller::brokers::HeartbeatOutcome;
+use krabka_controller::controllers::CONTROLLER_REGISTRATION_LEVEL;
+use krabka_metadata::features::METADATA_VERSION;
+use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody,
-    ResponseBody,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, ControllerRegistrationRequest,
+    ControllerRegistrationResponse, DescribeClusterRequest, DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse,
+    ErrorCode, RequestBody, ResponseBody,
 };
 
 use crate::broker::Broker;
 use crate::cluster_control::ClusterControl;
 use crate::quorum::ControllerHandler;
 use crate::request::{Chunk, ConnectionInfo, Reply, RequestContext};
-use crate::wire::FORWARDED_APIS;
+use crate::wire::{ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS, FORWARDED_APIS};
 
 /// The handler the controller listener hands its controller APIs to.
 pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerHandler {
@@ -42,6 +48,12 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                     Some(ResponseBody::AllocateProducerIds(Box::new(allocate_producer_ids(&control, &r).await)))
                 }
                 RequestBody::Envelope(r) => Some(ResponseBody::Envelope(Box::new(envelope(&broker, *r).await))),
+                RequestBody::ControllerRegistration(r) => {
+                    Some(ResponseBody::ControllerRegistration(Box::new(register_controller(&control, &r).await)))
+                }
+                RequestBody::DescribeCluster(r) => {
+                    Some(ResponseBody::DescribeCluster(Box::new(describe_controllers(&broker, &r, version))))
+                }
                 forwardable => direct(&broker, forwardable, version).await,
             }
         })
@@ -52,6 +64,77 @@ async fn register(control: &ClusterControl, request: &BrokerRegistrationRequest)
     match control.register(request).await {
         Ok(broker_epoch) => BrokerRegistrationResponse { broker_epoch, ..Default::default() },
         Err(e) => BrokerRegistrationResponse { error_code: e.code, broker_epoch: -1, ..Default::default() },
+    }
+}
+
+async fn register_controller(
+    control: &ClusterControl,
+    request: &ControllerRegistrationRequest,
+) -> ControllerRegistrationResponse {
+    match control.register_controller(request).await {
+        Ok(()) => ControllerRegistrationResponse::default(),
+        Err(e) => {
+            ControllerRegistrationResponse { error_code: e.code, error_message: Some(e.message), ..Default::default() }
+        }
+    }
+}
+
+/// DescribeCluster on the controller listener (KIP-919), as Kafka's
+/// controller answers it: the registered controllers, each on its endpoint
+/// of this listener, and the active controller's id (-1 if it has not
+/// registered); a request for the brokers' endpoint type is refused.
+fn describe_controllers(broker: &Broker, request: &DescribeClusterRequest, version: i16) -> DescribeClusterResponse {
+    let refuse = |code: ErrorCode, message: String| DescribeClusterResponse {
+        // v0 has no endpoint types: its refusals are INVALID_REQUEST.
+        error_code: if version == 0 { ErrorCode::INVALID_REQUEST.code() } else { code.code() },
+        error_message: Some(message),
+        endpoint_type: if version >= 1 { ENDPOINT_CONTROLLERS } else { ENDPOINT_BROKERS },
+        cluster_authorized_operations: i32::MIN,
+        ..Default::default()
+    };
+    match request.endpoint_type {
+        ENDPOINT_CONTROLLERS if version >= 1 => {}
+        ENDPOINT_BROKERS => {
+            let message = "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type \
+                           BROKER";
+            return refuse(ErrorCode::MISMATCHED_ENDPOINT_TYPE, message.into());
+        }
+        other => return refuse(ErrorCode::UNSUPPORTED_ENDPOINT_TYPE, format!("Unsupported endpoint type {other}")),
+    }
+    let image = broker.metadata.image();
+    let level = image.features.get(METADATA_VERSION).copied().unwrap_or(0);
+    if level < CONTROLLER_REGISTRATION_LEVEL {
+        let message = "Direct-to-controller communication is not supported with the current MetadataVersion.";
+        return refuse(ErrorCode::UNSUPPORTED_VERSION, message.into());
+    }
+    let listener = broker.config.controller_listener_names.first().map(String::as_str).unwrap_or_default();
+    let brokers: Vec<DescribeClusterBroker> = image
+        .controllers
+        .values()
+        .filter_map(|r| {
+            let endpoint = r.end_points.iter().find(|e| e.name == listener)?;
+            Some(DescribeClusterBroker {
+                broker_id: r.controller_id,
+                host: endpoint.host.clone(),
+                port: i32::from(endpoint.port),
+                ..Default::default()
+            })
+        })
+        .collect();
+    let leader = broker.metadata.quorum().and_then(|q| q.status().borrow().leader_id);
+    let controller_id = leader.filter(|id| brokers.iter().any(|b| b.broker_id == *id)).unwrap_or(-1);
+    DescribeClusterResponse {
+        endpoint_type: ENDPOINT_CONTROLLERS,
+        cluster_id: broker.cluster_id.clone(),
+        controller_id,
+        brokers,
+        // Kafka's cluster operations, as its controller reports them.
+        cluster_authorized_operations: if request.include_cluster_authorized_operations {
+            0b0001_1111_1111_1000
+        } else {
+            i32::MIN
+        },
+        ..Default::default()
     }
 }
 

@@ -24,15 +24,22 @@ use crate::wire::{api_versions_response, encode_frame, served_range, FORWARDED_A
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// What answers the controller's own APIs (BrokerRegistration,
-/// BrokerHeartbeat, AllocateProducerIds, Envelope) and the forwardable
+/// BrokerHeartbeat, AllocateProducerIds, Envelope, ControllerRegistration,
+/// DescribeCluster) and the forwardable
 /// client APIs a broker may send it directly (`FORWARDED_APIS`): the broker's, which knows the metadata store. None
 /// for a request it does not answer.
 pub type ControllerHandler =
     Arc<dyn Fn(RequestBody, i16) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
 
 /// The APIs handed to the `ControllerHandler`.
-const CONTROLLER_APIS: [ApiKey; 4] =
-    [ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat, ApiKey::AllocateProducerIds, ApiKey::Envelope];
+const CONTROLLER_APIS: [ApiKey; 6] = [
+    ApiKey::BrokerRegistration,
+    ApiKey::BrokerHeartbeat,
+    ApiKey::AllocateProducerIds,
+    ApiKey::Envelope,
+    ApiKey::ControllerRegistration,
+    ApiKey::DescribeCluster,
+];
 
 /// The APIs the controller listener serves, with the versions it speaks
 /// (Fetch from v13, which carries the topic id raft checks).
