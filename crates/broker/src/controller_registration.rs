@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use krabka_controller::controllers::CONTROLLER_REGISTRATION_LEVEL;
-use krabka_metadata::features::{METADATA_VERSION, SUPPORTED_FEATURES};
+use krabka_controller::update_features::CONTROLLER_FEATURES;
+use krabka_metadata::features::METADATA_VERSION;
 use krabka_protocol::controller_registration_request::{Feature, Listener};
 use krabka_protocol::{ApiKey, ControllerRegistrationRequest, ControllerRegistrationResponse, Uuid};
 
@@ -67,8 +68,8 @@ async fn register(broker: &Broker, request: &ControllerRegistrationRequest) -> R
     }
 }
 
-/// This controller's listeners and the features it supports (those its
-/// broker registers with: one binary serves both roles).
+/// This controller's listeners and the feature levels it can run a
+/// cluster at (what krabka's controller implements).
 fn registration(broker: &Broker, incarnation_id: Uuid) -> ControllerRegistrationRequest {
     let config = &broker.config;
     let listeners = config
@@ -87,12 +88,12 @@ fn registration(broker: &Broker, incarnation_id: Uuid) -> ControllerRegistration
             ..Default::default()
         })
         .collect();
-    let features = SUPPORTED_FEATURES
+    let features = CONTROLLER_FEATURES
         .iter()
-        .map(|f| Feature {
-            name: f.name.to_string(),
-            min_supported_version: f.min,
-            max_supported_version: f.max,
+        .map(|&(name, min, max)| Feature {
+            name: name.to_string(),
+            min_supported_version: min,
+            max_supported_version: max,
             ..Default::default()
         })
         .collect();

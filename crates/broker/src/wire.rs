@@ -14,13 +14,14 @@ use krabka_protocol::{ApiKey, ApiVersionsResponse, Message, ResponseBody, Respon
 /// serves), and the controller listener serves them too (a Kafka broker
 /// forwards only what its controller lists, and sends its own topic
 /// creations there unwrapped).
-pub const FORWARDED_APIS: [ApiKey; 6] = [
+pub const FORWARDED_APIS: [ApiKey; 7] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
     ApiKey::AlterConfigs,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::DescribeQuorum,
+    ApiKey::UpdateFeatures,
 ];
 
 /// DescribeCluster's endpoint types (KIP-919): a broker listener lists the

@@ -823,7 +823,8 @@ fn fetch_sessions_by_topic_id_keep_serving_after_forgetting_partitions() {
 
 /// Kafka 4.3.1's `kafka-features describe` (DescribeFeatures, read from
 /// ApiVersions): a new log is finalized at Kafka 4.3.1's metadata.version
-/// (4.3-IV0) and group.version 1, and the broker lists its ranges.
+/// (4.3-IV0) and group.version 1, and the broker lists its ranges;
+/// `kafka-features upgrade/downgrade` through UpdateFeatures.
 #[test]
 fn kafka_features_describe_shows_the_finalized_levels() {
     let broker = BrokerProcess::start(&[]);
@@ -833,4 +834,25 @@ fn kafka_features_describe_shows_the_finalized_levels() {
     assert!(line("metadata.version").contains("FinalizedVersionLevel: 4.3-IV0"), "{out}");
     assert!(line("metadata.version").contains("SupportedMaxVersion: 4.3-IV0"), "{out}");
     assert!(line("group.version").contains("FinalizedVersionLevel: 1"), "{out}");
+
+    // UpdateFeatures: a safe downgrade and an upgrade of what krabka
+    // implements; Kafka's refusals of what it does not.
+    let features = |args: &[&str]| {
+        let bootstrap = broker.bootstrap();
+        let all: Vec<&str> =
+            ["--bootstrap-server", bootstrap.as_str()].into_iter().chain(args.iter().copied()).collect();
+        support::kafka_cli("kafka-features", &all)
+    };
+    let (ok, out) = features(&["downgrade", "--feature", "group.version=0"]);
+    assert!(ok && out.contains("group.version was downgraded to 0"), "{out}");
+    let (ok, out) = features(&["upgrade", "--feature", "group.version=1"]);
+    assert!(ok && out.contains("group.version was upgraded to 1"), "{out}");
+    let (ok, out) = features(&["upgrade", "--feature", "transaction.version=2"]);
+    assert!(!ok && out.contains("Local controller 1 does not support this feature"), "{out}");
+    let (ok, out) = features(&["downgrade", "--metadata", "3.9"]);
+    assert!(!ok && out.contains("it might delete metadata information"), "{out}");
+    let (ok, out) = features(&["describe"]);
+    let line = |name: &str| out.lines().find(|l| l.starts_with(&format!("Feature: {name} "))).unwrap_or_default();
+    assert!(ok && line("group.version").contains("FinalizedVersionLevel: 1"), "{out}");
+    assert!(line("metadata.version").contains("FinalizedVersionLevel: 4.3-IV0"), "{out}");
 }

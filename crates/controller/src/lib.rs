@@ -40,6 +40,7 @@ pub mod partitions;
 pub mod placement;
 pub mod producer_ids;
 pub mod topics;
+pub mod update_features;
 
 pub use budget::RecordBudget;
 pub use controller::{Commit, Controller};

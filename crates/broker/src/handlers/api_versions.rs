@@ -66,6 +66,7 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         DescribeProducers,
         DescribeTopicPartitions,
         DescribeQuorum,
+        UpdateFeatures,
         FindCoordinator,
         JoinGroup,
         SyncGroup,

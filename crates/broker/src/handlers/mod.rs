@@ -8,6 +8,7 @@ pub mod admin;
 pub mod api_versions;
 pub mod configs;
 pub mod controller;
+pub mod features;
 pub mod fetch;
 pub mod groups;
 pub mod list_offsets;
@@ -48,6 +49,9 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
             ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(ctx, *r).await))
         }
         RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(ctx, *r).await)),
+        RequestBody::UpdateFeatures(r) => {
+            ResponseBody::UpdateFeatures(Box::new(features::update_features(ctx, *r).await))
+        }
         other => return Err(other),
     })
 }

@@ -1,0 +1,216 @@
+//! UpdateFeatures (KIP-584, KIP-778): changing a finalized feature level,
+//! as Kafka's `FeatureControlManager.updateFeatures` decides it. Each
+//! update is checked in turn and the first refusal refuses the request
+//! whole (INVALID_UPDATE_VERSION, with Kafka's messages): an unknown
+//! upgrade type, a level below 0, a level this controller, a registered
+//! broker or a registered controller does not support (a voter that has
+//! not registered may not support it either), a downgrade without a
+//! downgrade type or an upgrade with one. A metadata.version downgrade is
+//! refused as Kafka 4.3.1 refuses those that change the metadata format
+//! (krabka treats every one so). The accepted updates become
+//! FeatureLevelRecords in one commit (none when validating only).
+
+use krabka_metadata::features::METADATA_VERSION;
+use krabka_metadata::{MetadataImage, MetadataRecord};
+use krabka_protocol::{ErrorCode, FeatureLevelRecord};
+
+use crate::error::ApiError;
+
+/// The levels krabka's controller can run a cluster at (Kafka's
+/// `QuorumFeatures` local ranges): what it implements. It registers
+/// itself with these, and refuses to finalize anything outside them.
+pub const CONTROLLER_FEATURES: [(&str, i16, i16); 7] = [
+    (METADATA_VERSION, 7, 30),
+    ("kraft.version", 0, 0),
+    ("transaction.version", 0, 0),
+    ("group.version", 0, 1),
+    ("eligible.leader.replicas.version", 0, 0),
+    ("share.version", 0, 0),
+    ("streams.version", 0, 0),
+];
+
+/// UpdateFeatures' upgrade types (v0's AllowDowngrade is a safe downgrade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpgradeType {
+    Upgrade,
+    SafeDowngrade,
+    UnsafeDowngrade,
+    Unknown,
+}
+
+impl UpgradeType {
+    pub fn from_wire(code: i8) -> Self {
+        match code {
+            1 => UpgradeType::Upgrade,
+            2 => UpgradeType::SafeDowngrade,
+            3 => UpgradeType::UnsafeDowngrade,
+            _ => UpgradeType::Unknown,
+        }
+    }
+}
+
+/// One requested change.
+#[derive(Clone, Debug)]
+pub struct FeatureUpdate {
+    pub name: String,
+    pub level: i16,
+    pub upgrade_type: UpgradeType,
+}
+
+/// Who must support a new level besides this controller (`node_id`): the
+/// registered brokers and controllers of the image, and every voter of
+/// `voters` (empty for a node that is its quorum's only voter).
+pub fn plan_update_features(
+    image: &MetadataImage,
+    node_id: i32,
+    voters: &[i32],
+    updates: &[FeatureUpdate],
+    validate_only: bool,
+) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
+    let mut records = Vec::with_capacity(updates.len());
+    for update in updates {
+        check_update(image, node_id, voters, update)?;
+        let record =
+            FeatureLevelRecord { name: update.name.clone(), feature_level: update.level, ..Default::default() };
+        records.push(MetadataRecord::FeatureLevel(record));
+    }
+    if validate_only {
+        records.clear();
+    }
+    Ok((records, ()))
+}
+
+fn check_update(image: &MetadataImage, node_id: i32, voters: &[i32], update: &FeatureUpdate) -> Result<(), ApiError> {
+    let (name, level) = (update.name.as_str(), update.level);
+    let invalid = |why: &str| {
+        let message = format!("Invalid update version {level} for feature {name}. {why}");
+        Err(ApiError::new(ErrorCode::INVALID_UPDATE_VERSION.code(), message))
+    };
+    if update.upgrade_type == UpgradeType::Unknown {
+        return invalid("The controller does not support the given upgrade type.");
+    }
+    let current = image.features.get(name).copied().unwrap_or(0);
+    if level < 0 {
+        return invalid("A feature version cannot be less than 0.");
+    }
+    if let Some(why) = reason_not_supported(image, node_id, voters, name, level) {
+        return invalid(&why);
+    }
+    let downgrading = update.upgrade_type != UpgradeType::Upgrade;
+    if level < current && !downgrading {
+        return invalid("Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.");
+    }
+    if level > current && downgrading {
+        return invalid("Can't downgrade to a newer version.");
+    }
+    if name == METADATA_VERSION && level < current {
+        let why = if update.upgrade_type == UpgradeType::UnsafeDowngrade {
+            "Unsafe metadata downgrade is not supported in this version."
+        } else {
+            "Refusing to perform the requested downgrade because it might delete metadata information."
+        };
+        let message = format!("Invalid metadata.version {level}. {why}");
+        return Err(ApiError::new(ErrorCode::INVALID_UPDATE_VERSION.code(), message));
+    }
+    Ok(())
+}
+
+/// Kafka's `reasonNotSupported`: this controller first, then each
+/// registered broker, then each registered controller, then any voter
+/// that has not registered.
+fn reason_not_supported(image: &MetadataImage, node_id: i32, voters: &[i32], name: &str, level: i16) -> Option<String> {
+    let local = CONTROLLER_FEATURES.iter().find(|(n, ..)| *n == name).map_or((0, 0), |&(_, min, max)| (min, max));
+    if let Some(why) = outside(level, &format!("Local controller {node_id}"), local) {
+        return Some(why);
+    }
+    for broker in image.brokers.values() {
+        let range = broker.features.iter().find(|f| f.name == name);
+        let range = range.map_or((0, 0), |f| (f.min_supported_version, f.max_supported_version));
+        if let Some(why) = outside(level, &format!("Broker {}", broker.broker_id), range) {
+            return Some(why);
+        }
+    }
+    for controller in image.controllers.values().filter(|c| c.controller_id != node_id) {
+        let range = controller.features.iter().find(|f| f.name == name);
+        let range = range.map_or((0, 0), |f| (f.min_supported_version, f.max_supported_version));
+        if let Some(why) = outside(level, &format!("Controller {}", controller.controller_id), range) {
+            return Some(why);
+        }
+    }
+    let unregistered = voters.iter().find(|&&id| id != node_id && !image.controllers.contains_key(&id));
+    unregistered.map(|id| format!("controller {id} has not registered, and may not support this feature"))
+}
+
+/// Why `what`, supporting `min..=max`, cannot run at `level` (Kafka's
+/// `VersionRange` text: "3" or "1-3").
+fn outside(level: i16, what: &str, (min, max): (i16, i16)) -> Option<String> {
+    if (min..=max).contains(&level) {
+        return None;
+    }
+    if max == 0 {
+        return Some(format!("{what} does not support this feature."));
+    }
+    let range = if min == max { min.to_string() } else { format!("{min}-{max}") };
+    Some(format!("{what} only supports versions {range}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use krabka_protocol::register_broker_record::BrokerFeature;
+    use krabka_protocol::RegisterBrokerRecord;
+
+    fn image() -> MetadataImage {
+        let mut image = MetadataImage::default();
+        image.features.insert(METADATA_VERSION.into(), 30);
+        image.features.insert("group.version".into(), 1);
+        let feature = |name: &str, min, max| BrokerFeature {
+            name: name.into(),
+            min_supported_version: min,
+            max_supported_version: max,
+            ..Default::default()
+        };
+        let features = vec![feature(METADATA_VERSION, 7, 30), feature("group.version", 0, 1)];
+        image.brokers.insert(4, RegisterBrokerRecord { broker_id: 4, features, ..Default::default() });
+        image
+    }
+
+    fn update(name: &str, level: i16, upgrade_type: UpgradeType) -> Vec<FeatureUpdate> {
+        vec![FeatureUpdate { name: name.into(), level, upgrade_type }]
+    }
+
+    fn refusal(updates: &[FeatureUpdate]) -> String {
+        let e = plan_update_features(&image(), 1, &[], updates, false).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_UPDATE_VERSION.code());
+        e.message
+    }
+
+    #[test]
+    fn supported_changes_become_feature_level_records() {
+        let (records, ()) =
+            plan_update_features(&image(), 1, &[], &update("group.version", 0, UpgradeType::SafeDowngrade), false)
+                .unwrap();
+        let MetadataRecord::FeatureLevel(record) = &records[0] else { panic!("{records:?}") };
+        assert_eq!((record.name.as_str(), record.feature_level), ("group.version", 0));
+        let same = update(METADATA_VERSION, 30, UpgradeType::Upgrade);
+        assert_eq!(plan_update_features(&image(), 1, &[], &same, true).unwrap().0, vec![]);
+    }
+
+    #[test]
+    fn refusals_carry_kafkas_messages() {
+        let m = refusal(&update("transaction.version", 2, UpgradeType::Upgrade));
+        assert_eq!(m, "Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature.");
+        let m = refusal(&update(METADATA_VERSION, 31, UpgradeType::Upgrade));
+        assert!(m.ends_with("Local controller 1 only supports versions 7-30"), "{m}");
+        let m = refusal(&update("group.version", 0, UpgradeType::Upgrade));
+        assert!(m.ends_with("without setting the upgrade type to either safe or unsafe downgrade."), "{m}");
+        let m = refusal(&update(METADATA_VERSION, 21, UpgradeType::SafeDowngrade));
+        assert_eq!(m, "Invalid metadata.version 21. Refusing to perform the requested downgrade because it might delete metadata information.");
+        let m = refusal(&update("group.version", -1, UpgradeType::Upgrade));
+        assert!(m.ends_with("A feature version cannot be less than 0."), "{m}");
+        let m = refusal(&update("group.version", 1, UpgradeType::Unknown));
+        assert!(m.ends_with("The controller does not support the given upgrade type."), "{m}");
+        let e = plan_update_features(&image(), 1, &[1, 2], &update("group.version", 1, UpgradeType::Upgrade), false);
+        assert!(e.unwrap_err().message.ends_with("controller 2 has not registered, and may not support this feature"));
+    }
+}
