@@ -19,7 +19,7 @@ use krabka_protocol::{
 };
 
 use crate::broker::Broker;
-use crate::quorum::Channel;
+use crate::quorum::{Channel, Quorum};
 
 /// AllocateProducerIds' and Envelope's only versions.
 const ALLOCATE_PRODUCER_IDS_VERSION: i16 = 0;
@@ -38,11 +38,33 @@ pub async fn connect(broker: &Broker, purpose: &str) -> Result<Channel, String> 
 }
 
 async fn connect_within(broker: &Broker, purpose: &str, timeout: Duration) -> Result<Channel, String> {
+    connect_to_leader(broker, purpose, timeout).await.map(|(channel, _)| channel)
+}
+
+/// A connection to the voter the quorum names leader now, and its id. The
+/// attempt is given up when the quorum names another leader first: a
+/// leader cut off the network drops the connection attempt silently, and
+/// waiting out the timeout would hold the request long after the quorum
+/// moved on.
+async fn connect_to_leader(broker: &Broker, purpose: &str, timeout: Duration) -> Result<(Channel, i32), String> {
     let quorum = broker.metadata.quorum().ok_or("no shared quorum")?;
     let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
     let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
     let client_id = format!("broker-{}-{purpose}", broker.node_id);
-    Channel::connect(&address.host, address.port, timeout, client_id).await
+    tokio::select! {
+        connected = Channel::connect(&address.host, address.port, timeout, client_id) => Ok((connected?, leader)),
+        () = lead_moves(quorum, leader) => Err(format!("the lead moved from node {leader} while connecting")),
+    }
+}
+
+/// Resolves once the quorum no longer names `leader` its leader (or stops).
+async fn lead_moves(quorum: &Quorum, leader: i32) {
+    let mut status = quorum.status();
+    while status.borrow_and_update().leader_id == Some(leader) {
+        if status.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 fn request_timeout(broker: &Broker) -> Duration {
@@ -104,9 +126,16 @@ pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr
         ..Default::default()
     };
     let timeout = Duration::from_millis(broker.config.request_timeout_ms.max(1) as u64);
-    let mut channel = connect_within(broker, "forwarding", timeout).await.map_err(ForwardError::NotTaken)?;
-    let response: EnvelopeResponse =
-        channel.call(ApiKey::Envelope, ENVELOPE_VERSION, &envelope).await.map_err(ForwardError::Failed)?;
+    let (mut channel, leader) =
+        connect_to_leader(broker, "forwarding", timeout).await.map_err(ForwardError::NotTaken)?;
+    let quorum = broker.metadata.quorum().ok_or_else(|| ForwardError::NotTaken("no shared quorum".into()))?;
+    // Sent: a lead that moves meanwhile may or may not have carried it out.
+    let response: EnvelopeResponse = tokio::select! {
+        answered = channel.call(ApiKey::Envelope, ENVELOPE_VERSION, &envelope) => answered.map_err(ForwardError::Failed)?,
+        () = lead_moves(quorum, leader) => {
+            return Err(ForwardError::Failed(format!("the lead moved from node {leader} before it answered")))
+        }
+    };
     match (response.error_code, response.response_data) {
         (0, Some(data)) => Ok(data),
         (code, _) if code == ErrorCode::NOT_CONTROLLER.code() => {

@@ -81,7 +81,9 @@ fn registration(broker: &Broker, incarnation_id: Uuid) -> ControllerRegistration
         })
         .map(|l| Listener {
             name: l.name.clone(),
-            host: l.host.clone(),
+            // An empty host is this machine's, as krabka advertises a
+            // broker listener without one.
+            host: if l.host.is_empty() { "localhost".to_string() } else { l.host.clone() },
             port: l.port,
             // Only PLAINTEXT is served (its id is 0).
             security_protocol: 0,

@@ -10,8 +10,7 @@ use krabka_coordinator::CoordinatorLog;
 use krabka_protocol::records::{RecordBatch, RecordBatches};
 use krabka_protocol::ErrorCode;
 
-use crate::errors::log_error_code;
-use crate::replica::ReplicaManager;
+use crate::replica::{AppendError, ReplicaManager};
 
 /// How much of a partition one replay read takes.
 const REPLAY_READ_BYTES: u32 = 4 * 1024 * 1024;
@@ -35,9 +34,12 @@ impl CoordinatorLog for TopicLog {
         };
         match hosted.append(batch, now_ms) {
             Ok((info, _)) => Ok(info.first_offset),
+            // Led elsewhere since the check above: the client finds the
+            // coordinator again.
+            Err(AppendError::NotLeader) => Err(ErrorCode::NOT_COORDINATOR.code()),
             Err(e) => {
                 tracing::error!(topic = self.topic, partition, error = %e, "could not write to a coordinator's topic");
-                Err(log_error_code(&e))
+                Err(e.code())
             }
         }
     }

@@ -287,14 +287,21 @@ fn plan_new_topics(
 }
 
 /// The records creating the internal topic `topic` if `image` lacks it
-/// (none if it exists).
+/// (none if it exists), with `replication_factor` replicas (its
+/// `*.replication.factor` config) in a shared quorum, as a broker asks
+/// Kafka's controller for it; a node that is its quorum's only voter
+/// places its one replica whatever the config says.
 pub fn plan_internal_topic(
     image: &MetadataImage,
     topic: &NewTopic,
     placement: Placement,
+    replication_factor: i16,
 ) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
     if image.topic(&topic.name).is_some() {
         return Ok((Vec::new(), ()));
+    }
+    if placement == Placement::RegisteredBrokers {
+        check_replication_factor(replication_factor, replication_factor)?;
     }
     RecordBudget::default().take(topic.record_count())?;
     tracing::info!(topic = %topic.name, partitions = topic.partitions, "creating internal topic");

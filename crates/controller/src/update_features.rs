@@ -6,14 +6,16 @@
 //! broker or a registered controller does not support (a voter that has
 //! not registered may not support it either), a downgrade without a
 //! downgrade type or an upgrade with one. A metadata.version downgrade is
-//! refused as Kafka 4.3.1 refuses those that change the metadata format
-//! (krabka treats every one so). The accepted updates become
+//! refused as Kafka 4.3.1 refuses those that change the metadata format;
+//! krabka treats every one so (Kafka lets through the few between levels
+//! with the same format). The accepted updates become
 //! FeatureLevelRecords in one commit (none when validating only).
 
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::{ErrorCode, FeatureLevelRecord};
 
+use crate::controllers::CONTROLLER_REGISTRATION_LEVEL;
 use crate::error::ApiError;
 
 /// The levels krabka's controller can run a cluster at (Kafka's
@@ -129,6 +131,12 @@ fn reason_not_supported(image: &MetadataImage, node_id: i32, voters: &[i32], nam
         if let Some(why) = outside(level, &format!("Broker {}", broker.broker_id), range) {
             return Some(why);
         }
+    }
+    // Controllers register from metadata.version 3.7-IV0: below it their
+    // support cannot be checked, as Kafka's controller notes.
+    let level = image.features.get(METADATA_VERSION).copied().unwrap_or(0);
+    if level < CONTROLLER_REGISTRATION_LEVEL {
+        return None;
     }
     for controller in image.controllers.values().filter(|c| c.controller_id != node_id) {
         let range = controller.features.iter().find(|f| f.name == name);

@@ -102,7 +102,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let voters = self.config.voters.iter().map(|&id| describe(id, progress.get(&id))).collect();
         let observers = progress
             .iter()
-            .filter(|(id, entry)| !self.config.voters.contains(id) && entry.served.is_some())
+            // A fetcher without an id (-1) is nobody's replica (Kafka's
+            // leader ignores it).
+            .filter(|(id, entry)| **id >= 0 && !self.config.voters.contains(id) && entry.served.is_some())
             .filter(|(_, entry)| !observer_expired(entry, now_ms))
             .map(|(&id, entry)| describe(id, Some(entry)))
             .collect();
@@ -194,8 +196,11 @@ mod tests {
             ReplicaDescription { replica_id: 3, log_end_offset: None, last_fetch_ms: None, last_caught_up_ms: None };
         assert_eq!(described.voters, vec![me, caught_up(2, 2_000), unheard]);
         assert_eq!(described.observers, vec![caught_up(9, 2_500)]);
-        // An observer silent for the session timeout is forgotten; a voter never is.
+        // An observer silent for the session timeout is forgotten (its
+        // progress dropped); a voter never is.
         node.tick(2_500 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
+        let Role::Leader { progress, .. } = &node.role else { panic!("still leads") };
+        assert_eq!(progress.keys().copied().collect::<Vec<i32>>(), vec![1, 2, 3]);
         let described = node.describe_quorum(2_500 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
         assert_eq!((described.voters.len(), described.observers.len()), (3, 0));
     }

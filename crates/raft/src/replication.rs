@@ -246,8 +246,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 self.send(to, Message::BeginQuorumEpoch { epoch: self.epoch });
             }
         }
+        // Held fetches due are answered first: a fetch still held keeps its
+        // observer listed.
+        self.answer_held_fetches(now_ms, false)?;
         self.forget_idle_observers(now_ms);
-        self.answer_held_fetches(now_ms, false)
+        Ok(())
     }
 
     pub(crate) fn on_fetch_response(

@@ -88,10 +88,18 @@ fn describe_controllers(broker: &Broker, request: &DescribeClusterRequest, versi
         // v0 has no endpoint types: its refusals are INVALID_REQUEST.
         error_code: if version == 0 { ErrorCode::INVALID_REQUEST.code() } else { code.code() },
         error_message: Some(message),
-        endpoint_type: if version >= 1 { ENDPOINT_CONTROLLERS } else { ENDPOINT_BROKERS },
+        // Kafka's error answers keep the field's default.
+        endpoint_type: ENDPOINT_BROKERS,
         cluster_authorized_operations: i32::MIN,
         ..Default::default()
     };
+    // As Kafka's controller: the metadata.version first, then the type.
+    let image = broker.metadata.image();
+    let level = image.features.get(METADATA_VERSION).copied().unwrap_or(0);
+    if level < CONTROLLER_REGISTRATION_LEVEL {
+        let message = "Direct-to-controller communication is not supported with the current MetadataVersion.";
+        return refuse(ErrorCode::UNSUPPORTED_VERSION, message.into());
+    }
     match request.endpoint_type {
         ENDPOINT_CONTROLLERS if version >= 1 => {}
         ENDPOINT_BROKERS => {
@@ -100,12 +108,6 @@ fn describe_controllers(broker: &Broker, request: &DescribeClusterRequest, versi
             return refuse(ErrorCode::MISMATCHED_ENDPOINT_TYPE, message.into());
         }
         other => return refuse(ErrorCode::UNSUPPORTED_ENDPOINT_TYPE, format!("Unsupported endpoint type {other}")),
-    }
-    let image = broker.metadata.image();
-    let level = image.features.get(METADATA_VERSION).copied().unwrap_or(0);
-    if level < CONTROLLER_REGISTRATION_LEVEL {
-        let message = "Direct-to-controller communication is not supported with the current MetadataVersion.";
-        return refuse(ErrorCode::UNSUPPORTED_VERSION, message.into());
     }
     let listener = broker.config.controller_listener_names.first().map(String::as_str).unwrap_or_default();
     let brokers: Vec<DescribeClusterBroker> = image

@@ -7,7 +7,7 @@
 use krabka_controller::update_features::{plan_update_features, FeatureUpdate, UpgradeType};
 use krabka_controller::ApiError;
 use krabka_protocol::update_features_response::UpdatableFeatureResult;
-use krabka_protocol::{UpdateFeaturesRequest, UpdateFeaturesResponse};
+use krabka_protocol::{ErrorCode, UpdateFeaturesRequest, UpdateFeaturesResponse};
 
 use crate::request::RequestContext;
 
@@ -40,7 +40,12 @@ pub async fn update_features(ctx: &RequestContext<'_>, request: UpdateFeaturesRe
         .metadata
         .control(|image| plan_update_features(image, broker.node_id, &voters, &updates, validate_only))
         .await;
-    let error: Option<ApiError> = planned.err();
+    let mut error: Option<ApiError> = planned.err();
+    // As Kafka's controller words a refused update (not a commit failure).
+    if let Some(e) = error.as_mut().filter(|e| e.code == ErrorCode::INVALID_UPDATE_VERSION.code()) {
+        e.message =
+            format!("The update failed for all features since the following feature had an error: {}", e.message);
+    }
     let results = if error.is_none() && version < 2 {
         let ok = |name: &String| UpdatableFeatureResult { feature: name.clone(), ..Default::default() };
         request.feature_updates.iter().map(|u| ok(&u.feature)).collect()

@@ -41,6 +41,12 @@ const KEY_TYPE_GROUP: i8 = 0;
 const NOT_COORDINATOR: i16 = ErrorCode::NOT_COORDINATOR.code();
 const NOT_COORDINATOR_MESSAGE: &str = "This is not the correct coordinator.";
 
+/// Whether `group_id` belongs to another broker's coordinator. An empty id
+/// is the coordinator's to refuse (INVALID_GROUP_ID comes first, as Kafka).
+fn not_coordinator(ctx: &RequestContext<'_>, group_id: &str) -> bool {
+    !group_id.is_empty() && !ctx.broker.coordinates(group_id)
+}
+
 /// Creates `__consumer_offsets` on first use, as Kafka does.
 async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
@@ -176,7 +182,7 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
     if let Err(code) = ensure_offsets_topic(ctx).await {
         return ctx.reply(ResponseBody::JoinGroup(Box::new(join_error(ctx, &request.member_id, code))));
     }
-    if !ctx.broker.coordinates(&request.group_id) {
+    if not_coordinator(ctx, &request.group_id) {
         let body = join_error(ctx, &request.member_id, NOT_COORDINATOR);
         return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
     }
@@ -209,7 +215,7 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
 
 pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply {
     let version = ctx.api_version;
-    if !ctx.broker.coordinates(&request.group_id) {
+    if not_coordinator(ctx, &request.group_id) {
         let body = SyncGroupResponse { error_code: NOT_COORDINATOR, ..Default::default() };
         return ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, body))));
     }
@@ -233,7 +239,7 @@ pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply 
 }
 
 pub fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
-    if !ctx.broker.coordinates(&request.group_id) {
+    if not_coordinator(ctx, &request.group_id) {
         return HeartbeatResponse { error_code: NOT_COORDINATOR, ..Default::default() };
     }
     let error_code =
@@ -247,7 +253,7 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
     } else {
         vec![(request.member_id.clone(), None)]
     };
-    let left = if ctx.broker.coordinates(&request.group_id) {
+    let left = if !not_coordinator(ctx, &request.group_id) {
         ctx.broker.groups.leave(&ctx.broker.group_host(), &request.group_id, &members)
     } else {
         Err(NOT_COORDINATOR)
@@ -303,7 +309,7 @@ pub async fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitReques
         vec![ErrorCode::INVALID_GROUP_ID.code(); offsets.len()]
     } else if let Err(code) = ensure_offsets_topic(ctx).await {
         vec![code; offsets.len()]
-    } else if !broker.coordinates(&request.group_id) {
+    } else if not_coordinator(ctx, &request.group_id) {
         vec![NOT_COORDINATOR; offsets.len()]
     } else {
         broker.groups.commit_offsets(
@@ -388,7 +394,7 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
     let groups: Vec<OffsetFetchResponseGroup> = asked
         .into_iter()
         .map(|(group_id, wanted)| {
-            if !ctx.broker.coordinates(group_id) {
+            if not_coordinator(ctx, group_id) {
                 let error_code = NOT_COORDINATOR;
                 return OffsetFetchResponseGroup { group_id: group_id.to_string(), error_code, ..Default::default() };
             }
@@ -451,7 +457,7 @@ pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> List
         .groups
         .list_groups()
         .into_iter()
-        .filter(|(group_id, ..)| ctx.broker.coordinates(group_id))
+        .filter(|(group_id, ..)| !not_coordinator(ctx, group_id))
         .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
         .filter(|(_, _, _, kind)| types.is_empty() || types.iter().any(|t| t == kind))
         .map(|(group_id, protocol_type, state, kind)| ListedGroup {
@@ -470,12 +476,9 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
         .groups
         .iter()
         .map(|group_id| match ctx.broker.groups.describe_group(group_id) {
-            _ if !ctx.broker.coordinates(group_id) => DescribedGroup {
-                group_id: group_id.clone(),
-                error_code: NOT_COORDINATOR,
-                error_message: (ctx.api_version >= 6).then(|| NOT_COORDINATOR_MESSAGE.into()),
-                ..Default::default()
-            },
+            _ if not_coordinator(ctx, group_id) => {
+                DescribedGroup { group_id: group_id.clone(), error_code: NOT_COORDINATOR, ..Default::default() }
+            }
             Some(described) => DescribedGroup {
                 group_id: group_id.clone(),
                 group_state: described.state,
@@ -523,7 +526,7 @@ pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> 
         .iter()
         .map(|group_id| krabka_protocol::delete_groups_response::DeletableGroupResult {
             group_id: group_id.clone(),
-            error_code: if ctx.broker.coordinates(group_id) {
+            error_code: if !not_coordinator(ctx, group_id) {
                 ctx.broker.groups.delete_group(&ctx.broker.group_host(), group_id)
             } else {
                 NOT_COORDINATOR
@@ -540,7 +543,7 @@ pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> 
         .iter()
         .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
         .collect();
-    if !ctx.broker.coordinates(&request.group_id) {
+    if not_coordinator(ctx, &request.group_id) {
         return OffsetDeleteResponse { error_code: NOT_COORDINATOR, ..Default::default() };
     }
     let (error_code, codes) = ctx.broker.groups.delete_offsets(&ctx.broker.group_host(), &request.group_id, &topics);
@@ -605,7 +608,7 @@ pub async fn consumer_group_heartbeat(
     if let Err(code) = ensure_offsets_topic(ctx).await {
         return fail(code, "The coordinator is not available.");
     }
-    if !ctx.broker.coordinates(&request.group_id) {
+    if not_coordinator(ctx, &request.group_id) {
         return fail(NOT_COORDINATOR, NOT_COORDINATOR_MESSAGE);
     }
     let heartbeat = ConsumerHeartbeat {
@@ -667,7 +670,7 @@ pub fn consumer_group_describe(
         .group_ids
         .iter()
         .map(|group_id| {
-            if !ctx.broker.coordinates(group_id) {
+            if not_coordinator(ctx, group_id) {
                 return DescribedGroup {
                     group_id: group_id.clone(),
                     error_code: NOT_COORDINATOR,

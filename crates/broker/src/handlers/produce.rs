@@ -18,9 +18,9 @@ use krabka_log::{AppendInfo, LogError};
 use super::recompress::recompress;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::errors::log_error_code;
+
 use crate::metadata::MetadataImage;
-use crate::replica::Partition;
+use crate::replica::{AppendError, Partition};
 use crate::request::Reply;
 use crate::request::RequestContext;
 
@@ -230,7 +230,7 @@ fn decide_partition(
 /// when the broker may run on more than one CPU; the request is answered
 /// (and the next one on this connection read) only when all are done, so
 /// one producer's batches stay in order.
-async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendInfo, i64), LogError>> {
+async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendInfo, i64), AppendError>> {
     let outcomes = if append_in_parallel(appends) {
         let tasks: Vec<_> = appends
             .iter()
@@ -241,7 +241,8 @@ async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendI
             .collect();
         let mut outcomes = Vec::with_capacity(tasks.len());
         for task in tasks {
-            outcomes.push(task.await.unwrap_or_else(|e| Err(LogError::Io(std::io::Error::other(e.to_string())))));
+            let failed = |e: tokio::task::JoinError| Err(LogError::Io(std::io::Error::other(e.to_string())).into());
+            outcomes.push(task.await.unwrap_or_else(failed));
         }
         outcomes
     } else {
@@ -260,7 +261,7 @@ async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendI
 fn answer_appends(
     broker: &Broker,
     appends: &[PendingAppend],
-    outcomes: Vec<Result<(AppendInfo, i64), LogError>>,
+    outcomes: Vec<Result<(AppendInfo, i64), AppendError>>,
     responses: &mut [TopicProduceResponse],
 ) {
     for (append, outcome) in appends.iter().zip(outcomes) {
@@ -279,7 +280,7 @@ fn answer_appends(
                 }
             }
             Err(e) => {
-                let error_code = log_error_code(&e);
+                let error_code = e.code();
                 let topic = &append.partition.topic;
                 if error_code == ErrorCode::KAFKA_STORAGE_ERROR.code() {
                     tracing::error!(%topic, partition = index, error = %e, "append failed");

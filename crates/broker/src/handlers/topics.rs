@@ -112,9 +112,10 @@ pub async fn ensure_internal_topic(
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let topic = NewTopic { name: name.to_string(), partitions, configs, assignments: Vec::new() };
     let placement = broker.metadata.placement(broker.node_id);
-    let commit = broker.metadata.control(|image| plan_internal_topic(image, &topic, placement)).await;
+    let replication_factor = broker.config.offsets_topic_replication_factor;
+    let commit =
+        broker.metadata.control(|image| plan_internal_topic(image, &topic, placement, replication_factor)).await;
     if commit.is_err() && broker.metadata.defers_to_another_controller() {
-        let replication_factor = broker.config.offsets_topic_replication_factor;
         return create_through_the_controller(broker, &[topic], replication_factor).await;
     }
     match commit {

@@ -14,4 +14,4 @@ mod partition;
 pub mod purgatory;
 
 pub use manager::{Hosting, ReplicaManager};
-pub use partition::{HostedTopic, Partition, ProducePolicy};
+pub use partition::{AppendError, HostedTopic, Partition, ProducePolicy};

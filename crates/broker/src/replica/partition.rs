@@ -70,12 +70,17 @@ impl Partition {
     /// Follows the image's leadership: leading a new epoch starts it at the
     /// log end (Kafka's makeLeader), so OffsetForLeaderEpoch knows it
     /// before any append; the requests parked here are woken to find out.
+    /// Done under the log's lock, which every append holds: an append sees
+    /// the leadership before or after the change, never half of it.
     pub(super) fn set_leadership(&self, led_here: bool, leader_epoch: i32) -> Result<(), LogError> {
+        let mut log = self.lock_log();
         if led_here && leader_epoch != self.leader_epoch() {
-            self.lock_log().assign_leader_epoch(leader_epoch)?;
+            log.assign_leader_epoch(leader_epoch)?;
         }
         self.leader_epoch.store(leader_epoch, Ordering::Release);
-        if self.led_here.swap(led_here, Ordering::AcqRel) != led_here {
+        let changed = self.led_here.swap(led_here, Ordering::AcqRel) != led_here;
+        drop(log);
+        if changed {
             self.watchers.wake_all();
         }
         Ok(())
@@ -98,7 +103,7 @@ impl Partition {
 
     /// Appends records as leader, moves the high watermark and wakes the
     /// requests parked on this partition.
-    pub fn append(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
+    pub fn append(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), AppendError> {
         let appended = self.append_unwoken(records, now_ms)?;
         self.wake_waiters();
         Ok(appended)
@@ -108,8 +113,15 @@ impl Partition {
     /// all its partitions first and then wakes them, as Kafka completes
     /// delayed fetches after the whole request, so a fetch parked on several
     /// of them answers once with all their records.
-    pub fn append_unwoken(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), LogError> {
+    pub fn append_unwoken(&self, records: &Bytes, now_ms: i64) -> Result<(AppendInfo, i64), AppendError> {
         let mut log = self.lock_log();
+        // Checked under the lock: leadership moves only under it too, so
+        // a partition that stopped being led here between the request's
+        // check and this append takes nothing (Kafka's appendRecordsToLeader
+        // checks under its leader-ISR lock).
+        if !self.is_led_here() {
+            return Err(AppendError::NotLeader);
+        }
         let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
         let end = log.log_end_offset();
         // The ISR is this node alone: what it appended is replicated. The
@@ -147,6 +159,26 @@ impl Partition {
             log_start_offset: log.log_start_offset(),
             high_watermark: self.high_watermark(),
             cleaner_offset: log.cleaner_checkpoint(),
+        }
+    }
+}
+
+/// Why an append as leader failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// The partition is no longer led here (NOT_LEADER_OR_FOLLOWER).
+    #[error("this broker no longer leads the partition")]
+    NotLeader,
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+impl AppendError {
+    /// The Kafka error code it answers with.
+    pub fn code(&self) -> i16 {
+        match self {
+            AppendError::NotLeader => ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
+            AppendError::Log(e) => crate::errors::log_error_code(e),
         }
     }
 }
