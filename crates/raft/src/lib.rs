@@ -34,6 +34,7 @@ pub mod election;
 pub mod message;
 pub mod node;
 pub mod replication;
+mod served;
 pub mod single_voter;
 pub mod wire;
 

@@ -29,8 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 
-use crate::describe::Served;
 use crate::message::{Action, ElectionState, Message, RaftError};
+use crate::served::Served;
 
 /// Timers, in milliseconds, and the seed of the election jitter.
 #[derive(Clone, Debug)]

@@ -16,9 +16,9 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 
 use crate::batch;
-use crate::describe::Served;
 use crate::message::{Action, FetchResponse, Message, RaftError};
 use crate::node::{RaftNode, Role};
+use crate::served::Served;
 
 impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn send_fetch(&mut self, now_ms: i64) {
