@@ -17,8 +17,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use krabka_protocol::create_topics_request::CreatableTopic;
-use krabka_protocol::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse};
+use krabka_protocol::{ApiKey, CreateTopicsResponse, MetadataRequest, MetadataResponse};
 use support::{free_port, BrokerProcess, KafkaNode, RawClient};
 
 const CLUSTER_ID: &str = "AAECAwQFBgcICQoLDA0ODw";
@@ -36,16 +35,7 @@ const SESSION: &str = "broker.session.timeout.ms=3000\nbroker.heartbeat.interval
 /// brokers, so until krabka is both it refuses with
 /// INVALID_REPLICATION_FACTOR.
 fn create_on_the_active_controller(ports: &BTreeMap<i32, u16>, name: &str, partitions: i32, logs: &dyn Fn() -> String) {
-    let request = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: partitions,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
+    let request = support::cluster::create_topics_request(name, partitions);
     let deadline = Instant::now() + PATIENCE;
     let mut last = Vec::new();
     while Instant::now() < deadline {

@@ -26,8 +26,9 @@ pub fn create_topic(node: &BrokerProcess, name: &str) -> i16 {
     create_topic_with(node, name, 2)
 }
 
-pub fn create_topic_with(node: &BrokerProcess, name: &str, partitions: i32) -> i16 {
-    let request = CreateTopicsRequest {
+/// A CreateTopics of `name` with `partitions` partitions, one replica each.
+pub fn create_topics_request(name: &str, partitions: i32) -> CreateTopicsRequest {
+    CreateTopicsRequest {
         topics: vec![CreatableTopic {
             name: name.into(),
             num_partitions: partitions,
@@ -36,7 +37,11 @@ pub fn create_topic_with(node: &BrokerProcess, name: &str, partitions: i32) -> i
         }],
         timeout_ms: 10_000,
         ..Default::default()
-    };
+    }
+}
+
+pub fn create_topic_with(node: &BrokerProcess, name: &str, partitions: i32) -> i16 {
+    let request = create_topics_request(name, partitions);
     let response: CreateTopicsResponse =
         RawClient::connect(&node.bootstrap()).request(ApiKey::CreateTopics, 7, &request);
     response.topics[0].error_code
