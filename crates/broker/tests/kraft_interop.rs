@@ -130,6 +130,7 @@ impl Cluster {
                 fetch_max_wait_ms: 500,
                 retry_backoff_ms: 20,
                 max_fetch_bytes: 8 << 20,
+                retention_max_bytes: -1,
                 seed: id as u64,
             },
             log_dir: self.node_dir(id).join("__cluster_metadata-0"),

@@ -77,6 +77,20 @@ pub trait ReplicatedLog {
 
     /// Removes the snapshots that end before `end_offset`.
     fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError>;
+
+    /// The stored snapshots with their sizes in bytes, oldest first.
+    fn snapshots(&self) -> Result<Vec<(SnapshotId, u64)>, LogError>;
+
+    /// Up to `max_bytes` of snapshot `id` from byte `position`, with its
+    /// whole size; None when the log has no such snapshot.
+    fn read_snapshot(&self, id: SnapshotId, position: u64, max_bytes: u32) -> Result<Option<(u64, Bytes)>, LogError>;
+
+    /// Drops the whole log and starts it empty at `offset` (a follower that
+    /// fetched a snapshot past its log end).
+    fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError>;
+
+    /// The bytes the log's segments hold (metadata retention counts them).
+    fn size_bytes(&self) -> u64;
 }
 
 // The inherent methods are called by path: the trait's have the same names.
@@ -142,6 +156,22 @@ impl ReplicatedLog for PartitionLog {
     fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
         snapshots::delete_before(self.dir(), end_offset)?;
         Ok(())
+    }
+
+    fn snapshots(&self) -> Result<Vec<(SnapshotId, u64)>, LogError> {
+        Ok(snapshots::list_with_sizes(self.dir())?)
+    }
+
+    fn read_snapshot(&self, id: SnapshotId, position: u64, max_bytes: u32) -> Result<Option<(u64, Bytes)>, LogError> {
+        Ok(snapshots::read_range(self.dir(), id, position, max_bytes)?)
+    }
+
+    fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        PartitionLog::truncate_fully_and_start_at(self, offset, now_ms)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        PartitionLog::size_bytes(self)
     }
 }
 

@@ -55,6 +55,32 @@ pub fn list(dir: &Path) -> io::Result<Vec<SnapshotId>> {
     Ok(found)
 }
 
+/// The snapshots in `dir` with their sizes in bytes, oldest first.
+pub fn list_with_sizes(dir: &Path) -> io::Result<Vec<(SnapshotId, u64)>> {
+    let mut found = Vec::new();
+    for id in list(dir)? {
+        found.push((id, std::fs::metadata(dir.join(id.file_name()))?.len()));
+    }
+    Ok(found)
+}
+
+/// Up to `max_bytes` of snapshot `id` from byte `position`, with the
+/// snapshot's whole size (what a leader sends a follower in FetchSnapshot,
+/// the bytes unaligned to batches); None when there is no such snapshot.
+pub fn read_range(dir: &Path, id: SnapshotId, position: u64, max_bytes: u32) -> io::Result<Option<(u64, Bytes)>> {
+    use std::os::unix::fs::FileExt;
+    let file = match std::fs::File::open(dir.join(id.file_name())) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let size = file.metadata()?.len();
+    let length = size.saturating_sub(position).min(u64::from(max_bytes)) as usize;
+    let mut bytes = vec![0; length];
+    file.read_exact_at(&mut bytes, position)?;
+    Ok(Some((size, Bytes::from(bytes))))
+}
+
 /// Writes snapshot `id` atomically: after a crash it is whole or absent.
 pub fn write(dir: &Path, id: SnapshotId, bytes: &[u8]) -> io::Result<()> {
     atomic_write(&dir.join(id.file_name()), bytes)
@@ -170,6 +196,22 @@ pub(crate) mod tests {
             .file_name()
             .to_string_lossy()
             .ends_with(".tmp")));
+    }
+
+    #[test]
+    fn a_range_of_a_snapshot_reads_as_the_file_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = snapshot_bytes(&["a", "b"]);
+        write(dir.path(), id(10), &bytes).unwrap();
+        let size = bytes.len() as u64;
+        assert_eq!(list_with_sizes(dir.path()).unwrap(), vec![(id(10), size)]);
+        let (whole, first) = read_range(dir.path(), id(10), 0, 7).unwrap().unwrap();
+        assert_eq!((whole, &first[..]), (size, &bytes[..7]));
+        let (_, rest) = read_range(dir.path(), id(10), 7, u32::MAX).unwrap().unwrap();
+        assert_eq!(&rest[..], &bytes[7..]);
+        let (_, past) = read_range(dir.path(), id(10), size + 5, 10).unwrap().unwrap();
+        assert!(past.is_empty());
+        assert!(read_range(dir.path(), id(20), 0, 10).unwrap().is_none());
     }
 
     #[test]

@@ -121,9 +121,10 @@ mod tests {
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
             max_fetch_bytes: 1 << 20,
+            retention_max_bytes: -1,
             seed: 7,
         };
-        let mut node = RaftNode::open(config, log, None, 0);
+        let mut node = RaftNode::open(config, log, None, 0).unwrap();
         node.tick(1_000).unwrap();
         let granted = |pre_vote, epoch| Message::VoteResponse {
             epoch,

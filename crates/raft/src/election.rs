@@ -258,9 +258,10 @@ mod tests {
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
             max_fetch_bytes: 1 << 20,
+            retention_max_bytes: -1,
             seed: 7,
         };
-        RaftNode::open(config, log, None, 0)
+        RaftNode::open(config, log, None, 0).unwrap()
     }
 
     #[test]

@@ -24,8 +24,9 @@
 //! messages are an internal enum ([`Message`]) mirroring Kafka's RPCs;
 //! [`wire`] maps them onto Kafka's own, as Kafka 4.3.1 fills them, with
 //! its checks of what arrives. A new leader opens its epoch with Kafka's
-//! LeaderChange control record. The driver, snapshot transfer and voter
-//! changes come next. `tests/simulation.rs` checks the node, seeded and
+//! LeaderChange control record. Each node snapshots on its own and a
+//! follower the leader's log no longer serves fetches the leader's
+//! snapshot (KIP-630, `snapshot`). Voter changes come next. `tests/simulation.rs` checks the node, seeded and
 //! deterministic.
 
 mod batch;
@@ -36,9 +37,11 @@ pub mod node;
 pub mod replication;
 mod served;
 pub mod single_voter;
+pub mod snapshot;
 pub mod wire;
 
 pub use describe::{QuorumDescription, ReplicaDescription};
 pub use message::{Action, ElectionState, FetchResponse, Message, RaftError};
 pub use node::{RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
+pub use snapshot::SnapshotPolicy;

@@ -3,14 +3,16 @@
 //! election state it asks to persist (Kafka's `quorum-state` file).
 //!
 //! The messages are a small internal enum mirroring the fields of Kafka's
-//! Vote (with KIP-996's PreVote flag), BeginQuorumEpoch, EndQuorumEpoch and
-//! Fetch (the `__cluster_metadata` Fetch with ReplicaState, LastFetchedEpoch
-//! and DivergingEpoch) and their responses, rather than krabka-protocol's
+//! Vote (with KIP-996's PreVote flag), BeginQuorumEpoch, EndQuorumEpoch,
+//! Fetch (the `__cluster_metadata` Fetch with ReplicaState, LastFetchedEpoch,
+//! DivergingEpoch and SnapshotId) and FetchSnapshot (KIP-630), and their
+//! responses, rather than krabka-protocol's
 //! generated types: the generated ones carry topics, partitions, cluster
 //! ids and tagged fields a quorum of one partition does not need.
 //! [`crate::wire`] maps them onto Kafka's RPCs and back.
 
 use bytes::Bytes;
+use krabka_log::SnapshotId;
 
 /// A KRaft RPC between two nodes; the sender is given beside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +67,28 @@ pub enum Message {
     /// (both echoed, so a late or duplicated answer is recognised: it is
     /// applied only while the fetcher's log still ends there).
     FetchResponse(FetchResponse),
+    /// KIP-630: a follower the leader sent to a snapshot asks for its bytes
+    /// from `position` (the bytes it holds so far).
+    FetchSnapshotRequest {
+        epoch: i32,
+        snapshot: SnapshotId,
+        position: i64,
+    },
+    FetchSnapshotResponse(FetchSnapshotResponse),
+}
+
+/// Kafka's FetchSnapshot response, one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchSnapshotResponse {
+    /// The responder's epoch and the leader it knows of that epoch.
+    pub epoch: i32,
+    pub leader_id: Option<i32>,
+    pub error: RaftError,
+    pub snapshot: SnapshotId,
+    /// The snapshot's whole size, and where `bytes` start in it.
+    pub size: i64,
+    pub position: i64,
+    pub bytes: Bytes,
 }
 
 /// Kafka's Fetch response for `__cluster_metadata`, one partition.
@@ -85,6 +109,9 @@ pub struct FetchResponse {
     /// Set when the fetcher's log diverges from the leader's: the largest
     /// epoch at or below its last fetched epoch and where it ends.
     pub diverging_epoch: Option<(i32, i64)>,
+    /// Set when the fetched offsets are only in the leader's snapshot
+    /// (below its log start): the follower fetches this snapshot.
+    pub snapshot: Option<SnapshotId>,
 }
 
 /// The error codes raft answers with and acts on (Kafka's, for the
@@ -98,6 +125,10 @@ pub enum RaftError {
     UnknownLeaderEpoch,
     /// NOT_LEADER_OR_FOLLOWER: the receiver does not lead this epoch.
     NotLeader,
+    /// SNAPSHOT_NOT_FOUND: the leader no longer holds the snapshot asked for.
+    SnapshotNotFound,
+    /// POSITION_OUT_OF_RANGE: a FetchSnapshot position outside the snapshot.
+    PositionOutOfRange,
 }
 
 /// Kafka's `quorum-state`: what a node must remember across a restart so
@@ -132,5 +163,11 @@ pub enum Action {
     /// The node stopped being the leader of `epoch` (resigned or fenced).
     SteppedDown {
         epoch: i32,
+    },
+    /// The node replaced its log with snapshot `id`, fetched from its
+    /// leader: what the log held is gone, and the snapshot (committed) is
+    /// where whoever reads the committed log starts again.
+    SnapshotInstalled {
+        id: SnapshotId,
     },
 }

@@ -27,10 +27,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
-use krabka_log::{AppendInfo, LogError, ReplicatedLog};
+use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
+use crate::snapshot::Download;
 
 /// Timers, in milliseconds, and the seed of the election jitter.
 #[derive(Clone, Debug)]
@@ -49,6 +50,10 @@ pub struct RaftConfig {
     /// How long a request may go unanswered before it is sent again.
     pub retry_backoff_ms: i64,
     pub max_fetch_bytes: u32,
+    /// `metadata.max.retention.bytes`: once the log and its snapshots hold
+    /// more, the oldest snapshot goes and the log before the next one with
+    /// it (the newest snapshot always stays); -1 for no limit.
+    pub retention_max_bytes: i64,
     pub seed: u64,
 }
 
@@ -90,11 +95,14 @@ pub(crate) enum Role {
         check_at: i64,
         begin_at: i64,
     },
+    /// `download`: the snapshot it fetches from the leader (KIP-630)
+    /// instead of the log, when the leader sent it to one.
     Follower {
         leader: i32,
         fetch_deadline: i64,
         last_sent: Option<i64>,
         heard_ms: Option<i64>,
+        download: Option<Download>,
     },
     Resigned {
         election_at: i64,
@@ -119,6 +127,10 @@ pub struct RaftNode<L> {
     pub(crate) voted_for: Option<i32>,
     pub(crate) role: Role,
     pub(crate) high_watermark: i64,
+    /// The log's snapshots (their sizes), kept here as every change to
+    /// them is the node's; bootstrap snapshots (end offset 0) are not
+    /// among them (they are never sent, as in Kafka).
+    pub(crate) snapshots: BTreeMap<SnapshotId, u64>,
     rng: u64,
     pub(crate) actions: Vec<Action>,
     /// Fetches the node held as leader and must still answer (with
@@ -139,18 +151,21 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// Starts a node on `log` with the election state persisted before (None
     /// on a first start). A node that knew a leader follows it again; one
     /// that was the leader comes back Resigned; any other waits out an
-    /// election timeout. The high watermark starts at 0 (it is not
-    /// persisted; the leader tells it again).
-    pub fn open(config: RaftConfig, log: L, persisted: Option<ElectionState>, now_ms: i64) -> Self {
+    /// election timeout. The high watermark starts at the log start (what
+    /// is before it is in a snapshot, committed; the rest is not persisted:
+    /// the leader tells it again). Snapshots before the log start are
+    /// removed: nothing needs them.
+    pub fn open(
+        config: RaftConfig,
+        mut log: L,
+        persisted: Option<ElectionState>,
+        now_ms: i64,
+    ) -> Result<Self, LogError> {
         let mut state = persisted.unwrap_or(ElectionState { epoch: 0, voted_for: None, leader_id: None });
-        // As Kafka: an election state behind the log (lost, or never
-        // written) starts Unattached in the log's last epoch, so the node's
-        // requests are never for an epoch older than its own entries.
-        let log_epoch = log.last_epoch().unwrap_or(0);
-        let behind = state.epoch < log_epoch;
-        if behind {
-            state = ElectionState { epoch: log_epoch, voted_for: None, leader_id: None };
-        }
+        log.delete_snapshots_before(log.log_start_offset())?;
+        let snapshots: BTreeMap<SnapshotId, u64> =
+            log.snapshots()?.into_iter().filter(|(id, _)| id.end_offset > 0).collect();
+        let high_watermark = log.log_start_offset();
         let rng = config.seed ^ (config.node_id as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         let mut node = RaftNode {
             config,
@@ -158,11 +173,21 @@ impl<L: ReplicatedLog> RaftNode<L> {
             epoch: state.epoch,
             voted_for: state.voted_for,
             role: Role::Unattached { election_at: now_ms },
-            high_watermark: 0,
+            high_watermark,
+            snapshots,
             rng,
             actions: Vec::new(),
             released_fetches: Vec::new(),
         };
+        // As Kafka: an election state behind the log (lost, or never
+        // written) starts Unattached in the log's last epoch, so the node's
+        // requests are never for an epoch older than its own entries.
+        let log_epoch = node.last_fetched_epoch();
+        let behind = state.epoch < log_epoch;
+        if behind {
+            state = ElectionState { epoch: log_epoch, voted_for: None, leader_id: None };
+            (node.epoch, node.voted_for) = (state.epoch, state.voted_for);
+        }
         let election_at = node.election_deadline(now_ms);
         node.role = match state.leader_id {
             Some(leader) if leader == node.config.node_id => Role::Resigned { election_at },
@@ -171,13 +196,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 fetch_deadline: now_ms + node.config.fetch_timeout_ms,
                 last_sent: None,
                 heard_ms: None,
+                download: None,
             },
             None => Role::Unattached { election_at },
         };
         if behind {
             node.persist();
         }
-        node
+        Ok(node)
     }
 
     pub fn node_id(&self) -> i32 {
@@ -268,6 +294,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 self.on_fetch_request(now_ms, from, epoch, fetch_offset, last_fetched_epoch)?
             }
             Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response)?,
+            Message::FetchSnapshotRequest { epoch, snapshot, position } => {
+                self.on_fetch_snapshot_request(now_ms, from, epoch, snapshot, position)?
+            }
+            Message::FetchSnapshotResponse(response) => self.on_fetch_snapshot_response(now_ms, from, response)?,
         }
         debug_assert!(self.epoch >= epoch_before, "the epoch went back");
         Ok(self.finish())
@@ -390,8 +420,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.config.voters.len() / 2 + 1
     }
 
+    /// The log's end: the epoch of its last entry (or of the snapshot it
+    /// starts after, when it holds none) and its end offset.
     pub(crate) fn log_end(&self) -> (i32, i64) {
-        (self.log.last_epoch().unwrap_or(0), self.log.log_end_offset())
+        (self.last_fetched_epoch(), self.log.log_end_offset())
     }
 
     pub(crate) fn persist(&mut self) {
@@ -448,6 +480,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             fetch_deadline: now_ms + self.config.fetch_timeout_ms,
             last_sent: None,
             heard_ms: None,
+            download: None,
         };
         self.persist();
         self.send_fetch(now_ms);

@@ -19,12 +19,20 @@ use crate::batch;
 use crate::message::{Action, FetchResponse, Message, RaftError};
 use crate::node::{RaftNode, Role};
 use crate::served::Served;
+use crate::snapshot::OffsetCheck;
 
 impl<L: ReplicatedLog> RaftNode<L> {
+    /// The follower's next request: a Fetch from its log end, or while it
+    /// fetches a snapshot, FetchSnapshot from what it holds of it.
     pub(crate) fn send_fetch(&mut self, now_ms: i64) {
-        let Role::Follower { leader, last_sent, .. } = &mut self.role else { return };
+        let Role::Follower { leader, last_sent, download, .. } = &mut self.role else { return };
         *last_sent = Some(now_ms);
         let to = *leader;
+        if let Some(download) = download {
+            let (snapshot, position) = (download.id, download.bytes.len() as i64);
+            self.send(to, Message::FetchSnapshotRequest { epoch: self.epoch, snapshot, position });
+            return;
+        }
         let (last_fetched_epoch, fetch_offset) = self.log_end();
         self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch });
     }
@@ -50,19 +58,19 @@ impl<L: ReplicatedLog> RaftNode<L> {
             RaftError::None
         };
         if error != RaftError::None {
-            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), error, None)?;
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), error, OffsetCheck::Valid)?;
             return Ok(());
         }
-        let diverging = self.diverging_epoch(fetch_offset, last_fetched_epoch);
+        let check = self.check_offset_and_epoch(fetch_offset, last_fetched_epoch);
         let is_voter = self.config.voters.contains(&from);
         let leader_end = self.log.log_end_offset();
         let Role::Leader { progress, .. } = &mut self.role else { unreachable!() };
         let entry = progress.entry(from).or_default();
-        if is_voter || diverging.is_none() {
+        if is_voter || check == OffsetCheck::Valid {
             entry.last_fetch_ms = Some(now_ms);
         }
-        if diverging.is_some() {
-            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, diverging);
+        if check != OffsetCheck::Valid {
+            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, check);
         }
         // A late duplicate of an older fetch does not move it back.
         entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
@@ -74,26 +82,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let superseded = entry.parked.take();
         entry.parked = caught_up.then_some((until, (fetch_offset, last_fetched_epoch)));
         if let Some((_, fetch)) = superseded {
-            self.respond_fetch(from, fetch, RaftError::None, None)?;
+            self.respond_fetch(from, fetch, RaftError::None, OffsetCheck::Valid)?;
         }
         self.advance_high_watermark()?;
         if !caught_up {
-            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, None)?;
+            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, OffsetCheck::Valid)?;
         }
         Ok(())
-    }
-
-    /// Where a fetch from `fetch_offset` after an entry of `last_epoch`
-    /// leaves the leader's log, None when it does not.
-    fn diverging_epoch(&self, fetch_offset: i64, last_epoch: i32) -> Option<(i32, i64)> {
-        if fetch_offset <= self.log.log_start_offset() {
-            return None;
-        }
-        match self.log.end_offset_for_epoch(last_epoch) {
-            Some((epoch, end)) if epoch == last_epoch && end >= fetch_offset => None,
-            Some(found) => Some(found),
-            None => Some((-1, self.log.log_start_offset())),
-        }
     }
 
     /// A fetch this node held as leader, answered after it stopped leading.
@@ -108,6 +103,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             log_start_offset: self.log.log_start_offset(),
             records: Bytes::new(),
             diverging_epoch: None,
+            snapshot: None,
         };
         self.send(to, Message::FetchResponse(response));
     }
@@ -127,11 +123,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         to: i32,
         (fetch_offset, last_fetched_epoch): (i64, i32),
         error: RaftError,
-        diverging: Option<(i32, i64)>,
+        check: OffsetCheck,
     ) -> Result<(), LogError> {
-        let serve = error == RaftError::None && diverging.is_none();
-        // Below the log start only a snapshot has the records (FetchSnapshot
-        // is a later slice): nothing is read there.
+        let serve = error == RaftError::None && check == OffsetCheck::Valid;
         let readable = fetch_offset >= self.log.log_start_offset() && fetch_offset < self.log.log_end_offset();
         let records = if serve && readable {
             self.log.read(fetch_offset, self.config.max_fetch_bytes, self.log.log_end_offset())?
@@ -147,7 +141,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
             high_watermark: self.advertised_high_watermark(),
             log_start_offset: self.log.log_start_offset(),
             records,
-            diverging_epoch: diverging,
+            diverging_epoch: match check {
+                OffsetCheck::Diverging(epoch, end) => Some((epoch, end)),
+                _ => None,
+            },
+            snapshot: match check {
+                OffsetCheck::Snapshot(id) => Some(id),
+                _ => None,
+            },
         };
         self.send(to, Message::FetchResponse(response));
         Ok(())
@@ -168,7 +169,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             }
         }
         for (id, fetch) in due {
-            self.respond_fetch(id, fetch, RaftError::None, None)?;
+            self.respond_fetch(id, fetch, RaftError::None, OffsetCheck::Valid)?;
         }
         Ok(())
     }
@@ -263,17 +264,22 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.observe(now_ms, response.epoch, response.leader_id)?;
         }
         let log_end = self.log_end();
-        let Role::Follower { leader, fetch_deadline, last_sent, heard_ms } = &mut self.role else { return Ok(()) };
+        let Role::Follower { leader, fetch_deadline, last_sent, heard_ms, download } = &mut self.role else {
+            return Ok(());
+        };
         let current = *leader == from && response.epoch == self.epoch && response.error == RaftError::None;
-        if !current || (response.last_fetched_epoch, response.fetch_offset) != log_end {
+        // While it fetches a snapshot the log waits (a late answer to an
+        // earlier fetch is not acted on).
+        if !current || download.is_some() || (response.last_fetched_epoch, response.fetch_offset) != log_end {
             return Ok(());
         }
         *fetch_deadline = now_ms + self.config.fetch_timeout_ms;
         *heard_ms = Some(now_ms);
         *last_sent = None;
-        match response.diverging_epoch {
-            Some((epoch, end)) => self.truncate_diverging(epoch, end, now_ms)?,
-            None => self.append_fetched(&response.records, response.high_watermark, now_ms)?,
+        match (response.diverging_epoch, response.snapshot) {
+            (Some((epoch, end)), _) => self.truncate_diverging(epoch, end, now_ms)?,
+            (None, Some(id)) => self.start_download(id, now_ms)?,
+            (None, None) => self.append_fetched(&response.records, response.high_watermark, now_ms)?,
         }
         self.send_fetch(now_ms);
         Ok(())
@@ -281,7 +287,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     fn truncate_diverging(&mut self, epoch: i32, end: i64, now_ms: i64) -> Result<(), LogError> {
         let start = self.log.log_start_offset();
-        let mine = self.log.end_offset_for_epoch(epoch).map_or(start, |(_, my_end)| my_end);
+        let mine = self.end_offset_for_epoch(epoch).1;
         let to = end.min(mine).max(start);
         debug_assert!(to >= self.high_watermark, "truncating committed offsets");
         self.log.truncate_to(to, now_ms)

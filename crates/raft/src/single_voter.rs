@@ -288,6 +288,18 @@ mod tests {
         fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
             self.log.delete_snapshots_before(end_offset)
         }
+        fn snapshots(&self) -> Result<Vec<(SnapshotId, u64)>, LogError> {
+            self.log.snapshots()
+        }
+        fn read_snapshot(&self, id: SnapshotId, position: u64, max: u32) -> Result<Option<(u64, Bytes)>, LogError> {
+            self.log.read_snapshot(id, position, max)
+        }
+        fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+            ReplicatedLog::truncate_fully_and_start_at(&mut self.log, offset, now_ms)
+        }
+        fn size_bytes(&self) -> u64 {
+            ReplicatedLog::size_bytes(&self.log)
+        }
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! A deterministic, seeded simulation of a KRaft quorum: 1-5 voters and
-//! 0-2 observers, each a `RaftNode` over an in-memory `ReplicatedLog` (a
+//! 0-2 observers that snapshot their committed log now and then (with a
+//! small `metadata.max.retention.bytes`, so lagging nodes must fetch the
+//! leader's snapshot), each a `RaftNode` over an in-memory `ReplicatedLog` (a
 //! test implementation of the log interface, so that a thousand seeds run
 //! in seconds), on a fake clock, over a network that loses, delays (so
 //! reorders), duplicates and partitions messages, with nodes that crash
@@ -13,7 +15,7 @@
 //! `KRABKA_LONG_TESTS=1` runs 100,000; `KRABKA_RAFT_SEED=<seed>` replays one.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
@@ -40,29 +42,39 @@ impl Rng {
     }
 }
 
-/// The log as raft sees it, in memory: one offset per appended batch, and
-/// what was not flushed is lost in a crash.
+/// The log as raft sees it, in memory: one offset per appended batch from
+/// `start` (what came before is in the newest snapshot), and what was not
+/// flushed is lost in a crash. Snapshots are durable when written; one
+/// holds every entry before its end offset, each as (epoch, length, bytes).
 #[derive(Default)]
 struct MemLog {
+    start: i64,
     entries: Vec<(i32, Bytes)>,
     flushed: i64,
+    snapshots: BTreeMap<SnapshotId, Bytes>,
     /// The lowest offset truncated since the simulation last looked.
     truncated_to: Cell<Option<i64>>,
 }
 
 impl MemLog {
     fn crash(mut self) -> MemLog {
-        self.entries.truncate(self.flushed as usize);
+        self.entries.truncate((self.flushed - self.start) as usize);
         self.truncated_to.set(None);
         self
     }
 
-    fn entry(&self, offset: i64) -> Option<&(i32, Bytes)> {
-        self.entries.get(offset as usize)
+    /// The entry at `offset`, from the log or below its start from the
+    /// newest snapshot.
+    fn entry(&self, offset: i64) -> Option<(i32, Bytes)> {
+        if offset >= self.start {
+            return self.entries.get((offset - self.start) as usize).cloned();
+        }
+        let (id, bytes) = self.snapshots.iter().next_back()?;
+        (offset < id.end_offset).then(|| snapshot_entries(bytes).swap_remove(offset as usize))
     }
 
     fn push(&mut self, epoch: i32, records: &Bytes) -> AppendInfo {
-        let offset = self.entries.len() as i64;
+        let offset = self.log_end_offset();
         self.entries.push((epoch, records.clone()));
         AppendInfo {
             first_offset: offset,
@@ -72,6 +84,28 @@ impl MemLog {
             bytes: records.len() as u64,
         }
     }
+
+    /// A snapshot of every entry before `end` (all committed).
+    fn snapshot_of(&self, end: i64) -> Bytes {
+        let mut out = BytesMut::new();
+        for offset in 0..end {
+            let (epoch, payload) = self.entry(offset).expect("a snapshot of entries the log holds");
+            out.put_i32(epoch);
+            out.put_u32(payload.len() as u32);
+            out.put_slice(&payload);
+        }
+        out.freeze()
+    }
+}
+
+fn snapshot_entries(bytes: &Bytes) -> Vec<(i32, Bytes)> {
+    let mut buf = bytes.clone();
+    let mut entries = Vec::new();
+    while buf.has_remaining() {
+        let (epoch, len) = (buf.get_i32(), buf.get_u32() as usize);
+        entries.push((epoch, buf.split_to(len)));
+    }
+    entries
 }
 
 impl ReplicatedLog for MemLog {
@@ -104,26 +138,37 @@ impl ReplicatedLog for MemLog {
     }
 
     fn log_start_offset(&self) -> i64 {
-        0
+        self.start
     }
 
     fn log_end_offset(&self) -> i64 {
-        self.entries.len() as i64
+        self.start + self.entries.len() as i64
     }
 
     fn last_epoch(&self) -> Option<i32> {
         self.entries.last().map(|(epoch, _)| *epoch)
     }
 
+    /// As `PartitionLog`'s epoch cache: each epoch's start is where its
+    /// first entry in the log is, and an epoch older than every entry ends
+    /// at the first entry's offset.
     fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
-        let found = self.entries.iter().map(|(e, _)| *e).filter(|e| *e <= epoch).max()?;
-        let end = self.entries.iter().position(|(e, _)| *e > found).unwrap_or(self.entries.len());
-        Some((found, end as i64))
+        if epoch < 0 || self.entries.is_empty() {
+            return None;
+        }
+        if self.last_epoch() == Some(epoch) {
+            return Some((epoch, self.log_end_offset()));
+        }
+        let higher = self.entries.iter().position(|(e, _)| *e > epoch)?;
+        let end = self.start + higher as i64;
+        let floor = self.entries[..higher].iter().map(|(e, _)| *e).max();
+        Some((floor.unwrap_or(epoch), end))
     }
 
     fn truncate_to(&mut self, offset: i64, _now_ms: i64) -> Result<(), LogError> {
         if offset < self.log_end_offset() {
-            self.entries.truncate(offset as usize);
+            assert!(offset >= self.start, "truncating below the log start");
+            self.entries.truncate((offset - self.start) as usize);
             self.flushed = self.flushed.min(offset);
             self.truncated_to.set(Some(self.truncated_to.get().map_or(offset, |t| t.min(offset))));
         }
@@ -143,7 +188,7 @@ impl ReplicatedLog for MemLog {
         let mut out = BytesMut::new();
         let mut at = offset;
         while at < upper_bound.min(self.log_end_offset()) && (out.is_empty() || out.len() < max_bytes as usize) {
-            let (epoch, payload) = &self.entries[at as usize];
+            let (epoch, payload) = &self.entries[(at - self.start) as usize];
             out.put_i64(at);
             out.put_i32(*epoch);
             out.put_u32(payload.len() as u32);
@@ -153,20 +198,52 @@ impl ReplicatedLog for MemLog {
         Ok(out.freeze())
     }
 
-    fn delete_records_before(&mut self, _offset: i64, _now_ms: i64) -> Result<(), LogError> {
-        unimplemented!("no snapshots in the simulation")
+    /// Durable at once: only flushed entries are ever cut (they are
+    /// committed, below a snapshot).
+    fn delete_records_before(&mut self, offset: i64, _now_ms: i64) -> Result<(), LogError> {
+        assert!(offset <= self.flushed, "the log start moved past what is flushed");
+        let cut = (offset - self.start).clamp(0, self.entries.len() as i64) as usize;
+        self.entries.drain(..cut);
+        self.start = self.start.max(offset);
+        Ok(())
     }
 
     fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Bytes)>, LogError> {
-        Ok(None)
+        Ok(self.snapshots.iter().next_back().map(|(id, bytes)| (*id, bytes.clone())))
     }
 
-    fn write_snapshot(&mut self, _id: SnapshotId, _bytes: &[u8]) -> Result<(), LogError> {
-        unimplemented!("no snapshots in the simulation")
-    }
-
-    fn delete_snapshots_before(&mut self, _end_offset: i64) -> Result<(), LogError> {
+    fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
+        self.snapshots.insert(id, Bytes::copy_from_slice(bytes));
         Ok(())
+    }
+
+    fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
+        self.snapshots.retain(|id, _| id.end_offset >= end_offset);
+        Ok(())
+    }
+
+    fn snapshots(&self) -> Result<Vec<(SnapshotId, u64)>, LogError> {
+        Ok(self.snapshots.iter().map(|(id, bytes)| (*id, bytes.len() as u64)).collect())
+    }
+
+    fn read_snapshot(&self, id: SnapshotId, position: u64, max_bytes: u32) -> Result<Option<(u64, Bytes)>, LogError> {
+        Ok(self.snapshots.get(&id).map(|bytes| {
+            let from = (position as usize).min(bytes.len());
+            let to = (from + max_bytes as usize).min(bytes.len());
+            (bytes.len() as u64, bytes.slice(from..to))
+        }))
+    }
+
+    fn truncate_fully_and_start_at(&mut self, offset: i64, _now_ms: i64) -> Result<(), LogError> {
+        self.entries.clear();
+        self.start = offset;
+        self.flushed = offset;
+        self.truncated_to.set(Some(self.truncated_to.get().map_or(offset, |t| t.min(offset))));
+        Ok(())
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.entries.iter().map(|(_, payload)| 16 + payload.len() as u64).sum()
     }
 }
 
@@ -206,6 +283,14 @@ struct Sim {
     leaders: BTreeMap<i32, i32>,
     committed: Vec<(i32, Bytes)>,
     proposals: u64,
+    /// `metadata.max.retention.bytes` of every node (-1: none).
+    retention: i64,
+    /// How often (per mille a step) an up node snapshots its committed log.
+    snapshot_rate: u64,
+    /// The snapshots checked against the committed log, by node.
+    checked_snapshots: BTreeSet<(usize, SnapshotId)>,
+    snapshots_taken: u64,
+    snapshots_installed: u64,
 }
 
 impl Sim {
@@ -231,6 +316,11 @@ impl Sim {
             leaders: BTreeMap::new(),
             committed: Vec::new(),
             proposals: 0,
+            retention: if rng.chance(250) { -1 } else { rng.below(400) as i64 },
+            snapshot_rate: rng.below(30),
+            checked_snapshots: BTreeSet::new(),
+            snapshots_taken: 0,
+            snapshots_installed: 0,
             rng,
         };
         for id in 0..n {
@@ -249,7 +339,8 @@ impl Sim {
             fetch_timeout_ms: 300,
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
-            max_fetch_bytes: 1 + self.rng.below(600) as u32,
+            max_fetch_bytes: 64 + self.rng.below(600) as u32,
+            retention_max_bytes: self.retention,
             seed: self.seed.wrapping_mul(31).wrapping_add(self.restarts),
         }
     }
@@ -257,7 +348,7 @@ impl Sim {
     fn start(&mut self, id: usize) {
         let Some(Slot::Down(log)) = self.slots[id].take() else { panic!("node {id} is not down") };
         let config = self.config(id);
-        let node = RaftNode::open(config, log, self.persisted[id], self.now);
+        let node = RaftNode::open(config, log, self.persisted[id], self.now).expect("the log failed");
         assert!(node.epoch() >= self.max_epoch[id], "node {id} restarted into an older epoch");
         self.last_hw[id] = 0;
         self.slots[id] = Some(Slot::Up(Box::new(node)));
@@ -300,6 +391,7 @@ impl Sim {
                     let leader = *self.leaders.entry(epoch).or_insert(id as i32);
                     assert_eq!(leader, id as i32, "two leaders in epoch {epoch}");
                 }
+                Action::SnapshotInstalled { .. } => self.snapshots_installed += 1,
                 Action::Committed { .. } | Action::SteppedDown { .. } => {}
             }
         }
@@ -339,6 +431,11 @@ impl Sim {
                 continue;
             }
             let now = self.now;
+            if std::env::var("KRABKA_RAFT_DEBUG").is_ok_and(|v| v == to.to_string() || v == m.from.to_string())
+                && !self.crashes
+            {
+                eprintln!("{now} {} -> {}: {:?}", m.from, m.to, m.message);
+            }
             if let Some(node) = self.node(to) {
                 let actions = node.handle(now, m.from, m.message).expect("the log failed");
                 self.apply(to, actions);
@@ -394,6 +491,27 @@ impl Sim {
         if self.rng.chance(30) {
             self.propose();
         }
+        for id in 0..n {
+            if self.rng.chance(self.snapshot_rate) {
+                self.snapshot(id);
+            }
+        }
+    }
+
+    /// Node `id` snapshots what it has committed, as the metadata loader
+    /// does when its policy says one is due.
+    fn snapshot(&mut self, id: usize) {
+        let now = self.now;
+        let Some(node) = self.node(id) else { return };
+        let end = node.high_watermark();
+        if end <= node.log().log_start_offset() {
+            return;
+        }
+        let epoch = node.log().entry(end - 1).expect("a committed entry").0;
+        let bytes = node.log().snapshot_of(end);
+        if node.store_snapshot(SnapshotId { end_offset: end, epoch }, &bytes, now).expect("the log failed") {
+            self.snapshots_taken += 1;
+        }
     }
 
     fn step(&mut self) {
@@ -425,6 +543,33 @@ impl Sim {
                 assert!(truncated >= from, "node {id} truncated to {truncated}, below its high watermark {from}");
             }
             self.check_committed(id, from, hw);
+            self.check_snapshots(id);
+        }
+    }
+
+    /// Every snapshot a node holds is a prefix of the committed log: only
+    /// committed offsets are snapshotted, and a fetched one arrives whole.
+    fn check_snapshots(&mut self, id: usize) {
+        let log = self.log(id);
+        let fresh: Vec<(SnapshotId, Bytes)> = log
+            .snapshots
+            .iter()
+            .filter(|(snapshot, _)| !self.checked_snapshots.contains(&(id, **snapshot)))
+            .map(|(snapshot, bytes)| (*snapshot, bytes.clone()))
+            .collect();
+        for (snapshot, bytes) in fresh {
+            let entries = snapshot_entries(&bytes);
+            let end = snapshot.end_offset as usize;
+            assert_eq!(entries.len(), end, "node {id}: snapshot {snapshot:?} holds {} entries", entries.len());
+            assert!(end <= self.committed.len(), "node {id}: snapshot {snapshot:?} past the committed log");
+            assert_eq!(entries[..], self.committed[..end], "node {id}: snapshot {snapshot:?} differs");
+            assert_eq!(entries.last().map(|e| e.0), Some(snapshot.epoch), "node {id}: snapshot {snapshot:?}'s epoch");
+            self.checked_snapshots.insert((id, snapshot));
+        }
+        let log = self.log(id);
+        if log.start > 0 {
+            let first = log.snapshots.keys().next().map(|s| s.end_offset);
+            assert_eq!(first, Some(log.start), "node {id}: the log starts after no snapshot");
         }
     }
 
@@ -432,13 +577,14 @@ impl Sim {
     /// log; an offset committed for the first time is on a majority.
     fn check_committed(&mut self, id: usize, from: i64, to: i64) {
         for offset in from..to {
-            let entry = self.log(id).entry(offset).cloned().expect("committed but not in the log");
+            let entry = self.log(id).entry(offset).expect("committed but not in the log");
             if (offset as usize) < self.committed.len() {
                 assert_eq!(self.committed[offset as usize], entry, "node {id}: committed offset {offset} differs");
                 continue;
             }
             assert_eq!(offset as usize, self.committed.len(), "node {id}: a gap in the committed log");
-            let holders = self.voters.iter().filter(|&&v| self.log(v as usize).entry(offset) == Some(&entry)).count();
+            let holders =
+                self.voters.iter().filter(|&&v| self.log(v as usize).entry(offset).as_ref() == Some(&entry)).count();
             assert!(
                 holders > self.voters.len() / 2,
                 "offset {offset} committed on {holders} of {} voters",
@@ -499,8 +645,8 @@ impl Sim {
         for a in 0..self.slots.len() {
             for b in a + 1..self.slots.len() {
                 let (la, lb) = (self.log(a), self.log(b));
-                for (offset, (ea, ba)) in la.entries.iter().enumerate() {
-                    if let Some((eb, bb)) = lb.entries.get(offset) {
+                for offset in 0..la.log_end_offset() {
+                    if let (Some((ea, ba)), Some((eb, bb))) = (la.entry(offset), lb.entry(offset)) {
                         assert!(ea != eb || ba == bb, "nodes {a} and {b} differ at offset {offset}, epoch {ea}");
                     }
                 }
@@ -524,7 +670,8 @@ fn run(seed: u64) {
         let epochs = sim.leaders.len();
         let (voters, nodes, committed, restarts) =
             (sim.voters.len(), sim.slots.len(), sim.committed.len(), sim.restarts);
-        eprintln!("seed {seed}: {voters} voters of {nodes}, {epochs} epochs with a leader, {committed} committed, {restarts} starts, loss {}", sim.loss);
+        let (taken, installed) = (sim.snapshots_taken, sim.snapshots_installed);
+        eprintln!("seed {seed}: {voters} voters of {nodes}, {epochs} epochs with a leader, {committed} committed, {restarts} starts, {taken} snapshots taken, {installed} fetched");
     }
 }
 

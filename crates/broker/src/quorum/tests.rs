@@ -69,6 +69,7 @@ async fn start_members(count: i32) -> BTreeMap<i32, Member> {
                 fetch_max_wait_ms: 100,
                 retry_backoff_ms: 20,
                 max_fetch_bytes: 8 << 20,
+                retention_max_bytes: -1,
                 seed: id as u64,
             },
             log_dir: dir.path().join("__cluster_metadata-0"),

@@ -2,11 +2,13 @@
 //! state sees them: a request that fails is answered here, with Kafka's
 //! error in Kafka's place, and never reaches the node.
 
+use krabka_log::SnapshotId;
 use krabka_protocol::{
-    BeginQuorumEpochRequest, EndQuorumEpochRequest, ErrorCode, FetchRequest, RequestBody, Uuid, VoteRequest,
+    BeginQuorumEpochRequest, EndQuorumEpochRequest, ErrorCode, FetchRequest, FetchSnapshotRequest, RequestBody, Uuid,
+    VoteRequest,
 };
 
-use super::responses::{empty_response, fetch_error_response, partition_error_response};
+use super::responses::{empty_response, fetch_error_response, fetch_snapshot_error_response, partition_error_response};
 use super::{WireContext, METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID};
 use crate::message::{ElectionState, Message};
 
@@ -43,6 +45,7 @@ pub fn accept_request(context: &WireContext, state: &ElectionState, request: Req
         RequestBody::BeginQuorumEpoch(begin) => check_begin(context, begin),
         RequestBody::EndQuorumEpoch(end) => check_end(context, end),
         RequestBody::Fetch(fetch) => check_fetch(context, fetch),
+        RequestBody::FetchSnapshot(fetch) => check_fetch_snapshot(context, fetch),
         _ => return Accepted::NotRaft(request),
     };
     match checked {
@@ -50,6 +53,11 @@ pub fn accept_request(context: &WireContext, state: &ElectionState, request: Req
         Err(Refusal::TopLevel(code)) => Accepted::Refused(empty_response(&request, code)),
         Err(Refusal::Partition(code)) => match &request {
             RequestBody::Fetch(_) => Accepted::Refused(fetch_error_response(context, state, code, version)),
+            RequestBody::FetchSnapshot(fetch) => {
+                let topic = &fetch.topics[0];
+                let asked = (topic.name.clone(), topic.partitions[0].partition);
+                Accepted::Refused(fetch_snapshot_error_response(state, asked, code))
+            }
             _ => Accepted::Refused(partition_error_response(&request, state, code)),
         },
     }
@@ -159,4 +167,22 @@ fn check_fetch(context: &WireContext, request: &FetchRequest) -> Checked {
         last_fetched_epoch: partition.last_fetched_epoch,
     };
     Ok((from, message))
+}
+
+/// Kafka's FetchSnapshot checks: one topic with one partition (else a
+/// top-level INVALID_REQUEST), and that one the metadata partition (else
+/// UNKNOWN_TOPIC_OR_PARTITION in it). The position and snapshot are the
+/// leader's to check (POSITION_OUT_OF_RANGE, SNAPSHOT_NOT_FOUND).
+fn check_fetch_snapshot(context: &WireContext, request: &FetchSnapshotRequest) -> Checked {
+    let one = matches!(request.topics.as_slice(), [topic] if topic.partitions.len() == 1);
+    check_cluster_and_partition(context, request.cluster_id.as_deref(), one)?;
+    let partition = metadata_partition!(request.topics, name == METADATA_TOPIC, partition)
+        .ok_or(Refusal::Partition(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))?;
+    let id = &partition.snapshot_id;
+    let message = Message::FetchSnapshotRequest {
+        epoch: partition.current_leader_epoch,
+        snapshot: SnapshotId { end_offset: id.end_offset, epoch: id.epoch },
+        position: partition.position,
+    };
+    Ok((request.replica_id, message))
 }

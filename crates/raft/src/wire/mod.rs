@@ -1,6 +1,6 @@
 //! KRaft on the wire: a [`Message`] as Kafka 4.3.1 writes its RPC (Vote,
-//! BeginQuorumEpoch, EndQuorumEpoch and the `__cluster_metadata` Fetch, and
-//! their responses), and an RPC that arrived as a [`Message`], after
+//! BeginQuorumEpoch, EndQuorumEpoch, the `__cluster_metadata` Fetch and
+//! FetchSnapshot, and their responses), and an RPC that arrived as a [`Message`], after
 //! Kafka's checks of it. Sans-IO like the rest of the crate: the driver
 //! owns connections, correlation ids and version negotiation, and passes
 //! the version it negotiated where the bytes depend on it.
@@ -84,6 +84,8 @@ pub fn error_code(error: RaftError) -> ErrorCode {
         RaftError::FencedLeaderEpoch => ErrorCode::FENCED_LEADER_EPOCH,
         RaftError::UnknownLeaderEpoch => ErrorCode::UNKNOWN_LEADER_EPOCH,
         RaftError::NotLeader => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        RaftError::SnapshotNotFound => ErrorCode::SNAPSHOT_NOT_FOUND,
+        RaftError::PositionOutOfRange => ErrorCode::POSITION_OUT_OF_RANGE,
     }
 }
 
@@ -95,6 +97,8 @@ pub fn raft_error(code: i16) -> Option<RaftError> {
         ErrorCode::FENCED_LEADER_EPOCH => Some(RaftError::FencedLeaderEpoch),
         ErrorCode::UNKNOWN_LEADER_EPOCH => Some(RaftError::UnknownLeaderEpoch),
         ErrorCode::NOT_LEADER_OR_FOLLOWER => Some(RaftError::NotLeader),
+        ErrorCode::SNAPSHOT_NOT_FOUND => Some(RaftError::SnapshotNotFound),
+        ErrorCode::POSITION_OUT_OF_RANGE => Some(RaftError::PositionOutOfRange),
         _ => None,
     }
 }

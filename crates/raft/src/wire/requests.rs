@@ -1,8 +1,12 @@
 //! The requests a node sends, filled as Kafka's raft client fills them.
 
 use krabka_protocol::generated::{begin_quorum_epoch_request as begin, end_quorum_epoch_request as end};
-use krabka_protocol::generated::{fetch_request as fetch, vote_request as vote};
-use krabka_protocol::{BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, RequestBody, Uuid, VoteRequest};
+use krabka_protocol::generated::{
+    fetch_request as fetch, fetch_snapshot_request as fetch_snapshot, vote_request as vote,
+};
+use krabka_protocol::{
+    BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, RequestBody, Uuid, VoteRequest,
+};
 
 use super::{WireContext, FETCH_MAX_WAIT_MS, METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID};
 use crate::message::Message;
@@ -23,11 +27,46 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         &Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch } => {
             RequestBody::Fetch(Box::new(fetch_request(context, epoch, fetch_offset, last_fetched_epoch, version)))
         }
+        &Message::FetchSnapshotRequest { epoch, snapshot, position } => {
+            RequestBody::FetchSnapshot(Box::new(fetch_snapshot_request(context, epoch, snapshot, position)))
+        }
         Message::VoteResponse { .. }
         | Message::BeginQuorumEpochResponse { .. }
         | Message::EndQuorumEpochResponse { .. }
-        | Message::FetchResponse(_) => return None,
+        | Message::FetchResponse(_)
+        | Message::FetchSnapshotResponse(_) => return None,
     })
+}
+
+fn fetch_snapshot_request(
+    context: &WireContext,
+    epoch: i32,
+    snapshot: krabka_log::SnapshotId,
+    position: i64,
+) -> FetchSnapshotRequest {
+    let partition = fetch_snapshot::PartitionSnapshot {
+        partition: METADATA_PARTITION,
+        current_leader_epoch: epoch,
+        snapshot_id: fetch_snapshot::SnapshotId {
+            end_offset: snapshot.end_offset,
+            epoch: snapshot.epoch,
+            ..Default::default()
+        },
+        position,
+        replica_directory_id: context.directory_id,
+        ..Default::default()
+    };
+    FetchSnapshotRequest {
+        cluster_id: Some(context.cluster_id.clone()),
+        replica_id: context.node_id,
+        max_bytes: context.fetch_max_bytes,
+        topics: vec![fetch_snapshot::TopicSnapshot {
+            name: METADATA_TOPIC.into(),
+            partitions: vec![partition],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
 }
 
 fn vote_request(context: &WireContext, to: i32, epoch: i32, log_end: (i32, i64), pre_vote: bool) -> VoteRequest {

@@ -2,11 +2,15 @@
 //! responses that come back, read in the light of the request they answer.
 
 use bytes::Bytes;
+use krabka_log::SnapshotId;
 use krabka_protocol::generated::{begin_quorum_epoch_response as begin, end_quorum_epoch_response as end};
-use krabka_protocol::generated::{fetch_response as fetch, vote_response as vote};
+use krabka_protocol::generated::{
+    fetch_response as fetch, fetch_snapshot_response as fetch_snapshot, vote_response as vote,
+};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
-    BeginQuorumEpochResponse, EndQuorumEpochResponse, ErrorCode, FetchResponse, RequestBody, ResponseBody, VoteResponse,
+    BeginQuorumEpochResponse, EndQuorumEpochResponse, ErrorCode, FetchResponse, FetchSnapshotResponse, RequestBody,
+    ResponseBody, VoteResponse,
 };
 
 use super::{
@@ -23,9 +27,9 @@ pub enum Dropped {
     Error(ErrorCode),
     /// Not about the metadata partition, or not an answer to the request.
     Unexpected,
-    /// The leader holds the fetched offsets only in a snapshot (up to
-    /// `end_offset`, of `epoch`): the follower must fetch it.
-    SnapshotNeeded { end_offset: i64, epoch: i32 },
+    /// A snapshot id with a negative end offset or epoch (Kafka's follower
+    /// logs it and drops the response).
+    InvalidSnapshotId { end_offset: i64, epoch: i32 },
 }
 
 /// A Vote, BeginQuorumEpoch or EndQuorumEpoch response of one partition:
@@ -86,11 +90,53 @@ pub fn response(context: &WireContext, message: &Message, version: i16) -> Optio
             ResponseBody::EndQuorumEpoch(Box::new(body))
         }
         Message::FetchResponse(answer) => ResponseBody::Fetch(Box::new(fetch_response(context, answer, version))),
+        Message::FetchSnapshotResponse(answer) => {
+            ResponseBody::FetchSnapshot(Box::new(fetch_snapshot_response(context, answer, version)))
+        }
         Message::VoteRequest { .. }
         | Message::BeginQuorumEpoch { .. }
         | Message::EndQuorumEpoch { .. }
-        | Message::FetchRequest { .. } => return None,
+        | Message::FetchRequest { .. }
+        | Message::FetchSnapshotRequest { .. } => return None,
     })
+}
+
+/// FetchSnapshot's answer, with the leader's endpoint from v1.
+fn fetch_snapshot_response(
+    context: &WireContext,
+    answer: &message::FetchSnapshotResponse,
+    version: i16,
+) -> FetchSnapshotResponse {
+    let partition = fetch_snapshot::PartitionSnapshot {
+        index: METADATA_PARTITION,
+        error_code: error_code(answer.error).code(),
+        snapshot_id: fetch_snapshot::SnapshotId {
+            end_offset: answer.snapshot.end_offset,
+            epoch: answer.snapshot.epoch,
+            ..Default::default()
+        },
+        current_leader: fetch_snapshot::LeaderIdAndEpoch {
+            leader_id: leader_or_none(answer.leader_id),
+            leader_epoch: answer.epoch,
+            ..Default::default()
+        },
+        size: answer.size,
+        position: answer.position,
+        unaligned_records: answer.bytes.clone(),
+        ..Default::default()
+    };
+    FetchSnapshotResponse {
+        topics: vec![fetch_snapshot::TopicSnapshot {
+            name: METADATA_TOPIC.into(),
+            partitions: vec![partition],
+            ..Default::default()
+        }],
+        node_endpoints: leader_endpoint(context, answer.leader_id, version >= 1)
+            .map(|(node_id, host, port)| fetch_snapshot::NodeEndpoint { node_id, host, port, ..Default::default() })
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    }
 }
 
 /// The leader's endpoint on the raft listener, for a response's
@@ -104,7 +150,7 @@ fn leader_endpoint(context: &WireContext, leader_id: Option<i32>, carried: bool)
 fn fetch_response(context: &WireContext, answer: &message::FetchResponse, version: i16) -> FetchResponse {
     let served = answer.error == RaftError::None;
     let (diverging_epoch, diverging_end) = answer.diverging_epoch.unwrap_or((-1, -1));
-    let partition = fetch::PartitionData {
+    let mut partition = fetch::PartitionData {
         partition_index: METADATA_PARTITION,
         error_code: error_code(answer.error).code(),
         high_watermark: if served { answer.high_watermark } else { -1 },
@@ -122,6 +168,9 @@ fn fetch_response(context: &WireContext, answer: &message::FetchResponse, versio
         records: Some(answer.records.clone()),
         ..Default::default()
     };
+    if let Some(id) = answer.snapshot {
+        partition.snapshot_id = fetch::SnapshotId { end_offset: id.end_offset, epoch: id.epoch, ..Default::default() };
+    }
     fetch_body(context, partition, answer.leader_id, version)
 }
 
@@ -167,8 +216,35 @@ pub(super) fn empty_response(request: &RequestBody, code: ErrorCode) -> Response
         RequestBody::EndQuorumEpoch(_) => {
             ResponseBody::EndQuorumEpoch(Box::new(EndQuorumEpochResponse { error_code: code, ..Default::default() }))
         }
+        RequestBody::FetchSnapshot(_) => {
+            ResponseBody::FetchSnapshot(Box::new(FetchSnapshotResponse { error_code: code, ..Default::default() }))
+        }
         _ => ResponseBody::Fetch(Box::new(FetchResponse { error_code: code, ..Default::default() })),
     }
+}
+
+/// A FetchSnapshot answered with `code` in its partition (Kafka's
+/// UNKNOWN_TOPIC_OR_PARTITION for another partition), with the leader and
+/// epoch this node knows.
+pub(super) fn fetch_snapshot_error_response(
+    state: &ElectionState,
+    (topic, partition): (String, i32),
+    code: ErrorCode,
+) -> ResponseBody {
+    let partition = fetch_snapshot::PartitionSnapshot {
+        index: partition,
+        error_code: code.code(),
+        current_leader: fetch_snapshot::LeaderIdAndEpoch {
+            leader_id: leader_or_none(state.leader_id),
+            leader_epoch: state.epoch,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    ResponseBody::FetchSnapshot(Box::new(FetchSnapshotResponse {
+        topics: vec![fetch_snapshot::TopicSnapshot { name: topic, partitions: vec![partition], ..Default::default() }],
+        ..Default::default()
+    }))
 }
 
 /// The answer to a Vote, BeginQuorumEpoch or EndQuorumEpoch `request` with
@@ -270,8 +346,29 @@ pub fn accept_response(sent: &Message, response: ResponseBody) -> Result<Message
         (&Message::FetchRequest { fetch_offset, last_fetched_epoch, .. }, ResponseBody::Fetch(answer)) => {
             accept_fetch(*answer, fetch_offset, last_fetched_epoch)
         }
+        (Message::FetchSnapshotRequest { .. }, ResponseBody::FetchSnapshot(answer)) => accept_fetch_snapshot(*answer),
         _ => Err(Dropped::Unexpected),
     }
+}
+
+fn accept_fetch_snapshot(answer: FetchSnapshotResponse) -> Result<Message, Dropped> {
+    top_level(answer.error_code)?;
+    let partition = match answer.topics.as_slice() {
+        [topic] if topic.name == METADATA_TOPIC => match topic.partitions.as_slice() {
+            [partition] if partition.index == METADATA_PARTITION => partition.clone(),
+            _ => return Err(Dropped::Unexpected),
+        },
+        _ => return Err(Dropped::Unexpected),
+    };
+    Ok(Message::FetchSnapshotResponse(message::FetchSnapshotResponse {
+        epoch: partition.current_leader.leader_epoch,
+        leader_id: known_leader(partition.current_leader.leader_id),
+        error: partition_error(partition.error_code)?,
+        snapshot: SnapshotId { end_offset: partition.snapshot_id.end_offset, epoch: partition.snapshot_id.epoch },
+        size: partition.size,
+        position: partition.position,
+        bytes: partition.unaligned_records,
+    }))
 }
 
 fn top_level(code: i16) -> Result<(), Dropped> {
@@ -296,9 +393,13 @@ fn accept_fetch(answer: FetchResponse, fetch_offset: i64, last_fetched_epoch: i3
     };
     let error = partition_error(partition.error_code)?;
     let snapshot = &partition.snapshot_id;
-    if error == RaftError::None && (snapshot.end_offset >= 0 || snapshot.epoch >= 0) {
-        return Err(Dropped::SnapshotNeeded { end_offset: snapshot.end_offset, epoch: snapshot.epoch });
-    }
+    let (end_offset, epoch) = (snapshot.end_offset, snapshot.epoch);
+    let snapshot = match (end_offset >= 0, epoch >= 0) {
+        _ if error != RaftError::None => None,
+        (true, true) => Some(SnapshotId { end_offset, epoch }),
+        (false, false) => None,
+        _ => return Err(Dropped::InvalidSnapshotId { end_offset, epoch }),
+    };
     let diverging = &partition.diverging_epoch;
     Ok(Message::FetchResponse(message::FetchResponse {
         epoch: partition.current_leader.leader_epoch,
@@ -310,6 +411,7 @@ fn accept_fetch(answer: FetchResponse, fetch_offset: i64, last_fetched_epoch: i3
         log_start_offset: partition.log_start_offset,
         records: whole_batches(partition.records.unwrap_or_default()),
         diverging_epoch: (diverging.epoch >= 0).then_some((diverging.epoch, diverging.end_offset)),
+        snapshot,
     }))
 }
 

@@ -2,7 +2,8 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use super::*;
-use crate::message::{ElectionState, FetchResponse, Message, RaftError};
+use crate::message::{ElectionState, FetchResponse, FetchSnapshotResponse, Message, RaftError};
+use krabka_log::SnapshotId;
 
 fn context(node_id: i32) -> WireContext {
     let voters = (1..=3).map(|id| (id, Endpoint { host: format!("10.0.0.{id}"), port: 9093 })).collect();
@@ -43,6 +44,11 @@ fn requests() -> Vec<(Message, ApiKey, i16)> {
         (Message::EndQuorumEpoch { epoch: 6, preferred_successors: vec![3, 2] }, ApiKey::EndQuorumEpoch, 0),
         (Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 }, ApiKey::Fetch, 17),
         (Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 }, ApiKey::Fetch, 13),
+        (
+            Message::FetchSnapshotRequest { epoch: 6, snapshot: SnapshotId { end_offset: 9, epoch: 5 }, position: 3 },
+            ApiKey::FetchSnapshot,
+            1,
+        ),
     ]
 }
 
@@ -92,6 +98,7 @@ fn top_level_code(body: &ResponseBody) -> i16 {
         ResponseBody::BeginQuorumEpoch(r) => r.error_code,
         ResponseBody::EndQuorumEpoch(r) => r.error_code,
         ResponseBody::Fetch(r) => r.error_code,
+        ResponseBody::FetchSnapshot(r) => r.error_code,
         other => panic!("not raft: {other:?}"),
     }
 }
@@ -193,6 +200,7 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
         log_start_offset: 0,
         records: one_batch(),
         diverging_epoch: None,
+        snapshot: None,
     };
     let diverged = FetchResponse { diverging_epoch: Some((5, 100)), records: Bytes::new(), ..fetched.clone() };
     let fenced = FetchResponse {
@@ -201,6 +209,25 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
         records: Bytes::new(),
         ..fetched.clone()
     };
+    let offered = FetchResponse {
+        snapshot: Some(SnapshotId { end_offset: 400, epoch: 5 }),
+        log_start_offset: 400,
+        records: Bytes::new(),
+        ..fetched.clone()
+    };
+    let fetch_snapshot =
+        Message::FetchSnapshotRequest { epoch: 6, snapshot: SnapshotId { end_offset: 400, epoch: 5 }, position: 7 };
+    let chunk = FetchSnapshotResponse {
+        epoch: 6,
+        leader_id: Some(2),
+        error: RaftError::None,
+        snapshot: SnapshotId { end_offset: 400, epoch: 5 },
+        size: 20,
+        position: 7,
+        bytes: Bytes::from_static(b"unaligned"),
+    };
+    let gone =
+        FetchSnapshotResponse { error: RaftError::SnapshotNotFound, size: 0, bytes: Bytes::new(), ..chunk.clone() };
     let cases = [
         (
             vote.clone(),
@@ -230,7 +257,11 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
         ),
         (fetch.clone(), Message::FetchResponse(fetched), 17),
         (fetch.clone(), Message::FetchResponse(diverged), 13),
-        (fetch, Message::FetchResponse(fenced), 17),
+        (fetch.clone(), Message::FetchResponse(fenced), 17),
+        (fetch, Message::FetchResponse(offered), 17),
+        (fetch_snapshot.clone(), Message::FetchSnapshotResponse(chunk), 1),
+        (fetch_snapshot.clone(), Message::FetchSnapshotResponse(gone.clone()), 1),
+        (fetch_snapshot, Message::FetchSnapshotResponse(gone), 0),
     ];
     for (sent, answer, version) in cases {
         let body = response(&node, &answer, version).expect("a response");
@@ -258,36 +289,60 @@ fn a_fetch_answer_carries_the_leaders_endpoint_from_v17() {
 }
 
 #[test]
-fn a_top_level_error_or_a_snapshot_offer_is_dropped_with_its_reason() {
+fn a_top_level_error_or_a_half_snapshot_id_is_dropped_with_its_reason() {
     let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 0, last_fetched_epoch: 0 };
     let refusal = ResponseBody::Fetch(Box::new(krabka_protocol::FetchResponse {
         error_code: ErrorCode::INCONSISTENT_CLUSTER_ID.code(),
         ..Default::default()
     }));
     assert_eq!(accept_response(&fetch, refusal), Err(Dropped::Error(ErrorCode::INCONSISTENT_CLUSTER_ID)));
-    let Some(ResponseBody::Fetch(mut offer)) = response(
-        &context(2),
-        &Message::FetchResponse(FetchResponse {
-            epoch: 6,
-            leader_id: Some(2),
-            error: RaftError::None,
-            fetch_offset: 0,
-            last_fetched_epoch: 0,
-            high_watermark: 500,
-            log_start_offset: 400,
-            records: Bytes::new(),
-            diverging_epoch: None,
-        }),
-        17,
-    ) else {
-        panic!()
-    };
+    let answer = Message::FetchResponse(served_from_zero(Bytes::new(), 500));
+    let Some(ResponseBody::Fetch(mut offer)) = response(&context(2), &answer, 17) else { panic!() };
+    // An end offset without an epoch, as Kafka's follower, is logged and dropped.
     offer.responses[0].partitions[0].snapshot_id.end_offset = 400;
-    offer.responses[0].partitions[0].snapshot_id.epoch = 5;
     let dropped = accept_response(&fetch, ResponseBody::Fetch(offer));
-    assert_eq!(dropped, Err(Dropped::SnapshotNeeded { end_offset: 400, epoch: 5 }));
+    assert_eq!(dropped, Err(Dropped::InvalidSnapshotId { end_offset: 400, epoch: -1 }));
     let vote_answer = ResponseBody::Vote(Box::default());
     assert_eq!(accept_response(&fetch, vote_answer), Err(Dropped::Unexpected));
+}
+
+#[test]
+fn fetch_snapshot_requests_are_checked_as_kafka_checks_them() {
+    let (sender, receiver) = (context(1), context(2));
+    let id = SnapshotId { end_offset: 400, epoch: 5 };
+    let asked = Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0 };
+    for version in 0..=1 {
+        let body = request(&sender, 2, &asked, version).unwrap();
+        let arrived = over_the_wire_request(&body, version);
+        let Accepted::Message { from, message } = accept_request(&receiver, &state(), arrived, version) else {
+            panic!("refused at v{version}")
+        };
+        assert_eq!((from, message), (1, asked.clone()));
+    }
+    let RequestBody::FetchSnapshot(mut other) = request(&sender, 2, &asked, 1).unwrap() else { panic!() };
+    other.topics[0].name = "other".into();
+    let Accepted::Refused(ResponseBody::FetchSnapshot(refused)) =
+        accept_request(&receiver, &state(), RequestBody::FetchSnapshot(other.clone()), 1)
+    else {
+        panic!()
+    };
+    let partition = &refused.topics[0].partitions[0];
+    assert_eq!(partition.error_code, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code());
+    other.cluster_id = Some("another".into());
+    let Accepted::Refused(ResponseBody::FetchSnapshot(refused)) =
+        accept_request(&receiver, &state(), RequestBody::FetchSnapshot(other.clone()), 1)
+    else {
+        panic!()
+    };
+    assert_eq!(refused.error_code, ErrorCode::INCONSISTENT_CLUSTER_ID.code());
+    other.topics.clear();
+    other.cluster_id = None;
+    let Accepted::Refused(ResponseBody::FetchSnapshot(refused)) =
+        accept_request(&receiver, &state(), RequestBody::FetchSnapshot(other), 1)
+    else {
+        panic!()
+    };
+    assert_eq!(refused.error_code, ErrorCode::INVALID_REQUEST.code());
 }
 
 /// Whatever arrives (random requests and responses of every raft API at
@@ -299,24 +354,27 @@ fn random_requests_and_responses_never_panic_the_mapping() {
     use krabka_protocol::testing::Rng;
     use krabka_protocol::{BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, VoteRequest};
     use krabka_protocol::{BeginQuorumEpochResponse, EndQuorumEpochResponse, VoteResponse};
+    use krabka_protocol::{FetchSnapshotRequest, FetchSnapshotResponse as WireChunk};
     let node = context(2);
     let sent = requests();
     for seed in 0..20_000u64 {
         let mut rng = Rng::new(seed);
-        let (request, version) = match seed % 4 {
+        let (request, version) = match seed % 5 {
             0 => (RequestBody::Vote(Box::new(VoteRequest::random(&mut rng, 2))), 2),
             1 => (RequestBody::BeginQuorumEpoch(Box::new(BeginQuorumEpochRequest::random(&mut rng, 1))), 1),
             2 => (RequestBody::EndQuorumEpoch(Box::new(EndQuorumEpochRequest::random(&mut rng, 1))), 1),
+            3 => (RequestBody::FetchSnapshot(Box::new(FetchSnapshotRequest::random(&mut rng, 1))), 1),
             _ => (RequestBody::Fetch(Box::new(FetchRequest::random(&mut rng, 17))), 17),
         };
         if let Accepted::Refused(response) = accept_request(&node, &state(), request, version) {
             let mut buf = BytesMut::new();
             response.encode(&mut buf, version).unwrap();
         }
-        let response = match seed % 4 {
+        let response = match seed % 5 {
             0 => ResponseBody::Vote(Box::new(VoteResponse::random(&mut rng, 2))),
             1 => ResponseBody::BeginQuorumEpoch(Box::new(BeginQuorumEpochResponse::random(&mut rng, 1))),
             2 => ResponseBody::EndQuorumEpoch(Box::new(EndQuorumEpochResponse::random(&mut rng, 1))),
+            3 => ResponseBody::FetchSnapshot(Box::new(WireChunk::random(&mut rng, 1))),
             _ => ResponseBody::Fetch(Box::new(krabka_protocol::FetchResponse::random(&mut rng, 17))),
         };
         let _ = accept_response(&sent[(seed as usize / 4) % sent.len()].0, response);
@@ -335,6 +393,7 @@ fn served_from_zero(records: Bytes, high_watermark: i64) -> FetchResponse {
         log_start_offset: 0,
         records,
         diverging_epoch: None,
+        snapshot: None,
     }
 }
 
