@@ -136,6 +136,8 @@ impl Cluster {
             log_dir: self.node_dir(id).join("__cluster_metadata-0"),
             log_config: LogConfig::default(),
             request_timeout: Duration::from_millis(2000),
+            snapshot_every_bytes: u64::MAX,
+            snapshot_interval_ms: 0,
         };
         // A restart waits for the stopped member's listener task to let go.
         let deadline = Instant::now() + Duration::from_secs(10);

@@ -104,6 +104,42 @@ impl MetadataDelta {
         delta
     }
 
+    /// What changed from `old` to `new`, compared whole: for an image
+    /// loaded from a snapshot in place of one built record by record (a
+    /// follower that fetched its leader's snapshot), whose subscribers must
+    /// hear of the difference as of any other update.
+    pub fn between(old: &MetadataImage, new: &MetadataImage) -> MetadataDelta {
+        let mut delta = MetadataDelta::default();
+        for topic in old.topics.values().filter(|t| new.topic_by_id(&t.id).is_none()) {
+            delta.deleted_topics.insert(topic.id, topic.name.clone());
+        }
+        for topic in new.topics.values() {
+            let before = old.topic_by_id(&topic.id);
+            if before.is_none() {
+                delta.created_topics.insert(topic.id, topic.name.clone());
+            }
+            let existing = before.map_or(&[][..], |t| &t.partitions[..]);
+            for (index, partition) in topic.partitions.iter().enumerate() {
+                let changes = match existing.get(index) {
+                    None => &mut delta.new_partitions,
+                    Some(was) if was != partition => &mut delta.changed_partitions,
+                    Some(_) => continue,
+                };
+                changes.entry(topic.id).or_default().insert(index as i32);
+            }
+            if before.map_or(!topic.configs.is_empty(), |t| t.configs != topic.configs) {
+                delta.changed_topic_configs.insert(topic.name.clone());
+            }
+        }
+        let keys = old.broker_configs.keys().chain(new.broker_configs.keys());
+        delta.changed_broker_configs =
+            keys.filter(|k| old.broker_configs.get(*k) != new.broker_configs.get(*k)).cloned().collect();
+        if new.next_producer_id_block != old.next_producer_id_block {
+            delta.next_producer_id_block = Some(new.next_producer_id_block);
+        }
+        delta
+    }
+
     /// Applies `record` to `image` and notes what it changed. A record the
     /// image refuses (`MetadataImage::apply`'s error) changes nothing.
     pub fn apply(&mut self, image: &mut MetadataImage, record: &MetadataRecord) -> Result<(), String> {
@@ -257,5 +293,35 @@ mod tests {
         let replayed = apply_all(&mut MetadataImage::default(), &image_records(&image));
         assert_eq!(MetadataDelta::from_empty(&image), replayed);
         assert!(MetadataDelta::from_empty(&MetadataImage::default()).is_empty());
+    }
+
+    #[test]
+    fn the_delta_between_two_images_is_what_the_records_between_them_note() {
+        let mut old = MetadataImage::default();
+        apply_all(&mut old, &[topic("a", 1), partition(1, 0), topic("b", 2), partition(2, 0)]);
+        apply_all(&mut old, &[config(CONFIG_RESOURCE_BROKER, "", "log.retention.ms")]);
+        let mut new = old.clone();
+        let change = MetadataRecord::PartitionChange(PartitionChangeRecord {
+            partition_id: 0,
+            topic_id: Uuid([1; 16]),
+            leader: 4,
+            ..Default::default()
+        });
+        let records = [
+            change,
+            partition(1, 1),
+            remove(2),
+            topic("c", 3),
+            partition(3, 0),
+            config(CONFIG_RESOURCE_TOPIC, "c", "retention.ms"),
+            config(CONFIG_RESOURCE_BROKER, "", "log.cleaner.threads"),
+        ];
+        let noted = apply_all(&mut new, &records);
+        new.next_producer_id_block = 5000;
+        let mut expected = noted;
+        expected.next_producer_id_block = Some(5000);
+        assert_eq!(MetadataDelta::between(&old, &new), expected);
+        assert!(MetadataDelta::between(&new, &new).is_empty());
+        assert_eq!(MetadataDelta::between(&MetadataImage::default(), &new), MetadataDelta::from_empty(&new));
     }
 }

@@ -20,12 +20,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use krabka_controller::{MetadataError, MAX_RECORDS_PER_USER_OP};
-use krabka_metadata::{MetadataImage, MetadataLoader, MetadataPublisher, MetadataRecord, MetadataUpdate};
-use krabka_raft::RoleName;
+use krabka_log::SnapshotId;
+use krabka_metadata::{
+    snapshot, MetadataDelta, MetadataImage, MetadataLoader, MetadataPublisher, MetadataRecord, MetadataUpdate,
+};
+use krabka_protocol::records::RecordBatches;
+use krabka_raft::{RoleName, SnapshotPolicy};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::quorum::{CommittedBatches, Quorum, QuorumStatus};
+use crate::clock::now_ms;
+use crate::quorum::{Committed, CommittedBatches, Quorum, QuorumStatus};
 
 /// One operation's turn: the writer is its alone until the turn is
 /// committed or dropped.
@@ -59,18 +64,21 @@ pub struct QuorumWriter {
 
 impl QuorumWriter {
     /// Starts the loader over `committed` (the quorum's committed log from
-    /// its start), publishing each chunk's image through `publisher`.
+    /// its start), publishing each chunk's image through `publisher` and
+    /// snapshotting the image when `policy` says one is due.
     pub fn start(
         quorum: Arc<Quorum>,
         committed: CommittedBatches,
         publisher: Arc<MetadataPublisher>,
+        policy: SnapshotPolicy,
         timeout: Duration,
     ) -> std::io::Result<QuorumWriter> {
-        let loader = MetadataLoader::new(MetadataImage::default(), 0);
-        let (applied_sender, applied) = watch::channel(MetadataUpdate::unchanged(loader.image().clone()));
+        let loader = Loader { loader: MetadataLoader::new(MetadataImage::default(), 0), last_epoch: 0, policy };
+        let (applied_sender, applied) = watch::channel(MetadataUpdate::unchanged(loader.loader.image().clone()));
+        let snapshots = Arc::clone(&quorum);
         let thread = std::thread::Builder::new()
             .name("krabka-metadata-loader".into())
-            .spawn(move || run_loader(loader, committed, &publisher, &applied_sender))?;
+            .spawn(move || run_loader(loader, committed, &publisher, &applied_sender, &snapshots))?;
         Ok(QuorumWriter {
             quorum,
             applied,
@@ -197,25 +205,82 @@ impl QuorumWriter {
     }
 }
 
-/// The loader thread: applies each committed chunk and publishes the image.
-/// A chunk that does not decode stops it: the image must not skip what the
-/// log holds, and the operations waiting on it then time out.
+/// The metadata loader with what it needs to snapshot its image: the
+/// epoch of the last batch it applied, and the policy.
+struct Loader {
+    loader: MetadataLoader,
+    last_epoch: i32,
+    policy: SnapshotPolicy,
+}
+
+impl Loader {
+    /// Applies what the quorum committed: a snapshot replaces the image
+    /// (its delta is the difference, for subscribers), batches apply to it.
+    fn apply(&mut self, committed: Committed) -> Result<MetadataUpdate, String> {
+        match committed {
+            Committed::Snapshot { id, bytes } => {
+                let image = snapshot::decode(bytes).map_err(|e| format!("snapshot {id:?}: {e}"))?;
+                let old = self.loader.image().clone();
+                self.loader = MetadataLoader::new(image, id.end_offset);
+                self.last_epoch = id.epoch;
+                self.policy.taken(now_ms());
+                tracing::info!(end_offset = id.end_offset, epoch = id.epoch, "metadata image loaded from a snapshot");
+                let image = self.loader.image().clone();
+                Ok(MetadataUpdate { delta: Arc::new(MetadataDelta::between(&old, &image)), image })
+            }
+            Committed::Batches(batches) => {
+                if let Some(Ok(last)) = RecordBatches::new(batches.clone()).last() {
+                    self.last_epoch = last.partition_leader_epoch();
+                }
+                self.policy.committed(batches.len() as u64);
+                self.loader.apply(batches).map_err(|corrupt| format!("offset {}: {}", corrupt.offset, corrupt.reason))
+            }
+        }
+    }
+
+    /// The image as a snapshot, when one is due.
+    fn snapshot_if_due(&mut self) -> Option<(SnapshotId, Bytes)> {
+        let now = now_ms();
+        if !self.policy.due(now) {
+            return None;
+        }
+        self.policy.taken(now);
+        let image = self.loader.image();
+        let id = SnapshotId { end_offset: self.loader.next_offset(), epoch: self.last_epoch };
+        match snapshot::encode(image, now) {
+            Ok(bytes) => Some((id, bytes)),
+            Err(e) => {
+                tracing::error!(error = %e, "encoding a metadata snapshot failed");
+                None
+            }
+        }
+    }
+}
+
+/// The loader thread: applies each committed chunk, publishes the image,
+/// and hands the quorum a snapshot of it when one is due. A chunk that does
+/// not decode stops it: the image must not skip what the log holds, and
+/// the operations waiting on it then time out.
 fn run_loader(
-    mut loader: MetadataLoader,
+    mut loader: Loader,
     committed: CommittedBatches,
     publisher: &MetadataPublisher,
     applied: &watch::Sender<MetadataUpdate>,
+    quorum: &Quorum,
 ) {
-    for batches in committed {
-        match loader.apply(batches) {
+    for chunk in committed {
+        match loader.apply(chunk) {
             Ok(update) => {
                 publisher.publish(&update);
                 applied.send_replace(update);
             }
-            Err(corrupt) => {
-                tracing::error!(offset = corrupt.offset, reason = %corrupt.reason, "a committed metadata record does not decode; the metadata loader stopped");
+            Err(reason) => {
+                tracing::error!(%reason, "committed metadata does not decode; the metadata loader stopped");
                 return;
             }
+        }
+        if let Some((id, bytes)) = loader.snapshot_if_due() {
+            quorum.store_snapshot(id, bytes);
         }
     }
 }

@@ -24,7 +24,7 @@ use krabka_controller::{Commit, Controller, Placement};
 use krabka_log::{open_replicated_log, LogConfig, PartitionLog};
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_metadata::{MetadataImage, MetadataPublisher, MetadataRecord, MetadataUpdate};
-use krabka_raft::{RoleName, SingleVoter};
+use krabka_raft::{RoleName, SingleVoter, SnapshotPolicy};
 
 use super::quorum_writer::QuorumWriter;
 use crate::clock::now_ms;
@@ -97,9 +97,10 @@ impl MetadataStore {
         runtime: &tokio::runtime::Handle,
         timeout: Duration,
     ) -> Result<Self, MetadataError> {
+        let policy = SnapshotPolicy::new(setup.snapshot_every_bytes, setup.snapshot_interval_ms, now_ms());
         let (quorum, committed) = Quorum::start(setup, runtime)?;
         let publisher = Arc::new(MetadataPublisher::new(Arc::new(MetadataImage::default())));
-        let writer = QuorumWriter::start(Arc::new(quorum), committed, Arc::clone(&publisher), timeout)
+        let writer = QuorumWriter::start(Arc::new(quorum), committed, Arc::clone(&publisher), policy, timeout)
             .map_err(|e| MetadataError::Log(e.into()))?;
         Ok(MetadataStore { writer: Writer::Quorum(writer), publisher })
     }

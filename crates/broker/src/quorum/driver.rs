@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use krabka_log::quorum_state::{self, QuorumState};
-use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog, ReplicatedLog};
+use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog, ReplicatedLog, SnapshotId};
 use krabka_protocol::records::RecordBatches;
 use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody, Uuid};
 use krabka_raft::wire::{self, Accepted, WireContext};
@@ -43,6 +43,11 @@ pub struct QuorumSetup {
     pub log_config: LogConfig,
     /// `controller.quorum.request.timeout.ms`.
     pub request_timeout: Duration,
+    /// `metadata.log.max.record.bytes.between.snapshots` and
+    /// `metadata.log.max.snapshot.interval.ms`: when whoever reads the
+    /// committed log snapshots its state.
+    pub snapshot_every_bytes: u64,
+    pub snapshot_interval_ms: i64,
 }
 
 /// The node's state as its users see it.
@@ -62,9 +67,20 @@ pub struct Quorum {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// What the quorum committed: whole batches, in offset order from the
-/// log's start, each chunk as the high watermark passed it.
-pub type CommittedBatches = mpsc::Receiver<Bytes>;
+/// What the quorum committed, in offset order: a snapshot first when the
+/// log starts after one (at the start, or when the node replaced its log
+/// with its leader's snapshot), then whole batches, each chunk as the high
+/// watermark passed it.
+pub enum Committed {
+    /// Everything before `id.end_offset`, as the snapshot holds it.
+    Snapshot {
+        id: SnapshotId,
+        bytes: Bytes,
+    },
+    Batches(Bytes),
+}
+
+pub type CommittedBatches = mpsc::Receiver<Committed>;
 
 impl Quorum {
     /// Opens the metadata log and the election state in `setup.log_dir` and
@@ -73,15 +89,9 @@ impl Quorum {
     pub fn start(setup: QuorumSetup, runtime: &tokio::runtime::Handle) -> Result<(Quorum, CommittedBatches), LogError> {
         let started = Instant::now();
         let log = open_replicated_log(&setup.log_dir, setup.log_config.clone(), false, crate::clock::now_ms())?;
-        if log.log_start_offset() > 0 {
-            // Its start is in a snapshot, which a shared quorum neither
-            // loads nor sends yet: the image would miss what it holds.
-            let reason = format!("the metadata log starts at {} (after a snapshot)", log.log_start_offset());
-            return Err(LogError::Io(std::io::Error::other(format!("{reason}: cannot join a shared quorum yet"))));
-        }
         let persisted = quorum_state::read(&setup.log_dir)?.map(|state| election_state(&state));
         let voters = setup.raft.voters.clone();
-        let node = RaftNode::open(setup.raft.clone(), log, persisted, 0);
+        let node = RaftNode::open(setup.raft.clone(), log, persisted, 0)?;
         let (events, receiver) = mpsc::channel();
         let context = Arc::new(setup.context);
         let mut peers = BTreeMap::new();
@@ -92,7 +102,7 @@ impl Quorum {
         let (status_sender, status) = watch::channel(status_of(&node));
         let (committed, committed_batches) = mpsc::channel();
         let driver = Driver {
-            delivered_end: node.log().log_start_offset(),
+            delivered_end: 0,
             committed,
             node,
             context,
@@ -134,6 +144,13 @@ impl Quorum {
         answer.await.ok()
     }
 
+    /// Keeps `bytes`, the metadata state after every offset before
+    /// `id.end_offset`, as a snapshot (the loader's, when its policy says
+    /// one is due); the driver stores it and applies the retention.
+    pub fn store_snapshot(&self, id: SnapshotId, bytes: Bytes) {
+        let _ = self.events.send(Event::StoreSnapshot { id, bytes });
+    }
+
     pub fn status(&self) -> watch::Receiver<QuorumStatus> {
         self.status.clone()
     }
@@ -162,6 +179,7 @@ enum Kind {
     BeginQuorumEpoch,
     EndQuorumEpoch,
     Fetch,
+    FetchSnapshot,
 }
 
 /// The RPC `message` is part of, and whether it is the response.
@@ -175,6 +193,8 @@ fn kind(message: &Message) -> (Kind, bool) {
         Message::EndQuorumEpochResponse { .. } => (Kind::EndQuorumEpoch, true),
         Message::FetchRequest { .. } => (Kind::Fetch, false),
         Message::FetchResponse(_) => (Kind::Fetch, true),
+        Message::FetchSnapshotRequest { .. } => (Kind::FetchSnapshot, false),
+        Message::FetchSnapshotResponse(_) => (Kind::FetchSnapshot, true),
     }
 }
 
@@ -194,7 +214,7 @@ struct Driver {
     status: watch::Sender<QuorumStatus>,
     /// Where the committed log handed out so far ends.
     delivered_end: i64,
-    committed: mpsc::Sender<Bytes>,
+    committed: mpsc::Sender<Committed>,
     started: Instant,
 }
 
@@ -287,6 +307,18 @@ impl Driver {
                     version,
                 ));
             }
+            Event::StoreSnapshot { id, bytes } => {
+                if self.node.store_snapshot(id, &bytes, now)? {
+                    let start = self.node.log().log_start_offset();
+                    tracing::info!(
+                        end_offset = id.end_offset,
+                        epoch = id.epoch,
+                        bytes = bytes.len(),
+                        log_start = start,
+                        "metadata snapshot stored"
+                    );
+                }
+            }
             Event::Stop => {}
         }
         Ok(())
@@ -301,6 +333,13 @@ impl Driver {
                     quorum_state::write(&self.dir, &quorum_state(&state, &self.voters), 0)?;
                 }
                 Action::Send { to, message } => self.send(to, message),
+                Action::SnapshotInstalled { id } => {
+                    tracing::info!(
+                        end_offset = id.end_offset,
+                        epoch = id.epoch,
+                        "metadata log replaced by the leader's snapshot"
+                    );
+                }
                 Action::Committed { .. } | Action::BecameLeader { .. } | Action::SteppedDown { .. } => {}
             }
         }
@@ -316,10 +355,22 @@ impl Driver {
         Ok(())
     }
 
-    /// Hands out what the high watermark passed since the last call. The
-    /// high watermark never goes back and the log is never cut below it,
-    /// so what was handed out stays committed.
+    /// Hands out what the high watermark passed since the last call, after
+    /// the log's snapshot when what was handed out ends before the log's
+    /// start. The high watermark never goes back and the log is never cut
+    /// below it, so what was handed out stays committed.
     fn deliver_committed(&mut self) -> Result<(), LogError> {
+        if self.delivered_end < self.node.log().log_start_offset() {
+            let Some((id, bytes)) = self.node.log().latest_snapshot()? else {
+                let start = self.node.log().log_start_offset();
+                return Err(LogError::Io(std::io::Error::other(format!(
+                    "the metadata log starts at {start} after no snapshot"
+                ))));
+            };
+            debug_assert!(id.end_offset >= self.node.log().log_start_offset(), "a snapshot before the log start");
+            self.delivered_end = id.end_offset;
+            let _ = self.committed.send(Committed::Snapshot { id, bytes });
+        }
         let high_watermark = self.node.high_watermark();
         while self.delivered_end < high_watermark {
             let read = ReplicatedLog::read(self.node.log(), self.delivered_end, COMMITTED_CHUNK_BYTES, high_watermark)?;
@@ -330,7 +381,7 @@ impl Driver {
             debug_assert!(end > self.delivered_end && end <= high_watermark, "a chunk outside what is committed");
             self.delivered_end = end;
             // Nobody listening (the broker is stopping) is not the quorum's failure.
-            let _ = self.committed.send(read.slice(..bytes));
+            let _ = self.committed.send(Committed::Batches(read.slice(..bytes)));
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! peer connections, and from the quorum's users.
 
 use bytes::Bytes;
-use krabka_log::{AppendInfo, LogError};
+use krabka_log::{AppendInfo, LogError, SnapshotId};
 use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody};
 use krabka_raft::Message;
 use tokio::sync::oneshot;
@@ -34,6 +34,11 @@ pub(super) enum Event {
         request: DescribeQuorumRequest,
         version: i16,
         reply: oneshot::Sender<DescribeQuorumResponse>,
+    },
+    /// A snapshot of the state after every offset before `id.end_offset`.
+    StoreSnapshot {
+        id: SnapshotId,
+        bytes: Bytes,
     },
     Stop,
 }

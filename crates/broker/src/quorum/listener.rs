@@ -1,7 +1,7 @@
 //! The controller listener: where the other voters (and observers) reach
 //! this node's raft, and brokers its controller. It answers ApiVersions
-//! with the APIs it serves, hands Vote, BeginQuorumEpoch, EndQuorumEpoch
-//! and Fetch to the quorum and BrokerRegistration, BrokerHeartbeat,
+//! with the APIs it serves, hands Vote, BeginQuorumEpoch, EndQuorumEpoch,
+//! Fetch and FetchSnapshot to the quorum and BrokerRegistration, BrokerHeartbeat,
 //! AllocateProducerIds and Envelope to the controller's handler; any other request closes the connection, as
 //! a Kafka controller closes on an API its listener does not serve.
 
@@ -44,8 +44,9 @@ const CONTROLLER_APIS: [ApiKey; 6] = [
 /// The APIs the controller listener serves, with the versions it speaks
 /// (Fetch from v13, which carries the topic id raft checks).
 fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
-    [ApiKey::ApiVersions, ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch]
-        .into_iter()
+    let raft = [ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch, ApiKey::FetchSnapshot];
+    std::iter::once(ApiKey::ApiVersions)
+        .chain(raft)
         .chain(CONTROLLER_APIS)
         .chain(FORWARDED_APIS)
         .map(served_range)

@@ -27,7 +27,7 @@ mod peer;
 mod setup;
 
 pub use channel::Channel;
-pub use driver::{CommittedBatches, Quorum, QuorumSetup, QuorumStatus};
+pub use driver::{Committed, CommittedBatches, Quorum, QuorumSetup, QuorumStatus};
 pub use listener::{serve_controller_listener, ControllerHandler};
 
 #[cfg(test)]

@@ -132,7 +132,9 @@ impl Session {
         if response.error_code != 0 {
             return Err(format!("ApiVersions answered error {}", response.error_code));
         }
-        for key in [ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch] {
+        let raft_apis =
+            [ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch, ApiKey::FetchSnapshot];
+        for key in raft_apis {
             let ours = key.info();
             let theirs = response.api_keys.iter().find(|k| k.api_key == key as i16);
             let Some(theirs) = theirs else { continue };
@@ -152,6 +154,7 @@ impl Session {
             Message::VoteRequest { .. } => ApiKey::Vote,
             Message::BeginQuorumEpoch { .. } => ApiKey::BeginQuorumEpoch,
             Message::EndQuorumEpoch { .. } => ApiKey::EndQuorumEpoch,
+            Message::FetchSnapshotRequest { .. } => ApiKey::FetchSnapshot,
             _ => ApiKey::Fetch,
         };
         let Some(&version) = self.versions.get(&key) else {

@@ -57,11 +57,21 @@ impl QuorumSetup {
                 fetch_max_wait_ms: FETCH_MAX_WAIT_MS,
                 retry_backoff_ms: quorum.retry_backoff_ms,
                 max_fetch_bytes: FETCH_MAX_BYTES,
+                retention_max_bytes: raw_long(config, "metadata.max.retention.bytes", 100 * 1024 * 1024),
                 seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,
             },
             log_dir,
             log_config,
             request_timeout: Duration::from_millis(quorum.request_timeout_ms.max(1) as u64),
+            snapshot_every_bytes: raw_long(config, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024)
+                .max(1) as u64,
+            snapshot_interval_ms: raw_long(config, "metadata.log.max.snapshot.interval.ms", 60 * 60 * 1000),
         }
     }
+}
+
+/// A long key of the config (validated when the config was read), or its
+/// default.
+fn raw_long(config: &BrokerConfig, key: &str, default: i64) -> i64 {
+    config.raw.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }

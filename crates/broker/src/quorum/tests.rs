@@ -20,7 +20,8 @@ use super::*;
 struct Member {
     quorum: Arc<Quorum>,
     committed: CommittedBatches,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    port: u16,
 }
 
 impl Member {
@@ -29,6 +30,7 @@ impl Member {
     fn committed_values(&self) -> Vec<Bytes> {
         let mut values = Vec::new();
         for chunk in self.committed.try_iter() {
+            let Committed::Batches(chunk) = chunk else { panic!("a snapshot handed out") };
             for batch in RecordBatches::new(chunk) {
                 let batch = batch.unwrap();
                 if !batch.is_control() {
@@ -51,7 +53,22 @@ async fn start_members(count: i32) -> BTreeMap<i32, Member> {
         .collect();
     let mut members = BTreeMap::new();
     for (id, listener) in listeners {
-        let dir = tempfile::tempdir().unwrap();
+        let member = start_member(id, &voters, listener, tempfile::tempdir().unwrap(), -1);
+        members.insert(id, member);
+    }
+    members
+}
+
+/// Member `id` of `voters`, its log in `dir`, its controller listener on
+/// `listener`, with `retention_max_bytes`.
+fn start_member(
+    id: i32,
+    voters: &BTreeMap<i32, Endpoint>,
+    listener: TcpListener,
+    dir: tempfile::TempDir,
+    retention_max_bytes: i64,
+) -> Member {
+    {
         let setup = QuorumSetup {
             context: WireContext {
                 cluster_id: "krabka-quorum-test".into(),
@@ -69,19 +86,21 @@ async fn start_members(count: i32) -> BTreeMap<i32, Member> {
                 fetch_max_wait_ms: 100,
                 retry_backoff_ms: 20,
                 max_fetch_bytes: 8 << 20,
-                retention_max_bytes: -1,
+                retention_max_bytes,
                 seed: id as u64,
             },
             log_dir: dir.path().join("__cluster_metadata-0"),
             log_config: LogConfig::default(),
             request_timeout: Duration::from_millis(2000),
+            snapshot_every_bytes: u64::MAX,
+            snapshot_interval_ms: 0,
         };
+        let port = listener.local_addr().unwrap().port();
         let (quorum, committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
         let quorum = Arc::new(quorum);
         tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum), None));
-        members.insert(id, Member { quorum, committed, _dir: dir });
+        Member { quorum, committed, dir, port }
     }
-    members
 }
 
 /// Waits until every member in `members` agrees on one leader of one epoch.
@@ -146,4 +165,88 @@ async fn three_members_elect_commit_and_fail_over_over_tcp() {
     for member in members.values() {
         assert_eq!(member.committed_values(), [Bytes::from_static(b"after")]);
     }
+}
+
+/// The port of a stopped member, once its listener task has let it go.
+async fn rebind(port: u16) -> TcpListener {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(listener) => return listener,
+            Err(e) => assert!(Instant::now() < deadline, "port {port} stays taken: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every member snapshots what it committed (as the metadata loader does):
+/// a real KRaft snapshot, of an empty image, at its high watermark in
+/// `epoch` (every committed batch is of the one epoch here).
+async fn snapshot_everywhere(members: &BTreeMap<i32, Member>, epoch: i32) {
+    for member in members.values() {
+        let end_offset = member.quorum.status().borrow().high_watermark;
+        let bytes = krabka_metadata::snapshot::encode(&Default::default(), 1).unwrap();
+        member.quorum.store_snapshot(krabka_log::SnapshotId { end_offset, epoch }, bytes);
+    }
+    // The driver stores it between events: wait until the files are there.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for member in members.values() {
+        let end_offset = member.quorum.status().borrow().high_watermark;
+        let id = krabka_log::SnapshotId { end_offset, epoch };
+        let path = member.dir.path().join("__cluster_metadata-0").join(id.file_name());
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "snapshot {id:?} not stored");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_behind_the_leaders_log_start_fetches_its_snapshot_over_tcp() {
+    let mut members = start_members(3).await;
+    let voters: BTreeMap<i32, Endpoint> =
+        members.iter().map(|(&id, m)| (id, Endpoint { host: "127.0.0.1".into(), port: m.port })).collect();
+    let (leader, epoch) = agreed_leader(&members).await;
+    let first = members[&leader].quorum.propose(vec![Bytes::from_static(b"first")], epoch).await.unwrap().unwrap();
+    committed_everywhere(&members, first.last_offset).await;
+    // A follower stops; the others commit on, snapshot twice and, with no
+    // room kept (retention 0), cut their logs at the newer snapshot.
+    let lagging = *members.keys().find(|&&id| id != leader).unwrap();
+    let stopped = members.remove(&lagging).unwrap();
+    stopped.quorum.stop();
+    for round in 0..2 {
+        let value = Bytes::from(format!("round-{round}"));
+        let appended = members[&leader].quorum.propose(vec![value], epoch).await.unwrap().unwrap();
+        committed_everywhere(&members, appended.last_offset).await;
+        snapshot_everywhere(&members, epoch).await;
+    }
+    // Restarted, a member's log starts at its newest snapshot, which it
+    // hands out first (then what follows it).
+    let snapshot_end = members[&leader].quorum.status().borrow().high_watermark;
+    for id in members.keys().copied().collect::<Vec<_>>() {
+        let member = members.remove(&id).unwrap();
+        member.quorum.stop();
+        let listener = rebind(member.port).await;
+        let restarted = start_member(id, &voters, listener, member.dir, 0);
+        let first = restarted.committed.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(matches!(first, Committed::Snapshot { id, .. } if id.end_offset == snapshot_end));
+        members.insert(id, restarted);
+    }
+
+    let listener = rebind(stopped.port).await;
+    let back = start_member(lagging, &voters, listener, stopped.dir, -1);
+    let (next_leader, next_epoch) = agreed_leader(&members).await;
+    let last =
+        members[&next_leader].quorum.propose(vec![Bytes::from_static(b"last")], next_epoch).await.unwrap().unwrap();
+    members.insert(lagging, back);
+    committed_everywhere(&members, last.last_offset).await;
+    // The member that was behind the leader's log start got its snapshot.
+    let log_dir = members[&lagging].dir.path().join("__cluster_metadata-0");
+    let snapshots = krabka_log::snapshots::list(&log_dir).unwrap();
+    assert!(snapshots.iter().any(|s| s.end_offset >= snapshot_end), "{snapshots:?}");
+    let handed_out: Vec<Committed> = members[&lagging].committed.try_iter().collect();
+    assert!(
+        matches!(handed_out.first(), Some(Committed::Snapshot { .. })),
+        "the fetched snapshot is handed out before the log after it"
+    );
 }
