@@ -5,7 +5,10 @@
 //! Election timeouts of a minute on one side make the other run first, so
 //! each test knows who must lead. After every election the new epoch's
 //! first record must commit, and at the end every node's
-//! `__cluster_metadata-0` segment holds the same committed bytes.
+//! `__cluster_metadata-0` segment holds the same committed bytes. A voter
+//! left behind the leader's log start fetches the leader's snapshot over
+//! FetchSnapshot, krabka's from Kafka and Kafka's from krabka, and keeps
+//! it byte for byte.
 
 mod support;
 
@@ -68,24 +71,36 @@ struct Cluster {
     krabka: BTreeMap<i32, Arc<Quorum>>,
     kafka: BTreeMap<i32, KafkaNode>,
     timeouts: BTreeMap<i32, i64>,
+    /// Kafka nodes' config lines beyond the election timeout.
+    kafka_extra: String,
+    /// krabka members' `metadata.max.retention.bytes`.
+    retention: i64,
 }
 
 impl Cluster {
     async fn start(voters: &[(i32, Voter)]) -> Cluster {
+        Self::start_with(voters, "", -1).await
+    }
+
+    /// A cluster whose Kafka nodes take `kafka_extra` config lines and whose
+    /// krabka members keep `retention` bytes of metadata log and snapshots.
+    async fn start_with(voters: &[(i32, Voter)], kafka_extra: &str, retention: i64) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let ports: BTreeMap<i32, u16> = voters.iter().map(|&(id, _)| (id, free_port())).collect();
-        let voters_text = ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>().join(",");
-        let mut cluster =
-            Cluster { dir, ports, krabka: BTreeMap::new(), kafka: BTreeMap::new(), timeouts: BTreeMap::new() };
+        let mut cluster = Cluster {
+            dir,
+            ports,
+            krabka: BTreeMap::new(),
+            kafka: BTreeMap::new(),
+            timeouts: BTreeMap::new(),
+            kafka_extra: kafka_extra.into(),
+            retention,
+        };
         for &(id, voter) in voters {
             match voter {
                 Voter::Kafka { election_timeout_ms } => {
-                    let dir = cluster.node_dir(id);
-                    std::fs::create_dir_all(&dir).unwrap();
-                    let port = cluster.ports[&id];
-                    let extra = format!("controller.quorum.election.timeout.ms={election_timeout_ms}\n");
-                    let kafka = KafkaNode::start_controller(&dir, id, port, &voters_text, CLUSTER_ID, &extra);
-                    cluster.kafka.insert(id, kafka);
+                    cluster.timeouts.insert(id, election_timeout_ms);
+                    cluster.start_kafka(id);
                 }
                 Voter::Krabka { election_timeout_ms } => {
                     cluster.timeouts.insert(id, election_timeout_ms);
@@ -93,10 +108,39 @@ impl Cluster {
                 Voter::Absent => {}
             }
         }
-        for id in cluster.timeouts.keys().copied().collect::<Vec<_>>() {
+        let krabka: Vec<i32> =
+            voters.iter().filter(|(_, v)| matches!(v, Voter::Krabka { .. })).map(|&(id, _)| id).collect();
+        for id in krabka {
             cluster.start_krabka(id).await;
         }
         cluster
+    }
+
+    /// Starts (or restarts, on what it left) Kafka controller `id`.
+    fn start_kafka(&mut self, id: i32) {
+        let dir = self.node_dir(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let voters = self.ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>();
+        let extra = format!("controller.quorum.election.timeout.ms={}\n{}", self.timeouts[&id], self.kafka_extra);
+        let kafka = KafkaNode::start_controller(&dir, id, self.ports[&id], &voters.join(","), CLUSTER_ID, &extra);
+        self.kafka.insert(id, kafka);
+    }
+
+    fn is_kafka(&self, id: i32) -> bool {
+        self.node_dir(id).join("server.properties").exists()
+    }
+
+    /// Node `id`'s metadata log directory.
+    fn metadata_dir(&self, id: i32) -> PathBuf {
+        let base = if self.is_kafka(id) { self.node_dir(id).join("logs") } else { self.node_dir(id) };
+        base.join("__cluster_metadata-0")
+    }
+
+    /// The snapshots in node `id`'s metadata log directory, bootstrap
+    /// snapshots (end offset 0) left out.
+    fn snapshots(&self, id: i32) -> Vec<krabka_log::SnapshotId> {
+        let found = krabka_log::snapshots::list(&self.metadata_dir(id)).unwrap();
+        found.into_iter().filter(|s| s.end_offset > 0).collect()
     }
 
     fn node_dir(&self, id: i32) -> PathBuf {
@@ -105,8 +149,7 @@ impl Cluster {
 
     /// The node's metadata segment (Kafka's under `logs/`).
     fn segment(&self, id: i32) -> PathBuf {
-        let base = if self.timeouts.contains_key(&id) { self.node_dir(id) } else { self.node_dir(id).join("logs") };
-        base.join("__cluster_metadata-0/00000000000000000000.log")
+        self.metadata_dir(id).join("00000000000000000000.log")
     }
 
     /// Starts (or restarts, on what it left) krabka member `id`.
@@ -130,7 +173,7 @@ impl Cluster {
                 fetch_max_wait_ms: 500,
                 retry_backoff_ms: 20,
                 max_fetch_bytes: 8 << 20,
-                retention_max_bytes: -1,
+                retention_max_bytes: self.retention,
                 seed: id as u64,
             },
             log_dir: self.node_dir(id).join("__cluster_metadata-0"),
@@ -210,6 +253,12 @@ impl Cluster {
                 ids[0]
             );
         }
+        self.check_kafka_logs();
+        reference.len()
+    }
+
+    /// No Kafka node logged an error.
+    fn check_kafka_logs(&self) {
         for (id, voter) in self.ports.keys().map(|&id| (id, self.node_dir(id).join("kafka.log"))) {
             let Ok(log) = std::fs::read_to_string(&voter) else { continue };
             // Expected until krabka's controller serves them: Kafka's
@@ -219,7 +268,6 @@ impl Cluster {
             let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR") && !expected(l)).collect();
             assert!(errors.is_empty(), "Kafka node {id} logged errors:\n{}", errors.join("\n"));
         }
-        reference.len()
     }
 }
 
@@ -311,4 +359,159 @@ async fn a_krabka_member_and_two_kafka_controllers_fail_over_to_kafka() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let status = *cluster.krabka[&1].status().borrow();
     cluster.stop_and_compare(&[1, 2, 3], status.high_watermark);
+}
+
+/// Waits (up to `patience`) for `check`, sleeping between looks.
+async fn eventually(what: &str, patience: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + patience;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Kafka controllers snapshotting often and keeping nothing before their
+/// newest snapshot (their cleaner runs each minute).
+const KAFKA_SNAPSHOTS: &str = "metadata.log.max.record.bytes.between.snapshots=512\nmetadata.max.retention.bytes=0\n\
+     metadata.max.idle.interval.ms=100\n";
+
+/// A krabka member stopped while a Kafka leader commits on, snapshots and
+/// cuts its log: restarted, it is behind the leader's log start, fetches
+/// Kafka's snapshot over FetchSnapshot (chunks of Kafka's unaligned
+/// records), replaces its log with it, and follows on. The snapshot it
+/// stores is Kafka's, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_krabka_member_behind_a_kafka_leaders_log_start_fetches_its_snapshot() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let voters = [
+        (1, Voter::Krabka { election_timeout_ms: PATIENT_MS }),
+        (2, Voter::Kafka { election_timeout_ms: 1000 }),
+        (3, Voter::Kafka { election_timeout_ms: PATIENT_MS }),
+    ];
+    let mut cluster = Cluster::start_with(&voters, KAFKA_SNAPSHOTS, -1).await;
+    let first = cluster.elected(0, 0).await;
+    assert_eq!(first.leader_id, Some(2), "{first:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let left_at = cluster.krabka[&1].status().borrow().log_end_offset;
+    cluster.stop(1);
+    // Kafka's cleaner (once a minute) moves its log start past where the
+    // krabka member stopped: every snapshot it keeps ends after it.
+    eventually("Kafka's log to start after the stopped member's end", Duration::from_secs(150), || {
+        let kept = cluster.snapshots(2);
+        !kept.is_empty() && kept.iter().all(|s| s.end_offset > left_at) && cluster.kafka_cleaned(2)
+    })
+    .await;
+    cluster.start_krabka(1).await;
+    let status = cluster.elected(0, left_at).await;
+    assert_eq!(status.leader_id, Some(2), "{status:?}");
+    let fetched = *cluster.snapshots(1).last().expect("the member stored Kafka's snapshot");
+    assert!(fetched.end_offset > left_at, "{fetched:?}");
+    let ours = std::fs::read(cluster.metadata_dir(1).join(fetched.file_name())).unwrap();
+    if let Ok(theirs) = std::fs::read(cluster.metadata_dir(2).join(fetched.file_name())) {
+        assert_eq!(ours, theirs, "snapshot {fetched:?} differs from Kafka's");
+    }
+    cluster.check_kafka_logs();
+}
+
+impl Cluster {
+    /// Kafka node `id` deleted a snapshot: its cleaner has run and moved
+    /// the log start to its newest.
+    fn kafka_cleaned(&self, id: i32) -> bool {
+        let log = std::fs::read_to_string(self.node_dir(id).join("kafka.log")).unwrap_or_default();
+        log.contains("for deletion because the log size")
+    }
+}
+
+/// A Kafka controller stopped while krabka members commit on, snapshot and
+/// cut their logs (retention 0): restarted, it is behind the krabka
+/// leader's log start, fetches krabka's snapshot over FetchSnapshot, loads
+/// it into its own image and follows on, logging no error; its copy of the
+/// snapshot is krabka's, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kafka_controller_behind_a_krabka_leaders_log_start_fetches_its_snapshot() {
+    use krabka_metadata::{MetadataImage, MetadataRecord};
+    use krabka_protocol::{FeatureLevelRecord, PartitionRecord, TopicRecord};
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let voters = [
+        (1, Voter::Krabka { election_timeout_ms: 300 }),
+        (2, Voter::Kafka { election_timeout_ms: PATIENT_MS }),
+        (3, Voter::Krabka { election_timeout_ms: PATIENT_MS }),
+    ];
+    let mut cluster = Cluster::start_with(&voters, "", 0).await;
+    let first = cluster.elected(0, 0).await;
+    assert_eq!(first.leader_id, Some(1), "{first:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cluster.stop(2);
+    // Records Kafka's controller replays: the metadata version, then a
+    // topic each round; each round ends with a snapshot on both members.
+    let mut image = MetadataImage::default();
+    // Kafka 4.3.1's metadata.version (4.3-IV0), the highest krabka supports.
+    let level = krabka_metadata::features::SUPPORTED_FEATURES[0].max;
+    let feature = FeatureLevelRecord { name: "metadata.version".into(), feature_level: level, ..Default::default() };
+    let mut pending = vec![MetadataRecord::FeatureLevel(feature)];
+    for round in 0..2u8 {
+        let topic_id = krabka_protocol::Uuid([round + 1; 16]);
+        let topic = TopicRecord { name: format!("round-{round}"), topic_id, ..Default::default() };
+        pending.push(MetadataRecord::Topic(topic));
+        let partition = PartitionRecord {
+            partition_id: 0,
+            topic_id,
+            replicas: vec![1],
+            isr: vec![1],
+            leader: 1,
+            ..Default::default()
+        };
+        pending.push(MetadataRecord::Partition(partition));
+        for record in &pending {
+            image.apply(record).unwrap();
+        }
+        let values = pending.drain(..).map(|r| r.encode()).collect();
+        let appended = cluster.krabka[&1].propose(values, first.epoch).await.unwrap().expect("the leader takes it");
+        let status = cluster.elected(0, appended.last_offset).await;
+        let id = krabka_log::SnapshotId { end_offset: status.high_watermark, epoch: first.epoch };
+        for quorum in cluster.krabka.values() {
+            quorum.store_snapshot(id, krabka_metadata::snapshot::encode(&image, 1).unwrap());
+        }
+        eventually("both members to store the snapshot", Duration::from_secs(10), || {
+            [1, 3].iter().all(|&m| cluster.snapshots(m).contains(&id))
+        })
+        .await;
+    }
+    let newest = *cluster.snapshots(1).last().unwrap();
+    cluster.start_kafka(2);
+    eventually("Kafka to fetch krabka's snapshot", Duration::from_secs(90), || cluster.snapshots(2).contains(&newest))
+        .await;
+    let ours = std::fs::read(cluster.metadata_dir(1).join(newest.file_name())).unwrap();
+    let theirs = std::fs::read(cluster.metadata_dir(2).join(newest.file_name())).unwrap();
+    assert_eq!(ours, theirs, "Kafka's copy of {newest:?} differs");
+    // It follows on from the snapshot: the leader's next record reaches it.
+    let topic_id = krabka_protocol::Uuid([9; 16]);
+    let after = MetadataRecord::Topic(TopicRecord { name: "after".into(), topic_id, ..Default::default() });
+    let appended =
+        cluster.krabka[&1].propose(vec![after.encode()], first.epoch).await.unwrap().expect("the leader takes it");
+    let leader = Arc::clone(&cluster.krabka[&1]);
+    let mut kafka_end = -1;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while kafka_end <= appended.last_offset {
+        assert!(Instant::now() < deadline, "Kafka stopped at {kafka_end}, before {}", appended.last_offset);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        kafka_end = voter_log_end(&leader, 2).await;
+    }
+    cluster.check_kafka_logs();
+}
+
+/// Voter `id`'s log end offset as the leader `quorum` describes it.
+async fn voter_log_end(quorum: &Quorum, id: i32) -> i64 {
+    use krabka_protocol::generated::describe_quorum_request::{PartitionData, TopicData};
+    let request = krabka_protocol::DescribeQuorumRequest {
+        topics: vec![TopicData {
+            topic_name: "__cluster_metadata".into(),
+            partitions: vec![PartitionData { partition_index: 0, ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = quorum.describe(request, 2).await.expect("the quorum answers");
+    let partition = &answer.topics[0].partitions[0];
+    partition.current_voters.iter().find(|v| v.replica_id == id).map_or(-1, |v| v.log_end_offset)
 }

@@ -52,12 +52,16 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
             MetadataRecord::FeatureLevel(FeatureLevelRecord { name: name.clone(), feature_level, ..Default::default() })
         })
         .collect();
-    records.push(MetadataRecord::ProducerIds(ProducerIdsRecord {
-        broker_id: -1,
-        broker_epoch: -1,
-        next_producer_id: image.next_producer_id_block,
-        ..Default::default()
-    }));
+    // Only once a block was handed out, as Kafka's snapshot: Kafka's
+    // controller refuses a next producer id that does not move forward.
+    if image.next_producer_id_block > 0 {
+        records.push(MetadataRecord::ProducerIds(ProducerIdsRecord {
+            broker_id: -1,
+            broker_epoch: -1,
+            next_producer_id: image.next_producer_id_block,
+            ..Default::default()
+        }));
+    }
     // Each registration as it stands (its fencing included), as Kafka's
     // snapshot writes brokers before topics.
     records.extend(image.brokers.values().cloned().map(MetadataRecord::RegisterBroker));

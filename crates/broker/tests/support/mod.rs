@@ -491,8 +491,9 @@ impl KafkaNode {
         Self::start(dir, &config, cluster_id)
     }
 
-    /// Formats `dir` with `cluster_id` by Kafka's own storage tool, then
-    /// starts the node on `config`; its output goes to `dir/kafka.log`.
+    /// Formats `dir` with `cluster_id` by Kafka's own storage tool (unless
+    /// it is formatted: a restart), then starts the node on `config`; its
+    /// output goes to `dir/kafka.log`.
     fn start(dir: &Path, config: &str, cluster_id: &str) -> Self {
         let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
         assert!(status.success(), "tools/kafka-reference/install failed");
@@ -506,11 +507,12 @@ impl KafkaNode {
         let java = std::env::var_os("JAVA").unwrap_or_else(|| "java".into());
         let format = Command::new(&java)
             .args([&log4j, "-cp", libs.to_str().unwrap(), "kafka.tools.StorageTool", "format"])
-            .args(["--cluster-id", cluster_id, "--config", props.to_str().unwrap()])
+            .args(["--cluster-id", cluster_id, "--config", props.to_str().unwrap(), "--ignore-formatted"])
             .output()
             .unwrap();
         assert!(format.status.success(), "format failed: {}", String::from_utf8_lossy(&format.stderr));
-        let log = std::fs::File::create(dir.join("kafka.log")).unwrap();
+        // Appended to: a restarted node's log follows its first run's.
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("kafka.log")).unwrap();
         let child = Command::new(&java)
             .args(["-Xms256m", "-Xmx512m", &log4j, "-Dkafka.root.loglevel=INFO"])
             .arg(format!("-Dkafka.logs.dir={}", dir.join("app-logs").display()))
