@@ -31,7 +31,6 @@ use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
-use crate::snapshot::Download;
 
 /// Timers, in milliseconds, and the seed of the election jitter.
 #[derive(Clone, Debug)]
@@ -68,6 +67,14 @@ pub(crate) struct Progress {
     pub(crate) parked: Option<(i64, (i64, i32))>,
     /// The fetches served it, for DescribeQuorum.
     pub(crate) served: Option<Served>,
+}
+
+/// A snapshot a follower is fetching (KIP-630), and what it holds of it
+/// so far.
+#[derive(Clone, Debug)]
+pub(crate) struct Download {
+    pub(crate) id: SnapshotId,
+    pub(crate) bytes: Vec<u8>,
 }
 
 #[derive(Clone, Debug)]

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use krabka_log::{LogError, ReplicatedLog, SnapshotId};
 
 use crate::message::{Action, FetchSnapshotResponse, Message, RaftError};
-use crate::node::{RaftNode, Role};
+use crate::node::{Download, RaftNode, Role};
 
 /// When a node's state is due for a snapshot: after
 /// `metadata.log.max.record.bytes.between.snapshots` committed bytes, or
@@ -54,13 +54,6 @@ impl SnapshotPolicy {
         self.bytes_since = 0;
         self.last_ms = now_ms;
     }
-}
-
-/// A snapshot a follower is fetching, and what it holds of it so far.
-#[derive(Clone, Debug)]
-pub(crate) struct Download {
-    pub(crate) id: SnapshotId,
-    pub(crate) bytes: Vec<u8>,
 }
 
 /// What a fetch from an offset, after an entry of an epoch, finds in the
