@@ -8,7 +8,9 @@
 //! image from it, and knows every topic. A node restarted on its own
 //! snapshots loads its image from its newest one and replays the log after
 //! it. Kafka's `kafka-dump-log --cluster-metadata-decoder` reads the
-//! fetched snapshot.
+//! fetched snapshot. Every node, killed and restarted in turn on a snapshot
+//! older than a topic, keeps that topic's records (it waits to catch up
+//! before it looks for stray partitions).
 
 mod support;
 
@@ -16,7 +18,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use krabka_log::SnapshotId;
-use support::cluster::{create_and_find_the_controller, create_topic, metadata, topic_names, ELECTION_PATIENCE};
+use support::cluster::{
+    create_and_find_the_controller, create_topic, create_topic_with, latest_offsets, metadata, topic_names,
+    ELECTION_PATIENCE,
+};
 use support::{wait_for, BrokerProcess};
 
 fn metadata_dir(node: &BrokerProcess) -> PathBuf {
@@ -57,6 +62,12 @@ fn wait_for_all_topics(nodes: &[BrokerProcess], alive: &[usize], names: &BTreeSe
             topic_names(&nodes[i]) == *names
         });
     }
+}
+
+/// The records `topic`'s partitions hold on the brokers that lead them.
+fn records_of(nodes: &[BrokerProcess], topic: &str, partitions: i32) -> i64 {
+    let led = |i: usize| latest_offsets(&nodes[i], topic, partitions).into_iter().filter(|p| p.error_code == 0);
+    (0..nodes.len()).flat_map(led).map(|p| p.offset).sum()
 }
 
 #[test]
@@ -118,6 +129,25 @@ fn a_node_behind_the_leaders_log_start_fetches_its_snapshot_and_a_restart_loads_
     wait_for_all_topics(&nodes, &[0, 1, 2], &names);
     let log = nodes[controller].log()[before..].to_string();
     assert!(log.contains("metadata image loaded from a snapshot"), "{log}");
+    // A topic created after the nodes' newest snapshots, with records on
+    // every broker: a node restarted on its snapshot must not take its
+    // partitions for strays before it has caught up (its image at the
+    // snapshot lacks the topic).
+    wait_for("late to be created", ELECTION_PATIENCE, || {
+        (0..3).any(|i| matches!(create_topic_with(&nodes[i], "late", 3), 0 | 36))
+    });
+    names.insert("late".to_string());
+    wait_for_all_topics(&nodes, &[0, 1, 2], &names);
+    let (ok, out) = support::idempotent_perf_producer(&nodes[0].bootstrap(), "late", 300);
+    assert!(ok, "{out}");
+    for i in 0..3 {
+        nodes[i].kill9();
+        nodes[i].restart();
+        wait_for_all_topics(&nodes, &[0, 1, 2], &names);
+        wait_for(&format!("every record of late after node {} restarted", i + 1), ELECTION_PATIENCE, || {
+            records_of(&nodes, "late", 3) == 300
+        });
+    }
     // Every node lists the three brokers, and agrees on the controller.
     wait_for("every node to list three brokers and one controller", ELECTION_PATIENCE, || {
         let answers: Vec<_> = (0..3).map(|i| metadata(&nodes[i])).collect();

@@ -77,6 +77,7 @@ impl Change {
             MetadataRecord::RegisterBroker(_)
             | MetadataRecord::BrokerRegistrationChange(_)
             | MetadataRecord::RegisterController(_)
+            | MetadataRecord::UnregisterBroker(_)
             | MetadataRecord::FeatureLevel(_)
             | MetadataRecord::Other { .. } => Change::Nothing,
         }

@@ -51,6 +51,13 @@ pub struct MetadataImage {
     /// Finalized feature levels by name (`FeatureLevelRecord`s; a level of
     /// 0 removes the feature, as in Kafka).
     pub features: BTreeMap<String, i16>,
+    /// Per-broker dynamic configs (`ConfigRecord`s of a broker resource
+    /// naming one broker), by broker id as the record names it, then key.
+    pub per_broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Records of cluster state krabka does not model (ACLs, quotas, SCRAM
+    /// credentials, delegation tokens, newer types), in log order: a
+    /// snapshot writes them back, so nothing the log held is lost to it.
+    pub unmodeled: Arc<Vec<MetadataRecord>>,
     /// Offset of the last applied record (the image's "epoch").
     pub offset: i64,
 }
@@ -126,7 +133,8 @@ impl MetadataImage {
                         Some(topic) => &mut Arc::make_mut(topic).configs,
                         None => return Err(format!("config of unknown topic {}", r.resource_name)),
                     },
-                    CONFIG_RESOURCE_BROKER => &mut self.broker_configs,
+                    CONFIG_RESOURCE_BROKER if r.resource_name.is_empty() => &mut self.broker_configs,
+                    CONFIG_RESOURCE_BROKER => self.per_broker_configs.entry(r.resource_name.clone()).or_default(),
                     other => return Err(format!("config of resource type {other}")),
                 };
                 match &r.value {
@@ -170,6 +178,18 @@ impl MetadataImage {
                 } else {
                     self.features.insert(r.name.clone(), r.feature_level);
                 }
+            }
+            MetadataRecord::UnregisterBroker(r) => {
+                // As Kafka's controller: only the registration of that epoch goes.
+                match self.brokers.get(&r.broker_id) {
+                    Some(broker) if broker.broker_epoch == r.broker_epoch => {
+                        self.brokers.remove(&r.broker_id);
+                    }
+                    _ => return Err(format!("unregistration of broker {} epoch {}", r.broker_id, r.broker_epoch)),
+                }
+            }
+            MetadataRecord::Other { .. } if record.is_unmodeled_state() => {
+                Arc::make_mut(&mut self.unmodeled).push(record.clone());
             }
             MetadataRecord::Other { .. } => {}
         }

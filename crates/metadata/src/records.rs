@@ -8,6 +8,7 @@ use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
     BrokerRegistrationChangeRecord, ConfigRecord, FeatureLevelRecord, Message, PartitionChangeRecord, PartitionRecord,
     ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveTopicRecord, TopicRecord,
+    UnregisterBrokerRecord,
 };
 
 /// The frame version Kafka writes before every metadata record.
@@ -16,6 +17,12 @@ const FRAME_VERSION: u32 = 1;
 /// Record types (the `apiKey` of each metadata record spec).
 mod record_type {
     pub const REGISTER_BROKER: u32 = 0;
+    pub const UNREGISTER_BROKER: u32 = 1;
+    pub const NO_OP: u32 = 20;
+    pub const ZK_MIGRATION: u32 = 21;
+    pub const BEGIN_TRANSACTION: u32 = 23;
+    pub const END_TRANSACTION: u32 = 24;
+    pub const ABORT_TRANSACTION: u32 = 25;
     pub const BROKER_REGISTRATION_CHANGE: u32 = 17;
     pub const TOPIC: u32 = 2;
     pub const PARTITION: u32 = 3;
@@ -43,12 +50,27 @@ pub enum MetadataRecord {
     RegisterBroker(RegisterBrokerRecord),
     BrokerRegistrationChange(BrokerRegistrationChangeRecord),
     RegisterController(RegisterControllerRecord),
-    /// A record type krabka does not apply (written by a newer version, or a
-    /// KRaft control record); replay skips it.
+    UnregisterBroker(UnregisterBrokerRecord),
+    /// A record type krabka does not apply itself (ACLs, quotas, SCRAM
+    /// credentials, delegation tokens, a newer version's): `raw` is the
+    /// whole record as it arrived, written back as it was.
     Other {
         record_type: u32,
         version: u32,
+        raw: Bytes,
     },
+}
+
+impl MetadataRecord {
+    /// Whether this record is cluster state a snapshot must keep though the
+    /// image does not model it: any `Other` but the ones that mark the log
+    /// itself (NoOp, ZK migration, metadata transaction markers), as
+    /// Kafka's image holds everything else.
+    pub fn is_unmodeled_state(&self) -> bool {
+        use record_type::*;
+        matches!(self, MetadataRecord::Other { record_type, .. }
+            if ![NO_OP, ZK_MIGRATION, BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION].contains(record_type))
+    }
 }
 
 /// The version krabka writes of each record type.
@@ -67,12 +89,16 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::RegisterBroker(_) => (record_type::REGISTER_BROKER, 3),
         MetadataRecord::BrokerRegistrationChange(_) => (record_type::BROKER_REGISTRATION_CHANGE, 0),
         MetadataRecord::RegisterController(_) => (record_type::REGISTER_CONTROLLER, 0),
-        MetadataRecord::Other { record_type, version } => (*record_type, *version as i16),
+        MetadataRecord::UnregisterBroker(_) => (record_type::UNREGISTER_BROKER, 0),
+        MetadataRecord::Other { record_type, version, .. } => (*record_type, *version as i16),
     }
 }
 
 impl MetadataRecord {
     pub fn encode(&self) -> Bytes {
+        if let MetadataRecord::Other { raw, .. } = self {
+            return raw.clone();
+        }
         let (record_type, version) = version_of(self);
         let mut buf = BytesMut::with_capacity(64);
         put_unsigned_varint(&mut buf, FRAME_VERSION);
@@ -89,7 +115,8 @@ impl MetadataRecord {
             MetadataRecord::RegisterBroker(r) => r.encode(&mut buf, version),
             MetadataRecord::BrokerRegistrationChange(r) => r.encode(&mut buf, version),
             MetadataRecord::RegisterController(r) => r.encode(&mut buf, version),
-            MetadataRecord::Other { .. } => Ok(()),
+            MetadataRecord::UnregisterBroker(r) => r.encode(&mut buf, version),
+            MetadataRecord::Other { .. } => unreachable!("written as it arrived"),
         };
         // Records are built by krabka from valid values: failing to encode one
         // is a programming error, not an input error.
@@ -98,6 +125,7 @@ impl MetadataRecord {
     }
 
     pub fn decode(mut value: Bytes) -> Result<Self, String> {
+        let raw = value.clone();
         let frame = get_unsigned_varint(&mut value).map_err(|e| e.to_string())?;
         if frame != FRAME_VERSION {
             return Err(format!("unknown metadata frame version {frame}"));
@@ -121,7 +149,10 @@ impl MetadataRecord {
             record_type::REGISTER_CONTROLLER => {
                 RegisterControllerRecord::decode(buf, v).map(MetadataRecord::RegisterController)
             }
-            _ => return Ok(MetadataRecord::Other { record_type, version }),
+            record_type::UNREGISTER_BROKER => {
+                UnregisterBrokerRecord::decode(buf, v).map(MetadataRecord::UnregisterBroker)
+            }
+            _ => return Ok(MetadataRecord::Other { record_type, version, raw }),
         };
         record.map_err(|e| format!("metadata record type {record_type} v{version}: {e}"))
     }
@@ -195,10 +226,14 @@ mod tests {
         });
         assert_eq!(MetadataRecord::decode(config.encode()).unwrap(), config);
         assert!(MetadataRecord::decode(Bytes::from_static(&[9, 2, 0])).is_err());
-        assert_eq!(
-            MetadataRecord::decode(Bytes::from_static(&[1, 200, 1, 0])).unwrap(),
-            MetadataRecord::Other { record_type: 200, version: 0 }
-        );
+        // A type krabka does not apply is kept whole, and written back as it came.
+        let unknown = Bytes::from_static(&[1, 200, 1, 0, 42]);
+        let other = MetadataRecord::decode(unknown.clone()).unwrap();
+        assert_eq!(other, MetadataRecord::Other { record_type: 200, version: 0, raw: unknown.clone() });
+        assert_eq!(other.encode(), unknown);
+        assert!(other.is_unmodeled_state());
+        let no_op = MetadataRecord::decode(Bytes::from_static(&[1, 20, 0, 0])).unwrap();
+        assert!(!no_op.is_unmodeled_state());
     }
 
     #[test]

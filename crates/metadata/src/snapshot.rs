@@ -94,6 +94,11 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
     for (key, value) in &image.broker_configs {
         records.push(config_record(CONFIG_RESOURCE_BROKER, "", key, value));
     }
+    for (broker, configs) in &image.per_broker_configs {
+        records.extend(configs.iter().map(|(key, value)| config_record(CONFIG_RESOURCE_BROKER, broker, key, value)));
+    }
+    // Last, in log order, what the image keeps without modelling it.
+    records.extend(image.unmodeled.iter().cloned());
     records
 }
 
@@ -149,7 +154,11 @@ pub fn decode(bytes: Bytes) -> Result<MetadataImage, SnapshotError> {
                 continue;
             }
             let decoded = MetadataRecord::decode(record.value.unwrap_or_default()).map_err(error)?;
-            image.apply(&decoded).map_err(error)?;
+            // As the log's replay: a record the image refuses (a config of a
+            // resource type krabka does not keep, say) is skipped, not fatal.
+            if let Err(reason) = image.apply(&decoded) {
+                tracing::warn!(%reason, "skipping a snapshot record");
+            }
         }
     }
     if !saw_footer {
@@ -195,6 +204,32 @@ mod tests {
         assert_eq!(loaded.topics["t"].configs["retention.ms"], "5");
         assert_eq!(loaded.next_producer_id_block, 3000);
         assert_eq!(loaded.features["metadata.version"], 30);
+    }
+
+    #[test]
+    fn a_snapshot_keeps_what_the_image_does_not_model_and_per_broker_configs() {
+        let mut image = image();
+        // An AccessControlEntryRecord (type 18) krabka does not apply, and a
+        // NoOpRecord (type 20), which marks the log and is no state.
+        let acl = MetadataRecord::decode(Bytes::from_static(&[1, 18, 0, 7, 7, 7])).unwrap();
+        image.apply(&acl).unwrap();
+        image.apply(&MetadataRecord::decode(Bytes::from_static(&[1, 20, 0, 0])).unwrap()).unwrap();
+        image.apply(&config_record(CONFIG_RESOURCE_BROKER, "2", "log.cleaner.threads", "3")).unwrap();
+        image.apply(&config_record(CONFIG_RESOURCE_BROKER, "", "log.retention.ms", "9")).unwrap();
+        let loaded = decode(encode(&image, 1).unwrap()).unwrap();
+        assert_eq!(*loaded.unmodeled, vec![acl]);
+        assert_eq!(loaded.per_broker_configs["2"]["log.cleaner.threads"], "3");
+        assert_eq!(loaded.broker_configs.len(), 1, "a broker's own config is not the cluster's");
+        // A record the image refuses is skipped, as replaying the log skips it.
+        let mut bytes = encode(&image, 1).unwrap().to_vec();
+        let group_config = config_record(32, "g", "consumer.session.timeout.ms", "45000");
+        let mut builder = RecordBatchBuilder::new(Compression::None).with_base_offset(0);
+        let value = group_config.encode();
+        builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(&value), headers: &[] }).unwrap();
+        let footer_at =
+            bytes.len() - RecordBatches::new(Bytes::from(bytes.clone())).last().unwrap().unwrap().as_bytes().len();
+        bytes.splice(footer_at..footer_at, builder.build().unwrap().as_bytes().iter().copied());
+        assert_eq!(decode(Bytes::from(bytes)).unwrap().topics.len(), 1);
     }
 
     #[test]

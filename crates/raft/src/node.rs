@@ -134,6 +134,12 @@ pub struct RaftNode<L> {
     pub(crate) voted_for: Option<i32>,
     pub(crate) role: Role,
     pub(crate) high_watermark: i64,
+    /// Whether this node learned the high watermark since it opened (from
+    /// its leader's fetch answers, or as the leader committing its epoch):
+    /// before that, `high_watermark` is only the log start, and a node must
+    /// not count itself caught up with it (Kafka's high watermark is
+    /// unknown until the leader tells it).
+    pub(crate) high_watermark_learned: bool,
     /// The log's snapshots (their sizes), kept here as every change to
     /// them is the node's; bootstrap snapshots (end offset 0) are not
     /// among them (they are never sent, as in Kafka).
@@ -170,8 +176,26 @@ impl<L: ReplicatedLog> RaftNode<L> {
     ) -> Result<Self, LogError> {
         let mut state = persisted.unwrap_or(ElectionState { epoch: 0, voted_for: None, leader_id: None });
         log.delete_snapshots_before(log.log_start_offset())?;
-        let snapshots: BTreeMap<SnapshotId, u64> =
-            log.snapshots()?.into_iter().filter(|(id, _)| id.end_offset > 0).collect();
+        // Only whole snapshots count (a torn newest one is skipped, as the
+        // log skips it), and bootstrap ones (end offset 0) never.
+        let whole = log.latest_snapshot()?.map(|(id, _)| id).filter(|id| id.end_offset > 0);
+        if let Some(latest) = whole {
+            // Kafka's `truncateToLatestSnapshot` at start: a snapshot past
+            // the log (a crash between storing one fetched from the leader
+            // and replacing the log with it) replaces the log.
+            let last_epoch = log.last_epoch().unwrap_or(0);
+            let past =
+                latest.epoch > last_epoch || (latest.epoch == last_epoch && latest.end_offset > log.log_end_offset());
+            if past {
+                log.truncate_fully_and_start_at(latest.end_offset, now_ms)?;
+                log.delete_snapshots_before(latest.end_offset)?;
+            }
+        }
+        let snapshots: BTreeMap<SnapshotId, u64> = log
+            .snapshots()?
+            .into_iter()
+            .filter(|(id, _)| id.end_offset > 0 && whole.is_some_and(|latest| *id <= latest))
+            .collect();
         let high_watermark = log.log_start_offset();
         let rng = config.seed ^ (config.node_id as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         let mut node = RaftNode {
@@ -181,6 +205,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             voted_for: state.voted_for,
             role: Role::Unattached { election_at: now_ms },
             high_watermark,
+            high_watermark_learned: false,
             snapshots,
             rng,
             actions: Vec::new(),
@@ -225,9 +250,17 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.voted_for
     }
 
-    /// One past the last committed offset.
+    /// One past the last committed offset (the log start until the node
+    /// learns more: what a snapshot holds is committed).
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark
+    }
+
+    /// The high watermark once this node learned it since it opened, from
+    /// its leader or as the leader; None before (Kafka's unknown high
+    /// watermark), when only the log start is known to be committed.
+    pub fn known_high_watermark(&self) -> Option<i64> {
+        self.high_watermark_learned.then_some(self.high_watermark)
     }
 
     pub fn log(&self) -> &L {

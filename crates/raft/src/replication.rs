@@ -185,6 +185,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let replicated = offsets[majority - 1];
         if replicated > self.high_watermark && replicated > *epoch_start {
             self.high_watermark = replicated;
+            self.high_watermark_learned = true;
             self.actions.push(Action::Committed { high_watermark: replicated });
             self.answer_held_fetches(0, true)?;
         }
@@ -298,6 +299,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.log.append_as_follower(records, now_ms)?;
             self.log.flush(now_ms)?;
         }
+        // -1 is a leader whose epoch has not committed yet: nothing learned.
+        self.high_watermark_learned |= leader_high_watermark >= 0;
         let high_watermark = leader_high_watermark.min(self.log.log_end_offset());
         if high_watermark > self.high_watermark {
             self.high_watermark = high_watermark;

@@ -249,18 +249,23 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return Ok(());
         };
         let Some(current) = download.as_mut() else { return Ok(()) };
-        if *leader != from || response.epoch != self.epoch || response.snapshot != current.id {
+        if *leader != from || response.epoch != self.epoch {
             return Ok(());
         }
-        match response.error {
-            RaftError::None if response.position == current.bytes.len() as i64 => {
-                current.bytes.extend_from_slice(&response.bytes);
-            }
-            RaftError::None => return Ok(()),
-            // The leader dropped the snapshot (a newer one replaced it), or
-            // the position is off: start over from a fetch.
-            RaftError::SnapshotNotFound | RaftError::PositionOutOfRange => *download = None,
-            _ => return Ok(()),
+        let (id, error) = (response.snapshot, response.error);
+        // As Kafka's follower, before it looks at the id (Kafka's leader
+        // leaves it unset on an error): the leader dropped the snapshot (a
+        // newer one replaced it), the position is off, or the id is none:
+        // start over from a fetch.
+        let start_over = matches!(error, RaftError::SnapshotNotFound | RaftError::PositionOutOfRange)
+            || (error == RaftError::None && (id.end_offset < 0 || id.epoch < 0));
+        if start_over {
+            *download = None;
+        } else if error != RaftError::None || id != current.id || response.position != current.bytes.len() as i64 {
+            // Another error, or a late or repeated chunk: nothing to act on.
+            return Ok(());
+        } else {
+            current.bytes.extend_from_slice(&response.bytes);
         }
         *fetch_deadline = now_ms + timeout;
         *heard_ms = Some(now_ms);
@@ -296,5 +301,117 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.actions.push(Action::Committed { high_watermark: id.end_offset });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::RaftConfig;
+    use bytes::Bytes;
+    use krabka_log::{open_replicated_log, LogConfig, PartitionLog};
+    use krabka_protocol::records::{control_batch, ControlType};
+
+    fn config() -> RaftConfig {
+        RaftConfig {
+            node_id: 1,
+            voters: vec![1, 2, 3],
+            election_timeout_ms: 100,
+            fetch_timeout_ms: 300,
+            fetch_max_wait_ms: 50,
+            retry_backoff_ms: 60,
+            max_fetch_bytes: 1 << 20,
+            retention_max_bytes: -1,
+            seed: 7,
+        }
+    }
+
+    /// The smallest whole snapshot: a footer control batch.
+    fn snapshot_bytes() -> Vec<u8> {
+        control_batch(0, ControlType::SnapshotFooter, &[0, 0, 0, 0], 1).unwrap().to_vec()
+    }
+
+    /// A log of `batches` one-record batches of epoch 1, then reopened
+    /// after snapshot `id` was stored beside it (as a crash between storing
+    /// a fetched snapshot and replacing the log leaves it).
+    fn reopened_after(dir: &std::path::Path, batches: usize, id: SnapshotId) -> RaftNode<PartitionLog> {
+        let mut log = open_replicated_log(dir, LogConfig::default(), true, 1).unwrap();
+        for _ in 0..batches {
+            crate::batch::append_and_flush(&mut log, &[Bytes::from_static(b"v")], 1, 1).unwrap();
+        }
+        log.write_snapshot(id, &snapshot_bytes()).unwrap();
+        drop(log);
+        let log = open_replicated_log(dir, LogConfig::default(), false, 1).unwrap();
+        RaftNode::open(config(), log, None, 0).unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_past_the_log_replaces_it_when_the_node_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SnapshotId { end_offset: 10, epoch: 2 };
+        let node = reopened_after(dir.path(), 3, id);
+        assert_eq!((node.log().log_start_offset(), node.log().log_end_offset()), (10, 10));
+        assert_eq!(node.log_end(), (2, 10), "the log ends where the snapshot does, in its epoch");
+        assert_eq!(node.latest_snapshot_id(), Some(id));
+        // Committed up to the snapshot, but what the quorum committed is
+        // not known until the leader tells it.
+        assert_eq!((node.high_watermark(), node.known_high_watermark()), (10, None));
+    }
+
+    /// The one message of `actions` to node 2.
+    fn sent(actions: Vec<Action>) -> Message {
+        let mut to_leader = actions.into_iter().filter_map(|a| match a {
+            Action::Send { to: 2, message } => Some(message),
+            _ => None,
+        });
+        to_leader.next().expect("a message to the leader")
+    }
+
+    #[test]
+    fn a_follower_starts_over_when_the_leader_no_longer_has_the_snapshot_whatever_id_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = open_replicated_log(dir.path(), LogConfig::default(), true, 1).unwrap();
+        let mut node = RaftNode::open(config(), log, None, 0).unwrap();
+        node.handle(1, 2, Message::BeginQuorumEpoch { epoch: 1 }).unwrap();
+        let id = SnapshotId { end_offset: 40, epoch: 1 };
+        let offer = crate::message::FetchResponse {
+            epoch: 1,
+            leader_id: Some(2),
+            error: RaftError::None,
+            fetch_offset: 0,
+            last_fetched_epoch: 0,
+            high_watermark: 40,
+            log_start_offset: 40,
+            records: Bytes::new(),
+            diverging_epoch: None,
+            snapshot: Some(id),
+        };
+        let asked = sent(node.handle(2, 2, Message::FetchResponse(offer)).unwrap());
+        assert_eq!(asked, Message::FetchSnapshotRequest { epoch: 1, snapshot: id, position: 0 });
+        // Kafka's leader answers SNAPSHOT_NOT_FOUND with the id unset (0, 0).
+        let gone = FetchSnapshotResponse {
+            epoch: 1,
+            leader_id: Some(2),
+            error: RaftError::SnapshotNotFound,
+            snapshot: SnapshotId { end_offset: 0, epoch: 0 },
+            size: 0,
+            position: 0,
+            bytes: Bytes::new(),
+        };
+        let next = sent(node.handle(3, 2, Message::FetchSnapshotResponse(gone)).unwrap());
+        assert_eq!(next, Message::FetchRequest { epoch: 1, fetch_offset: 0, last_fetched_epoch: 0 });
+    }
+
+    #[test]
+    fn a_snapshot_within_the_log_leaves_it_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SnapshotId { end_offset: 2, epoch: 1 };
+        let node = reopened_after(dir.path(), 3, id);
+        // The log opens after its newest snapshot and keeps what follows it.
+        assert_eq!((node.log().log_start_offset(), node.log().log_end_offset()), (2, 3));
+        assert_eq!(node.log_end(), (1, 3));
+        assert_eq!(node.check_offset_and_epoch(1, 1), OffsetCheck::Snapshot(id));
+        assert_eq!(node.check_offset_and_epoch(2, 1), OffsetCheck::Valid);
+        assert_eq!(node.check_offset_and_epoch(3, 1), OffsetCheck::Valid);
     }
 }

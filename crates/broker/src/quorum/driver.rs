@@ -56,6 +56,8 @@ pub struct QuorumStatus {
     pub epoch: i32,
     pub leader_id: Option<i32>,
     pub role: RoleName,
+    /// The high watermark once the node learned it (from its leader, or as
+    /// the leader), 0 before.
     pub high_watermark: i64,
     pub log_end_offset: i64,
 }
@@ -432,7 +434,10 @@ fn status_of(node: &RaftNode<PartitionLog>) -> QuorumStatus {
         epoch: node.epoch(),
         leader_id: node.leader_id(),
         role: node.role(),
-        high_watermark: node.high_watermark(),
+        // 0 until learned from the leader: a restarted node's log start
+        // (its snapshot) is committed, but is not yet what the quorum has
+        // committed, and a node must not count itself caught up with it.
+        high_watermark: node.known_high_watermark().unwrap_or(0),
         log_end_offset: node.log().log_end_offset(),
     }
 }

@@ -1,0 +1,389 @@
+"""Quorum benchmark: a three-node KRaft cluster of krabka beside one of
+Apache Kafka 4.3.1, measured in the same run (issue 16's figures).
+
+Each side runs three combined nodes (process.roles=broker,controller) on
+loopback, one after the other, with the same keys (Kafka's defaults for
+every raft and session timer). Phases, on each side:
+
+- commit latency: CreateTopics of one partition (AdminClient, one topic
+  per call, sequential) through a node that is not the active
+  controller, p50/p99 of the call;
+- failover: kill -9 the active controller, time until a CreateTopics
+  through a survivor succeeds (a new controller committed);
+- start to unfenced: with `--start-partitions` partitions spread over
+  the brokers, SIGTERM one node, start it again, time from its spawn to
+  another node listing it (DescribeCluster lists unfenced brokers only);
+- footprint: RSS of every process once the cluster holds
+  `--rss-partitions` partitions (RF 1, spread over the three) and settled.
+
+Prints a markdown table (krabka, Kafka, ratio) and one JSON line.
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import MIB, BenchError, build, free_port, git_head, proc_status, raise_nofile, say  # noqa: E402
+
+CLUSTER_ID = "cUJ4RmWlRQ2v8ZxmbsMFaw"
+SETTLE_SECONDS = 5
+
+
+class Node:
+    """One combined node: its ports, directory and process."""
+
+    def __init__(self, side, node_id, workdir, voters, ports):
+        self.side, self.id = side, node_id
+        self.port, self.controller_port = ports
+        self.dir = os.path.join(workdir, f"{side.name}-{node_id}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.config = os.path.join(self.dir, "server.properties")
+        with open(self.config, "w") as f:
+            f.write(
+                f"process.roles=broker,controller\nnode.id={node_id}\ncontroller.quorum.voters={voters}\n"
+                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}\n"
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}\n"
+                "controller.listener.names=CONTROLLER\n"
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+                f"log.dirs={os.path.join(self.dir, 'data')}\nnum.partitions=1\n"
+                "offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n"
+                "transaction.state.log.min.isr=1\n"
+            )
+        side.format(self)
+        self.process = None
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.port}"
+
+    def start(self):
+        log = open(os.path.join(self.dir, "node.log"), "ab")
+        self.process = subprocess.Popen(self.side.command(self), stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        return time.monotonic()
+
+    def kill9(self):
+        self.process.kill()
+        self.process.wait()
+        self.process = None
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+class Krabka:
+    name = "krabka"
+
+    def __init__(self, broker_bin, format_bin):
+        self.broker_bin, self.format_bin = broker_bin, format_bin
+
+    def format(self, node):
+        subprocess.run(
+            [self.format_bin, "format", "--config", node.config, "--cluster-id", CLUSTER_ID],
+            check=True,
+            capture_output=True,
+        )
+
+    def command(self, node):
+        return [self.broker_bin, node.config]
+
+
+class Kafka:
+    name = "kafka"
+
+    def __init__(self, repo, heap):
+        subprocess.run([os.path.join(repo, "tools/kafka-reference/install")], check=True, stdout=sys.stderr)
+        self.classpath = os.path.join(repo, "target/kafka-4.3.1/libs/*")
+        self.log4j = "-Dlog4j2.configurationFile=" + os.path.join(repo, "tools/kafka-reference/log4j2.properties")
+        self.heap = heap
+
+    def format(self, node):
+        subprocess.run(
+            ["java", self.log4j, "-cp", self.classpath, "kafka.tools.StorageTool", "format"]
+            + ["--cluster-id", CLUSTER_ID, "--config", node.config, "--ignore-formatted"],
+            check=True,
+            capture_output=True,
+        )
+
+    def command(self, node):
+        return ["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", self.log4j, "-Dkafka.root.loglevel=WARN"] + [
+            f"-Dkafka.logs.dir={os.path.join(node.dir, 'app-logs')}",
+            "-cp",
+            self.classpath,
+            "kafka.Kafka",
+            node.config,
+        ]
+
+
+CLIENTS = {}
+
+
+def admin(bootstrap, timeout_ms=30000):
+    """One AdminClient per node, kept: a client dropped while its request is
+    in flight purges it unanswered."""
+    from confluent_kafka.admin import AdminClient
+
+    key = (bootstrap, timeout_ms)
+    if key not in CLIENTS:
+        CLIENTS[key] = AdminClient(
+            {"bootstrap.servers": bootstrap, "socket.timeout.ms": timeout_ms, "log_level": 3}
+        )
+    return CLIENTS[key]
+
+
+def controller_and_brokers(bootstrap):
+    """The active controller's id and the listed (unfenced) brokers, or None."""
+    try:
+        cluster = admin(bootstrap, 5000).describe_cluster(request_timeout=5).result()
+        return cluster.controller.id if cluster.controller else None, sorted(n.id for n in cluster.nodes)
+    except Exception:  # noqa: BLE001 - the node is not serving yet
+        return None, []
+
+
+def wait_until(what, timeout, check, step=0.02):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise BenchError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(step)
+
+
+def create_one(bootstrap, name, partitions=1, timeout=30):
+    """CreateTopics of one topic; True once created (or already there)."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import NewTopic
+
+    future = admin(bootstrap).create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+        operation_timeout=timeout,
+        request_timeout=timeout,
+    )[name]
+    try:
+        future.result()
+        return True
+    except Exception as e:  # noqa: BLE001 - reported by the caller
+        if e.args and isinstance(e.args[0], KafkaError) and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return True
+        return False
+
+
+def create_partitions(bootstrap, prefix, total, per_topic):
+    """Creates topics of `per_topic` partitions until `total` partitions exist."""
+    from confluent_kafka.admin import NewTopic
+
+    client = admin(bootstrap, 120000)
+    count = (total + per_topic - 1) // per_topic
+    names = [f"{prefix}-{i:04}" for i in range(count)]
+    for start in range(0, count, 10):
+        chunk = names[start:start + 10]
+        futures = client.create_topics(
+            [NewTopic(n, num_partitions=per_topic, replication_factor=1) for n in chunk],
+            operation_timeout=300,
+            request_timeout=300,
+        )
+        for name, future in futures.items():
+            future.result()
+    return names
+
+
+def all_led(bootstrap, names):
+    metadata = admin(bootstrap, 60000).list_topics(timeout=60)
+    return all(
+        n in metadata.topics and all(p.leader >= 0 for p in metadata.topics[n].partitions.values()) for n in names
+    )
+
+
+class Cluster:
+    def __init__(self, side, workdir):
+        ports = [(free_port(), free_port()) for _ in range(3)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_, c) in enumerate(ports))
+        self.nodes = [Node(side, i + 1, workdir, voters, ports[i]) for i in range(3)]
+        for node in self.nodes:
+            node.start()
+        self.wait_for_brokers([1, 2, 3], 180)
+
+    def node(self, node_id):
+        return self.nodes[node_id - 1]
+
+    def live(self):
+        return [n for n in self.nodes if n.process is not None]
+
+    def wait_for_brokers(self, ids, timeout):
+        def listed():
+            for node in self.live():
+                controller, brokers = controller_and_brokers(node.bootstrap)
+                if controller is not None and brokers == ids:
+                    return controller
+            return None
+
+        return wait_until(f"brokers {ids} listed", timeout, listed, step=0.05)
+
+    def stop(self):
+        for node in self.live():
+            node.stop()
+
+
+def phase_latency(cluster, calls):
+    controller = cluster.wait_for_brokers([1, 2, 3], 60)
+    through = next(n for n in cluster.nodes if n.id != controller)
+    client = admin(through.bootstrap)
+    from confluent_kafka.admin import NewTopic
+
+    # A first topic warms the client's connections.
+    create_one(through.bootstrap, "warm-up")
+    samples = []
+    for i in range(calls):
+        name = f"latency-{i:05}"
+        t0 = time.perf_counter()
+        client.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)], operation_timeout=30)[
+            name
+        ].result()
+        samples.append((time.perf_counter() - t0) * 1000)
+    samples.sort()
+    return {
+        "commit_p50_ms": statistics.median(samples),
+        "commit_p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+        "commit_calls": calls,
+    }
+
+
+def phase_failover(cluster):
+    controller = cluster.wait_for_brokers([1, 2, 3], 60)
+    victim = cluster.node(controller)
+    survivors = [n for n in cluster.nodes if n.id != controller]
+    victim.kill9()
+    t0 = time.monotonic()
+    attempt = [0]
+
+    def committed():
+        attempt[0] += 1
+        return any(create_one(s.bootstrap, f"failover-{attempt[0]}-{s.id}", timeout=2) for s in survivors)
+
+    wait_until("a CreateTopics to commit after the kill", 120, committed, step=0.0)
+    elapsed = (time.monotonic() - t0) * 1000
+    victim.start()
+    cluster.wait_for_brokers([1, 2, 3], 120)
+    return {"failover_ms": elapsed, "killed_controller": controller}
+
+
+def phase_start(cluster, partitions, per_topic):
+    names = create_partitions(cluster.nodes[0].bootstrap, "start", partitions, per_topic)
+    wait_until("every start partition led", 600, lambda: all_led(cluster.nodes[0].bootstrap, names), step=1)
+    restarted = cluster.nodes[2]
+    other = cluster.nodes[0]
+    restarted.stop()
+    wait_until("the stopped node to be unlisted", 120, lambda: 3 not in controller_and_brokers(other.bootstrap)[1])
+    t0 = restarted.start()
+    wait_until("the restarted node to be unfenced", 600, lambda: 3 in controller_and_brokers(other.bootstrap)[1])
+    elapsed = (time.monotonic() - t0) * 1000
+    return {"start_to_unfenced_ms": elapsed, "start_partitions": partitions}, names
+
+
+def phase_footprint(cluster, existing, partitions, per_topic):
+    more = max(0, partitions - existing)
+    names = create_partitions(cluster.nodes[0].bootstrap, "rss", more, per_topic) if more else []
+    if names:
+        wait_until("every rss partition led", 1800, lambda: all_led(cluster.nodes[0].bootstrap, names), step=2)
+    time.sleep(SETTLE_SECONDS)
+    rss = [proc_status(n.process.pid)["VmRSS"] for n in cluster.nodes]
+    return {"rss_partitions": max(partitions, existing), "rss_bytes": rss, "rss_max_bytes": max(rss)}
+
+
+def measure(side, workdir, args):
+    say(f"{side.name}: starting three nodes")
+    cluster = Cluster(side, workdir)
+    results = {}
+    try:
+        say(f"{side.name}: commit latency, {args.calls} CreateTopics")
+        results.update(phase_latency(cluster, args.calls))
+        say(f"{side.name}: failover")
+        results.update(phase_failover(cluster))
+        say(f"{side.name}: start to unfenced with {args.start_partitions} partitions")
+        start, _ = phase_start(cluster, args.start_partitions, args.per_topic)
+        results.update(start)
+        say(f"{side.name}: footprint with {args.rss_partitions} partitions")
+        results.update(phase_footprint(cluster, args.start_partitions, args.rss_partitions, args.per_topic))
+    finally:
+        cluster.stop()
+    say(f"{side.name}: {results}")
+    return results
+
+
+ROWS = [
+    ("commit latency p50 (CreateTopics, 1 partition)", "commit_p50_ms", "ms"),
+    ("commit latency p99", "commit_p99_ms", "ms"),
+    ("kill -9 of the active controller to a commit", "failover_ms", "ms"),
+    ("start to unfenced", "start_to_unfenced_ms", "ms"),
+    ("RSS, largest process", "rss_max_bytes", "MiB"),
+]
+
+
+def report(args, krabka, kafka):
+    def value(results, key, unit):
+        v = results.get(key)
+        if v is None:
+            return None
+        return v / MIB if unit == "MiB" else v
+
+    print(f"`{' '.join(sys.argv)}` at {git_head(args.repo)}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print()
+    print(f"start: {args.start_partitions} partitions; RSS: {args.rss_partitions} partitions; Kafka heap {args.heap}")
+    print()
+    print("| metric | krabka | Kafka 4.3.1 | Kafka / krabka |")
+    print("|---|---:|---:|---:|")
+    for label, key, unit in ROWS:
+        a, b = value(krabka, key, unit), value(kafka, key, unit)
+        ratio = f"{b / a:.1f}x" if a and b else "-"
+        fmt = (lambda v: f"{v:,.1f} {unit}" if v is not None else "-")
+        print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio} |")
+    print()
+    print(json.dumps({"krabka": krabka, "kafka": kafka, "args": vars(args)}, default=str))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", default=os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+    parser.add_argument("--broker-bin")
+    parser.add_argument("--format-bin")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--start-partitions", type=int, default=10000)
+    parser.add_argument("--rss-partitions", type=int, default=100000)
+    parser.add_argument("--per-topic", type=int, default=1000)
+    parser.add_argument("--heap", default="1g", help="Kafka's -Xms/-Xmx")
+    parser.add_argument("--sides", default="krabka,kafka")
+    parser.add_argument("--workdir")
+    args = parser.parse_args()
+    raise_nofile()
+    if args.broker_bin and args.format_bin:
+        broker_bin, format_bin = args.broker_bin, args.format_bin
+    else:
+        broker_bin, format_bin = build(args.repo)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="quorum-bench-")
+    say(f"work directory {workdir}")
+    sides = args.sides.split(",")
+    krabka = measure(Krabka(broker_bin, format_bin), workdir, args) if "krabka" in sides else {}
+    kafka = measure(Kafka(args.repo, args.heap), workdir, args) if "kafka" in sides else {}
+    report(args, krabka, kafka)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as e:
+        say(f"failed: {e}")
+        sys.exit(1)
