@@ -9,7 +9,8 @@ every raft and session timer). Phases, on each side:
   per call, sequential) through a node that is not the active
   controller, p50/p99 of the call;
 - failover: kill -9 the active controller, time until a CreateTopics
-  through a survivor succeeds (a new controller committed);
+  through a survivor succeeds (a new controller committed), `--failovers`
+  times (the killed node restarted in between), the median;
 - start to unfenced: with `--start-partitions` partitions spread over
   the brokers, SIGTERM one node, start it again, time from its spawn to
   another node listing it (DescribeCluster lists unfenced brokers only);
@@ -143,6 +144,51 @@ def admin(bootstrap, timeout_ms=30000):
     return CLIENTS[key]
 
 
+def uvarint(n):
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def quorum_leader(bootstrap, timeout=2.0):
+    """The metadata quorum's leader (the active controller) by
+    DescribeQuorum v0 (flexible) through `bootstrap`, or None. Not
+    DescribeCluster's controller: Kafka's brokers name a random one."""
+    import socket
+    import struct
+
+    host, port = bootstrap.rsplit(":", 1)
+    topic = b"__cluster_metadata"
+    body = (
+        uvarint(2) + uvarint(len(topic) + 1) + topic  # one topic
+        + uvarint(2) + struct.pack(">i", 0) + b"\0"  # one partition, its tags
+        + b"\0" + b"\0"  # the topic's tags, the request's
+    )
+    client_id = b"quorum-bench"
+    header = struct.pack(">hhih", 55, 0, 1, len(client_id)) + client_id + b"\0"
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+            frame = header + body
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+            data = sock.recv(size, socket.MSG_WAITALL)
+    except OSError:
+        return None
+    # Response header v1: correlation id, tags; then error, topics, name.
+    at = 4 + 1
+    (error,) = struct.unpack_from(">h", data, at)
+    if error != 0:
+        return None
+    at += 2 + 1  # the error, the topics' count (one)
+    name_length = data[at] - 1
+    at += 1 + name_length + 1  # the name, the partitions' count (one)
+    _, partition_error, leader = struct.unpack_from(">ihi", data, at)
+    return leader if partition_error == 0 and leader >= 0 else None
+
+
 def controller_and_brokers(bootstrap):
     """The active controller's id and the listed (unfenced) brokers, or None."""
     try:
@@ -163,12 +209,15 @@ def wait_until(what, timeout, check, step=0.02):
         time.sleep(step)
 
 
-def create_one(bootstrap, name, partitions=1, timeout=30):
-    """CreateTopics of one topic; True once created (or already there)."""
+def create_one(bootstrap, name, partitions=1, timeout=30, fresh=False):
+    """CreateTopics of one topic; True once created (or already there).
+    `fresh`: through a new client, which learns the controller anew (a
+    kept one may wait out its metadata refresh to find the new one)."""
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic
 
-    future = admin(bootstrap).create_topics(
+    client = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3}) if fresh else admin(bootstrap)
+    future = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1)],
         operation_timeout=timeout,
         request_timeout=timeout,
@@ -189,8 +238,11 @@ def create_partitions(bootstrap, prefix, total, per_topic):
     client = admin(bootstrap, 120000)
     count = (total + per_topic - 1) // per_topic
     names = [f"{prefix}-{i:04}" for i in range(count)]
-    for start in range(0, count, 10):
-        chunk = names[start:start + 10]
+    # Under Kafka's (and krabka's) 10,000 records per controller operation:
+    # a topic is one record, and one per partition.
+    per_request = max(1, 9000 // (per_topic + 1))
+    for start in range(0, count, per_request):
+        chunk = names[start:start + per_request]
         futures = client.create_topics(
             [NewTopic(n, num_partitions=per_topic, replication_factor=1) for n in chunk],
             operation_timeout=300,
@@ -262,8 +314,17 @@ def phase_latency(cluster, calls):
     }
 
 
+def phase_failovers(cluster, rounds):
+    """`rounds` failovers: the median, and every one."""
+    times = []
+    for _ in range(rounds):
+        times.append(phase_failover(cluster)["failover_ms"])
+    return {"failover_ms": statistics.median(times), "failover_all_ms": times}
+
+
 def phase_failover(cluster):
-    controller = cluster.wait_for_brokers([1, 2, 3], 60)
+    cluster.wait_for_brokers([1, 2, 3], 60)
+    controller = wait_until("the quorum's leader", 60, lambda: quorum_leader(cluster.nodes[0].bootstrap))
     victim = cluster.node(controller)
     survivors = [n for n in cluster.nodes if n.id != controller]
     victim.kill9()
@@ -271,8 +332,12 @@ def phase_failover(cluster):
     attempt = [0]
 
     def committed():
+        # Short attempts, alternating survivors: the figure's resolution is
+        # one attempt (a request forwarded to the dead controller waits
+        # out its timeout).
         attempt[0] += 1
-        return any(create_one(s.bootstrap, f"failover-{attempt[0]}-{s.id}", timeout=2) for s in survivors)
+        survivor = survivors[attempt[0] % len(survivors)]
+        return create_one(survivor.bootstrap, f"failover-{attempt[0]}", timeout=0.5, fresh=True)
 
     wait_until("a CreateTopics to commit after the kill", 120, committed, step=0.0)
     elapsed = (time.monotonic() - t0) * 1000
@@ -300,8 +365,16 @@ def phase_footprint(cluster, existing, partitions, per_topic):
     if names:
         wait_until("every rss partition led", 1800, lambda: all_led(cluster.nodes[0].bootstrap, names), step=2)
     time.sleep(SETTLE_SECONDS)
-    rss = [proc_status(n.process.pid)["VmRSS"] for n in cluster.nodes]
-    return {"rss_partitions": max(partitions, existing), "rss_bytes": rss, "rss_max_bytes": max(rss)}
+    status = [proc_status(n.process.pid) for n in cluster.nodes]
+    rss = [s["VmRSS"] for s in status]
+    largest = status[rss.index(max(rss))]
+    return {
+        "rss_partitions": max(partitions, existing),
+        "rss_bytes": rss,
+        "rss_max_bytes": max(rss),
+        "rss_max_anon_bytes": largest.get("RssAnon"),
+        "rss_max_file_bytes": largest.get("RssFile"),
+    }
 
 
 def measure(side, workdir, args):
@@ -312,7 +385,7 @@ def measure(side, workdir, args):
         say(f"{side.name}: commit latency, {args.calls} CreateTopics")
         results.update(phase_latency(cluster, args.calls))
         say(f"{side.name}: failover")
-        results.update(phase_failover(cluster))
+        results.update(phase_failovers(cluster, args.failovers))
         say(f"{side.name}: start to unfenced with {args.start_partitions} partitions")
         start, _ = phase_start(cluster, args.start_partitions, args.per_topic)
         results.update(start)
@@ -327,9 +400,11 @@ def measure(side, workdir, args):
 ROWS = [
     ("commit latency p50 (CreateTopics, 1 partition)", "commit_p50_ms", "ms"),
     ("commit latency p99", "commit_p99_ms", "ms"),
-    ("kill -9 of the active controller to a commit", "failover_ms", "ms"),
+    ("kill -9 of the active controller to a commit (median)", "failover_ms", "ms"),
     ("start to unfenced", "start_to_unfenced_ms", "ms"),
     ("RSS, largest process", "rss_max_bytes", "MiB"),
+    ("of which anonymous", "rss_max_anon_bytes", "MiB"),
+    ("of which file-backed", "rss_max_file_bytes", "MiB"),
 ]
 
 
@@ -361,6 +436,7 @@ def main():
     parser.add_argument("--broker-bin")
     parser.add_argument("--format-bin")
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--start-partitions", type=int, default=10000)
     parser.add_argument("--rss-partitions", type=int, default=100000)
     parser.add_argument("--per-topic", type=int, default=1000)

@@ -102,7 +102,9 @@ fn fencing_change(image: &MetadataImage, broker: &RegisterBrokerRecord, fenced: 
 /// broker epoch, the offset the record will have (`image` holds the whole
 /// log, so that is the offset after it). As Kafka's, every registration
 /// writes a new record with a new epoch; another incarnation of an id
-/// whose session is still valid is refused (DUPLICATE_BROKER_REGISTRATION).
+/// that is unfenced with a valid session is refused
+/// (DUPLICATE_BROKER_REGISTRATION): a broker fenced by its controlled
+/// shutdown comes back at once.
 pub fn plan_register_broker(
     image: &MetadataImage,
     request: &BrokerRegistrationRequest,
@@ -115,7 +117,10 @@ pub fn plan_register_broker(
         return Err(ApiError::new(ErrorCode::INCONSISTENT_CLUSTER_ID.code(), message));
     }
     if let Some(existing) = image.brokers.get(&request.broker_id) {
-        if existing.incarnation_id != request.incarnation_id && sessions.has_valid_session(request.broker_id, now_ms) {
+        // As Kafka's heartbeat manager: a fenced broker (its controlled
+        // shutdown done, or its session expired) has no session to keep.
+        let live = !existing.fenced && sessions.has_valid_session(request.broker_id, now_ms);
+        if existing.incarnation_id != request.incarnation_id && live {
             let message = "Another broker is registered with that broker id.";
             return Err(ApiError::new(ErrorCode::DUPLICATE_BROKER_REGISTRATION.code(), message));
         }
@@ -391,5 +396,22 @@ mod tests {
         // A new active controller gives every broker a fresh session.
         sessions.start_all(&image, 20_000);
         assert!(sessions.has_valid_session(2, 28_999) && !sessions.has_valid_session(2, 29_000));
+    }
+
+    #[test]
+    fn a_broker_fenced_for_its_shutdown_registers_again_within_its_session() {
+        let mut image = MetadataImage { offset: 9, ..Default::default() };
+        let mut sessions = BrokerSessions::new(9_000);
+        let (records, epoch) = plan_register_broker(&image, &registration(1), "cluster", &sessions, 0).unwrap();
+        apply(&mut image, &records);
+        sessions.touch(2, 1_000);
+        let (records, _) = plan_broker_heartbeat(&image, &heartbeat(epoch, epoch, false)).unwrap();
+        apply(&mut image, &records);
+        // Its controlled shutdown fences it; the restarted process (another
+        // incarnation) registers at once, as with Kafka.
+        let (records, outcome) = plan_broker_heartbeat(&image, &heartbeat(epoch, image.offset, true)).unwrap();
+        apply(&mut image, &records);
+        assert!(outcome.is_fenced && image.brokers[&2].fenced);
+        assert!(plan_register_broker(&image, &registration(2), "cluster", &sessions, 2_000).is_ok());
     }
 }

@@ -49,6 +49,10 @@ impl Turn<'_> {
     }
 }
 
+/// How long an appended operation may take to commit and apply: Kafka's
+/// clients' default `request.timeout.ms`.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub struct QuorumWriter {
     quorum: Arc<Quorum>,
     /// The latest update the loader published: its image's offset is the
@@ -114,7 +118,13 @@ impl QuorumWriter {
         }
         let values: Vec<Bytes> = records.iter().map(MetadataRecord::encode).collect();
         let appended = self.quorum.propose(values, turn.epoch).await?.ok_or(MetadataError::NotController)?;
-        self.applied_through(appended.last_offset, turn.epoch, turn.deadline).await
+        // Appended, the records commit as fast as the voters fetch and
+        // fsync them, which for a large operation (thousands of partitions)
+        // takes longer than a raft request may: as Kafka's controller, the
+        // wait is bounded by a client's request timeout, and ends at once
+        // with NOT_CONTROLLER if the lead is lost.
+        let deadline = turn.deadline.max(Instant::now() + COMMIT_TIMEOUT);
+        self.applied_through(appended.last_offset, turn.epoch, deadline).await
     }
 
     /// Waits until a leader is known and the image holds everything this
