@@ -88,21 +88,7 @@ impl MetadataDelta {
     /// The delta from an empty image to `image`: everything in it is new.
     /// A subscriber that joins late starts from this.
     pub fn from_empty(image: &MetadataImage) -> MetadataDelta {
-        let mut delta = MetadataDelta::default();
-        for topic in image.topics.values() {
-            delta.created_topics.insert(topic.id, topic.name.clone());
-            if !topic.partitions.is_empty() {
-                delta.new_partitions.insert(topic.id, (0..topic.partitions.len() as i32).collect());
-            }
-            if !topic.configs.is_empty() {
-                delta.changed_topic_configs.insert(topic.name.clone());
-            }
-        }
-        delta.changed_broker_configs.extend(image.broker_configs.keys().cloned());
-        if image.next_producer_id_block != 0 {
-            delta.next_producer_id_block = Some(image.next_producer_id_block);
-        }
-        delta
+        MetadataDelta::between(&MetadataImage::default(), image)
     }
 
     /// What changed from `old` to `new`, compared whole: for an image
