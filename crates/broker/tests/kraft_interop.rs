@@ -172,6 +172,8 @@ impl Cluster {
                 fetch_timeout_ms: 2000,
                 fetch_max_wait_ms: 500,
                 retry_backoff_ms: 20,
+                request_timeout_ms: 2000,
+                membership: Default::default(),
                 max_fetch_bytes: 8 << 20,
                 retention_max_bytes: self.retention,
                 seed: id as u64,

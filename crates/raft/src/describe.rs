@@ -69,12 +69,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 last_caught_up_ms: served.and_then(|(_, s)| s.last_caught_up_ms),
             }
         };
-        let voters = self.config.voters.iter().map(|&id| describe(id, progress.get(&id))).collect();
+        let voter_set = self.voters.latest();
+        let voters = voter_set.ids().into_iter().map(|id| describe(id, progress.get(&id))).collect();
         let observers = progress
             .iter()
             // A fetcher without an id (-1) is nobody's replica (Kafka's
             // leader ignores it).
-            .filter(|(id, entry)| **id >= 0 && !self.config.voters.contains(id) && entry.served.is_some())
+            .filter(|(id, entry)| **id >= 0 && !voter_set.contains(**id) && entry.served.is_some())
             .filter(|(_, entry)| !observer_expired(entry, now_ms))
             .map(|(&id, entry)| describe(id, Some(entry)))
             .collect();
@@ -91,8 +92,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// replicas holds the voters and the live observers only.
     pub(crate) fn forget_idle_observers(&mut self, now_ms: i64) {
         let Role::Leader { progress, .. } = &mut self.role else { return };
-        let voters = &self.config.voters;
-        progress.retain(|id, entry| voters.contains(id) || !observer_expired(entry, now_ms));
+        let voters = self.voters.latest();
+        progress.retain(|id, entry| voters.contains(*id) || !observer_expired(entry, now_ms));
     }
 }
 
@@ -120,6 +121,8 @@ mod tests {
             fetch_timeout_ms: 300_000_000,
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
+            request_timeout_ms: 2000,
+            membership: Default::default(),
             max_fetch_bytes: 1 << 20,
             retention_max_bytes: -1,
             seed: 7,

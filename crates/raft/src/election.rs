@@ -31,7 +31,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         candidate_log: (i32, i64),
         pre_vote: bool,
     ) -> Result<(), LogError> {
-        let eligible = self.is_voter() && self.config.voters.contains(&from);
+        let eligible = self.is_voter() && self.is_voter_id(from);
         let fenced = epoch < self.epoch;
         // A newer epoch moves this node there, for a pre-vote too (as in
         // Kafka): a voter that ran and lost could otherwise never rejoin a
@@ -86,11 +86,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
         if epoch > self.epoch || (epoch == self.epoch && leader_id.is_some()) {
             self.observe(now_ms, epoch, leader_id)?;
         }
-        if !self.config.voters.contains(&from) {
+        if !self.is_voter_id(from) {
             return Ok(());
         }
         let majority = self.majority();
-        let others = self.config.voters.len() - majority;
+        let others = self.voters.latest().len() - majority;
         // (prospective?, granted so far, refused so far), for a response to
         // this node's current round.
         let counts = match &mut self.role {
@@ -192,15 +192,41 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let Role::Candidate { granted, .. } = &self.role else {
             unreachable!("only a candidate becomes leader");
         };
-        let leader_change = leader_change(self.config.node_id, &self.config.voters, granted);
-        let progress: BTreeMap<i32, Progress> =
-            self.config.voters.iter().map(|&id| (id, Progress::default())).collect();
+        let voter_ids = self.voter_ids();
+        let leader_change = leader_change(self.config.node_id, &voter_ids, granted);
+        let progress: BTreeMap<i32, Progress> = voter_ids.iter().map(|&id| (id, Progress::default())).collect();
         let epoch_start = self.log.log_end_offset();
         let grace = now_ms + self.config.fetch_timeout_ms;
         self.role = Role::Leader { progress, epoch_start, check_at: grace, begin_at: now_ms };
         self.persist();
         self.actions.push(Action::BecameLeader { epoch: self.epoch });
-        batch::append_control_and_flush(&mut self.log, ControlType::LeaderChange, &leader_change, self.epoch, now_ms)?;
+        // As Kafka's leader at `kraft.version` 1: the voter set goes into
+        // the log with the LeaderChange when only a snapshot held it (the
+        // bootstrap one), or when this node's own entry is out of date.
+        let local = self.local_voter();
+        let voters = (self.voters.kraft_version() >= 1)
+            .then(|| {
+                let latest = self.voters.latest();
+                let stale = latest.needs_update(&local);
+                let only_in_snapshot = self.voters.latest_offset().is_some_and(|o| o < epoch_start && o == -1);
+                (stale || only_in_snapshot).then(|| {
+                    if stale {
+                        latest.update(local).unwrap_or_default()
+                    } else {
+                        latest.clone()
+                    }
+                })
+            })
+            .flatten();
+        let voters_record = voters.as_ref().map(|set| set.to_record());
+        let mut records: Vec<(ControlType, &[u8])> = vec![(ControlType::LeaderChange, &leader_change)];
+        if let Some(record) = &voters_record {
+            records.push((ControlType::KRaftVoters, record));
+        }
+        let info = batch::append_control_and_flush(&mut self.log, &records, self.epoch, now_ms)?;
+        if let Some(record) = voters_record {
+            self.voters.record(info.first_offset + 1, ControlType::KRaftVoters, record);
+        }
         let begin = Message::BeginQuorumEpoch { epoch: self.epoch };
         self.send_to_other_voters(&begin);
         self.leader_appended(now_ms)
@@ -208,7 +234,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     fn send_to_other_voters(&mut self, message: &Message) {
         let me = self.config.node_id;
-        for to in self.config.voters.clone() {
+        for to in self.voter_ids() {
             if to != me {
                 self.send(to, message.clone());
             }
@@ -257,6 +283,8 @@ mod tests {
             fetch_timeout_ms: 300,
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
+            request_timeout_ms: 2000,
+            membership: Default::default(),
             max_fetch_bytes: 1 << 20,
             retention_max_bytes: -1,
             seed: 7,

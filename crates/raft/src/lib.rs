@@ -32,16 +32,19 @@
 mod batch;
 pub mod describe;
 pub mod election;
+mod membership;
 pub mod message;
 pub mod node;
 pub mod replication;
 mod served;
 pub mod single_voter;
 pub mod snapshot;
+pub mod voters;
 pub mod wire;
 
 pub use describe::{QuorumDescription, ReplicaDescription};
-pub use message::{Action, ElectionState, FetchResponse, Message, RaftError};
-pub use node::{RaftConfig, RaftNode, RoleName};
+pub use message::{Action, ElectionState, FetchResponse, Message, RaftError, VoterChangeError};
+pub use node::{Membership, RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
 pub use snapshot::SnapshotPolicy;
+pub use voters::{Listener, VoterNode, VoterSet, KRAFT_VERSION_MAX};

@@ -14,6 +14,8 @@
 use bytes::Bytes;
 use krabka_log::SnapshotId;
 
+use crate::voters::VoterNode;
+
 /// A KRaft RPC between two nodes; the sender is given beside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
@@ -75,6 +77,43 @@ pub enum Message {
         position: i64,
     },
     FetchSnapshotResponse(FetchSnapshotResponse),
+    /// KIP-853: a voter of `epoch` tells its leader its listeners and the
+    /// `kraft.version` range it supports, when the voter set has others.
+    UpdateVoterRequest {
+        epoch: i32,
+        voter: VoterNode,
+    },
+    UpdateVoterResponse {
+        epoch: i32,
+        error: VoterChangeError,
+        leader_id: Option<i32>,
+    },
+}
+
+/// How a voter change (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter)
+/// ended: Kafka's error codes for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoterChangeError {
+    None,
+    /// REQUEST_TIMED_OUT: another change is under way, the leader has not
+    /// committed its epoch or the last change yet, the new voter did not
+    /// answer or is not caught up.
+    RequestTimedOut,
+    /// UNSUPPORTED_VERSION: `kraft.version` is 0 (static voters).
+    UnsupportedVersion,
+    /// DUPLICATE_VOTER: the id votes already.
+    DuplicateVoter,
+    /// VOTER_NOT_FOUND: no voter with that id and directory id.
+    VoterNotFound,
+    /// INVALID_REQUEST: a version range without the finalized version, or
+    /// no endpoint on the controller listener.
+    InvalidRequest,
+    /// NOT_LEADER_OR_FOLLOWER: this node does not lead (any more).
+    NotLeader,
+    /// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: an UpdateRaftVoter of an
+    /// older or a newer epoch than the leader's.
+    FencedLeaderEpoch,
+    UnknownLeaderEpoch,
 }
 
 /// Kafka's FetchSnapshot response, one partition.
@@ -169,5 +208,17 @@ pub enum Action {
     /// where whoever reads the committed log starts again.
     SnapshotInstalled {
         id: SnapshotId,
+    },
+    /// Ask `voter` (on the controller listener) which `kraft.version`
+    /// range it supports (Kafka sends it ApiVersions), then report the
+    /// answer with [`crate::RaftNode::voter_probed`] under `request`.
+    ProbeVoter {
+        request: u64,
+        voter: VoterNode,
+    },
+    /// The voter change asked for under `request` ended.
+    VoterChangeDone {
+        request: u64,
+        error: VoterChangeError,
     },
 }

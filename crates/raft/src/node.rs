@@ -29,14 +29,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 
+use krabka_protocol::Uuid;
+
+use crate::membership::PendingChange;
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
+use crate::voters::{Listener, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX};
 
 /// Timers, in milliseconds, and the seed of the election jitter.
 #[derive(Clone, Debug)]
 pub struct RaftConfig {
     pub node_id: i32,
+    /// The static voters (`controller.quorum.voters`), the voter set at
+    /// `kraft.version` 0; empty for a dynamic quorum, whose voters are in
+    /// its log (KIP-853, [`crate::voters`]).
     pub voters: Vec<i32>,
+    /// Who this node is to a dynamic quorum, and whom it asks first.
+    pub membership: Membership,
     /// `controller.quorum.election.timeout.ms`; each timeout is drawn from
     /// [election_timeout, 2 * election_timeout).
     pub election_timeout_ms: i64,
@@ -48,12 +57,33 @@ pub struct RaftConfig {
     pub fetch_max_wait_ms: i64,
     /// How long a request may go unanswered before it is sent again.
     pub retry_backoff_ms: i64,
+    /// `controller.quorum.request.timeout.ms`: how long a voter change
+    /// (AddRaftVoter, RemoveRaftVoter) may wait for its turn and answers.
+    pub request_timeout_ms: i64,
     pub max_fetch_bytes: u32,
     /// `metadata.max.retention.bytes`: once the log and its snapshots hold
     /// more, the oldest snapshot goes and the log before the next one with
     /// it (the newest snapshot always stays); -1 for no limit.
     pub retention_max_bytes: i64,
     pub seed: u64,
+}
+
+/// This node as a dynamic quorum knows it (KIP-853): its metadata log
+/// directory's id, the listeners it is reached on (a controller's; none for
+/// a broker-only node), and the nodes it asks for the leader when it knows
+/// none (`controller.quorum.bootstrap.servers`, by the ids the driver gives
+/// them; empty: the voters).
+#[derive(Clone, Debug)]
+pub struct Membership {
+    pub directory_id: Uuid,
+    pub listeners: Vec<Listener>,
+    pub bootstrap: Vec<i32>,
+}
+
+impl Default for Membership {
+    fn default() -> Self {
+        Membership { directory_id: Uuid::ZERO, listeners: Vec::new(), bootstrap: Vec::new() }
+    }
 }
 
 /// What the leader knows of one replica.
@@ -67,6 +97,9 @@ pub(crate) struct Progress {
     pub(crate) parked: Option<(i64, (i64, i32))>,
     /// The fetches served it, for DescribeQuorum.
     pub(crate) served: Option<Served>,
+    /// When it last fetched up to the leader's log end (an observer must
+    /// have, to be added as a voter).
+    pub(crate) caught_up_ms: Option<i64>,
 }
 
 /// A snapshot a follower is fetching (KIP-630), and what it holds of it
@@ -144,6 +177,13 @@ pub struct RaftNode<L> {
     /// them is the node's; bootstrap snapshots (end offset 0) are not
     /// among them (they are never sent, as in Kafka).
     pub(crate) snapshots: BTreeMap<SnapshotId, u64>,
+    /// `kraft.version` and the voter sets, as the log says them.
+    pub(crate) voters: VoterHistory,
+    /// The voter change the leader works on (one at a time).
+    pub(crate) pending_change: Option<PendingChange>,
+    /// When a follower voter next checks that the voter set has its
+    /// listeners (UpdateRaftVoter).
+    pub(crate) update_voter_at: i64,
     rng: u64,
     pub(crate) actions: Vec<Action>,
     /// Fetches the node held as leader and must still answer (with
@@ -197,6 +237,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             .filter(|(id, _)| id.end_offset > 0 && whole.is_some_and(|latest| *id <= latest))
             .collect();
         let high_watermark = log.log_start_offset();
+        let voters = read_voter_history(&log, &config)?;
         let rng = config.seed ^ (config.node_id as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         let mut node = RaftNode {
             config,
@@ -207,6 +248,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
             high_watermark,
             high_watermark_learned: false,
             snapshots,
+            voters,
+            pending_change: None,
+            update_voter_at: now_ms,
             rng,
             actions: Vec::new(),
             released_fetches: Vec::new(),
@@ -273,7 +317,45 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     pub fn is_voter(&self) -> bool {
-        self.config.voters.contains(&self.config.node_id)
+        self.is_voter_id(self.config.node_id)
+    }
+
+    /// Whether `id` is in the latest voter set.
+    pub(crate) fn is_voter_id(&self, id: i32) -> bool {
+        self.voters.latest().contains(id)
+    }
+
+    /// The latest voter set's ids (committed or not, as Kafka counts them).
+    pub fn voter_ids(&self) -> Vec<i32> {
+        self.voters.latest().ids()
+    }
+
+    /// The latest voter set (static voters carry ids only).
+    pub fn voter_set(&self) -> &VoterSet {
+        self.voters.latest()
+    }
+
+    /// `kraft.version` and the voter set (None when static) after every
+    /// offset before `end_offset`: what a snapshot ending there must hold
+    /// in its first batch (KIP-853).
+    pub fn voters_at(&self, end_offset: i64) -> (i16, Option<VoterSet>) {
+        self.voters.at(end_offset)
+    }
+
+    /// `kraft.version` as the log says it.
+    pub fn kraft_version(&self) -> i16 {
+        self.voters.kraft_version()
+    }
+
+    /// This node as a voter: its id, directory id, listeners and the
+    /// `kraft.version` range it supports.
+    pub fn local_voter(&self) -> VoterNode {
+        VoterNode {
+            id: self.config.node_id,
+            directory_id: self.config.membership.directory_id,
+            listeners: self.config.membership.listeners.clone(),
+            kraft_versions: (0, KRAFT_VERSION_MAX),
+        }
     }
 
     pub fn role(&self) -> RoleName {
@@ -338,6 +420,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 self.on_fetch_snapshot_request(now_ms, from, epoch, snapshot, position)?
             }
             Message::FetchSnapshotResponse(response) => self.on_fetch_snapshot_response(now_ms, from, response)?,
+            Message::UpdateVoterRequest { epoch, voter } => self.on_update_voter_request(now_ms, from, epoch, voter)?,
+            Message::UpdateVoterResponse { epoch, leader_id, .. } => {
+                if epoch > self.epoch || (epoch == self.epoch && leader_id.is_some()) {
+                    self.observe(now_ms, epoch, leader_id)?;
+                }
+            }
         }
         debug_assert!(self.epoch >= epoch_before, "the epoch went back");
         Ok(self.finish())
@@ -358,6 +446,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     }
                 }
             }
+            // A voter removed while it ran for election stops running.
+            Role::Prospective { .. } | Role::Candidate { .. } if !is_voter => {
+                self.role = Role::Unattached { election_at: now_ms };
+            }
             Role::Prospective { election_at, .. } => {
                 if now_ms >= *election_at {
                     self.lose_pre_vote(now_ms);
@@ -368,13 +460,15 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     self.become_prospective(now_ms)?;
                 }
             }
-            Role::Follower { fetch_deadline, last_sent, .. } => {
+            &mut Role::Follower { fetch_deadline, last_sent, .. } => {
                 // One fetch in flight, as Kafka's follower: the leader may
                 // hold it for the fetch wait, so it is sent again only after
                 // that and a backoff (an answer sends the next at once).
                 let resend_after = self.config.fetch_max_wait_ms + self.config.retry_backoff_ms;
-                if now_ms >= *fetch_deadline {
+                if now_ms >= fetch_deadline {
                     self.fetch_timed_out(now_ms)?;
+                } else if is_voter && self.maybe_send_update_voter(now_ms) {
+                    // Kafka's follower sends UpdateRaftVoter in place of a fetch.
                 } else if last_sent.is_none_or(|sent| now_ms - sent >= resend_after) {
                     self.send_fetch(now_ms);
                 }
@@ -405,10 +499,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     pub(crate) fn resign_lead(&mut self, now_ms: i64) {
         self.release_held_fetches();
+        self.end_voter_change(crate::message::VoterChangeError::NotLeader);
         if let Role::Leader { progress, .. } = &self.role {
             let mut successors: Vec<(i64, i32)> = progress
                 .iter()
-                .filter(|(id, _)| **id != self.config.node_id && self.config.voters.contains(id))
+                .filter(|(id, _)| **id != self.config.node_id && self.is_voter_id(**id))
                 .map(|(id, p)| (p.fetch_offset, *id))
                 .collect();
             successors.sort_by(|a, b| b.cmp(a));
@@ -435,7 +530,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
-    fn finish(&mut self) -> Vec<Action> {
+    pub(crate) fn finish(&mut self) -> Vec<Action> {
         for (id, (fetch_offset, last_fetched_epoch)) in std::mem::take(&mut self.released_fetches) {
             self.answer_not_leader(id, fetch_offset, last_fetched_epoch);
         }
@@ -457,7 +552,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     pub(crate) fn majority(&self) -> usize {
-        self.config.voters.len() / 2 + 1
+        self.voters.latest().len() / 2 + 1
     }
 
     /// The log's end: the epoch of its last entry (or of the snapshot it
@@ -477,6 +572,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     pub(crate) fn step_down_if_leader(&mut self) {
         self.release_held_fetches();
+        self.end_voter_change(crate::message::VoterChangeError::NotLeader);
         if matches!(self.role, Role::Leader { .. }) {
             self.actions.push(Action::SteppedDown { epoch: self.epoch });
         }
@@ -536,12 +632,45 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
-    /// An observer without a leader asks a random voter, which answers with
-    /// the epoch and leader it knows.
+    /// An observer without a leader asks a random bootstrap server (or
+    /// voter), which answers with the epoch and leader it knows.
     pub(crate) fn discover_leader(&mut self) {
-        let index = (splitmix64(&mut self.rng) % self.config.voters.len() as u64) as usize;
-        let to = self.config.voters[index];
+        let candidates = if self.config.membership.bootstrap.is_empty() {
+            self.voter_ids()
+        } else {
+            self.config.membership.bootstrap.clone()
+        };
+        if candidates.is_empty() {
+            return;
+        }
+        let index = (splitmix64(&mut self.rng) % candidates.len() as u64) as usize;
+        let to = candidates[index];
         let (last_fetched_epoch, fetch_offset) = self.log_end();
         self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch });
     }
+}
+
+/// The voter history of `log`: from its newest snapshot (a bootstrap one
+/// included), then its batches.
+fn read_voter_history<L: ReplicatedLog>(log: &L, config: &RaftConfig) -> Result<VoterHistory, LogError> {
+    let mut history = VoterHistory::new(VoterSet::from_ids(&config.voters));
+    let start = log.log_start_offset();
+    if let Some((id, bytes)) = log.latest_snapshot()?.filter(|(id, _)| id.end_offset == start) {
+        history.reset_to_snapshot(id.end_offset, &bytes);
+    }
+    let mut offset = start;
+    let end = log.log_end_offset();
+    while offset < end {
+        let batches = log.read(offset, 1 << 20, end)?;
+        let Some(last) = krabka_protocol::records::RecordBatches::new(batches.clone())
+            .map_while(Result::ok)
+            .map(|batch| batch.last_offset())
+            .last()
+        else {
+            break;
+        };
+        history.read_batches(&batches);
+        offset = last + 1;
+    }
+    Ok(history)
 }

@@ -62,12 +62,15 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return Ok(());
         }
         let check = self.check_offset_and_epoch(fetch_offset, last_fetched_epoch);
-        let is_voter = self.config.voters.contains(&from);
+        let is_voter = self.is_voter_id(from);
         let leader_end = self.log.log_end_offset();
         let Role::Leader { progress, .. } = &mut self.role else { unreachable!() };
         let entry = progress.entry(from).or_default();
         if is_voter || check == OffsetCheck::Valid {
             entry.last_fetch_ms = Some(now_ms);
+        }
+        if check == OffsetCheck::Valid && fetch_offset >= leader_end {
+            entry.caught_up_ms = Some(now_ms);
         }
         if check != OffsetCheck::Valid {
             return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, check);
@@ -84,7 +87,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         if let Some((_, fetch)) = superseded {
             self.respond_fetch(from, fetch, RaftError::None, OffsetCheck::Valid)?;
         }
-        self.advance_high_watermark()?;
+        self.advance_high_watermark(now_ms)?;
         if !caught_up {
             self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, OffsetCheck::Valid)?;
         }
@@ -176,11 +179,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     /// The Raft commit rule: the largest offset a majority of voters hold,
     /// once it is past the start of the leader's epoch.
-    fn advance_high_watermark(&mut self) -> Result<(), LogError> {
+    fn advance_high_watermark(&mut self, now_ms: i64) -> Result<(), LogError> {
         let majority = self.majority();
         let Role::Leader { progress, epoch_start, .. } = &self.role else { return Ok(()) };
         let mut offsets: Vec<i64> =
-            self.config.voters.iter().map(|id| progress.get(id).map_or(0, |p| p.fetch_offset)).collect();
+            self.voters.latest().ids().iter().map(|id| progress.get(id).map_or(0, |p| p.fetch_offset)).collect();
         offsets.sort_unstable_by(|a, b| b.cmp(a));
         let replicated = offsets[majority - 1];
         if replicated > self.high_watermark && replicated > *epoch_start {
@@ -188,6 +191,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.high_watermark_learned = true;
             self.actions.push(Action::Committed { high_watermark: replicated });
             self.answer_held_fetches(0, true)?;
+            self.voter_change_committed(now_ms);
         }
         Ok(())
     }
@@ -204,7 +208,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let entry = progress.entry(me).or_default();
         entry.fetch_offset = flushed;
         entry.last_fetch_ms = Some(now_ms);
-        self.advance_high_watermark()?;
+        self.advance_high_watermark(now_ms)?;
         self.answer_held_fetches(now_ms, true)
     }
 
@@ -216,9 +220,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let timeout = self.config.fetch_timeout_ms;
         let majority = self.majority();
         let Role::Leader { progress, check_at, begin_at, .. } = &mut self.role else { return Ok(()) };
-        let heard = self
-            .config
-            .voters
+        let voter_ids = self.voters.latest().ids();
+        let heard = voter_ids
             .iter()
             .filter(|&&id| {
                 id == me || progress.get(&id).and_then(|p| p.last_fetch_ms).is_some_and(|at| now_ms - at < timeout)
@@ -234,9 +237,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let half_timeout = (timeout / 2).max(1);
         if now_ms >= *begin_at {
             *begin_at = now_ms + half_timeout;
-            let silent: Vec<i32> = self
-                .config
-                .voters
+            let silent: Vec<i32> = voter_ids
                 .iter()
                 .copied()
                 .filter(|id| {
@@ -252,6 +253,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         // observer listed.
         self.answer_held_fetches(now_ms, false)?;
         self.forget_idle_observers(now_ms);
+        self.expire_voter_change(now_ms);
         Ok(())
     }
 
@@ -291,6 +293,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let mine = self.end_offset_for_epoch(epoch).1;
         let to = end.min(mine).max(start);
         debug_assert!(to >= self.high_watermark, "truncating committed offsets");
+        self.voters.truncate(to);
         self.log.truncate_to(to, now_ms)
     }
 
@@ -298,6 +301,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         if !records.is_empty() {
             self.log.append_as_follower(records, now_ms)?;
             self.log.flush(now_ms)?;
+            self.voters.read_batches(records);
         }
         // -1 is a leader whose epoch has not committed yet: nothing learned.
         self.high_watermark_learned |= leader_high_watermark >= 0;

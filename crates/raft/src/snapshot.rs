@@ -22,6 +22,9 @@ use krabka_log::{LogError, ReplicatedLog, SnapshotId};
 use crate::message::{Action, FetchSnapshotResponse, Message, RaftError};
 use crate::node::{Download, RaftNode, Role};
 
+/// How much of a snapshot's start is read for its control records.
+const SNAPSHOT_HEAD_BYTES: u32 = 1 << 20;
+
 /// When a node's state is due for a snapshot: after
 /// `metadata.log.max.record.bytes.between.snapshots` committed bytes, or
 /// once `metadata.log.max.snapshot.interval.ms` passed with anything new
@@ -200,7 +203,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         } else {
             self.read_snapshot_chunk(&mut answer)?
         };
-        let is_voter = self.config.voters.contains(&from);
+        let is_voter = self.is_voter_id(from);
         if let (Role::Leader { progress, .. }, true, RaftError::None) = (&mut self.role, is_voter, answer.error) {
             progress.entry(from).or_default().last_fetch_ms = Some(now_ms);
         }
@@ -293,6 +296,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         debug_assert!(self.high_watermark <= id.end_offset, "a snapshot behind the high watermark");
         self.log.truncate_fully_and_start_at(id.end_offset, now_ms)?;
         self.log.delete_snapshots_before(id.end_offset)?;
+        // The voter set is in the snapshot's first batch (KIP-853).
+        let head = self.log.read_snapshot(id, 0, SNAPSHOT_HEAD_BYTES)?.map(|(_, bytes)| bytes).unwrap_or_default();
+        self.voters.reset_to_snapshot(id.end_offset, &head);
         let kept: BTreeMap<SnapshotId, u64> = self.snapshots.split_off(&id);
         self.snapshots = kept;
         self.actions.push(Action::SnapshotInstalled { id });
@@ -320,6 +326,8 @@ mod tests {
             fetch_timeout_ms: 300,
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
+            request_timeout_ms: 2000,
+            membership: Default::default(),
             max_fetch_bytes: 1 << 20,
             retention_max_bytes: -1,
             seed: 7,

@@ -339,6 +339,8 @@ impl Sim {
             fetch_timeout_ms: 300,
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
+            request_timeout_ms: 2000,
+            membership: Default::default(),
             max_fetch_bytes: 64 + self.rng.below(600) as u32,
             retention_max_bytes: self.retention,
             seed: self.seed.wrapping_mul(31).wrapping_add(self.restarts),
@@ -393,6 +395,7 @@ impl Sim {
                 }
                 Action::SnapshotInstalled { .. } => self.snapshots_installed += 1,
                 Action::Committed { .. } | Action::SteppedDown { .. } => {}
+                Action::ProbeVoter { .. } | Action::VoterChangeDone { .. } => {}
             }
         }
         if crash {

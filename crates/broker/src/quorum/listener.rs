@@ -44,7 +44,14 @@ const CONTROLLER_APIS: [ApiKey; 6] = [
 /// The APIs the controller listener serves, with the versions it speaks
 /// (Fetch from v13, which carries the topic id raft checks).
 fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
-    let raft = [ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch, ApiKey::FetchSnapshot];
+    let raft = [
+        ApiKey::Vote,
+        ApiKey::BeginQuorumEpoch,
+        ApiKey::EndQuorumEpoch,
+        ApiKey::Fetch,
+        ApiKey::FetchSnapshot,
+        ApiKey::UpdateRaftVoter,
+    ];
     std::iter::once(ApiKey::ApiVersions)
         .chain(raft)
         .chain(CONTROLLER_APIS)

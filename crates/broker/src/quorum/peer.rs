@@ -132,8 +132,14 @@ impl Session {
         if response.error_code != 0 {
             return Err(format!("ApiVersions answered error {}", response.error_code));
         }
-        let raft_apis =
-            [ApiKey::Vote, ApiKey::BeginQuorumEpoch, ApiKey::EndQuorumEpoch, ApiKey::Fetch, ApiKey::FetchSnapshot];
+        let raft_apis = [
+            ApiKey::Vote,
+            ApiKey::BeginQuorumEpoch,
+            ApiKey::EndQuorumEpoch,
+            ApiKey::Fetch,
+            ApiKey::FetchSnapshot,
+            ApiKey::UpdateRaftVoter,
+        ];
         for key in raft_apis {
             let ours = key.info();
             let theirs = response.api_keys.iter().find(|k| k.api_key == key as i16);
@@ -155,6 +161,7 @@ impl Session {
             Message::BeginQuorumEpoch { .. } => ApiKey::BeginQuorumEpoch,
             Message::EndQuorumEpoch { .. } => ApiKey::EndQuorumEpoch,
             Message::FetchSnapshotRequest { .. } => ApiKey::FetchSnapshot,
+            Message::UpdateVoterRequest { .. } => ApiKey::UpdateRaftVoter,
             _ => ApiKey::Fetch,
         };
         let Some(&version) = self.versions.get(&key) else {

@@ -56,6 +56,8 @@ impl QuorumSetup {
                 fetch_timeout_ms: quorum.fetch_timeout_ms,
                 fetch_max_wait_ms: FETCH_MAX_WAIT_MS,
                 retry_backoff_ms: quorum.retry_backoff_ms,
+                request_timeout_ms: quorum.request_timeout_ms,
+                membership: Default::default(),
                 max_fetch_bytes: FETCH_MAX_BYTES,
                 retention_max_bytes: raw_long(config, "metadata.max.retention.bytes", 100 * 1024 * 1024),
                 seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,

@@ -85,6 +85,8 @@ fn start_member(
                 fetch_timeout_ms: 600,
                 fetch_max_wait_ms: 100,
                 retry_backoff_ms: 20,
+                request_timeout_ms: 2000,
+                membership: Default::default(),
                 max_fetch_bytes: 8 << 20,
                 retention_max_bytes,
                 seed: id as u64,

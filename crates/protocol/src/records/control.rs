@@ -76,11 +76,7 @@ pub fn control_batch(
 /// A control batch of several control records, in order (a snapshot's
 /// first batch holds its SnapshotHeader, then KRaftVersion and
 /// KRaftVoters when `kraft.version` is 1, as Kafka writes it).
-pub fn control_batch_of(
-    base_offset: i64,
-    records: &[(ControlType, &[u8])],
-    now_ms: i64,
-) -> Result<Bytes, RecordError> {
+pub fn control_batch_of(base_offset: i64, records: &[(ControlType, &[u8])], now_ms: i64) -> Result<Bytes, RecordError> {
     debug_assert!(!records.is_empty(), "a control batch holds at least one record");
     let mut builder = RecordBatchBuilder::new(Compression::None).with_control(true).with_base_offset(base_offset);
     for (control_type, value) in records {

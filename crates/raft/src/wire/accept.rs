@@ -46,6 +46,15 @@ pub fn accept_request(context: &WireContext, state: &ElectionState, request: Req
         RequestBody::EndQuorumEpoch(end) => check_end(context, end),
         RequestBody::Fetch(fetch) => check_fetch(context, fetch),
         RequestBody::FetchSnapshot(fetch) => check_fetch_snapshot(context, fetch),
+        RequestBody::UpdateRaftVoter(update) => {
+            if !context.accepts_cluster(update.cluster_id.as_deref()) {
+                return Accepted::Refused(super::voters::update_voter_refused(ErrorCode::INCONSISTENT_CLUSTER_ID));
+            }
+            return match super::voters::check_update_voter(update) {
+                Ok((from, message)) => Accepted::Message { from, message },
+                Err(code) => Accepted::Refused(super::voters::update_voter_refused(code)),
+            };
+        }
         _ => return Accepted::NotRaft(request),
     };
     match checked {

@@ -17,12 +17,14 @@
 //! - `requests`: the requests a node sends;
 //! - `accept`: the requests that arrive, checked;
 //! - `responses`: the responses a node sends and reads back;
-//! - `describe`: DescribeQuorum's answer from the leader's description.
+//! - `describe`: DescribeQuorum's answer from the leader's description;
+//! - `voters`: KIP-853's UpdateRaftVoter, and the voter changes' error codes.
 
 mod accept;
 mod describe;
 mod requests;
 mod responses;
+mod voters;
 
 use std::collections::BTreeMap;
 
@@ -32,6 +34,7 @@ pub use accept::{accept_request, Accepted};
 pub use describe::describe_quorum_response;
 pub use requests::request;
 pub use responses::{accept_response, response, Dropped};
+pub use voters::{voter_change_code, voter_change_error};
 
 use crate::message::RaftError;
 

@@ -30,7 +30,11 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         &Message::FetchSnapshotRequest { epoch, snapshot, position } => {
             RequestBody::FetchSnapshot(Box::new(fetch_snapshot_request(context, epoch, snapshot, position)))
         }
+        Message::UpdateVoterRequest { epoch, voter } => {
+            RequestBody::UpdateRaftVoter(Box::new(super::voters::update_voter_request(context, *epoch, voter)))
+        }
         Message::VoteResponse { .. }
+        | Message::UpdateVoterResponse { .. }
         | Message::BeginQuorumEpochResponse { .. }
         | Message::EndQuorumEpochResponse { .. }
         | Message::FetchResponse(_)

@@ -93,7 +93,11 @@ pub fn response(context: &WireContext, message: &Message, version: i16) -> Optio
         Message::FetchSnapshotResponse(answer) => {
             ResponseBody::FetchSnapshot(Box::new(fetch_snapshot_response(context, answer, version)))
         }
+        &Message::UpdateVoterResponse { epoch, error, leader_id } => ResponseBody::UpdateRaftVoter(Box::new(
+            super::voters::update_voter_response(context, epoch, error, leader_id),
+        )),
         Message::VoteRequest { .. }
+        | Message::UpdateVoterRequest { .. }
         | Message::BeginQuorumEpoch { .. }
         | Message::EndQuorumEpoch { .. }
         | Message::FetchRequest { .. }
@@ -347,6 +351,9 @@ pub fn accept_response(sent: &Message, response: ResponseBody) -> Result<Message
             accept_fetch(*answer, fetch_offset, last_fetched_epoch)
         }
         (Message::FetchSnapshotRequest { .. }, ResponseBody::FetchSnapshot(answer)) => accept_fetch_snapshot(*answer),
+        (Message::UpdateVoterRequest { .. }, ResponseBody::UpdateRaftVoter(answer)) => {
+            super::voters::accept_update_voter_response(&answer).ok_or(Dropped::Error(ErrorCode(answer.error_code)))
+        }
         _ => Err(Dropped::Unexpected),
     }
 }

@@ -1,0 +1,258 @@
+//! Voter changes (KIP-853) of a [`RaftNode`]: the leader's AddRaftVoter,
+//! RemoveRaftVoter and UpdateRaftVoter, and a follower voter's
+//! UpdateRaftVoter to its leader (Kafka's `AddVoterHandler`,
+//! `RemoveVoterHandler` and `UpdateVoterHandler`).
+//!
+//! A change is a new KRaftVoters record the leader appends, one voter at a
+//! time, and only when the previous one is committed and so is the
+//! leader's epoch: two consecutive voter sets then always share a
+//! majority, so no two leaders can be elected in one epoch across the
+//! change. The new set counts from the moment it is in the log
+//! (committed or not), as in Kafka. An added voter must answer the
+//! leader's probe (ApiVersions, through the driver) with a `kraft.version`
+//! range holding the finalized one, and have fetched up to the leader's log
+//! end as an observer; AddRaftVoter and RemoveRaftVoter are answered once
+//! their record is committed, UpdateRaftVoter at once. A leader removed
+//! from the set resigns once that is committed.
+
+use krabka_log::{LogError, ReplicatedLog};
+use krabka_protocol::records::ControlType;
+
+use crate::batch;
+use crate::message::{Action, Message, VoterChangeError};
+use crate::node::{RaftNode, Role};
+use crate::voters::{VoterNode, VoterSet};
+
+/// An added voter must have fetched within this long (Kafka's hour).
+const CAUGHT_UP_WITHIN_MS: i64 = 60 * 60 * 1000;
+
+/// The voter change the leader works on.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingChange {
+    request: u64,
+    /// The voter being added, while the leader waits for its probe.
+    adding: Option<VoterNode>,
+    deadline: i64,
+    /// The offset of the KRaftVoters record appended for it.
+    offset: Option<i64>,
+}
+
+impl<L: ReplicatedLog> RaftNode<L> {
+    /// AddRaftVoter: adds `voter` (its id, directory id and listeners) once
+    /// it answers the probe this asks for ([`Action::ProbeVoter`]).
+    pub fn add_voter(&mut self, now_ms: i64, request: u64, voter: VoterNode) -> Vec<Action> {
+        let refused = self.change_refused(now_ms).or_else(|| {
+            if self.voters.latest().contains(voter.id) {
+                Some(VoterChangeError::DuplicateVoter)
+            } else if !self.reachable_on_controller_listener(&voter) {
+                Some(VoterChangeError::InvalidRequest)
+            } else {
+                None
+            }
+        });
+        match refused {
+            Some(error) => self.actions.push(Action::VoterChangeDone { request, error }),
+            None => {
+                let deadline = now_ms + self.config.request_timeout_ms;
+                let adding = Some(voter.clone());
+                self.pending_change = Some(PendingChange { request, adding, deadline, offset: None });
+                self.actions.push(Action::ProbeVoter { request, voter });
+            }
+        }
+        self.finish()
+    }
+
+    /// The answer to [`Action::ProbeVoter`]: the `kraft.version` range the
+    /// new voter supports, or None when it did not answer.
+    pub fn voter_probed(
+        &mut self,
+        now_ms: i64,
+        request: u64,
+        kraft_versions: Option<(i16, i16)>,
+    ) -> Result<Vec<Action>, LogError> {
+        let Some(change) = self.pending_change.as_mut().filter(|c| c.request == request && c.offset.is_none()) else {
+            return Ok(self.finish());
+        };
+        let mut voter = change.adding.take().expect("a change waiting for its probe is an add");
+        let finalized = self.voters.kraft_version();
+        let outcome = match kraft_versions {
+            None => Err(VoterChangeError::RequestTimedOut),
+            Some((min, max)) if min > finalized || max < finalized => Err(VoterChangeError::InvalidRequest),
+            Some(range) if self.is_caught_up(voter.id, now_ms) => {
+                voter.kraft_versions = range;
+                self.voters.latest().add(voter).ok_or(VoterChangeError::DuplicateVoter)
+            }
+            Some(_) => Err(VoterChangeError::RequestTimedOut),
+        };
+        match outcome {
+            Ok(set) => {
+                let offset = self.append_voters(&set, now_ms)?;
+                if let Some(change) = self.pending_change.as_mut() {
+                    change.offset = Some(offset);
+                }
+                self.leader_appended(now_ms)?;
+            }
+            Err(error) => self.end_voter_change(error),
+        }
+        Ok(self.finish())
+    }
+
+    /// RemoveRaftVoter: removes voter (`id`, `directory_id`).
+    pub fn remove_voter(
+        &mut self,
+        now_ms: i64,
+        request: u64,
+        id: i32,
+        directory_id: krabka_protocol::Uuid,
+    ) -> Result<Vec<Action>, LogError> {
+        let outcome = match self.change_refused(now_ms) {
+            Some(error) => Err(error),
+            None => self.voters.latest().remove(id, directory_id).ok_or(VoterChangeError::VoterNotFound),
+        };
+        match outcome {
+            Ok(set) => {
+                let offset = self.append_voters(&set, now_ms)?;
+                let deadline = now_ms + self.config.request_timeout_ms;
+                self.pending_change = Some(PendingChange { request, adding: None, deadline, offset: Some(offset) });
+                self.leader_appended(now_ms)?;
+            }
+            Err(error) => self.actions.push(Action::VoterChangeDone { request, error }),
+        }
+        Ok(self.finish())
+    }
+
+    /// UpdateRaftVoter: `voter`'s listeners and version range replace the
+    /// ones the voter set has; answered at once, not when committed.
+    pub(crate) fn update_voter(&mut self, now_ms: i64, voter: VoterNode) -> Result<VoterChangeError, LogError> {
+        let finalized = self.voters.kraft_version();
+        let outcome = match self.change_refused(now_ms) {
+            Some(error) => Err(error),
+            None if voter.kraft_versions.0 > finalized || voter.kraft_versions.1 < finalized => {
+                Err(VoterChangeError::InvalidRequest)
+            }
+            None if !self.reachable_on_controller_listener(&voter) => Err(VoterChangeError::InvalidRequest),
+            None => self.voters.latest().update(voter).ok_or(VoterChangeError::VoterNotFound),
+        };
+        match outcome {
+            Ok(set) => {
+                self.append_voters(&set, now_ms)?;
+                self.leader_appended(now_ms)?;
+                Ok(VoterChangeError::None)
+            }
+            Err(error) => Ok(error),
+        }
+    }
+
+    /// Why a voter change cannot start now, in Kafka's order; None when it
+    /// can. An expired change is ended first (REQUEST_TIMED_OUT).
+    fn change_refused(&mut self, now_ms: i64) -> Option<VoterChangeError> {
+        if !matches!(self.role, Role::Leader { .. }) {
+            return Some(VoterChangeError::NotLeader);
+        }
+        self.expire_voter_change(now_ms);
+        if self.pending_change.is_some() || self.advertised_high_watermark() < 0 {
+            return Some(VoterChangeError::RequestTimedOut);
+        }
+        if self.voters.kraft_version() < 1 {
+            return Some(VoterChangeError::UnsupportedVersion);
+        }
+        match self.voters.latest_offset() {
+            Some(offset) if offset < self.high_watermark => None,
+            _ => Some(VoterChangeError::RequestTimedOut),
+        }
+    }
+
+    /// Whether `voter` has an endpoint on this quorum's listener (the first
+    /// of the leader's own, `controller.listener.names`' first).
+    fn reachable_on_controller_listener(&self, voter: &VoterNode) -> bool {
+        match self.config.membership.listeners.first() {
+            Some(listener) => voter.listener(&listener.name).is_some(),
+            None => !voter.listeners.is_empty(),
+        }
+    }
+
+    /// Whether observer `id` fetched up to the leader's log end, and within
+    /// the last hour.
+    fn is_caught_up(&self, id: i32, now_ms: i64) -> bool {
+        let Role::Leader { progress, .. } = &self.role else { return false };
+        progress.get(&id).is_some_and(|p| {
+            p.caught_up_ms.is_some() && p.last_fetch_ms.is_some_and(|at| at > now_ms - CAUGHT_UP_WITHIN_MS)
+        })
+    }
+
+    /// Appends `set` as a KRaftVoters record in the leader's epoch; its
+    /// offset. The set counts from now on.
+    fn append_voters(&mut self, set: &VoterSet, now_ms: i64) -> Result<i64, LogError> {
+        let record = set.to_record();
+        let info =
+            batch::append_control_and_flush(&mut self.log, &[(ControlType::KRaftVoters, &record)], self.epoch, now_ms)?;
+        self.voters.record(info.first_offset, ControlType::KRaftVoters, record);
+        Ok(info.first_offset)
+    }
+
+    /// The high watermark moved: a change whose record it passed is done,
+    /// and a leader no longer among the committed voters resigns.
+    pub(crate) fn voter_change_committed(&mut self, now_ms: i64) {
+        let done = self.pending_change.as_ref().is_some_and(|c| c.offset.is_some_and(|o| o < self.high_watermark));
+        if !done {
+            return;
+        }
+        self.end_voter_change(VoterChangeError::None);
+        let committed_without_me =
+            self.voters.latest_offset().is_some_and(|o| o < self.high_watermark) && !self.is_voter();
+        if committed_without_me {
+            self.resign_lead(now_ms);
+        }
+    }
+
+    /// Ends a change that waited past its deadline (REQUEST_TIMED_OUT).
+    pub(crate) fn expire_voter_change(&mut self, now_ms: i64) {
+        if self.pending_change.as_ref().is_some_and(|c| now_ms >= c.deadline && c.offset.is_none()) {
+            self.end_voter_change(VoterChangeError::RequestTimedOut);
+        }
+    }
+
+    /// Answers the pending change with `error`.
+    pub(crate) fn end_voter_change(&mut self, error: VoterChangeError) {
+        if let Some(change) = self.pending_change.take() {
+            self.actions.push(Action::VoterChangeDone { request: change.request, error });
+        }
+    }
+
+    /// A follower voter whose listeners or version range the voter set has
+    /// otherwise tells its leader, every three fetch timeouts (Kafka's
+    /// period); true when it sent.
+    pub(crate) fn maybe_send_update_voter(&mut self, now_ms: i64) -> bool {
+        let Role::Follower { leader, .. } = self.role else { return false };
+        if now_ms < self.update_voter_at {
+            return false;
+        }
+        self.update_voter_at = now_ms + 3 * self.config.fetch_timeout_ms;
+        let local = self.local_voter();
+        if self.voters.kraft_version() < 1 || !self.voters.latest().needs_update(&local) {
+            return false;
+        }
+        self.send(leader, Message::UpdateVoterRequest { epoch: self.epoch, voter: local });
+        true
+    }
+
+    /// UpdateRaftVoter from voter `from`.
+    pub(crate) fn on_update_voter_request(
+        &mut self,
+        now_ms: i64,
+        from: i32,
+        epoch: i32,
+        voter: VoterNode,
+    ) -> Result<(), LogError> {
+        let error = if epoch < self.epoch {
+            VoterChangeError::FencedLeaderEpoch
+        } else if epoch > self.epoch {
+            VoterChangeError::UnknownLeaderEpoch
+        } else {
+            self.update_voter(now_ms, voter)?
+        };
+        let leader_id = self.leader_id();
+        self.send(from, Message::UpdateVoterResponse { epoch: self.epoch, error, leader_id });
+        Ok(())
+    }
+}

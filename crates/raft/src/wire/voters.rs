@@ -1,0 +1,125 @@
+//! KIP-853's UpdateRaftVoter on the wire (a follower voter's request to
+//! its leader, and the answer), and the error codes of the voter changes.
+
+use krabka_protocol::generated::update_raft_voter_request as update;
+use krabka_protocol::generated::update_raft_voter_response as update_response;
+use krabka_protocol::{ErrorCode, ResponseBody, UpdateRaftVoterRequest, UpdateRaftVoterResponse, Uuid};
+
+use super::{known_leader, leader_or_none, WireContext};
+use crate::message::{Message, VoterChangeError};
+use crate::voters::{Listener, VoterNode};
+
+/// The code of a [`VoterChangeError`] on the wire.
+pub fn voter_change_code(error: VoterChangeError) -> ErrorCode {
+    match error {
+        VoterChangeError::None => ErrorCode::NONE,
+        VoterChangeError::RequestTimedOut => ErrorCode::REQUEST_TIMED_OUT,
+        VoterChangeError::UnsupportedVersion => ErrorCode::UNSUPPORTED_VERSION,
+        VoterChangeError::DuplicateVoter => ErrorCode::DUPLICATE_VOTER,
+        VoterChangeError::VoterNotFound => ErrorCode::VOTER_NOT_FOUND,
+        VoterChangeError::InvalidRequest => ErrorCode::INVALID_REQUEST,
+        VoterChangeError::NotLeader => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        VoterChangeError::FencedLeaderEpoch => ErrorCode::FENCED_LEADER_EPOCH,
+        VoterChangeError::UnknownLeaderEpoch => ErrorCode::UNKNOWN_LEADER_EPOCH,
+    }
+}
+
+/// The [`VoterChangeError`] a code is; None for one no voter change answers.
+pub fn voter_change_error(code: i16) -> Option<VoterChangeError> {
+    [
+        VoterChangeError::None,
+        VoterChangeError::RequestTimedOut,
+        VoterChangeError::UnsupportedVersion,
+        VoterChangeError::DuplicateVoter,
+        VoterChangeError::VoterNotFound,
+        VoterChangeError::InvalidRequest,
+        VoterChangeError::NotLeader,
+        VoterChangeError::FencedLeaderEpoch,
+        VoterChangeError::UnknownLeaderEpoch,
+    ]
+    .into_iter()
+    .find(|error| voter_change_code(*error).code() == code)
+}
+
+/// UpdateRaftVoter as Kafka's follower fills it: its key, its listeners
+/// and the `kraft.version` range it supports.
+pub(super) fn update_voter_request(context: &WireContext, epoch: i32, voter: &VoterNode) -> UpdateRaftVoterRequest {
+    UpdateRaftVoterRequest {
+        cluster_id: Some(context.cluster_id.clone()),
+        current_leader_epoch: epoch,
+        voter_id: voter.id,
+        voter_directory_id: voter.directory_id,
+        listeners: voter
+            .listeners
+            .iter()
+            .map(|l| update::Listener {
+                name: l.name.clone(),
+                host: l.host.clone(),
+                port: l.port,
+                ..Default::default()
+            })
+            .collect(),
+        k_raft_version_feature: update::KRaftVersionFeature {
+            min_supported_version: voter.kraft_versions.0,
+            max_supported_version: voter.kraft_versions.1,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// An UpdateRaftVoter that arrived, checked as Kafka's leader checks it
+/// before its handler: a directory id, a valid version range.
+pub(super) fn check_update_voter(request: &UpdateRaftVoterRequest) -> Result<(i32, Message), ErrorCode> {
+    let range = &request.k_raft_version_feature;
+    let valid_range = range.min_supported_version >= 0 && range.min_supported_version <= range.max_supported_version;
+    if request.voter_id < 0 || request.voter_directory_id == Uuid::ZERO || !valid_range {
+        return Err(ErrorCode::INVALID_REQUEST);
+    }
+    let voter = VoterNode {
+        id: request.voter_id,
+        directory_id: request.voter_directory_id,
+        listeners: request
+            .listeners
+            .iter()
+            .map(|l| Listener { name: l.name.clone(), host: l.host.clone(), port: l.port })
+            .collect(),
+        kraft_versions: (range.min_supported_version, range.max_supported_version),
+    };
+    Ok((request.voter_id, Message::UpdateVoterRequest { epoch: request.current_leader_epoch, voter }))
+}
+
+/// The answer, with the leader and its endpoint on the raft listener.
+pub(super) fn update_voter_response(
+    context: &WireContext,
+    epoch: i32,
+    error: VoterChangeError,
+    leader_id: Option<i32>,
+) -> UpdateRaftVoterResponse {
+    let endpoint = leader_id.and_then(|id| context.voters.get(&id));
+    UpdateRaftVoterResponse {
+        error_code: voter_change_code(error).code(),
+        current_leader: update_response::CurrentLeader {
+            leader_id: leader_or_none(leader_id),
+            leader_epoch: epoch,
+            host: endpoint.map(|e| e.host.clone()).unwrap_or_default(),
+            port: endpoint.map_or(-1, |e| i32::from(e.port)),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// An UpdateRaftVoter response, read back.
+pub(super) fn accept_update_voter_response(answer: &UpdateRaftVoterResponse) -> Option<Message> {
+    Some(Message::UpdateVoterResponse {
+        epoch: answer.current_leader.leader_epoch,
+        error: voter_change_error(answer.error_code)?,
+        leader_id: known_leader(answer.current_leader.leader_id),
+    })
+}
+
+/// An UpdateRaftVoter refused with `code` before the node saw it.
+pub(super) fn update_voter_refused(code: ErrorCode) -> ResponseBody {
+    ResponseBody::UpdateRaftVoter(Box::new(UpdateRaftVoterResponse { error_code: code.code(), ..Default::default() }))
+}
