@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use clap::{Parser, Subcommand};
-use krabka_format::meta_properties::FormatOutcome;
-use krabka_format::{format_log_dir, properties, KafkaUuid, MetaProperties};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use krabka_format::dynamic_quorum::QuorumFlags;
+use krabka_format::{properties, storage, KafkaUuid};
 
 #[derive(Parser)]
 #[command(name = "krabka-format", version, about = "Format krabka storage directories (like kafka-storage.sh)")]
@@ -17,69 +17,51 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Format every log directory named by the config (log.dirs, or log.dir, and metadata.log.dir).
-    Format {
-        /// The broker's server.properties.
-        #[arg(short = 'c', long = "config")]
-        config: PathBuf,
-        /// The cluster id; a random one when absent.
-        #[arg(short = 't', long = "cluster-id")]
-        cluster_id: Option<String>,
-        /// Succeed when a directory is already formatted (for this cluster and node).
-        #[arg(short = 'g', long = "ignore-formatted")]
-        ignore_formatted: bool,
-    },
+    Format(FormatArgs),
     /// Print a new random Kafka UUID, suitable as a cluster id.
     RandomUuid,
+}
+
+#[derive(Args)]
+struct FormatArgs {
+    /// The broker's server.properties.
+    #[arg(short = 'c', long = "config")]
+    config: PathBuf,
+    /// The cluster id; a random one when absent.
+    #[arg(short = 't', long = "cluster-id")]
+    cluster_id: Option<String>,
+    /// Succeed when a directory is already formatted (for this cluster and node).
+    #[arg(short = 'g', long = "ignore-formatted")]
+    ignore_formatted: bool,
+    /// Initialize this controller as the only voter of a dynamic (KIP-853) quorum.
+    #[arg(short = 's', long = "standalone")]
+    standalone: bool,
+    /// Initialize a node without a dynamic quorum topology (it joins one that exists).
+    #[arg(short = 'N', long = "no-initial-controllers")]
+    no_initial_controllers: bool,
+    /// The initial voters of a dynamic quorum, id@host:port:directoryId,... (the same on every node).
+    #[arg(short = 'I', long = "initial-controllers", value_name = "VOTERS")]
+    initial_controllers: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::RandomUuid => println!("{}", KafkaUuid::random()?),
-        Command::Format { config, cluster_id, ignore_formatted } => {
-            let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
-            let props = properties::parse(&text);
-            let node_id: i32 = props
-                .get("node.id")
-                .context("node.id is required in the config")?
-                .trim()
-                .parse()
-                .context("node.id must be an integer")?;
-            let mut dirs: Vec<String> = props
-                .get("log.dirs")
-                .or_else(|| props.get("log.dir"))
-                .map(String::as_str)
-                .unwrap_or("/tmp/kafka-logs")
-                .split(',')
-                .map(|d| d.trim().to_string())
-                .filter(|d| !d.is_empty())
-                .collect();
-            if let Some(metadata_dir) = props.get("metadata.log.dir") {
-                if !dirs.contains(metadata_dir) {
-                    dirs.push(metadata_dir.clone());
-                }
-            }
-            // Re-running with --ignore-formatted and no id keeps the cluster id
-            // already on disk, so a start script can format unconditionally.
-            let existing = match dirs.first() {
-                Some(dir) if ignore_formatted => MetaProperties::read(dir.as_ref())?.map(|m| m.cluster_id),
-                _ => None,
-            };
-            let cluster_id = match cluster_id.or(existing) {
-                Some(id) => id,
-                None => KafkaUuid::random()?.to_string(),
-            };
-            for dir in dirs {
-                match format_log_dir(dir.as_ref(), &cluster_id, node_id)? {
-                    FormatOutcome::Formatted(meta) => {
-                        println!("Formatted {dir} with cluster.id {} node.id {}", meta.cluster_id, meta.node_id)
-                    }
-                    FormatOutcome::AlreadyFormatted(_) if ignore_formatted => {
-                        println!("{dir} is already formatted for cluster.id {cluster_id}")
-                    }
-                    FormatOutcome::AlreadyFormatted(_) => bail!("{dir} is already formatted; use --ignore-formatted"),
-                }
-            }
-        }
+        Command::Format(args) => format(args)?,
+    }
+    Ok(())
+}
+
+fn format(args: FormatArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading {}", args.config.display()))?;
+    let props = properties::parse(&text);
+    let flags = QuorumFlags {
+        standalone: args.standalone,
+        no_initial_controllers: args.no_initial_controllers,
+        initial_controllers: args.initial_controllers,
+    };
+    for line in storage::format(&props, args.cluster_id, &flags, args.ignore_formatted)? {
+        println!("{line}");
     }
     Ok(())
 }

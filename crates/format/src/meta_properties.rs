@@ -84,6 +84,19 @@ impl MetaProperties {
 /// A directory already formatted for the same cluster and node is left alone;
 /// one formatted for another is an error.
 pub fn format_log_dir(log_dir: &Path, cluster_id: &str, node_id: i32) -> Result<FormatOutcome, FormatError> {
+    format_log_dir_with_directory_id(log_dir, cluster_id, node_id, None)
+}
+
+/// [`format_log_dir`] with the directory id to write, when it is given
+/// rather than random: a KIP-853 voter's metadata log directory takes the
+/// id its `--initial-controllers` entry names. An existing directory keeps
+/// the id it has.
+pub fn format_log_dir_with_directory_id(
+    log_dir: &Path,
+    cluster_id: &str,
+    node_id: i32,
+    directory_id: Option<KafkaUuid>,
+) -> Result<FormatOutcome, FormatError> {
     if cluster_id.is_empty() {
         return Err(FormatError::Invalid { path: log_dir.to_path_buf(), reason: "empty cluster id".into() });
     }
@@ -101,7 +114,10 @@ pub fn format_log_dir(log_dir: &Path, cluster_id: &str, node_id: i32) -> Result<
     let meta = MetaProperties {
         cluster_id: cluster_id.to_string(),
         node_id,
-        directory_id: KafkaUuid::random().map_err(io_error(log_dir))?,
+        directory_id: match directory_id {
+            Some(id) => id,
+            None => KafkaUuid::random().map_err(io_error(log_dir))?,
+        },
     };
     let final_path = log_dir.join(META_PROPERTIES_FILE);
     let temp_path = log_dir.join("meta.properties.tmp");
@@ -137,6 +153,17 @@ mod tests {
         assert!(matches!(format_log_dir(dir.path(), "cluster-a", 1).unwrap(), FormatOutcome::AlreadyFormatted(_)));
         assert!(matches!(format_log_dir(dir.path(), "cluster-b", 1), Err(FormatError::AlreadyFormatted { .. })));
         assert!(matches!(format_log_dir(dir.path(), "cluster-a", 2), Err(FormatError::AlreadyFormatted { .. })));
+    }
+
+    #[test]
+    fn a_given_directory_id_is_written_an_existing_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = KafkaUuid::parse("hcJXlCj7TresRGXDB2gi2w").unwrap();
+        format_log_dir_with_directory_id(dir.path(), "cluster-a", 1, Some(id)).unwrap();
+        assert_eq!(MetaProperties::read(dir.path()).unwrap().unwrap().directory_id, id);
+        let other = KafkaUuid::parse("RER2Vg5VN9FqA8z6oK9SHQ").unwrap();
+        let again = format_log_dir_with_directory_id(dir.path(), "cluster-a", 1, Some(other)).unwrap();
+        assert!(matches!(again, FormatOutcome::AlreadyFormatted(meta) if meta.directory_id == id));
     }
 
     #[test]
