@@ -49,7 +49,7 @@ async fn connect_within(broker: &Broker, purpose: &str, timeout: Duration) -> Re
 async fn connect_to_leader(broker: &Broker, purpose: &str, timeout: Duration) -> Result<(Channel, i32), String> {
     let quorum = broker.metadata.quorum().ok_or("no shared quorum")?;
     let leader = quorum.status().borrow().leader_id.ok_or("no active controller known")?;
-    let address = broker.config.quorum.voters.get(&leader).ok_or("the leader is not a voter")?;
+    let address = quorum.endpoint_of(leader).ok_or("the leader's address is not known")?;
     let client_id = format!("broker-{}-{purpose}", broker.node_id);
     tokio::select! {
         connected = Channel::connect(&address.host, address.port, timeout, client_id) => Ok((connected?, leader)),

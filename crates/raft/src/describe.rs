@@ -14,6 +14,7 @@
 //! live ones.
 
 use krabka_log::ReplicatedLog;
+use krabka_protocol::Uuid;
 
 use crate::node::{Progress, RaftNode, Role};
 
@@ -41,6 +42,9 @@ pub struct QuorumDescription {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplicaDescription {
     pub replica_id: i32,
+    /// Its metadata log directory's id, as the voter set records it (zero
+    /// for a static voter, and for an observer: krabka keys observers by id).
+    pub directory_id: Uuid,
     pub log_end_offset: Option<i64>,
     pub last_fetch_ms: Option<i64>,
     pub last_caught_up_ms: Option<i64>,
@@ -51,11 +55,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
     pub fn describe_quorum(&self, now_ms: i64) -> Option<QuorumDescription> {
         let Role::Leader { progress, .. } = &self.role else { return None };
         let me = self.config.node_id;
+        let voter_set = self.voters.latest();
         let describe = |id: i32, entry: Option<&Progress>| {
+            let directory_id = voter_set.get(id).map_or(Uuid::ZERO, |v| v.directory_id);
             if id == me {
                 let end = Some(self.log.log_end_offset());
                 return ReplicaDescription {
                     replica_id: id,
+                    directory_id,
                     log_end_offset: end,
                     last_fetch_ms: Some(now_ms),
                     last_caught_up_ms: Some(now_ms),
@@ -64,12 +71,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
             let served = entry.and_then(|p| p.served.map(|s| (p.fetch_offset, s)));
             ReplicaDescription {
                 replica_id: id,
+                directory_id,
                 log_end_offset: served.map(|(offset, _)| offset),
                 last_fetch_ms: served.map(|(_, s)| s.last_fetch_ms),
                 last_caught_up_ms: served.and_then(|(_, s)| s.last_caught_up_ms),
             }
         };
-        let voter_set = self.voters.latest();
         let voters = voter_set.ids().into_iter().map(|id| describe(id, progress.get(&id))).collect();
         let observers = progress
             .iter()
@@ -156,18 +163,25 @@ mod tests {
         assert_eq!(described.high_watermark, end);
         let me = ReplicaDescription {
             replica_id: 1,
+            directory_id: Uuid::ZERO,
             log_end_offset: Some(end),
             last_fetch_ms: Some(3_000),
             last_caught_up_ms: Some(3_000),
         };
         let caught_up = |id, at| ReplicaDescription {
             replica_id: id,
+            directory_id: Uuid::ZERO,
             log_end_offset: Some(end),
             last_fetch_ms: Some(at),
             last_caught_up_ms: Some(at),
         };
-        let unheard =
-            ReplicaDescription { replica_id: 3, log_end_offset: None, last_fetch_ms: None, last_caught_up_ms: None };
+        let unheard = ReplicaDescription {
+            replica_id: 3,
+            directory_id: Uuid::ZERO,
+            log_end_offset: None,
+            last_fetch_ms: None,
+            last_caught_up_ms: None,
+        };
         assert_eq!(described.voters, vec![me, caught_up(2, 2_000), unheard]);
         assert_eq!(described.observers, vec![caught_up(9, 2_500)]);
         // An observer silent for the session timeout is forgotten (its

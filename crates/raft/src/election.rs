@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use bytes::Bytes;
 use krabka_log::{LogError, ReplicatedLog};
 use krabka_protocol::generated::leader_change_message::Voter;
 use krabka_protocol::records::ControlType;
@@ -21,6 +22,7 @@ use krabka_protocol::{LeaderChangeMessage, Message as _};
 use crate::batch;
 use crate::message::{Action, Message, RaftError};
 use crate::node::{Progress, RaftNode, Role};
+use crate::voters::kraft_version_record;
 
 impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn on_vote_request(
@@ -31,19 +33,26 @@ impl<L: ReplicatedLog> RaftNode<L> {
         candidate_log: (i32, i64),
         pre_vote: bool,
     ) -> Result<(), LogError> {
-        let eligible = self.is_voter() && self.is_voter_id(from);
+        // KIP-853: a vote is answered whatever this node's voter set says of
+        // it or of the candidate, as Kafka's relaxed Vote handling does.
+        // Voter sets differ while a change replicates: a candidate whose log
+        // lacks an uncommitted removal still counts the removed node, which
+        // no longer counts itself, and refusing it left a quorum without a
+        // majority for good (a leader that removed itself and restarted
+        // before the removal replicated). Only the candidate's own voter set
+        // counts the answers (`on_vote_response`), so the majorities that
+        // elect are those of one voter set, and two consecutive sets share
+        // a majority.
         let fenced = epoch < self.epoch;
         // A newer epoch moves this node there, for a pre-vote too (as in
         // Kafka): a voter that ran and lost could otherwise never rejoin a
         // quorum that refuses its pre-votes.
-        if eligible && epoch > self.epoch {
+        if epoch > self.epoch {
             self.observe(now_ms, epoch, None)?;
         }
         let up_to_date = candidate_log >= self.log_end();
-        let granted = eligible
-            && !fenced
-            && up_to_date
-            && if pre_vote { !self.hears_from_leader(now_ms) } else { self.may_vote_for(from) };
+        let granted =
+            !fenced && up_to_date && if pre_vote { !self.hears_from_leader(now_ms) } else { self.may_vote_for(from) };
         if granted && !pre_vote {
             self.voted_for = Some(from);
             let election_at = self.election_deadline(now_ms);
@@ -124,8 +133,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.observe(now_ms, epoch, None)?;
         }
         let follows_sender = matches!(self.role, Role::Follower { leader, .. } if leader == from);
-        if epoch != self.epoch || !self.is_voter() || !(follows_sender || matches!(self.role, Role::Unattached { .. }))
-        {
+        if epoch != self.epoch || !self.may_run() || !(follows_sender || matches!(self.role, Role::Unattached { .. })) {
             return Ok(());
         }
         // The most caught-up successor runs at once, the next a backoff later.
@@ -141,16 +149,16 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// Prospective bumps it only once it won them). It keeps the leader it
     /// followed, if any.
     pub(crate) fn become_prospective(&mut self, now_ms: i64) -> Result<(), LogError> {
-        debug_assert!(self.is_voter(), "an observer never runs for election");
+        debug_assert!(self.may_run(), "an observer never runs for election");
         self.step_down_if_leader();
         let election_at = self.election_deadline(now_ms);
-        let granted = BTreeSet::from([self.config.node_id]);
+        let granted = self.own_vote();
         let leader = self.leader_id().filter(|&id| id != self.config.node_id);
         self.role = Role::Prospective { granted, rejected: BTreeSet::new(), election_at, leader };
         let (last_epoch, last_offset) = self.log_end();
         let request = Message::VoteRequest { epoch: self.epoch, last_epoch, last_offset, pre_vote: true };
         self.send_to_other_voters(&request);
-        if self.majority() == 1 {
+        if self.own_vote().len() >= self.majority() {
             self.become_candidate(now_ms)?;
         }
         Ok(())
@@ -173,13 +181,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.epoch += 1;
         self.voted_for = Some(self.config.node_id);
         let election_at = self.election_deadline(now_ms);
-        let granted = BTreeSet::from([self.config.node_id]);
+        let granted = self.own_vote();
         self.role = Role::Candidate { granted, rejected: BTreeSet::new(), election_at };
         self.persist();
         let (last_epoch, last_offset) = self.log_end();
         let request = Message::VoteRequest { epoch: self.epoch, last_epoch, last_offset, pre_vote: false };
         self.send_to_other_voters(&request);
-        if self.majority() == 1 {
+        if self.own_vote().len() >= self.majority() {
             self.become_leader(now_ms)?;
         }
         Ok(())
@@ -200,36 +208,51 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.role = Role::Leader { progress, epoch_start, check_at: grace, begin_at: now_ms };
         self.persist();
         self.actions.push(Action::BecameLeader { epoch: self.epoch });
-        // As Kafka's leader at `kraft.version` 1: the voter set goes into
-        // the log with the LeaderChange when only a snapshot held it (the
-        // bootstrap one), or when this node's own entry is out of date.
-        let local = self.local_voter();
-        let voters = (self.voters.kraft_version() >= 1)
-            .then(|| {
-                let latest = self.voters.latest();
-                let stale = latest.needs_update(&local);
-                let only_in_snapshot = self.voters.latest_offset().is_some_and(|o| o < epoch_start && o == -1);
-                (stale || only_in_snapshot).then(|| {
-                    if stale {
-                        latest.update(local).unwrap_or_default()
-                    } else {
-                        latest.clone()
-                    }
-                })
-            })
-            .flatten();
-        let voters_record = voters.as_ref().map(|set| set.to_record());
+        let (version_record, voters_record) = self.epoch_start_voter_records(epoch_start);
         let mut records: Vec<(ControlType, &[u8])> = vec![(ControlType::LeaderChange, &leader_change)];
+        if let Some(record) = &version_record {
+            records.push((ControlType::KRaftVersion, record));
+        }
         if let Some(record) = &voters_record {
             records.push((ControlType::KRaftVoters, record));
         }
         let info = batch::append_control_and_flush(&mut self.log, &records, self.epoch, now_ms)?;
-        if let Some(record) = voters_record {
-            self.voters.record(info.first_offset + 1, ControlType::KRaftVoters, record);
+        let mut offset = info.first_offset;
+        for (kind, record) in [(ControlType::KRaftVersion, version_record), (ControlType::KRaftVoters, voters_record)] {
+            if let Some(record) = record {
+                offset += 1;
+                self.voters.record(offset, kind, record);
+            }
         }
         let begin = Message::BeginQuorumEpoch { epoch: self.epoch };
         self.send_to_other_voters(&begin);
         self.leader_appended(now_ms)
+    }
+
+    /// The KRaftVersion and KRaftVoters records a new leader at
+    /// `kraft.version` 1 writes after its LeaderChange. When only the
+    /// bootstrap snapshot held the voter set (offset -1), both, as Kafka's
+    /// `appendLeaderChangeMessageAndBootstrapRecords`: a node formatted
+    /// without the bootstrap snapshot (`--no-initial-controllers`) learns
+    /// `kraft.version` from the log alone, and without the record it read
+    /// the voters at `kraft.version` 0 (it could not change them as a
+    /// leader, nor snapshot them). The voter set alone when this node's own
+    /// entry in it is out of date.
+    fn epoch_start_voter_records(&self, epoch_start: i64) -> (Option<Bytes>, Option<Bytes>) {
+        let kraft_version = self.voters.kraft_version();
+        if kraft_version < 1 {
+            return (None, None);
+        }
+        let local = self.local_voter();
+        let latest = self.voters.latest();
+        let stale = latest.needs_update(&local);
+        let only_in_snapshot = self.voters.latest_offset().is_some_and(|o| o < epoch_start && o == -1);
+        let voters = match (stale, only_in_snapshot) {
+            (true, _) => Some(latest.update(local).unwrap_or_default()),
+            (false, true) => Some(latest.clone()),
+            (false, false) => None,
+        };
+        (only_in_snapshot.then(|| kraft_version_record(kraft_version)), voters.map(|set| set.to_record()))
     }
 
     fn send_to_other_voters(&mut self, message: &Message) {

@@ -194,10 +194,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// and a leader no longer among the committed voters resigns.
     pub(crate) fn voter_change_committed(&mut self, now_ms: i64) {
         let done = self.pending_change.as_ref().is_some_and(|c| c.offset.is_some_and(|o| o < self.high_watermark));
-        if !done {
-            return;
+        if done {
+            self.end_voter_change(VoterChangeError::None);
         }
-        self.end_voter_change(VoterChangeError::None);
+        // Not only when its own change is done: a node elected while its
+        // removal was not yet committed (`RaftNode::may_run`) leads until
+        // it commits that removal, a change of an earlier epoch.
         let committed_without_me =
             self.voters.latest_offset().is_some_and(|o| o < self.high_watermark) && !self.is_voter();
         if committed_without_me {

@@ -34,6 +34,7 @@ use krabka_protocol::Uuid;
 use crate::membership::PendingChange;
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
+use crate::snapshot::SNAPSHOT_HEAD_BYTES;
 use crate::voters::{Listener, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX};
 
 /// Timers, in milliseconds, and the seed of the election jitter.
@@ -325,6 +326,30 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.voters.latest().contains(id)
     }
 
+    /// Whether this node may run for election: a voter of its latest set,
+    /// or of the set before it while the latest, which removes it, is not
+    /// known to be committed (the Raft dissertation's 4.2.2: it may still
+    /// be needed). Kafka lets only the latest set's voters run, and a
+    /// quorum of two whose leader removed itself and lost the lead (a
+    /// crash, the quorum check) before the other voter fetched the removal
+    /// was left with no leader for good: the other voter still counted it,
+    /// and it, holding the longer log, refused its vote and never ran.
+    /// Such a candidate counts the votes of its latest set, without its own.
+    pub(crate) fn may_run(&self) -> bool {
+        if self.is_voter() {
+            return true;
+        }
+        let Some(offset) = self.voters.latest_offset() else { return false };
+        let before = self.voters.at(offset).1;
+        offset >= self.high_watermark && before.is_some_and(|set| set.contains(self.config.node_id))
+    }
+
+    /// The votes a candidate starts with: its own, when its latest voter
+    /// set counts it.
+    pub(crate) fn own_vote(&self) -> BTreeSet<i32> {
+        self.is_voter().then_some(self.config.node_id).into_iter().collect()
+    }
+
     /// The latest voter set's ids (committed or not, as Kafka counts them).
     pub fn voter_ids(&self) -> Vec<i32> {
         self.voters.latest().ids()
@@ -434,11 +459,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// The timers: elections, fetch retries and timeouts, the leader's
     /// quorum check and its held fetches.
     pub fn tick(&mut self, now_ms: i64) -> Result<Vec<Action>, LogError> {
-        let is_voter = self.is_voter();
+        let (is_voter, may_run) = (self.is_voter(), self.may_run());
         match &mut self.role {
             Role::Unattached { election_at } | Role::Resigned { election_at } => {
                 if now_ms >= *election_at {
-                    if is_voter {
+                    if may_run {
                         self.become_prospective(now_ms)?;
                     } else {
                         *election_at = now_ms + self.config.retry_backoff_ms;
@@ -447,7 +472,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 }
             }
             // A voter removed while it ran for election stops running.
-            Role::Prospective { .. } | Role::Candidate { .. } if !is_voter => {
+            Role::Prospective { .. } | Role::Candidate { .. } if !may_run => {
                 self.role = Role::Unattached { election_at: now_ms };
             }
             Role::Prospective { election_at, .. } => {
@@ -623,7 +648,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     pub(crate) fn fetch_timed_out(&mut self, now_ms: i64) -> Result<(), LogError> {
-        if self.is_voter() {
+        if self.may_run() {
             self.become_prospective(now_ms)
         } else {
             let election_at = now_ms;
@@ -650,15 +675,30 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 }
 
-/// The voter history of `log`: from its newest snapshot (a bootstrap one
-/// included), then its batches.
+/// The voter history of `log`: from the snapshot it starts after (a
+/// bootstrap one included), then its batches.
+///
+/// Not from the newest snapshot only when it ends at the log start: a node
+/// keeps its log past the snapshots it takes until retention cuts it, so
+/// the newest one often ends after the log start, and the voters and
+/// `kraft.version` of the snapshot the log starts after were then lost at
+/// every restart (a voter of a dynamic quorum came back at `kraft.version`
+/// 0, or with no voters at all when its log held no voter record). Should
+/// that snapshot be gone, the newest one and the log after it say the
+/// latest voters, as Kafka's `KRaftControlRecordStateMachine` reads them.
 fn read_voter_history<L: ReplicatedLog>(log: &L, config: &RaftConfig) -> Result<VoterHistory, LogError> {
     let mut history = VoterHistory::new(VoterSet::from_ids(&config.voters));
     let start = log.log_start_offset();
-    if let Some((id, bytes)) = log.latest_snapshot()?.filter(|(id, _)| id.end_offset == start) {
-        history.reset_to_snapshot(id.end_offset, &bytes);
-    }
     let mut offset = start;
+    let at_start = log.snapshots()?.into_iter().map(|(id, _)| id).rfind(|id| id.end_offset == start);
+    let head = match at_start {
+        Some(id) => log.read_snapshot(id, 0, SNAPSHOT_HEAD_BYTES)?.map(|(_, bytes)| (id, bytes)),
+        None => log.latest_snapshot()?,
+    };
+    if let Some((id, bytes)) = head {
+        history.reset_to_snapshot(id.end_offset, &bytes);
+        offset = offset.max(id.end_offset);
+    }
     let end = log.log_end_offset();
     while offset < end {
         let batches = log.read(offset, 1 << 20, end)?;

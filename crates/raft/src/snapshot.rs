@@ -23,7 +23,7 @@ use crate::message::{Action, FetchSnapshotResponse, Message, RaftError};
 use crate::node::{Download, RaftNode, Role};
 
 /// How much of a snapshot's start is read for its control records.
-const SNAPSHOT_HEAD_BYTES: u32 = 1 << 20;
+pub(crate) const SNAPSHOT_HEAD_BYTES: u32 = 1 << 20;
 
 /// When a node's state is due for a snapshot: after
 /// `metadata.log.max.record.bytes.between.snapshots` committed bytes, or
@@ -142,6 +142,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
             debug_assert!(false, "snapshot {id:?} is not of this log's committed offsets");
             return Ok(false);
         }
+        // KIP-853: the voter set in force there goes in the header batch.
+        let (kraft_version, voters) = self.voters.at(id.end_offset);
+        let with_voters = crate::voters::with_kraft_control(bytes, kraft_version, voters.as_ref());
+        let bytes = with_voters.as_deref().unwrap_or(bytes);
         self.log.write_snapshot(id, bytes)?;
         self.snapshots.insert(id, bytes.len() as u64);
         self.clean_snapshots(now_ms)?;

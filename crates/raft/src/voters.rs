@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use krabka_protocol::generated::voters_record::{Endpoint, KRaftVersionFeature, Voter};
-use krabka_protocol::records::{control_type_id, ControlType, RecordBatches};
+use krabka_protocol::records::{control_batch_of, control_type_id, ControlType, RecordBatchMut, RecordBatches};
 use krabka_protocol::{KRaftVersionRecord, Message as _, Uuid, VotersRecord};
 
 /// The highest `kraft.version` this implementation supports (KIP-853's).
@@ -170,6 +170,47 @@ pub fn kraft_version_record(kraft_version: i16) -> Bytes {
     record.to_bytes(0).expect("a KRaftVersionRecord encodes at version 0")
 }
 
+/// `snapshot` (a snapshot as its writer encoded it: a first control batch
+/// holding only its SnapshotHeader, then the rest) with KRaftVersion and,
+/// when there is one, KRaftVoters added to that first batch, as Kafka's
+/// snapshot writer puts them there at `kraft.version` 1; the batches after
+/// it move up by the records added. None when there is nothing to add
+/// (`kraft.version` 0) or the snapshot does not start that way.
+pub(crate) fn with_kraft_control(snapshot: &[u8], kraft_version: i16, voters: Option<&VoterSet>) -> Option<Vec<u8>> {
+    if kraft_version < 1 {
+        return None;
+    }
+    let bytes = Bytes::copy_from_slice(snapshot);
+    let first = RecordBatches::new(bytes.clone()).next()?.ok()?;
+    let mut records = first.records(usize::MAX).ok()?;
+    let header = records.next()?.ok()?;
+    let is_header = header.key.as_deref().and_then(control_type_id) == Some(ControlType::SnapshotHeader.id());
+    if !first.is_control() || !is_header || records.next().is_some() {
+        return None;
+    }
+    let header_value = header.value.unwrap_or_default();
+    let version = kraft_version_record(kraft_version);
+    let voters = voters.map(VoterSet::to_record);
+    let mut control = vec![(ControlType::SnapshotHeader, &header_value[..]), (ControlType::KRaftVersion, &version[..])];
+    if let Some(voters) = &voters {
+        control.push((ControlType::KRaftVoters, &voters[..]));
+    }
+    let added = control.len() as i64 - 1;
+    let rebuilt = control_batch_of(first.base_offset(), &control, header.timestamp).ok()?;
+    let mut out = rebuilt.to_vec();
+    let mut rest = bytes.slice(first.as_bytes().len()..).to_vec();
+    let mut at = 0;
+    while at + 12 <= rest.len() {
+        let length = i32::from_be_bytes(rest[at + 8..at + 12].try_into().ok()?) as usize + 12;
+        let batch = rest.get_mut(at..at + length)?;
+        let base = i64::from_be_bytes(batch[..8].try_into().ok()?);
+        RecordBatchMut::new(batch).ok()?.set_base_offset(base + added);
+        at += length;
+    }
+    out.extend_from_slice(&rest);
+    Some(out)
+}
+
 /// `kraft.version` and the voter sets of a log, by the offset of the
 /// record that set them (a snapshot's count at its end offset minus one).
 #[derive(Clone, Debug)]
@@ -295,6 +336,25 @@ mod tests {
         moved.listeners[0].port = 1;
         assert!(set.needs_update(&moved) && !set.needs_update(&node(1)));
         assert_eq!(set.update(moved.clone()).unwrap().get(1), Some(&moved));
+    }
+
+    #[test]
+    fn a_snapshot_gets_the_voters_in_its_header_batch_and_its_batches_move_up() {
+        use krabka_protocol::records::{control_batch, NewRecord, RecordBatchBuilder};
+        let mut snapshot = control_batch(0, ControlType::SnapshotHeader, b"header", 7).unwrap().to_vec();
+        let mut builder = RecordBatchBuilder::new(krabka_protocol::compression::Compression::None).with_base_offset(1);
+        builder.append(&NewRecord { timestamp_ms: 7, key: None, value: Some(b"state"), headers: &[] }).unwrap();
+        snapshot.extend_from_slice(builder.build().unwrap().as_bytes());
+        assert_eq!(with_kraft_control(&snapshot, 0, None), None, "kraft.version 0 adds nothing");
+        let set = VoterSet::new([node(1)]);
+        let rewritten = Bytes::from(with_kraft_control(&snapshot, 1, Some(&set)).unwrap());
+        let batches: Vec<_> = RecordBatches::new(rewritten.clone()).map(Result::unwrap).collect();
+        assert_eq!(batches.len(), 2);
+        batches.iter().for_each(|b| b.validate().unwrap());
+        assert_eq!((batches[0].last_offset(), batches[1].base_offset()), (2, 3));
+        let mut history = VoterHistory::new(VoterSet::default());
+        history.reset_to_snapshot(10, &rewritten);
+        assert_eq!((history.kraft_version(), history.latest()), (1, &set));
     }
 
     #[test]

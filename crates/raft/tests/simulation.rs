@@ -1,25 +1,56 @@
 //! A deterministic, seeded simulation of a KRaft quorum: 1-5 voters and
-//! 0-2 observers that snapshot their committed log now and then (with a
+//! some observers that snapshot their committed log now and then (with a
 //! small `metadata.max.retention.bytes`, so lagging nodes must fetch the
-//! leader's snapshot), each a `RaftNode` over an in-memory `ReplicatedLog` (a
-//! test implementation of the log interface, so that a thousand seeds run
-//! in seconds), on a fake clock, over a network that loses, delays (so
-//! reorders), duplicates and partitions messages, with nodes that crash
-//! (sometimes between persisting their election state and sending what
-//! followed it) and restart from their persisted election state and their
-//! flushed log. Kafka's invariants are checked after every step; at the
-//! end the network heals and proposals to the leader must commit on every
-//! node.
+//! leader's snapshot), each a `RaftNode` over an in-memory `ReplicatedLog`
+//! of real record batches (`MemLog`, a model of `PartitionLog`: offsets
+//! and epochs stamped per batch, a batch of several records spanning
+//! several offsets, truncation by whole batches, Kafka-shaped snapshots),
+//! on a fake clock, over a network that loses, delays (so reorders),
+//! duplicates and partitions messages, with nodes that crash (sometimes
+//! between persisting their election state and sending what followed it)
+//! and restart from their persisted election state and their flushed log.
+//!
+//! A third of the seeds run a dynamic quorum (KIP-853, `kraft.version` 1):
+//! the initial voters start from a bootstrap snapshot holding the voter
+//! set (`kafka-storage format --initial-controllers`), the others as
+//! observers with empty logs (`--no-initial-controllers`), and during the
+//! chaos the current leader is asked now and then to add an observer (its
+//! probe answered, wrongly, late or never) or to remove a voter (sometimes
+//! itself); a voter whose listeners the set has wrong tells its leader
+//! (UpdateRaftVoter). The other seeds run static voters.
+//!
+//! Kafka's invariants are checked after every step: one leader per epoch;
+//! epochs and high watermarks never go back; the committed log is the same
+//! on every node, never lost, and each committed offset was on a majority
+//! of the voter set its leader counted when it committed it, a set at most
+//! one voter from the one in force there; snapshots hold only committed
+//! offsets, equal to the committed log, with the voter set in force at
+//! their end; at most one voter change is uncommitted in any leader's log,
+//! and consecutive committed voter sets differ by at most one voter (so
+//! their majorities meet); every node's voter set and `kraft.version` are
+//! what its log and snapshot say; each voter change is answered once, as
+//! it went. At the end the network heals and proposals to the leader must
+//! commit on every node, and every node must agree on the voter set.
 //!
 //! `cargo test -p krabka-raft --test simulation` runs 1,000 seeds;
-//! `KRABKA_LONG_TESTS=1` runs 100,000; `KRABKA_RAFT_SEED=<seed>` replays one.
+//! `KRABKA_LONG_TESTS=1` runs 100,000; `KRABKA_RAFT_SEED=<seed>` replays one
+//! (`KRABKA_RAFT_TRACE` prints what it did, `KRABKA_RAFT_DEBUG=<id>` the
+//! healed network's messages to and from node `id`).
 
-use std::cell::Cell;
+#[path = "simulation/mem_log.rs"]
+mod mem_log;
+#[path = "simulation/voters.rs"]
+mod voters;
+
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
-use krabka_raft::{Action, ElectionState, Message, RaftConfig, RaftNode, RoleName};
+use bytes::Bytes;
+use krabka_log::{ReplicatedLog, SnapshotId};
+use krabka_raft::{Action, ElectionState, Message, RaftConfig, RaftNode, RoleName, VoterSet};
+
+use mem_log::{encode_snapshot, MemLog, Stored};
+use voters::Tracker;
 
 struct Rng(u64);
 
@@ -39,211 +70,6 @@ impl Rng {
     /// True with probability `per_mille` / 1000.
     fn chance(&mut self, per_mille: u64) -> bool {
         self.below(1000) < per_mille
-    }
-}
-
-/// The log as raft sees it, in memory: one offset per appended batch from
-/// `start` (what came before is in the newest snapshot), and what was not
-/// flushed is lost in a crash. Snapshots are durable when written; one
-/// holds every entry before its end offset, each as (epoch, length, bytes).
-#[derive(Default)]
-struct MemLog {
-    start: i64,
-    entries: Vec<(i32, Bytes)>,
-    flushed: i64,
-    snapshots: BTreeMap<SnapshotId, Bytes>,
-    /// The lowest offset truncated since the simulation last looked.
-    truncated_to: Cell<Option<i64>>,
-}
-
-impl MemLog {
-    fn crash(mut self) -> MemLog {
-        self.entries.truncate((self.flushed - self.start) as usize);
-        self.truncated_to.set(None);
-        self
-    }
-
-    /// The entry at `offset`, from the log or below its start from the
-    /// newest snapshot.
-    fn entry(&self, offset: i64) -> Option<(i32, Bytes)> {
-        if offset >= self.start {
-            return self.entries.get((offset - self.start) as usize).cloned();
-        }
-        let (id, bytes) = self.snapshots.iter().next_back()?;
-        (offset < id.end_offset).then(|| snapshot_entries(bytes).swap_remove(offset as usize))
-    }
-
-    fn push(&mut self, epoch: i32, records: &Bytes) -> AppendInfo {
-        let offset = self.log_end_offset();
-        self.entries.push((epoch, records.clone()));
-        AppendInfo {
-            first_offset: offset,
-            last_offset: offset,
-            log_append_time_ms: -1,
-            record_count: 1,
-            bytes: records.len() as u64,
-        }
-    }
-
-    /// A snapshot of every entry before `end` (all committed).
-    fn snapshot_of(&self, end: i64) -> Bytes {
-        let mut out = BytesMut::new();
-        for offset in 0..end {
-            let (epoch, payload) = self.entry(offset).expect("a snapshot of entries the log holds");
-            out.put_i32(epoch);
-            out.put_u32(payload.len() as u32);
-            out.put_slice(&payload);
-        }
-        out.freeze()
-    }
-}
-
-fn snapshot_entries(bytes: &Bytes) -> Vec<(i32, Bytes)> {
-    let mut buf = bytes.clone();
-    let mut entries = Vec::new();
-    while buf.has_remaining() {
-        let (epoch, len) = (buf.get_i32(), buf.get_u32() as usize);
-        entries.push((epoch, buf.split_to(len)));
-    }
-    entries
-}
-
-impl ReplicatedLog for MemLog {
-    fn append_as_leader(&mut self, records: &Bytes, epoch: i32, _now_ms: i64) -> Result<AppendInfo, LogError> {
-        Ok(self.push(epoch, records))
-    }
-
-    /// Takes what `read` encoded: (offset, epoch, length, bytes) per entry.
-    fn append_as_follower(&mut self, records: &Bytes, _now_ms: i64) -> Result<AppendInfo, LogError> {
-        let mut buf = records.clone();
-        let first_offset = self.log_end_offset();
-        let mut bytes = 0;
-        while buf.has_remaining() {
-            let (offset, epoch, len) = (buf.get_i64(), buf.get_i32(), buf.get_u32() as usize);
-            let log_end_offset = self.log_end_offset();
-            if offset != log_end_offset {
-                return Err(LogError::NonMonotonicOffset { offset, log_end_offset });
-            }
-            let payload = buf.split_to(len);
-            bytes += self.push(epoch, &payload).bytes;
-        }
-        let last_offset = self.log_end_offset() - 1;
-        Ok(AppendInfo {
-            first_offset,
-            last_offset,
-            log_append_time_ms: -1,
-            record_count: last_offset - first_offset + 1,
-            bytes,
-        })
-    }
-
-    fn log_start_offset(&self) -> i64 {
-        self.start
-    }
-
-    fn log_end_offset(&self) -> i64 {
-        self.start + self.entries.len() as i64
-    }
-
-    fn last_epoch(&self) -> Option<i32> {
-        self.entries.last().map(|(epoch, _)| *epoch)
-    }
-
-    /// As `PartitionLog`'s epoch cache: each epoch's start is where its
-    /// first entry in the log is, and an epoch older than every entry ends
-    /// at the first entry's offset.
-    fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
-        if epoch < 0 || self.entries.is_empty() {
-            return None;
-        }
-        if self.last_epoch() == Some(epoch) {
-            return Some((epoch, self.log_end_offset()));
-        }
-        let higher = self.entries.iter().position(|(e, _)| *e > epoch)?;
-        let end = self.start + higher as i64;
-        let floor = self.entries[..higher].iter().map(|(e, _)| *e).max();
-        Some((floor.unwrap_or(epoch), end))
-    }
-
-    fn truncate_to(&mut self, offset: i64, _now_ms: i64) -> Result<(), LogError> {
-        if offset < self.log_end_offset() {
-            assert!(offset >= self.start, "truncating below the log start");
-            self.entries.truncate((offset - self.start) as usize);
-            self.flushed = self.flushed.min(offset);
-            self.truncated_to.set(Some(self.truncated_to.get().map_or(offset, |t| t.min(offset))));
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self, _now_ms: i64) -> Result<(), LogError> {
-        self.flushed = self.log_end_offset();
-        Ok(())
-    }
-
-    fn last_flushed_offset(&self) -> i64 {
-        self.flushed
-    }
-
-    fn read(&self, offset: i64, max_bytes: u32, upper_bound: i64) -> Result<Bytes, LogError> {
-        let mut out = BytesMut::new();
-        let mut at = offset;
-        while at < upper_bound.min(self.log_end_offset()) && (out.is_empty() || out.len() < max_bytes as usize) {
-            let (epoch, payload) = &self.entries[(at - self.start) as usize];
-            out.put_i64(at);
-            out.put_i32(*epoch);
-            out.put_u32(payload.len() as u32);
-            out.put_slice(payload);
-            at += 1;
-        }
-        Ok(out.freeze())
-    }
-
-    /// Durable at once: only flushed entries are ever cut (they are
-    /// committed, below a snapshot).
-    fn delete_records_before(&mut self, offset: i64, _now_ms: i64) -> Result<(), LogError> {
-        assert!(offset <= self.flushed, "the log start moved past what is flushed");
-        let cut = (offset - self.start).clamp(0, self.entries.len() as i64) as usize;
-        self.entries.drain(..cut);
-        self.start = self.start.max(offset);
-        Ok(())
-    }
-
-    fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Bytes)>, LogError> {
-        Ok(self.snapshots.iter().next_back().map(|(id, bytes)| (*id, bytes.clone())))
-    }
-
-    fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
-        self.snapshots.insert(id, Bytes::copy_from_slice(bytes));
-        Ok(())
-    }
-
-    fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
-        self.snapshots.retain(|id, _| id.end_offset >= end_offset);
-        Ok(())
-    }
-
-    fn snapshots(&self) -> Result<Vec<(SnapshotId, u64)>, LogError> {
-        Ok(self.snapshots.iter().map(|(id, bytes)| (*id, bytes.len() as u64)).collect())
-    }
-
-    fn read_snapshot(&self, id: SnapshotId, position: u64, max_bytes: u32) -> Result<Option<(u64, Bytes)>, LogError> {
-        Ok(self.snapshots.get(&id).map(|bytes| {
-            let from = (position as usize).min(bytes.len());
-            let to = (from + max_bytes as usize).min(bytes.len());
-            (bytes.len() as u64, bytes.slice(from..to))
-        }))
-    }
-
-    fn truncate_fully_and_start_at(&mut self, offset: i64, _now_ms: i64) -> Result<(), LogError> {
-        self.entries.clear();
-        self.start = offset;
-        self.flushed = offset;
-        self.truncated_to.set(Some(self.truncated_to.get().map_or(offset, |t| t.min(offset))));
-        Ok(())
-    }
-
-    fn size_bytes(&self) -> u64 {
-        self.entries.iter().map(|(_, payload)| 16 + payload.len() as u64).sum()
     }
 }
 
@@ -267,7 +93,13 @@ struct Sim {
     rng: Rng,
     seed: u64,
     now: i64,
+    /// `controller.quorum.voters`: the static voters, empty in a dynamic
+    /// quorum (whose voters are in its logs).
     voters: Vec<i32>,
+    /// The voters the quorum started with (a dynamic one's bootstrap set).
+    initial: Vec<i32>,
+    /// The cluster's finalized `kraft.version`: 0 static, 1 dynamic.
+    kraft_version: i16,
     slots: Vec<Option<Slot>>,
     persisted: Vec<Option<ElectionState>>,
     restarts: u64,
@@ -281,7 +113,8 @@ struct Sim {
     max_epoch: Vec<i32>,
     last_hw: Vec<i64>,
     leaders: BTreeMap<i32, i32>,
-    committed: Vec<(i32, Bytes)>,
+    /// The committed log, by offset: the batch holding each offset.
+    committed: Vec<Rc<Stored>>,
     proposals: u64,
     /// `metadata.max.retention.bytes` of every node (-1: none).
     retention: i64,
@@ -291,18 +124,29 @@ struct Sim {
     checked_snapshots: BTreeSet<(usize, SnapshotId)>,
     snapshots_taken: u64,
     snapshots_installed: u64,
+    /// The voter sets, what leaders committed, and the voter changes asked for.
+    tracker: Tracker,
 }
 
 impl Sim {
     fn new(seed: u64) -> Sim {
         let mut rng = Rng(seed);
-        let voter_count = 1 + rng.below(5) as usize;
-        let observers = rng.below(3) as usize;
+        let dynamic = rng.chance(333);
+        // A dynamic quorum has observers to add.
+        let (voter_count, observers) = match dynamic {
+            true => (1 + rng.below(4) as usize, 1 + rng.below(3) as usize),
+            false => (1 + rng.below(5) as usize, rng.below(3) as usize),
+        };
         let n = voter_count + observers;
+        let initial: Vec<i32> = (0..voter_count as i32).collect();
+        let bootstrap = dynamic.then(|| voters::bootstrap_set(&initial, &mut rng));
+        let static_set = VoterSet::from_ids(if dynamic { &[] } else { &initial });
         let mut sim = Sim {
             seed,
             now: 0,
-            voters: (0..voter_count as i32).collect(),
+            voters: if dynamic { Vec::new() } else { initial.clone() },
+            initial,
+            kraft_version: i16::from(dynamic),
             slots: (0..n).map(|_| None).collect(),
             persisted: vec![None; n],
             restarts: 0,
@@ -316,18 +160,27 @@ impl Sim {
             leaders: BTreeMap::new(),
             committed: Vec::new(),
             proposals: 0,
-            retention: if rng.chance(250) { -1 } else { rng.below(400) as i64 },
+            retention: if rng.chance(250) { -1 } else { rng.below(1600) as i64 },
             snapshot_rate: rng.below(30),
             checked_snapshots: BTreeSet::new(),
             snapshots_taken: 0,
             snapshots_installed: 0,
+            tracker: Tracker::new(bootstrap.clone().unwrap_or_else(|| static_set.clone()), static_set),
             rng,
         };
         for id in 0..n {
-            sim.slots[id] = Some(Slot::Down(MemLog::default()));
+            let log = match &bootstrap {
+                Some(set) if id < voter_count => MemLog::bootstrapped(encode_snapshot(1, Some(set), &[])),
+                _ => MemLog::default(),
+            };
+            sim.slots[id] = Some(Slot::Down(log));
             sim.start(id);
         }
         sim
+    }
+
+    fn dynamic(&self) -> bool {
+        self.kraft_version >= 1
     }
 
     fn config(&mut self, id: usize) -> RaftConfig {
@@ -340,8 +193,8 @@ impl Sim {
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
             request_timeout_ms: 2000,
-            membership: Default::default(),
-            max_fetch_bytes: 64 + self.rng.below(600) as u32,
+            membership: if self.dynamic() { voters::membership(id as i32, &self.initial) } else { Default::default() },
+            max_fetch_bytes: 64 + self.rng.below(1500) as u32,
             retention_max_bytes: self.retention,
             seed: self.seed.wrapping_mul(31).wrapping_add(self.restarts),
         }
@@ -360,10 +213,19 @@ impl Sim {
         if let Some(Slot::Up(node)) = self.slots[id].take() {
             self.slots[id] = Some(Slot::Down(node.into_log().crash()));
         }
+        // Its voter changes die with it, unanswered.
+        self.tracker.forget(id);
     }
 
     fn node(&mut self, id: usize) -> Option<&mut RaftNode<MemLog>> {
         match self.slots[id].as_mut() {
+            Some(Slot::Up(node)) => Some(node),
+            _ => None,
+        }
+    }
+
+    fn up(&self, id: usize) -> Option<&RaftNode<MemLog>> {
+        match self.slots[id].as_ref() {
             Some(Slot::Up(node)) => Some(node),
             _ => None,
         }
@@ -394,8 +256,10 @@ impl Sim {
                     assert_eq!(leader, id as i32, "two leaders in epoch {epoch}");
                 }
                 Action::SnapshotInstalled { .. } => self.snapshots_installed += 1,
-                Action::Committed { .. } | Action::SteppedDown { .. } => {}
-                Action::ProbeVoter { .. } | Action::VoterChangeDone { .. } => {}
+                Action::Committed { high_watermark } => self.leader_committed(id, high_watermark),
+                Action::SteppedDown { .. } => {}
+                Action::ProbeVoter { request, voter } => self.probe_asked(id, request, voter),
+                Action::VoterChangeDone { request, error } => self.change_done(id, request, error),
             }
         }
         if crash {
@@ -456,19 +320,24 @@ impl Sim {
         }
     }
 
-    fn leader(&mut self) -> Option<usize> {
-        (0..self.slots.len()).find(|&id| self.node(id).is_some_and(|n| n.role() == RoleName::Leader))
+    fn leader(&self) -> Option<usize> {
+        (0..self.slots.len()).find(|&id| self.up(id).is_some_and(|n| n.role() == RoleName::Leader))
     }
 
-    /// Proposes one value to the leader (if any): its offset and epoch.
+    /// Proposes one to three values, one batch, to the leader (if any): its
+    /// first offset and epoch.
     fn propose(&mut self) -> Option<(i64, i32)> {
         let id = self.leader()?;
-        self.proposals += 1;
-        let value = Bytes::from(format!("value-{}", self.proposals));
+        let values: Vec<Bytes> = (0..1 + self.rng.below(3))
+            .map(|_| {
+                self.proposals += 1;
+                Bytes::from(format!("value-{}", self.proposals))
+            })
+            .collect();
         let now = self.now;
         let node = self.node(id).unwrap();
         let epoch = node.epoch();
-        let (info, actions) = node.propose(&[value], now).expect("the log failed")?;
+        let (info, actions) = node.propose(&values, now).expect("the log failed")?;
         self.apply(id, actions);
         Some((info.first_offset, epoch))
     }
@@ -494,6 +363,7 @@ impl Sim {
         if self.rng.chance(30) {
             self.propose();
         }
+        self.maybe_change_voters();
         for id in 0..n {
             if self.rng.chance(self.snapshot_rate) {
                 self.snapshot(id);
@@ -502,17 +372,24 @@ impl Sim {
     }
 
     /// Node `id` snapshots what it has committed, as the metadata loader
-    /// does when its policy says one is due.
+    /// does when its policy says one is due: the voter set in the header is
+    /// the node's own for that offset, as the loader asks the node for it.
     fn snapshot(&mut self, id: usize) {
         let now = self.now;
-        let Some(node) = self.node(id) else { return };
+        let Some(node) = self.up(id) else { return };
         let end = node.high_watermark();
-        if end <= node.log().log_start_offset() {
+        // An offset committed since the last check is not known to be yet.
+        if end <= node.log().start() || end as usize > self.committed.len() {
             return;
         }
-        let epoch = node.log().entry(end - 1).expect("a committed entry").0;
-        let bytes = node.log().snapshot_of(end);
-        if node.store_snapshot(SnapshotId { end_offset: end, epoch }, &bytes, now).expect("the log failed") {
+        let last = node.log().entry(end - 1).expect("a committed batch");
+        assert_eq!(last.last, end - 1, "node {id}'s high watermark {end} is inside a batch");
+        let (version, voters) = node.voters_at(end);
+        let expected = self.tracker.expected_at(self.kraft_version, end);
+        assert_eq!((version, voters.clone()), expected, "node {id}: the voters after offset {} are wrong", end - 1);
+        let bytes = encode_snapshot(version, voters.as_ref(), &node.log().batches_before(end));
+        let snapshot = SnapshotId { end_offset: end, epoch: last.epoch };
+        if self.node(id).unwrap().store_snapshot(snapshot, &bytes, now).expect("the log failed") {
             self.snapshots_taken += 1;
         }
     }
@@ -520,6 +397,7 @@ impl Sim {
     fn step(&mut self) {
         self.now += STEP_MS;
         self.deliver();
+        self.deliver_probes();
         self.tick_all();
         self.check();
     }
@@ -532,9 +410,7 @@ impl Sim {
             assert!(epoch >= self.max_epoch[id], "node {id}: epoch went back {} -> {epoch}", self.max_epoch[id]);
             assert!(hw >= self.last_hw[id], "node {id}: high watermark went back {} -> {hw}", self.last_hw[id]);
             assert!(hw <= node.log().log_end_offset(), "node {id}: high watermark past the log end");
-            if !node.is_voter() {
-                assert!(matches!(role, RoleName::Unattached | RoleName::Follower), "observer {id} is {role:?}");
-            }
+            assert!(node.log().is_boundary(hw), "node {id}: high watermark {hw} inside a batch");
             if role == RoleName::Leader {
                 let leader = *self.leaders.entry(epoch).or_insert(id as i32);
                 assert_eq!(leader, id as i32, "two leaders in epoch {epoch}");
@@ -547,52 +423,62 @@ impl Sim {
             }
             self.check_committed(id, from, hw);
             self.check_snapshots(id);
+            self.check_node_voters(id);
         }
     }
 
-    /// Every snapshot a node holds is a prefix of the committed log: only
-    /// committed offsets are snapshotted, and a fetched one arrives whole.
+    /// Every snapshot a node holds is a prefix of the committed log with
+    /// the voter set in force at its end: only committed offsets are
+    /// snapshotted, and a fetched one arrives whole.
     fn check_snapshots(&mut self, id: usize) {
         let log = self.log(id);
-        let fresh: Vec<(SnapshotId, Bytes)> = log
+        let fresh: Vec<(SnapshotId, Rc<mem_log::Snapshot>)> = log
             .snapshots
             .iter()
             .filter(|(snapshot, _)| !self.checked_snapshots.contains(&(id, **snapshot)))
-            .map(|(snapshot, bytes)| (*snapshot, bytes.clone()))
+            .map(|(snapshot, s)| (*snapshot, s.clone()))
             .collect();
-        for (snapshot, bytes) in fresh {
-            let entries = snapshot_entries(&bytes);
-            let end = snapshot.end_offset as usize;
-            assert_eq!(entries.len(), end, "node {id}: snapshot {snapshot:?} holds {} entries", entries.len());
-            assert!(end <= self.committed.len(), "node {id}: snapshot {snapshot:?} past the committed log");
-            assert_eq!(entries[..], self.committed[..end], "node {id}: snapshot {snapshot:?} differs");
-            assert_eq!(entries.last().map(|e| e.0), Some(snapshot.epoch), "node {id}: snapshot {snapshot:?}'s epoch");
+        for (snapshot, held) in fresh {
+            let end = snapshot.end_offset;
+            assert!(end as usize <= self.committed.len(), "node {id}: snapshot {snapshot:?} past the committed log");
+            let mut next = 0;
+            for batch in &held.batches {
+                assert_eq!(batch.base, next, "node {id}: snapshot {snapshot:?} skips offsets");
+                for offset in batch.base..=batch.last {
+                    let committed = self.committed.get(offset as usize);
+                    assert!(committed.is_some_and(|c| **c == **batch), "node {id}: snapshot {snapshot:?} differs");
+                }
+                next = batch.last + 1;
+            }
+            assert_eq!(next, end, "node {id}: snapshot {snapshot:?} ends at {next}");
+            if end > 0 {
+                let epoch = held.batches.last().map(|b| b.epoch);
+                assert_eq!(epoch, Some(snapshot.epoch), "node {id}: snapshot {snapshot:?}'s epoch");
+            }
+            let said = (held.kraft_version.unwrap_or(0), held.voters.clone());
+            let expected = self.tracker.expected_at(self.kraft_version, end);
+            assert_eq!(said, expected, "node {id}: snapshot {snapshot:?}'s voters");
             self.checked_snapshots.insert((id, snapshot));
         }
         let log = self.log(id);
-        if log.start > 0 {
+        if log.start() > 0 {
             let first = log.snapshots.keys().next().map(|s| s.end_offset);
-            assert_eq!(first, Some(log.start), "node {id}: the log starts after no snapshot");
+            assert_eq!(first, Some(log.start()), "node {id}: the log starts after no snapshot");
         }
     }
 
     /// Node `id`'s committed offsets [from, to) are the cluster's committed
-    /// log; an offset committed for the first time is on a majority.
+    /// log; an offset committed for the first time is checked against what
+    /// its leader counted (`voters::Tracker`).
     fn check_committed(&mut self, id: usize, from: i64, to: i64) {
         for offset in from..to {
             let entry = self.log(id).entry(offset).expect("committed but not in the log");
-            if (offset as usize) < self.committed.len() {
-                assert_eq!(self.committed[offset as usize], entry, "node {id}: committed offset {offset} differs");
+            if let Some(committed) = self.committed.get(offset as usize) {
+                assert!(*committed == entry, "node {id}: committed offset {offset} differs");
                 continue;
             }
             assert_eq!(offset as usize, self.committed.len(), "node {id}: a gap in the committed log");
-            let holders =
-                self.voters.iter().filter(|&&v| self.log(v as usize).entry(offset).as_ref() == Some(&entry)).count();
-            assert!(
-                holders > self.voters.len() / 2,
-                "offset {offset} committed on {holders} of {} voters",
-                self.voters.len()
-            );
+            self.tracker.newly_committed(offset, &entry, self.kraft_version);
             self.committed.push(entry);
         }
     }
@@ -600,7 +486,8 @@ impl Sim {
 
 impl Sim {
     /// The network heals and every node comes back: a value proposed to
-    /// the leader must commit, and every node must learn it.
+    /// the leader must commit, every node must learn it, every voter change
+    /// asked for must be answered and every node must agree on the voters.
     fn liveness(&mut self) {
         for id in 0..self.slots.len() {
             if self.node(id).is_none() {
@@ -612,10 +499,11 @@ impl Sim {
         for _ in 0..HEALED_STEPS {
             self.step();
             let committed = proposed
-                .is_some_and(|(offset, epoch)| self.committed.get(offset as usize).is_some_and(|e| e.0 == epoch));
+                .is_some_and(|(offset, epoch)| self.committed.get(offset as usize).is_some_and(|e| e.epoch == epoch));
             if committed {
                 let end = self.committed.len() as i64;
-                if (0..self.slots.len()).all(|id| self.node(id).is_some_and(|n| n.high_watermark() >= end)) {
+                let learned = (0..self.slots.len()).all(|id| self.up(id).is_some_and(|n| n.high_watermark() >= end));
+                if learned && self.voters_settled() {
                     return self.check_logs_match();
                 }
             } else if self.now % 500 == 0 || proposed.is_none() {
@@ -625,32 +513,34 @@ impl Sim {
         }
         let nodes: Vec<String> = (0..self.slots.len())
             .map(|id| {
-                let n = self.node(id).unwrap();
+                let n = self.up(id).unwrap();
                 format!(
-                    "{id}: {:?} epoch {} leader {:?} hw {} end {}",
+                    "{id}: {:?} epoch {} leader {:?} hw {} end {} voters {:?}",
                     n.role(),
                     n.epoch(),
                     n.leader_id(),
                     n.high_watermark(),
-                    n.log().log_end_offset()
+                    n.log().log_end_offset(),
+                    n.voter_ids()
                 )
             })
             .collect();
         panic!(
-            "no progress with the network healed: proposed {proposed:?}, committed {}; {nodes:?}",
-            self.committed.len()
+            "no progress with the network healed: proposed {proposed:?}, committed {}, voter changes unanswered {:?}; {nodes:?}",
+            self.committed.len(),
+            self.tracker.outstanding()
         );
     }
 
-    /// Log matching: two logs with an entry of the same epoch at an offset
-    /// hold the same entry there.
+    /// Log matching: two logs with a batch of the same epoch at an offset
+    /// hold the same batch there.
     fn check_logs_match(&self) {
         for a in 0..self.slots.len() {
             for b in a + 1..self.slots.len() {
                 let (la, lb) = (self.log(a), self.log(b));
                 for offset in 0..la.log_end_offset() {
-                    if let (Some((ea, ba)), Some((eb, bb))) = (la.entry(offset), lb.entry(offset)) {
-                        assert!(ea != eb || ba == bb, "nodes {a} and {b} differ at offset {offset}, epoch {ea}");
+                    if let (Some(ea), Some(eb)) = (la.entry(offset), lb.entry(offset)) {
+                        assert!(ea.epoch != eb.epoch || ea == eb, "nodes {a} and {b} differ at offset {offset}");
                     }
                 }
             }
@@ -658,8 +548,30 @@ impl Sim {
     }
 }
 
+/// What a run of seeds covered, for `--nocapture`.
+#[derive(Default)]
+struct Totals {
+    seeds: u64,
+    dynamic: u64,
+    changes_done: u64,
+    changes_refused: u64,
+    snapshots_installed: u64,
+    cuts_inside_batches: u64,
+}
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        self.seeds += other.seeds;
+        self.dynamic += other.dynamic;
+        self.changes_done += other.changes_done;
+        self.changes_refused += other.changes_refused;
+        self.snapshots_installed += other.snapshots_installed;
+        self.cuts_inside_batches += other.cuts_inside_batches;
+    }
+}
+
 /// One seed: chaos, then the healed network's liveness check.
-fn run(seed: u64) {
+fn run(seed: u64) -> Totals {
     let mut sim = Sim::new(seed);
     for _ in 0..CHAOS_STEPS {
         sim.chaos();
@@ -669,38 +581,78 @@ fn run(seed: u64) {
     sim.duplication = 0;
     sim.crashes = false;
     sim.liveness();
+    let nodes = sim.slots.len();
+    let totals = Totals {
+        seeds: 1,
+        dynamic: u64::from(sim.dynamic()),
+        changes_done: sim.tracker.done(),
+        changes_refused: sim.tracker.refused(),
+        snapshots_installed: sim.snapshots_installed,
+        cuts_inside_batches: (0..nodes).map(|id| sim.log(id).cuts_inside_batches.get()).sum(),
+    };
     if std::env::var("KRABKA_RAFT_TRACE").is_ok() {
         let epochs = sim.leaders.len();
-        let (voters, nodes, committed, restarts) =
-            (sim.voters.len(), sim.slots.len(), sim.committed.len(), sim.restarts);
-        let (taken, installed) = (sim.snapshots_taken, sim.snapshots_installed);
-        eprintln!("seed {seed}: {voters} voters of {nodes}, {epochs} epochs with a leader, {committed} committed, {restarts} starts, {taken} snapshots taken, {installed} fetched");
+        let (committed, restarts) = (sim.committed.len(), sim.restarts);
+        let voters = sim.up(sim.leader().unwrap()).unwrap().voter_ids();
+        eprintln!(
+            "seed {seed}: kraft.version {}, voters {:?} -> {voters:?} of {nodes} nodes, {epochs} epochs with a leader, \
+             {committed} committed, {restarts} starts, {} snapshots taken, {} fetched, {}, \
+             {} truncations inside a batch",
+            sim.kraft_version,
+            sim.initial,
+            sim.snapshots_taken,
+            sim.snapshots_installed,
+            sim.tracker.summary(),
+            totals.cuts_inside_batches
+        );
     }
+    totals
 }
 
 fn run_seeds(seeds: std::ops::Range<u64>) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let mut totals = Totals::default();
     std::thread::scope(|scope| {
-        for t in 0..threads {
-            let seeds = seeds.clone();
-            scope.spawn(move || {
-                for seed in seeds.skip(t as usize).step_by(threads as usize) {
-                    let outcome = std::panic::catch_unwind(|| run(seed));
-                    if let Err(panic) = outcome {
-                        eprintln!("raft simulation failed at seed {seed}; replay with:");
-                        eprintln!("KRABKA_RAFT_SEED={seed} cargo test -p krabka-raft --test simulation");
-                        std::panic::resume_unwind(panic);
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let seeds = seeds.clone();
+                scope.spawn(move || {
+                    let mut totals = Totals::default();
+                    for seed in seeds.skip(t as usize).step_by(threads as usize) {
+                        match std::panic::catch_unwind(|| run(seed)) {
+                            Ok(run) => totals.add(&run),
+                            Err(panic) => {
+                                eprintln!("raft simulation failed at seed {seed}; replay with:");
+                                eprintln!("KRABKA_RAFT_SEED={seed} cargo test -p krabka-raft --test simulation");
+                                std::panic::resume_unwind(panic);
+                            }
+                        }
                     }
-                }
-            });
+                    totals
+                })
+            })
+            .collect();
+        for worker in workers {
+            totals.add(&worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
         }
     });
+    eprintln!(
+        "{} seeds ({} with dynamic voters): {} voter changes done, {} refused, {} snapshots fetched, \
+         {} truncations inside a batch",
+        totals.seeds,
+        totals.dynamic,
+        totals.changes_done,
+        totals.changes_refused,
+        totals.snapshots_installed,
+        totals.cuts_inside_batches
+    );
 }
 
 #[test]
-fn the_quorum_keeps_kafkas_invariants_under_loss_partitions_and_crashes() {
+fn the_quorum_keeps_kafkas_invariants_under_loss_partitions_crashes_and_voter_changes() {
     if let Ok(seed) = std::env::var("KRABKA_RAFT_SEED") {
-        return run(seed.parse().expect("KRABKA_RAFT_SEED is a number"));
+        run(seed.parse().expect("KRABKA_RAFT_SEED is a number"));
+        return;
     }
     let long = std::env::var("KRABKA_LONG_TESTS").is_ok_and(|v| v == "1");
     run_seeds(0..if long { 100_000 } else { 1_000 });

@@ -18,6 +18,9 @@ pub struct QuorumConfig {
     /// `controller.quorum.voters`, by node id; empty when not given (a
     /// combined node that keeps its quorum to itself).
     pub voters: BTreeMap<i32, VoterAddress>,
+    /// `controller.quorum.bootstrap.servers` (KIP-853): where a node of a
+    /// dynamic quorum asks for the leader; its voters are in the log.
+    pub bootstrap_servers: Vec<VoterAddress>,
     /// `controller.quorum.election.timeout.ms`.
     pub election_timeout_ms: i64,
     /// `controller.quorum.fetch.timeout.ms`.
@@ -36,13 +39,14 @@ impl QuorumConfig {
     /// Whether node `node_id` shares its quorum with other voters (or, a
     /// broker-only node, observes one), rather than being its only voter.
     pub fn is_shared(&self, node_id: i32) -> bool {
-        self.voters.keys().any(|&id| id != node_id)
+        self.voters.keys().any(|&id| id != node_id) || !self.bootstrap_servers.is_empty()
     }
 
     /// Reads the quorum keys. As in Kafka, a controller must be one of the
     /// voters (when they are given) and a broker-only node must not be.
     pub(super) fn read(values: &KeyValues, node_id: i32, controller_role: bool) -> Result<QuorumConfig, ConfigError> {
         let voters = voters(values)?;
+        let bootstrap_servers = bootstrap_servers(values)?;
         let key = "controller.quorum.voters";
         let text = values.get(key).unwrap_or_default();
         if controller_role && !voters.is_empty() && !voters.contains_key(&node_id) {
@@ -54,6 +58,7 @@ impl QuorumConfig {
         let int = |name| values.int(name);
         Ok(QuorumConfig {
             voters,
+            bootstrap_servers,
             election_timeout_ms: int("controller.quorum.election.timeout.ms"),
             fetch_timeout_ms: int("controller.quorum.fetch.timeout.ms"),
             election_backoff_max_ms: int("controller.quorum.election.backoff.max.ms"),
@@ -66,6 +71,21 @@ impl QuorumConfig {
 
 fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
+/// `host:port,...` (`[v6]:port` for IPv6 hosts).
+fn bootstrap_servers(values: &KeyValues) -> Result<Vec<VoterAddress>, ConfigError> {
+    let key = "controller.quorum.bootstrap.servers";
+    let text = values.get(key).unwrap_or_default();
+    let mut servers = Vec::new();
+    for entry in split_list(text) {
+        let parsed = entry.rsplit_once(':').and_then(|(host, port)| {
+            let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+            Some(VoterAddress { host: host.to_string(), port: port.parse().ok()? }).filter(|a| !a.host.is_empty())
+        });
+        servers.push(parsed.ok_or_else(|| invalid(key, text, format!("{entry:?} is not host:port")))?);
+    }
+    Ok(servers)
 }
 
 /// `id@host:port,...` (`[v6]:port` for IPv6 hosts). As in Kafka, an id given

@@ -276,6 +276,7 @@ pub async fn describe_quorum(ctx: &RequestContext<'_>, request: DescribeQuorumRe
     let now = now_ms();
     let me = ReplicaDescription {
         replica_id: broker.node_id,
+        directory_id: krabka_protocol::Uuid::ZERO,
         log_end_offset: Some(view.log_end_offset),
         last_fetch_ms: Some(now),
         last_caught_up_ms: Some(now),

@@ -31,11 +31,7 @@ pub async fn update_features(ctx: &RequestContext<'_>, request: UpdateFeaturesRe
     let validate_only = version >= 1 && request.validate_only;
     // The voters that must have registered their support: none on a node
     // that is its quorum's only voter.
-    let voters: Vec<i32> = if broker.metadata.quorum().is_some() {
-        broker.config.quorum.voters.keys().copied().collect()
-    } else {
-        Vec::new()
-    };
+    let voters: Vec<i32> = broker.metadata.quorum().map(|q| q.voter_ids()).unwrap_or_default();
     let planned = broker
         .metadata
         .control(|image| plan_update_features(image, broker.node_id, &voters, &updates, validate_only))

@@ -19,8 +19,8 @@ use krabka_log::quorum_state::{self, QuorumState};
 use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, PartitionLog, ReplicatedLog, SnapshotId};
 use krabka_protocol::records::RecordBatches;
 use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody, Uuid};
-use krabka_raft::wire::{self, Accepted, WireContext};
-use krabka_raft::{Action, ElectionState, Message, QuorumDescription, RaftConfig, RaftNode, RoleName};
+use krabka_raft::wire::{self, Accepted, Endpoint, VoterChange, WireContext};
+use krabka_raft::{Action, ElectionState, Message, QuorumDescription, RaftConfig, RaftNode, RoleName, VoterSet};
 use tokio::sync::{mpsc as tokio_mpsc, oneshot, watch};
 
 use super::event::Event;
@@ -65,6 +65,11 @@ pub struct QuorumStatus {
 /// A running quorum member.
 pub struct Quorum {
     events: mpsc::Sender<Event>,
+    /// Where each node the driver knows of listens (for the active
+    /// controller's address: a dynamic quorum's voters are in its log).
+    addresses: Arc<Mutex<BTreeMap<i32, Endpoint>>>,
+    /// The latest voter set's ids.
+    voter_ids: Arc<Mutex<Vec<i32>>>,
     status: watch::Receiver<QuorumStatus>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -95,12 +100,10 @@ impl Quorum {
         let voters = setup.raft.voters.clone();
         let node = RaftNode::open(setup.raft.clone(), log, persisted, 0)?;
         let (events, receiver) = mpsc::channel();
+        let configured = setup.context.voters.clone();
+        let addresses = Arc::new(Mutex::new(configured.clone()));
+        let voter_ids = Arc::new(Mutex::new(node.voter_ids()));
         let context = Arc::new(setup.context);
-        let mut peers = BTreeMap::new();
-        for (&id, endpoint) in context.voters.iter().filter(|(&id, _)| id != context.node_id) {
-            let connection = peer::Connection { id, endpoint: endpoint.clone(), timeout: setup.request_timeout };
-            peers.insert(id, peer::spawn(runtime, connection, Arc::clone(&context), events.clone()));
-        }
         let (status_sender, status) = watch::channel(status_of(&node));
         let (committed, committed_batches) = mpsc::channel();
         let driver = Driver {
@@ -110,13 +113,21 @@ impl Quorum {
             context,
             dir: setup.log_dir,
             voters,
-            peers,
+            peers: BTreeMap::new(),
+            addresses: Addresses { configured, learned: BTreeMap::new(), shared: Arc::clone(&addresses) },
+            voter_ids: Arc::clone(&voter_ids),
+            known_voters: VoterSet::default(),
+            voter_changes: BTreeMap::new(),
+            next_change: 0,
+            runtime: runtime.clone(),
+            events: events.clone(),
+            request_timeout: setup.request_timeout,
             pending: BTreeMap::new(),
             status: status_sender,
             started,
         };
         let thread = std::thread::Builder::new().name("krabka-quorum".into()).spawn(move || driver.run(receiver))?;
-        Ok((Quorum { events, status, thread: Mutex::new(Some(thread)) }, committed_batches))
+        Ok((Quorum { events, addresses, voter_ids, status, thread: Mutex::new(Some(thread)) }, committed_batches))
     }
 
     /// A raft request another node sent, which arrived at `version`: its
@@ -155,6 +166,25 @@ impl Quorum {
 
     pub fn status(&self) -> watch::Receiver<QuorumStatus> {
         self.status.clone()
+    }
+
+    /// Where node `id` listens on the controller listener, as far as this
+    /// node knows (a voter, a configured one, or a leader a response named).
+    pub fn endpoint_of(&self, id: i32) -> Option<Endpoint> {
+        self.addresses.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned()
+    }
+
+    /// The voters' ids (static, or the latest voter set in the log).
+    pub fn voter_ids(&self) -> Vec<i32> {
+        self.voter_ids.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// An AddRaftVoter or RemoveRaftVoter (KIP-853): its answer, once the
+    /// change is committed or refused; None when the quorum stopped.
+    pub async fn voter_change(&self, request: RequestBody) -> Option<ResponseBody> {
+        let (reply, answer) = oneshot::channel();
+        self.events.send(Event::VoterChange { request, reply }).ok()?;
+        answer.await.ok()
     }
 
     /// Resigns if leading (the voters are told to elect another at once),
@@ -209,12 +239,35 @@ struct Pending {
     version: i16,
 }
 
+/// Where the other nodes are: the configured voters and bootstrap servers
+/// (and this node), and the leaders' endpoints learned from responses; a
+/// dynamic quorum's voters' come from the voter set in the log.
+struct Addresses {
+    configured: BTreeMap<i32, Endpoint>,
+    learned: BTreeMap<i32, Endpoint>,
+    /// All of them, for [`Quorum::endpoint_of`].
+    shared: Arc<Mutex<BTreeMap<i32, Endpoint>>>,
+}
+
 struct Driver {
     node: RaftNode<PartitionLog>,
+    /// Rebuilt when the voter set changes (responses name the leader's
+    /// endpoint from it).
     context: Arc<WireContext>,
     dir: PathBuf,
     voters: Vec<i32>,
-    peers: BTreeMap<i32, tokio_mpsc::UnboundedSender<Message>>,
+    /// One connection per node sent to, by id, with the endpoint it goes to.
+    peers: BTreeMap<i32, (Endpoint, tokio_mpsc::UnboundedSender<Message>)>,
+    addresses: Addresses,
+    /// The voter set the context was built from.
+    known_voters: VoterSet,
+    voter_ids: Arc<Mutex<Vec<i32>>>,
+    /// The AddRaftVoter and RemoveRaftVoter waiting for their change.
+    voter_changes: BTreeMap<u64, (bool, oneshot::Sender<ResponseBody>)>,
+    next_change: u64,
+    runtime: tokio::runtime::Handle,
+    events: mpsc::Sender<Event>,
+    request_timeout: Duration,
     pending: BTreeMap<(i32, Kind), VecDeque<Pending>>,
     status: watch::Sender<QuorumStatus>,
     /// Where the committed log handed out so far ends.
@@ -274,7 +327,10 @@ impl Driver {
                     Accepted::NotRaft(_) => {}
                 }
             }
-            Event::Response { peer, sent, result } => match result.map(|body| wire::accept_response(&sent, body)) {
+            Event::Response { peer, sent, result } => match result.map(|body| {
+                self.learn_endpoints(&body);
+                wire::accept_response(&sent, body)
+            }) {
                 Ok(Ok(message)) => match self.node.handle(now, peer, message) {
                     Ok(actions) => self.perform(actions)?,
                     // What a peer sent that the log refuses (a bad batch, a
@@ -324,9 +380,82 @@ impl Driver {
                     );
                 }
             }
+            Event::VoterChange { request, reply } => self.on_voter_change(now, request, reply)?,
+            Event::Probed { request, kraft_versions } => {
+                let actions = self.node.voter_probed(now, request, kraft_versions)?;
+                self.perform(actions)?;
+            }
             Event::Stop => {}
         }
         Ok(())
+    }
+
+    /// AddRaftVoter or RemoveRaftVoter: checked on the wire, then the
+    /// node's, answered when the node says the change ended.
+    fn on_voter_change(
+        &mut self,
+        now: i64,
+        request: RequestBody,
+        reply: oneshot::Sender<ResponseBody>,
+    ) -> Result<(), LogError> {
+        let change = match wire::accept_voter_change(&self.context, &request) {
+            None => return Ok(()),
+            Some(Err(refused)) => {
+                let _ = reply.send(refused);
+                return Ok(());
+            }
+            Some(Ok(change)) => change,
+        };
+        self.next_change += 1;
+        let id = self.next_change;
+        let is_add = matches!(change, VoterChange::Add(_));
+        self.voter_changes.insert(id, (is_add, reply));
+        let actions = match change {
+            VoterChange::Add(voter) => self.node.add_voter(now, id, voter),
+            VoterChange::Remove { id: voter, directory_id } => self.node.remove_voter(now, id, voter, directory_id)?,
+        };
+        self.perform(actions)
+    }
+
+    /// The leaders' endpoints a response names (Fetch v17+, FetchSnapshot
+    /// v1+): an observer that asked a bootstrap server learns where its
+    /// leader is.
+    fn learn_endpoints(&mut self, body: &ResponseBody) {
+        let endpoints: Vec<(i32, Endpoint)> = match body {
+            ResponseBody::Fetch(fetch) => fetch
+                .node_endpoints
+                .iter()
+                .filter_map(|e| Some((e.node_id, Endpoint { host: e.host.clone(), port: u16::try_from(e.port).ok()? })))
+                .collect(),
+            ResponseBody::FetchSnapshot(fetch) => fetch
+                .node_endpoints
+                .iter()
+                .map(|e| (e.node_id, Endpoint { host: e.host.clone(), port: e.port }))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (id, endpoint) in endpoints.into_iter().filter(|(id, _)| *id >= 0) {
+            if self.addresses.learned.get(&id) != Some(&endpoint) {
+                self.addresses.shared.lock().unwrap_or_else(|e| e.into_inner()).insert(id, endpoint.clone());
+                self.addresses.learned.insert(id, endpoint);
+            }
+        }
+    }
+
+    /// Asks `voter`, on the controller listener, for the `kraft.version`
+    /// range it supports (ApiVersions' supported features, as Kafka's
+    /// leader asks it), and reports the answer as [`Event::Probed`].
+    fn probe(&self, request: u64, voter: &krabka_raft::VoterNode) {
+        let endpoint = voter.listener(&self.context.listener).map(|l| (l.host.clone(), l.port));
+        let (events, timeout, client_id) =
+            (self.events.clone(), self.request_timeout, format!("raft-client-{}", self.context.node_id));
+        self.runtime.spawn(async move {
+            let kraft_versions = match endpoint {
+                Some((host, port)) => peer::probe_kraft_versions(&host, port, timeout, client_id).await,
+                None => None,
+            };
+            let _ = events.send(Event::Probed { request, kraft_versions });
+        });
     }
 
     /// The node's actions, in order: an election state reaches the disk
@@ -335,7 +464,11 @@ impl Driver {
         for action in actions {
             match action {
                 Action::PersistElectionState(state) => {
-                    quorum_state::write(&self.dir, &quorum_state(&state, &self.voters), 0)?;
+                    // Kafka's data version 1 (no voter list) once the voters
+                    // are in the log (KIP-853), 0 with static voters.
+                    let version = i16::from(self.node.kraft_version() >= 1);
+                    let voters = (version == 0).then_some(&self.voters[..]);
+                    quorum_state::write(&self.dir, &quorum_state(&state, voters), version)?;
                 }
                 Action::Send { to, message } => self.send(to, message),
                 Action::SnapshotInstalled { id } => {
@@ -346,12 +479,17 @@ impl Driver {
                     );
                 }
                 Action::Committed { .. } | Action::BecameLeader { .. } | Action::SteppedDown { .. } => {}
-                // No AddRaftVoter reaches this node yet (the quorum's voters
-                // are static here): nothing asks for a probe or waits for a change.
-                Action::ProbeVoter { .. } | Action::VoterChangeDone { .. } => {}
+                Action::ProbeVoter { request, voter } => self.probe(request, &voter),
+                Action::VoterChangeDone { request, error } => {
+                    if let Some((is_add, reply)) = self.voter_changes.remove(&request) {
+                        let code = wire::voter_change_code(error);
+                        let _ = reply.send(wire::voter_change_response(is_add, code, None));
+                    }
+                }
             }
         }
         self.deliver_committed()?;
+        self.refresh_voters();
         let status = status_of(&self.node);
         self.status.send_if_modified(|current| {
             if (current.epoch, current.leader_id, current.role) != (status.epoch, status.leader_id, status.role) {
@@ -394,12 +532,58 @@ impl Driver {
         Ok(())
     }
 
+    /// When the voter set changed, the context (whose endpoints responses
+    /// name) is rebuilt with its voters' endpoints.
+    fn refresh_voters(&mut self) {
+        if self.node.voter_set() == &self.known_voters {
+            return;
+        }
+        self.known_voters = self.node.voter_set().clone();
+        *self.voter_ids.lock().unwrap_or_else(|e| e.into_inner()) = self.known_voters.ids();
+        let mut context = (*self.context).clone();
+        for voter in self.known_voters.nodes() {
+            if let Some(l) = voter.listener(&context.listener) {
+                context.voters.insert(voter.id, Endpoint { host: l.host.clone(), port: l.port });
+            }
+        }
+        let mut shared = self.addresses.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.extend(context.voters.iter().map(|(id, e)| (*id, e.clone())));
+        drop(shared);
+        self.context = Arc::new(context);
+    }
+
+    /// Where node `to` is: the voter set's endpoint, a configured one, or
+    /// one a response named.
+    fn endpoint_of(&self, to: i32) -> Option<Endpoint> {
+        let from_voters = self.node.voter_set().get(to).and_then(|v| v.listener(&self.context.listener));
+        from_voters
+            .map(|l| Endpoint { host: l.host.clone(), port: l.port })
+            .or_else(|| self.addresses.configured.get(&to).cloned())
+            .or_else(|| self.addresses.learned.get(&to).cloned())
+    }
+
+    /// A request to `to`, over its connection (opened on first use, and
+    /// again when its endpoint changed); dropped when its address is unknown.
+    fn send_request(&mut self, to: i32, message: Message) {
+        let Some(endpoint) = self.endpoint_of(to) else {
+            tracing::debug!(to, "no address for a raft request's target");
+            return;
+        };
+        let current = self.peers.get(&to).is_some_and(|(at, _)| *at == endpoint);
+        if !current {
+            let connection = peer::Connection { id: to, endpoint: endpoint.clone(), timeout: self.request_timeout };
+            let sender = peer::spawn(&self.runtime, connection, Arc::clone(&self.context), self.events.clone());
+            self.peers.insert(to, (endpoint, sender));
+        }
+        if let Some((_, peer)) = self.peers.get(&to) {
+            let _ = peer.send(message);
+        }
+    }
+
     fn send(&mut self, to: i32, message: Message) {
         let (kind, is_response) = kind(&message);
         if !is_response {
-            if let Some(peer) = self.peers.get(&to) {
-                let _ = peer.send(message);
-            }
+            self.send_request(to, message);
             return;
         }
         let waiting = self.pending.get_mut(&(to, kind)).and_then(VecDeque::pop_front);
@@ -448,15 +632,15 @@ fn status_of(node: &RaftNode<PartitionLog>) -> QuorumStatus {
     }
 }
 
-/// The election state as Kafka's `quorum-state` holds it for static voters
-/// (data version 0, with the voter set).
-fn quorum_state(state: &ElectionState, voters: &[i32]) -> QuorumState {
+/// The election state as Kafka's `quorum-state` holds it: with the static
+/// voter set at data version 0, without at 1.
+fn quorum_state(state: &ElectionState, voters: Option<&[i32]>) -> QuorumState {
     QuorumState {
         leader_epoch: state.epoch,
         leader_id: state.leader_id.unwrap_or(-1),
         voted_id: state.voted_for.unwrap_or(-1),
         voted_directory_id: Uuid::ZERO,
-        current_voters: Some(voters.to_vec()),
+        current_voters: voters.map(<[i32]>::to_vec),
     }
 }
 

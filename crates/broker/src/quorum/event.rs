@@ -40,5 +40,16 @@ pub(super) enum Event {
         id: SnapshotId,
         bytes: Bytes,
     },
+    /// An AddRaftVoter or RemoveRaftVoter; the response goes to `reply`.
+    VoterChange {
+        request: RequestBody,
+        reply: oneshot::Sender<ResponseBody>,
+    },
+    /// The `kraft.version` range a voter being added answered the probe of
+    /// voter change `request` with (None: it did not answer).
+    Probed {
+        request: u64,
+        kraft_versions: Option<(i16, i16)>,
+    },
     Stop,
 }

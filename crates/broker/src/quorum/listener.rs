@@ -51,6 +51,8 @@ fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
         ApiKey::Fetch,
         ApiKey::FetchSnapshot,
         ApiKey::UpdateRaftVoter,
+        ApiKey::AddRaftVoter,
+        ApiKey::RemoveRaftVoter,
     ];
     std::iter::once(ApiKey::ApiVersions)
         .chain(raft)
@@ -131,7 +133,22 @@ async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHan
         // with UNSUPPORTED_VERSION and the ranges, so the client retries.
         let (code, answer_version) =
             if supported { (ErrorCode::NONE, version) } else { (ErrorCode::UNSUPPORTED_VERSION, 0) };
-        let body = ResponseBody::ApiVersions(Box::new(api_versions_response(&controller_apis(), code.code())));
+        let mut response = api_versions_response(&controller_apis(), code.code());
+        // The features this controller supports: Kafka's leader reads
+        // kraft.version's range before it adds a voter (KIP-853).
+        if supported && version >= 3 {
+            response.supported_features = krabka_metadata::features::SUPPORTED_FEATURES
+                .iter()
+                .filter(|f| version >= 4 || f.min > 0)
+                .map(|f| krabka_protocol::api_versions_response::SupportedFeatureKey {
+                    name: f.name.into(),
+                    min_version: f.min,
+                    max_version: f.max,
+                    ..Default::default()
+                })
+                .collect();
+        }
+        let body = ResponseBody::ApiVersions(Box::new(response));
         return Ok(encode_frame(key, answer_version, correlation_id, &body));
     }
     if !supported {
@@ -141,6 +158,8 @@ async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHan
     let response = if CONTROLLER_APIS.contains(&key) || FORWARDED_APIS.contains(&key) {
         let controller = controller.ok_or("this listener has no controller")?;
         controller(body, version).await.ok_or("the controller gave no answer")?
+    } else if matches!(key, ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter) {
+        quorum.voter_change(body).await.ok_or("the quorum gave no answer")?
     } else {
         quorum.request(body, version).await.ok_or("the quorum gave no answer")?
     };

@@ -173,3 +173,25 @@ impl Session {
         self.channel.call_body(key, version, &body).await
     }
 }
+
+/// The `kraft.version` range the node at `host:port` supports, from its
+/// ApiVersions' supported features (as Kafka's leader probes a voter it is
+/// asked to add); None when it does not answer or names none.
+pub(super) async fn probe_kraft_versions(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+    client_id: String,
+) -> Option<(i16, i16)> {
+    let mut channel = Channel::connect(host, port, timeout, client_id).await.ok()?;
+    let request = ApiVersionsRequest {
+        client_software_name: "krabka".into(),
+        client_software_version: env!("CARGO_PKG_VERSION").into(),
+        ..Default::default()
+    };
+    // v4: below it a range starting at 0, as kraft.version's, is left out.
+    let call = channel.call::<_, ApiVersionsResponse>(ApiKey::ApiVersions, 4, &request);
+    let response = tokio::time::timeout(timeout, call).await.ok()?.ok()?;
+    let feature = response.supported_features.iter().find(|f| f.name == "kraft.version")?;
+    (response.error_code == 0).then_some((feature.min_version, feature.max_version))
+}

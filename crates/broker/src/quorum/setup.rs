@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
-use krabka_raft::RaftConfig;
+use krabka_raft::{Listener, Membership, RaftConfig};
 
 use std::path::PathBuf;
 
@@ -35,29 +35,49 @@ impl QuorumSetup {
         log_config: LogConfig,
     ) -> QuorumSetup {
         let quorum = &config.quorum;
-        let voters: std::collections::BTreeMap<i32, Endpoint> = quorum
+        let mut voters: std::collections::BTreeMap<i32, Endpoint> = quorum
             .voters
             .iter()
             .map(|(&id, address)| (id, Endpoint { host: address.host.clone(), port: address.port }))
             .collect();
+        let listeners = controller_listeners(config);
+        let listener = config.controller_listener_names.first().cloned().unwrap_or_default();
+        // A dynamic quorum's node knows its own endpoint from its listeners
+        // (the others' come from the voter set in its log).
+        if let Some(own) = listeners.iter().find(|l| l.name == listener) {
+            voters.entry(config.node_id).or_insert(Endpoint { host: own.host.clone(), port: own.port });
+        }
+        // The bootstrap servers, by the ids Kafka's raft client gives them
+        // (-2, -3, ...: never a node's).
+        let bootstrap: Vec<(i32, Endpoint)> = quorum
+            .bootstrap_servers
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (-2 - i as i32, Endpoint { host: a.host.clone(), port: a.port }))
+            .collect();
+        voters.extend(bootstrap.iter().cloned());
         QuorumSetup {
             context: WireContext {
                 cluster_id: cluster_id.to_string(),
                 node_id: config.node_id,
                 directory_id,
-                listener: config.controller_listener_names.first().cloned().unwrap_or_default(),
+                listener,
                 voters: voters.clone(),
                 fetch_max_bytes: FETCH_MAX_BYTES as i32,
             },
             raft: RaftConfig {
                 node_id: config.node_id,
-                voters: voters.keys().copied().collect(),
+                voters: quorum.voters.keys().copied().collect(),
+                membership: Membership {
+                    directory_id,
+                    listeners: if config.is_controller() { listeners } else { Vec::new() },
+                    bootstrap: bootstrap.iter().map(|(id, _)| *id).collect(),
+                },
                 election_timeout_ms: quorum.election_timeout_ms,
                 fetch_timeout_ms: quorum.fetch_timeout_ms,
                 fetch_max_wait_ms: FETCH_MAX_WAIT_MS,
                 retry_backoff_ms: quorum.retry_backoff_ms,
                 request_timeout_ms: quorum.request_timeout_ms,
-                membership: Default::default(),
                 max_fetch_bytes: FETCH_MAX_BYTES,
                 retention_max_bytes: raw_long(config, "metadata.max.retention.bytes", 100 * 1024 * 1024),
                 seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,
@@ -76,4 +96,19 @@ impl QuorumSetup {
 /// default.
 fn raw_long(config: &BrokerConfig, key: &str, default: i64) -> i64 {
     config.raw.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+/// This node's controller listeners, as a dynamic quorum records them:
+/// each of `controller.listener.names` with its advertised address (from
+/// `advertised.listeners` when listed there, else `listeners`).
+fn controller_listeners(config: &BrokerConfig) -> Vec<Listener> {
+    config
+        .controller_listener_names
+        .iter()
+        .filter_map(|name| {
+            let advertised = config.advertised_listeners.iter().find(|l| &l.name == name);
+            let listener = advertised.or_else(|| config.listeners.iter().find(|l| &l.name == name))?;
+            Some(Listener { name: name.clone(), host: listener.host.clone(), port: listener.port })
+        })
+        .collect()
 }

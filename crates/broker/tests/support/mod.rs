@@ -174,6 +174,49 @@ impl BrokerProcess {
         Self::start_formatted(dir, &properties, extra)
     }
 
+    /// A node of a dynamic (KIP-853) quorum: `roles`, node `id`, its
+    /// controller listener (if a controller) on `controller_port`,
+    /// `controller.quorum.bootstrap.servers` = `bootstrap`, formatted as
+    /// `kafka-storage.sh format` with `flags` formats it (krabka-format's
+    /// own code); returns once it serves.
+    pub fn start_dynamic(
+        id: i32,
+        roles: &str,
+        controller_port: u16,
+        bootstrap: &str,
+        flags: &krabka_format::dynamic_quorum::QuorumFlags,
+        extra: &[&str],
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let mut listeners = Vec::new();
+        if roles.contains("broker") {
+            listeners.push("PLAINTEXT://127.0.0.1:0".to_string());
+        }
+        if roles.contains("controller") {
+            listeners.push(format!("CONTROLLER://127.0.0.1:{controller_port}"));
+        }
+        let properties = format!(
+            "process.roles={roles}\nnode.id={id}\ncontroller.quorum.bootstrap.servers={bootstrap}\n\
+             listeners={}\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+             log.dirs={}\nkrabka.log.level=info\n",
+            listeners.join(","),
+            data.display()
+        );
+        let props = krabka_format::properties::parse(&properties);
+        krabka_format::storage::format(&props, Some(TEST_CLUSTER_ID.into()), flags, false).expect("format");
+        let mut node = Self::start_formatted(dir, &properties, extra);
+        node.controller_port = controller_port;
+        node
+    }
+
+    /// The directory id of its metadata log directory (`meta.properties`).
+    pub fn directory_id(&self) -> krabka_protocol::Uuid {
+        let meta = krabka_format::MetaProperties::read(&self.data_dir()).expect("meta.properties");
+        meta.expect("formatted").directory_id
+    }
+
     /// Starts a broker on `dir` (its data already formatted) with
     /// `properties` as its server.properties; returns once it serves.
     fn start_formatted(dir: tempfile::TempDir, properties: &str, extra: &[&str]) -> Self {
@@ -491,10 +534,35 @@ impl KafkaNode {
         Self::start(dir, &config, cluster_id)
     }
 
+    /// A controller (node `id`, listening on `port`) of a dynamic (KIP-853)
+    /// quorum found through `bootstrap`, formatted by Kafka's storage tool
+    /// with `format_flag` (`--standalone` or `--no-initial-controllers`).
+    pub fn start_dynamic_controller(
+        dir: &Path,
+        id: i32,
+        port: u16,
+        bootstrap: &str,
+        cluster_id: &str,
+        format_flag: &str,
+    ) -> Self {
+        let config = format!(
+            "process.roles=controller\nnode.id={id}\ncontroller.quorum.bootstrap.servers={bootstrap}\n\
+             listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT\nlog.dirs={}\n",
+            dir.join("logs").display()
+        );
+        Self::start_formatted_with(dir, &config, cluster_id, &[format_flag])
+    }
+
     /// Formats `dir` with `cluster_id` by Kafka's own storage tool (unless
     /// it is formatted: a restart), then starts the node on `config`; its
     /// output goes to `dir/kafka.log`.
     fn start(dir: &Path, config: &str, cluster_id: &str) -> Self {
+        Self::start_formatted_with(dir, config, cluster_id, &[])
+    }
+
+    /// As [`start`](Self::start), with `format_args` added to the format.
+    fn start_formatted_with(dir: &Path, config: &str, cluster_id: &str, format_args: &[&str]) -> Self {
         let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
         assert!(status.success(), "tools/kafka-reference/install failed");
         let libs = repo_root().join("target/kafka-4.3.1/libs/*");
@@ -508,6 +576,7 @@ impl KafkaNode {
         let format = Command::new(&java)
             .args([&log4j, "-cp", libs.to_str().unwrap(), "kafka.tools.StorageTool", "format"])
             .args(["--cluster-id", cluster_id, "--config", props.to_str().unwrap(), "--ignore-formatted"])
+            .args(format_args)
             .output()
             .unwrap();
         assert!(format.status.success(), "format failed: {}", String::from_utf8_lossy(&format.stderr));

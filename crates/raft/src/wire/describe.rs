@@ -5,7 +5,7 @@
 //! (with its endpoint from v2) and the observers it heard from lately.
 
 use krabka_protocol::describe_quorum_response::{Listener, Node, PartitionData, ReplicaState, TopicData};
-use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, ErrorCode, Uuid};
+use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, ErrorCode};
 
 use std::collections::BTreeMap;
 
@@ -93,9 +93,9 @@ fn replica_state(replica: &ReplicaDescription, version: i16) -> ReplicaState {
     let timestamp = |at: Option<i64>| if version >= 1 { at.unwrap_or(-1) } else { -1 };
     ReplicaState {
         replica_id: replica.replica_id,
-        // Static voters (`controller.quorum.voters`) carry no directory id,
-        // and krabka does not keep the one an observer's fetch names.
-        replica_directory_id: Uuid::ZERO,
+        // Zero for static voters (`controller.quorum.voters`), and for
+        // observers: krabka does not keep the one an observer's fetch names.
+        replica_directory_id: replica.directory_id,
         log_end_offset: replica.log_end_offset.unwrap_or(-1),
         last_fetch_timestamp: timestamp(replica.last_fetch_ms),
         last_caught_up_timestamp: timestamp(replica.last_caught_up_ms),

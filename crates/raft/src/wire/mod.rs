@@ -34,7 +34,7 @@ pub use accept::{accept_request, Accepted};
 pub use describe::describe_quorum_response;
 pub use requests::request;
 pub use responses::{accept_response, response, Dropped};
-pub use voters::{voter_change_code, voter_change_error};
+pub use voters::{accept_voter_change, voter_change_code, voter_change_error, voter_change_response, VoterChange};
 
 use crate::message::RaftError;
 

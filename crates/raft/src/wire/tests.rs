@@ -436,6 +436,7 @@ fn describe_quorum_is_answered_as_kafkas_raft_client_answers_it() {
     };
     let voter = |id| ReplicaDescription {
         replica_id: id,
+        directory_id: Uuid::ZERO,
         log_end_offset: Some(10),
         last_fetch_ms: Some(1_000),
         last_caught_up_ms: (id == 1).then_some(1_000),

@@ -123,3 +123,71 @@ pub(super) fn accept_update_voter_response(answer: &UpdateRaftVoterResponse) -> 
 pub(super) fn update_voter_refused(code: ErrorCode) -> ResponseBody {
     ResponseBody::UpdateRaftVoter(Box::new(UpdateRaftVoterResponse { error_code: code.code(), ..Default::default() }))
 }
+
+/// An AddRaftVoter or RemoveRaftVoter, as the node takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VoterChange {
+    /// The new voter's id, directory id and listeners (its version range
+    /// is learned from its ApiVersions).
+    Add(VoterNode),
+    Remove {
+        id: i32,
+        directory_id: Uuid,
+    },
+}
+
+/// An AddRaftVoter or RemoveRaftVoter that arrived, checked as Kafka's raft
+/// client checks it before its handler (the cluster id, a voter with a
+/// directory id); Err with the response when it is refused, None when the
+/// request is neither.
+pub fn accept_voter_change(
+    context: &WireContext,
+    request: &krabka_protocol::RequestBody,
+) -> Option<Result<VoterChange, ResponseBody>> {
+    use krabka_protocol::RequestBody;
+    let (cluster_id, id, directory_id, is_add) = match request {
+        RequestBody::AddRaftVoter(add) => (add.cluster_id.as_deref(), add.voter_id, add.voter_directory_id, true),
+        RequestBody::RemoveRaftVoter(remove) => {
+            (remove.cluster_id.as_deref(), remove.voter_id, remove.voter_directory_id, false)
+        }
+        _ => return None,
+    };
+    let refuse = |code| Err(voter_change_response(is_add, code, None));
+    if !context.accepts_cluster(cluster_id) {
+        return Some(refuse(ErrorCode::INCONSISTENT_CLUSTER_ID));
+    }
+    if id < 0 || directory_id == Uuid::ZERO {
+        return Some(refuse(ErrorCode::INVALID_REQUEST));
+    }
+    Some(Ok(match request {
+        RequestBody::AddRaftVoter(add) => VoterChange::Add(VoterNode {
+            id,
+            directory_id,
+            listeners: add
+                .listeners
+                .iter()
+                .map(|l| Listener { name: l.name.clone(), host: l.host.clone(), port: l.port })
+                .collect(),
+            kraft_versions: (0, 0),
+        }),
+        _ => VoterChange::Remove { id, directory_id },
+    }))
+}
+
+/// The AddRaftVoter (`is_add`) or RemoveRaftVoter answer with `code`.
+pub fn voter_change_response(is_add: bool, code: ErrorCode, message: Option<String>) -> ResponseBody {
+    use krabka_protocol::{AddRaftVoterResponse, RemoveRaftVoterResponse};
+    if is_add {
+        ResponseBody::AddRaftVoter(Box::new(AddRaftVoterResponse {
+            error_code: code.code(),
+            error_message: message,
+            ..Default::default()
+        }))
+    } else {
+        ResponseBody::RemoveRaftVoter(Box::new(RemoveRaftVoterResponse {
+            error_code: code.code(),
+            error_message: message,
+            ..Default::default()
+        }))
+    }
+}

@@ -1,0 +1,223 @@
+//! Dynamic KRaft quorums (KIP-853), as an operator runs them: the first
+//! controller formatted `--standalone`, the others `--no-initial-controllers`
+//! (krabka-format's code, or Kafka 4.3.1's own storage tool), every node
+//! finding the quorum through `controller.quorum.bootstrap.servers`, and
+//! controllers added and removed with Apache Kafka 4.3.1's
+//! `kafka-metadata-quorum add-controller` / `remove-controller`
+//! (AddRaftVoter, RemoveRaftVoter). Real processes on loopback: krabka
+//! nodes, and Kafka 4.3.1 controllers in the interop tests. A voter set
+//! grown to three survives the SIGKILL of its leader; a removed leader
+//! hands over and goes on as an observer; a krabka controller joins a
+//! Kafka quorum and a Kafka controller a krabka one, and every node's
+//! metadata log ends up the same bytes.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use krabka_format::dynamic_quorum::QuorumFlags;
+use krabka_protocol::{DescribeQuorumResponse, ErrorCode};
+use support::cluster::{create_topic, describe_quorum, metadata_log, ELECTION_PATIENCE};
+use support::{free_port, kafka_cli, wait_for, BrokerProcess, KafkaNode, TEST_CLUSTER_ID};
+
+fn standalone() -> QuorumFlags {
+    QuorumFlags { standalone: true, ..Default::default() }
+}
+
+fn joining() -> QuorumFlags {
+    QuorumFlags { no_initial_controllers: true, ..Default::default() }
+}
+
+/// The leader and voters DescribeQuorum at `address` reports, when it
+/// answers without an error (it leads, or forwards to the leader).
+fn quorum(address: &str) -> Option<(i32, BTreeSet<i32>, BTreeSet<i32>)> {
+    // A node still starting (or killed) is not listening yet.
+    std::net::TcpStream::connect(address).ok()?;
+    let answer: DescribeQuorumResponse = describe_quorum(address);
+    let partition = answer.topics.first()?.partitions.first()?;
+    (partition.error_code == ErrorCode::NONE.code()).then(|| {
+        let ids = |replicas: &[krabka_protocol::describe_quorum_response::ReplicaState]| {
+            replicas.iter().map(|r| r.replica_id).collect::<BTreeSet<i32>>()
+        };
+        (partition.leader_id, ids(&partition.current_voters), ids(&partition.observers))
+    })
+}
+
+/// Waits until the leader reached at one of `addresses` reports exactly
+/// `voters`; its id.
+fn wait_for_voters(addresses: &[String], voters: &[i32]) -> i32 {
+    let wanted: BTreeSet<i32> = voters.iter().copied().collect();
+    let mut leader = -1;
+    wait_for(&format!("the voters {voters:?}"), ELECTION_PATIENCE, || {
+        addresses.iter().filter_map(|a| quorum(a)).any(|(id, found, _)| {
+            leader = id;
+            found == wanted && voters.contains(&id)
+        })
+    });
+    leader
+}
+
+/// `kafka-metadata-quorum --bootstrap-controller <at> add-controller`, for
+/// the controller whose config is `config`: what it printed.
+fn add_controller(at: &str, config: &Path) -> String {
+    let config = config.to_str().unwrap();
+    let (ok, out) = kafka_cli(
+        "kafka-metadata-quorum",
+        &["--bootstrap-controller", at, "--command-config", config, "add-controller"],
+    );
+    assert!(ok, "add-controller failed: {out}");
+    out
+}
+
+fn remove_controller(at: &str, id: i32, directory_id: &str) -> String {
+    let id = id.to_string();
+    let args = ["--bootstrap-controller", at, "remove-controller", "--controller-id", &id];
+    let (ok, out) =
+        kafka_cli("kafka-metadata-quorum", &[&args[..], &["--controller-directory-id", directory_id]].concat());
+    assert!(ok, "remove-controller failed: {out}");
+    out
+}
+
+/// Waits until every file of `logs` holds the same bytes (the quorum is
+/// quiet: nothing is being written).
+fn wait_for_identical_logs(what: &str, logs: &[&dyn Fn() -> Vec<u8>]) {
+    wait_for(what, ELECTION_PATIENCE, || {
+        let first = logs[0]();
+        !first.is_empty() && logs[1..].iter().all(|log| log() == first)
+    });
+}
+
+#[test]
+fn controllers_join_and_leave_a_krabka_quorum_through_kafkas_tool() {
+    let _serial = serial();
+    let ports = [free_port(), free_port(), free_port()];
+    let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
+    let mut first = BrokerProcess::start_dynamic(1, "broker,controller", ports[0], &bootstrap, &standalone(), &[]);
+    let second = BrokerProcess::start_dynamic(2, "controller", ports[1], &bootstrap, &joining(), &[]);
+    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &[]);
+    let addresses: Vec<String> = [&first, &second, &third].iter().map(|n| n.controller_address()).collect();
+    assert_eq!(wait_for_voters(&addresses, &[1]), 1);
+    // The joining controllers found the leader through the bootstrap
+    // servers and follow it as observers until they are added.
+    wait_for("the joining controllers to observe", ELECTION_PATIENCE, || {
+        quorum(&addresses[0]).is_some_and(|(_, _, observers)| observers.is_superset(&BTreeSet::from([2, 3])))
+    });
+    for (id, node) in [(2, &second), (3, &third)] {
+        let out = add_controller(&addresses[0], &node.dir.path().join("server.properties"));
+        assert!(out.contains(&format!("Added controller {id}")), "{out}");
+    }
+    assert_eq!(wait_for_voters(&addresses, &[1, 2, 3]), 1);
+    assert_eq!(create_topic(&first, "before"), 0);
+
+    // Three voters survive their leader's SIGKILL; it comes back a follower.
+    first.kill9();
+    let leader = wait_for_voters(&addresses[1..], &[1, 2, 3]);
+    assert!(leader == 2 || leader == 3, "node {leader} leads");
+    first.restart();
+    assert_eq!(create_topic(&first, "after"), 0, "forwarded to the new active controller");
+
+    // Node 1 leaves the voters and goes on as a broker observing them.
+    let directory_id = first.directory_id().to_string();
+    let out = remove_controller(&addresses[leader as usize - 1], 1, &directory_id);
+    assert!(out.contains("Removed"), "{out}");
+    wait_for_voters(&addresses[1..], &[2, 3]);
+    assert_eq!(create_topic(&first, "third"), 0);
+    wait_for("node 1 to observe", ELECTION_PATIENCE, || {
+        quorum(&addresses[leader as usize - 1]).is_some_and(|(_, _, observers)| observers.contains(&1))
+    });
+    let nodes = [&first, &second, &third];
+    let logs: Vec<Box<dyn Fn() -> Vec<u8>>> =
+        nodes.iter().map(|n| Box::new(move || metadata_log(n)) as Box<dyn Fn() -> Vec<u8>>).collect();
+    let logs: Vec<&dyn Fn() -> Vec<u8>> = logs.iter().map(|l| l.as_ref()).collect();
+    wait_for_identical_logs("every node's metadata log to agree", &logs);
+}
+
+/// A Kafka controller's metadata segment.
+fn kafka_segment(dir: &Path) -> PathBuf {
+    dir.join("logs/__cluster_metadata-0/00000000000000000000.log")
+}
+
+#[test]
+fn krabka_controllers_join_a_kafka_quorum_and_take_it_over() {
+    let _serial = serial();
+    let ports = [free_port(), free_port(), free_port()];
+    let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
+    let kafka_dir = tempfile::tempdir().unwrap();
+    let kafka =
+        KafkaNode::start_dynamic_controller(kafka_dir.path(), 1, ports[0], &bootstrap, TEST_CLUSTER_ID, "--standalone");
+    let kafka_address = format!("127.0.0.1:{}", ports[0]);
+    wait_for_voters(std::slice::from_ref(&kafka_address), &[1]);
+    let second = BrokerProcess::start_dynamic(2, "controller", ports[1], &bootstrap, &joining(), &[]);
+    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &[]);
+    // Kafka's leader probes each krabka node's ApiVersions for its
+    // kraft.version range and checks it caught up before adding it.
+    for (id, node) in [(2, &second), (3, &third)] {
+        let out = add_controller(&kafka_address, &node.dir.path().join("server.properties"));
+        assert!(out.contains(&format!("Added controller {id}")), "{out}");
+    }
+    let addresses = [kafka_address.clone(), second.controller_address(), third.controller_address()];
+    assert_eq!(wait_for_voters(&addresses, &[1, 2, 3]), 1);
+    // Kafka's leader killed: the krabka voters elect one of themselves.
+    drop(kafka);
+    let leader = wait_for_voters(&addresses[1..], &[1, 2, 3]);
+    assert!(leader == 2 || leader == 3, "node {leader} leads");
+    // Back, Kafka follows the krabka leader, and all three logs agree.
+    let _kafka =
+        KafkaNode::start_dynamic_controller(kafka_dir.path(), 1, ports[0], &bootstrap, TEST_CLUSTER_ID, "--standalone");
+    let segment = kafka_segment(kafka_dir.path());
+    let kafka_log = move || std::fs::read(&segment).unwrap_or_default();
+    let (second_log, third_log) = (|| metadata_log(&second), || metadata_log(&third));
+    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&kafka_log, &second_log, &third_log]);
+    assert_no_kafka_errors(kafka_dir.path());
+}
+
+#[test]
+fn a_kafka_controller_joins_a_krabka_quorum() {
+    let _serial = serial();
+    let ports = [free_port(), free_port()];
+    let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
+    let first = BrokerProcess::start_dynamic(1, "broker,controller", ports[0], &bootstrap, &standalone(), &[]);
+    let kafka_dir = tempfile::tempdir().unwrap();
+    let _kafka = KafkaNode::start_dynamic_controller(
+        kafka_dir.path(),
+        2,
+        ports[1],
+        &bootstrap,
+        TEST_CLUSTER_ID,
+        "--no-initial-controllers",
+    );
+    // Kafka's controller finds krabka's leader through the bootstrap
+    // servers, fetches as an observer, and krabka's leader adds it after
+    // probing its kraft.version range.
+    let krabka_address = first.controller_address();
+    wait_for("Kafka's controller to observe", ELECTION_PATIENCE, || {
+        quorum(&krabka_address).is_some_and(|(_, _, observers)| observers.contains(&2))
+    });
+    let out = add_controller(&krabka_address, &kafka_dir.path().join("server.properties"));
+    assert!(out.contains("Added controller 2"), "{out}");
+    assert_eq!(wait_for_voters(std::slice::from_ref(&krabka_address), &[1, 2]), 1);
+    assert_eq!(create_topic(&first, "with-kafka"), 0, "committed by both voters");
+    let segment = kafka_segment(kafka_dir.path());
+    let kafka_log = move || std::fs::read(&segment).unwrap_or_default();
+    let krabka_log = || metadata_log(&first);
+    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&krabka_log, &kafka_log]);
+    assert_no_kafka_errors(kafka_dir.path());
+}
+
+/// No Kafka node logged an error (Kafka's own logs of refused requests
+/// would show a wire difference).
+fn assert_no_kafka_errors(dir: &Path) {
+    let log = std::fs::read_to_string(dir.join("kafka.log")).unwrap_or_default();
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR")).collect();
+    assert!(errors.is_empty(), "Kafka logged errors:\n{}", errors.join("\n"));
+}
+
+/// The tests start several JVMs and nodes each: one at a time on this
+/// two-core machine, so elections are not starved.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
