@@ -4,7 +4,8 @@
 //! finding the quorum through `controller.quorum.bootstrap.servers`, and
 //! controllers added and removed with Apache Kafka 4.3.1's
 //! `kafka-metadata-quorum add-controller` / `remove-controller`
-//! (AddRaftVoter, RemoveRaftVoter). Real processes on loopback: krabka
+//! (AddRaftVoter, RemoveRaftVoter), or joining by themselves
+//! (`controller.quorum.auto.join.enable`). Real processes on loopback: krabka
 //! nodes, and Kafka 4.3.1 controllers in the interop tests. A voter set
 //! grown to three survives the SIGKILL of its leader; a removed leader
 //! hands over and goes on as an observer; a krabka controller joins a
@@ -96,18 +97,19 @@ fn controllers_join_and_leave_a_krabka_quorum_through_kafkas_tool() {
     let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
     let mut first = BrokerProcess::start_dynamic(1, "broker,controller", ports[0], &bootstrap, &standalone(), &[]);
     let second = BrokerProcess::start_dynamic(2, "controller", ports[1], &bootstrap, &joining(), &[]);
-    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &[]);
+    // Node 3 joins by itself (`controller.quorum.auto.join.enable`).
+    let auto_join = ["controller.quorum.auto.join.enable=true"];
+    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &auto_join);
     let addresses: Vec<String> = [&first, &second, &third].iter().map(|n| n.controller_address()).collect();
     assert_eq!(wait_for_voters(&addresses, &[1]), 1);
-    // The joining controllers found the leader through the bootstrap
-    // servers and follow it as observers until they are added.
-    wait_for("the joining controllers to observe", ELECTION_PATIENCE, || {
-        quorum(&addresses[0]).is_some_and(|(_, _, observers)| observers.is_superset(&BTreeSet::from([2, 3])))
+    // Node 3 adds itself; node 2 found the leader through the bootstrap
+    // servers and follows it as an observer until Kafka's tool adds it.
+    assert_eq!(wait_for_voters(&addresses, &[1, 3]), 1);
+    wait_for("node 2 to observe", ELECTION_PATIENCE, || {
+        quorum(&addresses[0]).is_some_and(|(_, _, observers)| observers.contains(&2))
     });
-    for (id, node) in [(2, &second), (3, &third)] {
-        let out = add_controller(&addresses[0], &node.dir.path().join("server.properties"));
-        assert!(out.contains(&format!("Added controller {id}")), "{out}");
-    }
+    let out = add_controller(&addresses[0], &second.dir.path().join("server.properties"));
+    assert!(out.contains("Added controller 2"), "{out}");
     assert_eq!(wait_for_voters(&addresses, &[1, 2, 3]), 1);
     assert_eq!(create_topic(&first, "before"), 0);
 
@@ -145,18 +147,25 @@ fn krabka_controllers_join_a_kafka_quorum_and_take_it_over() {
     let ports = [free_port(), free_port(), free_port()];
     let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
     let kafka_dir = tempfile::tempdir().unwrap();
-    let kafka =
-        KafkaNode::start_dynamic_controller(kafka_dir.path(), 1, ports[0], &bootstrap, TEST_CLUSTER_ID, "--standalone");
+    let kafka = KafkaNode::start_dynamic_controller(
+        kafka_dir.path(),
+        (1, ports[0]),
+        &bootstrap,
+        TEST_CLUSTER_ID,
+        "--standalone",
+        "",
+    );
     let kafka_address = format!("127.0.0.1:{}", ports[0]);
     wait_for_voters(std::slice::from_ref(&kafka_address), &[1]);
     let second = BrokerProcess::start_dynamic(2, "controller", ports[1], &bootstrap, &joining(), &[]);
-    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &[]);
     // Kafka's leader probes each krabka node's ApiVersions for its
-    // kraft.version range and checks it caught up before adding it.
-    for (id, node) in [(2, &second), (3, &third)] {
-        let out = add_controller(&kafka_address, &node.dir.path().join("server.properties"));
-        assert!(out.contains(&format!("Added controller {id}")), "{out}");
-    }
+    // kraft.version range and checks it caught up before adding it: node
+    // 2 through Kafka's tool, node 3 asking by itself (AddRaftVoter v1,
+    // `controller.quorum.auto.join.enable`).
+    let out = add_controller(&kafka_address, &second.dir.path().join("server.properties"));
+    assert!(out.contains("Added controller 2"), "{out}");
+    let auto_join = ["controller.quorum.auto.join.enable=true"];
+    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &auto_join);
     let addresses = [kafka_address.clone(), second.controller_address(), third.controller_address()];
     assert_eq!(wait_for_voters(&addresses, &[1, 2, 3]), 1);
     // Kafka's leader killed: the krabka voters elect one of themselves.
@@ -164,12 +173,43 @@ fn krabka_controllers_join_a_kafka_quorum_and_take_it_over() {
     let leader = wait_for_voters(&addresses[1..], &[1, 2, 3]);
     assert!(leader == 2 || leader == 3, "node {leader} leads");
     // Back, Kafka follows the krabka leader, and all three logs agree.
-    let _kafka =
-        KafkaNode::start_dynamic_controller(kafka_dir.path(), 1, ports[0], &bootstrap, TEST_CLUSTER_ID, "--standalone");
+    let _kafka = KafkaNode::start_dynamic_controller(
+        kafka_dir.path(),
+        (1, ports[0]),
+        &bootstrap,
+        TEST_CLUSTER_ID,
+        "--standalone",
+        "",
+    );
     let segment = kafka_segment(kafka_dir.path());
     let kafka_log = move || std::fs::read(&segment).unwrap_or_default();
     let (second_log, third_log) = (|| metadata_log(&second), || metadata_log(&third));
     wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&kafka_log, &second_log, &third_log]);
+    assert_no_kafka_errors(kafka_dir.path());
+}
+
+#[test]
+fn a_kafka_controller_joins_a_krabka_quorum_by_itself() {
+    let _serial = serial();
+    let ports = [free_port(), free_port()];
+    let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
+    let first = BrokerProcess::start_dynamic(1, "broker,controller", ports[0], &bootstrap, &standalone(), &[]);
+    let kafka_dir = tempfile::tempdir().unwrap();
+    // Kafka's controller sends krabka's leader AddRaftVoter v1 with
+    // AckWhenCommitted false, its own key and listeners.
+    let auto_join = "controller.quorum.auto.join.enable=true\n";
+    let flag = "--no-initial-controllers";
+    let _kafka = KafkaNode::start_dynamic_controller(
+        kafka_dir.path(),
+        (2, ports[1]),
+        &bootstrap,
+        TEST_CLUSTER_ID,
+        flag,
+        auto_join,
+    );
+    let krabka_address = first.controller_address();
+    assert_eq!(wait_for_voters(std::slice::from_ref(&krabka_address), &[1, 2]), 1);
+    assert_eq!(create_topic(&first, "with-kafka"), 0, "committed by both voters");
     assert_no_kafka_errors(kafka_dir.path());
 }
 
@@ -182,11 +222,11 @@ fn a_kafka_controller_joins_a_krabka_quorum() {
     let kafka_dir = tempfile::tempdir().unwrap();
     let _kafka = KafkaNode::start_dynamic_controller(
         kafka_dir.path(),
-        2,
-        ports[1],
+        (2, ports[1]),
         &bootstrap,
         TEST_CLUSTER_ID,
         "--no-initial-controllers",
+        "",
     );
     // Kafka's controller finds krabka's leader through the bootstrap
     // servers, fetches as an observer, and krabka's leader adds it after

@@ -35,12 +35,28 @@ pub(crate) struct PendingChange {
     deadline: i64,
     /// The offset of the KRaftVoters record appended for it.
     offset: Option<i64>,
+    /// AddRaftVoter v1's `AckWhenCommitted` false: answered once the
+    /// record is appended (the next change still waits for it to commit).
+    ack_on_append: bool,
 }
 
 impl<L: ReplicatedLog> RaftNode<L> {
     /// AddRaftVoter: adds `voter` (its id, directory id and listeners) once
-    /// it answers the probe this asks for ([`Action::ProbeVoter`]).
+    /// it answers the probe this asks for ([`Action::ProbeVoter`]), and
+    /// answers once the change is committed.
     pub fn add_voter(&mut self, now_ms: i64, request: u64, voter: VoterNode) -> Vec<Action> {
+        self.add_voter_acked(now_ms, request, voter, true)
+    }
+
+    /// AddRaftVoter with its `AckWhenCommitted` (v1; false: answered once
+    /// the record is appended, as a controller joining by itself asks).
+    pub fn add_voter_acked(
+        &mut self,
+        now_ms: i64,
+        request: u64,
+        voter: VoterNode,
+        ack_when_committed: bool,
+    ) -> Vec<Action> {
         let refused = self.change_refused(now_ms).or_else(|| {
             if self.voters.latest().contains(voter.id) {
                 Some(VoterChangeError::DuplicateVoter)
@@ -55,7 +71,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
             None => {
                 let deadline = now_ms + self.config.request_timeout_ms;
                 let adding = Some(voter.clone());
-                self.pending_change = Some(PendingChange { request, adding, deadline, offset: None });
+                let ack_on_append = !ack_when_committed;
+                self.pending_change = Some(PendingChange { request, adding, deadline, offset: None, ack_on_append });
                 self.actions.push(Action::ProbeVoter { request, voter });
             }
         }
@@ -90,6 +107,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 if let Some(change) = self.pending_change.as_mut() {
                     change.offset = Some(offset);
                 }
+                if self.pending_change.as_ref().is_some_and(|c| c.ack_on_append) {
+                    self.end_voter_change(VoterChangeError::None);
+                }
                 self.leader_appended(now_ms)?;
             }
             Err(error) => self.end_voter_change(error),
@@ -113,7 +133,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
             Ok(set) => {
                 let offset = self.append_voters(&set, now_ms)?;
                 let deadline = now_ms + self.config.request_timeout_ms;
-                self.pending_change = Some(PendingChange { request, adding: None, deadline, offset: Some(offset) });
+                let offset = Some(offset);
+                self.pending_change =
+                    Some(PendingChange { request, adding: None, deadline, offset, ack_on_append: false });
                 self.leader_appended(now_ms)?;
             }
             Err(error) => self.actions.push(Action::VoterChangeDone { request, error }),
@@ -235,6 +257,25 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return false;
         }
         self.send(leader, Message::UpdateVoterRequest { epoch: self.epoch, voter: local });
+        true
+    }
+
+    /// `controller.quorum.auto.join.enable`: an observer that is a
+    /// controller (it has listeners) and whose id is not a voter asks its
+    /// leader to add it, every three fetch timeouts until it is; true when
+    /// it sent. (Kafka also first removes a voter of its id with another
+    /// directory id, a replaced disk; krabka does not yet.)
+    pub(crate) fn maybe_auto_join(&mut self, now_ms: i64) -> bool {
+        let Role::Follower { leader, .. } = self.role else { return false };
+        let membership = &self.config.membership;
+        if !membership.auto_join || membership.listeners.is_empty() || now_ms < self.update_voter_at {
+            return false;
+        }
+        self.update_voter_at = now_ms + 3 * self.config.fetch_timeout_ms;
+        if self.voters.kraft_version() < 1 || self.voters.latest().contains(self.config.node_id) {
+            return false;
+        }
+        self.send(leader, Message::AddVoterRequest { voter: self.local_voter() });
         true
     }
 

@@ -88,6 +88,15 @@ pub enum Message {
         error: VoterChangeError,
         leader_id: Option<i32>,
     },
+    /// `controller.quorum.auto.join.enable`: an observer that is a
+    /// controller asks its leader to add it (AddRaftVoter with
+    /// `AckWhenCommitted` false, as Kafka's controller sends it).
+    AddVoterRequest {
+        voter: VoterNode,
+    },
+    AddVoterResponse {
+        error: VoterChangeError,
+    },
 }
 
 /// How a voter change (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter)

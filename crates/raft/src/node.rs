@@ -79,11 +79,14 @@ pub struct Membership {
     pub directory_id: Uuid,
     pub listeners: Vec<Listener>,
     pub bootstrap: Vec<i32>,
+    /// `controller.quorum.auto.join.enable`: a controller not among the
+    /// voters asks its leader to add it.
+    pub auto_join: bool,
 }
 
 impl Default for Membership {
     fn default() -> Self {
-        Membership { directory_id: Uuid::ZERO, listeners: Vec::new(), bootstrap: Vec::new() }
+        Membership { directory_id: Uuid::ZERO, listeners: Vec::new(), bootstrap: Vec::new(), auto_join: false }
     }
 }
 
@@ -451,6 +454,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     self.observe(now_ms, epoch, leader_id)?;
                 }
             }
+            // A leader takes AddRaftVoter from its driver (`add_voter`), not
+            // as a message; the answer to this node's own changes nothing
+            // (it sees itself added in the log).
+            Message::AddVoterRequest { .. } | Message::AddVoterResponse { .. } => {}
         }
         debug_assert!(self.epoch >= epoch_before, "the epoch went back");
         Ok(self.finish())
@@ -494,6 +501,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     self.fetch_timed_out(now_ms)?;
                 } else if is_voter && self.maybe_send_update_voter(now_ms) {
                     // Kafka's follower sends UpdateRaftVoter in place of a fetch.
+                } else if !is_voter && self.maybe_auto_join(now_ms) {
+                    // As Kafka's observer, AddRaftVoter in place of a fetch.
                 } else if last_sent.is_none_or(|sent| now_ms - sent >= resend_after) {
                     self.send_fetch(now_ms);
                 }

@@ -213,6 +213,7 @@ enum Kind {
     Fetch,
     FetchSnapshot,
     UpdateRaftVoter,
+    AddRaftVoter,
 }
 
 /// The RPC `message` is part of, and whether it is the response.
@@ -230,6 +231,8 @@ fn kind(message: &Message) -> (Kind, bool) {
         Message::FetchSnapshotResponse(_) => (Kind::FetchSnapshot, true),
         Message::UpdateVoterRequest { .. } => (Kind::UpdateRaftVoter, false),
         Message::UpdateVoterResponse { .. } => (Kind::UpdateRaftVoter, true),
+        Message::AddVoterRequest { .. } => (Kind::AddRaftVoter, false),
+        Message::AddVoterResponse { .. } => (Kind::AddRaftVoter, true),
     }
 }
 
@@ -408,10 +411,12 @@ impl Driver {
         };
         self.next_change += 1;
         let id = self.next_change;
-        let is_add = matches!(change, VoterChange::Add(_));
+        let is_add = matches!(change, VoterChange::Add(..));
         self.voter_changes.insert(id, (is_add, reply));
         let actions = match change {
-            VoterChange::Add(voter) => self.node.add_voter(now, id, voter),
+            VoterChange::Add(voter, ack_when_committed) => {
+                self.node.add_voter_acked(now, id, voter, ack_when_committed)
+            }
             VoterChange::Remove { id: voter, directory_id } => self.node.remove_voter(now, id, voter, directory_id)?,
         };
         self.perform(actions)

@@ -139,6 +139,7 @@ impl Session {
             ApiKey::Fetch,
             ApiKey::FetchSnapshot,
             ApiKey::UpdateRaftVoter,
+            ApiKey::AddRaftVoter,
         ];
         for key in raft_apis {
             let ours = key.info();
@@ -162,6 +163,7 @@ impl Session {
             Message::EndQuorumEpoch { .. } => ApiKey::EndQuorumEpoch,
             Message::FetchSnapshotRequest { .. } => ApiKey::FetchSnapshot,
             Message::UpdateVoterRequest { .. } => ApiKey::UpdateRaftVoter,
+            Message::AddVoterRequest { .. } => ApiKey::AddRaftVoter,
             _ => ApiKey::Fetch,
         };
         let Some(&version) = self.versions.get(&key) else {

@@ -536,19 +536,20 @@ impl KafkaNode {
 
     /// A controller (node `id`, listening on `port`) of a dynamic (KIP-853)
     /// quorum found through `bootstrap`, formatted by Kafka's storage tool
-    /// with `format_flag` (`--standalone` or `--no-initial-controllers`).
+    /// with `format_flag` (`--standalone` or `--no-initial-controllers`);
+    /// `extra` adds config lines.
     pub fn start_dynamic_controller(
         dir: &Path,
-        id: i32,
-        port: u16,
+        (id, port): (i32, u16),
         bootstrap: &str,
         cluster_id: &str,
         format_flag: &str,
+        extra: &str,
     ) -> Self {
         let config = format!(
             "process.roles=controller\nnode.id={id}\ncontroller.quorum.bootstrap.servers={bootstrap}\n\
              listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=CONTROLLER:PLAINTEXT\nlog.dirs={}\n",
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT\nlog.dirs={}\n{extra}",
             dir.join("logs").display()
         );
         Self::start_formatted_with(dir, &config, cluster_id, &[format_flag])

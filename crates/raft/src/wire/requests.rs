@@ -33,7 +33,11 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         Message::UpdateVoterRequest { epoch, voter } => {
             RequestBody::UpdateRaftVoter(Box::new(super::voters::update_voter_request(context, *epoch, voter)))
         }
+        Message::AddVoterRequest { voter } => {
+            RequestBody::AddRaftVoter(Box::new(super::voters::auto_join_request(context, voter)))
+        }
         Message::VoteResponse { .. }
+        | Message::AddVoterResponse { .. }
         | Message::UpdateVoterResponse { .. }
         | Message::BeginQuorumEpochResponse { .. }
         | Message::EndQuorumEpochResponse { .. }

@@ -96,7 +96,10 @@ pub fn response(context: &WireContext, message: &Message, version: i16) -> Optio
         &Message::UpdateVoterResponse { epoch, error, leader_id } => ResponseBody::UpdateRaftVoter(Box::new(
             super::voters::update_voter_response(context, epoch, error, leader_id),
         )),
+        // The leader answers AddRaftVoter from its driver, not as a message.
+        Message::AddVoterResponse { .. } => return None,
         Message::VoteRequest { .. }
+        | Message::AddVoterRequest { .. }
         | Message::UpdateVoterRequest { .. }
         | Message::BeginQuorumEpoch { .. }
         | Message::EndQuorumEpoch { .. }
@@ -351,6 +354,10 @@ pub fn accept_response(sent: &Message, response: ResponseBody) -> Result<Message
             accept_fetch(*answer, fetch_offset, last_fetched_epoch)
         }
         (Message::FetchSnapshotRequest { .. }, ResponseBody::FetchSnapshot(answer)) => accept_fetch_snapshot(*answer),
+        (Message::AddVoterRequest { .. }, ResponseBody::AddRaftVoter(answer)) => {
+            let error = super::voters::voter_change_error(answer.error_code);
+            error.map(|error| Message::AddVoterResponse { error }).ok_or(Dropped::Error(ErrorCode(answer.error_code)))
+        }
         (Message::UpdateVoterRequest { .. }, ResponseBody::UpdateRaftVoter(answer)) => {
             super::voters::accept_update_voter_response(&answer).ok_or(Dropped::Error(ErrorCode(answer.error_code)))
         }

@@ -68,6 +68,26 @@ pub(super) fn update_voter_request(context: &WireContext, epoch: i32, voter: &Vo
     }
 }
 
+/// AddRaftVoter as a controller joining by itself sends it (Kafka's
+/// `controller.quorum.auto.join.enable`): its own key and listeners,
+/// answered once appended.
+pub(super) fn auto_join_request(context: &WireContext, voter: &VoterNode) -> krabka_protocol::AddRaftVoterRequest {
+    use krabka_protocol::generated::add_raft_voter_request as add;
+    krabka_protocol::AddRaftVoterRequest {
+        cluster_id: Some(context.cluster_id.clone()),
+        timeout_ms: 30_000,
+        voter_id: voter.id,
+        voter_directory_id: voter.directory_id,
+        listeners: voter
+            .listeners
+            .iter()
+            .map(|l| add::Listener { name: l.name.clone(), host: l.host.clone(), port: l.port, ..Default::default() })
+            .collect(),
+        ack_when_committed: false,
+        ..Default::default()
+    }
+}
+
 /// An UpdateRaftVoter that arrived, checked as Kafka's leader checks it
 /// before its handler: a directory id, a valid version range.
 pub(super) fn check_update_voter(request: &UpdateRaftVoterRequest) -> Result<(i32, Message), ErrorCode> {
@@ -128,8 +148,9 @@ pub(super) fn update_voter_refused(code: ErrorCode) -> ResponseBody {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VoterChange {
     /// The new voter's id, directory id and listeners (its version range
-    /// is learned from its ApiVersions).
-    Add(VoterNode),
+    /// is learned from its ApiVersions), and whether to answer only once
+    /// the change is committed (v1's `AckWhenCommitted`; v0: true).
+    Add(VoterNode, bool),
     Remove {
         id: i32,
         directory_id: Uuid,
@@ -160,16 +181,19 @@ pub fn accept_voter_change(
         return Some(refuse(ErrorCode::INVALID_REQUEST));
     }
     Some(Ok(match request {
-        RequestBody::AddRaftVoter(add) => VoterChange::Add(VoterNode {
-            id,
-            directory_id,
-            listeners: add
-                .listeners
-                .iter()
-                .map(|l| Listener { name: l.name.clone(), host: l.host.clone(), port: l.port })
-                .collect(),
-            kraft_versions: (0, 0),
-        }),
+        RequestBody::AddRaftVoter(add) => {
+            let voter = VoterNode {
+                id,
+                directory_id,
+                listeners: add
+                    .listeners
+                    .iter()
+                    .map(|l| Listener { name: l.name.clone(), host: l.host.clone(), port: l.port })
+                    .collect(),
+                kraft_versions: (0, 0),
+            };
+            VoterChange::Add(voter, add.ack_when_committed)
+        }
         _ => VoterChange::Remove { id, directory_id },
     }))
 }
