@@ -21,24 +21,10 @@ use krabka_protocol::records::ControlType;
 use crate::batch;
 use crate::message::{Action, Message, VoterChangeError};
 use crate::node::{RaftNode, Role};
-use crate::voters::{VoterNode, VoterSet};
+use crate::voters::{PendingChange, VoterNode, VoterSet};
 
 /// An added voter must have fetched within this long (Kafka's hour).
 const CAUGHT_UP_WITHIN_MS: i64 = 60 * 60 * 1000;
-
-/// The voter change the leader works on.
-#[derive(Clone, Debug)]
-pub(crate) struct PendingChange {
-    request: u64,
-    /// The voter being added, while the leader waits for its probe.
-    adding: Option<VoterNode>,
-    deadline: i64,
-    /// The offset of the KRaftVoters record appended for it.
-    offset: Option<i64>,
-    /// AddRaftVoter v1's `AckWhenCommitted` false: answered once the
-    /// record is appended (the next change still waits for it to commit).
-    ack_on_append: bool,
-}
 
 impl<L: ReplicatedLog> RaftNode<L> {
     /// AddRaftVoter: adds `voter` (its id, directory id and listeners) once

@@ -31,11 +31,11 @@ use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 
 use krabka_protocol::Uuid;
 
-use crate::membership::PendingChange;
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
-use crate::snapshot::SNAPSHOT_HEAD_BYTES;
-use crate::voters::{Listener, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX};
+use crate::voters::{
+    Listener, PendingChange, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX, SNAPSHOT_HEAD_BYTES,
+};
 
 /// Timers, in milliseconds, and the seed of the election jitter.
 #[derive(Clone, Debug)]

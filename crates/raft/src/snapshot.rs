@@ -21,9 +21,7 @@ use krabka_log::{LogError, ReplicatedLog, SnapshotId};
 
 use crate::message::{Action, FetchSnapshotResponse, Message, RaftError};
 use crate::node::{Download, RaftNode, Role};
-
-/// How much of a snapshot's start is read for its control records.
-pub(crate) const SNAPSHOT_HEAD_BYTES: u32 = 1 << 20;
+use crate::voters::SNAPSHOT_HEAD_BYTES;
 
 /// When a node's state is due for a snapshot: after
 /// `metadata.log.max.record.bytes.between.snapshots` committed bytes, or

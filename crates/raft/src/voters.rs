@@ -24,6 +24,24 @@ use krabka_protocol::{KRaftVersionRecord, Message as _, Uuid, VotersRecord};
 /// The highest `kraft.version` this implementation supports (KIP-853's).
 pub const KRAFT_VERSION_MAX: i16 = 1;
 
+/// How much of a snapshot's start is read for its control records (the
+/// voter set is in its first batch).
+pub(crate) const SNAPSHOT_HEAD_BYTES: u32 = 1 << 20;
+
+/// The voter change a leader works on (`membership`'s; the node holds it).
+#[derive(Clone, Debug)]
+pub(crate) struct PendingChange {
+    pub(crate) request: u64,
+    /// The voter being added, while the leader waits for its probe.
+    pub(crate) adding: Option<VoterNode>,
+    pub(crate) deadline: i64,
+    /// The offset of the KRaftVoters record appended for it.
+    pub(crate) offset: Option<i64>,
+    /// AddRaftVoter v1's `AckWhenCommitted` false: answered once the
+    /// record is appended (the next change still waits for it to commit).
+    pub(crate) ack_on_append: bool,
+}
+
 /// One listener a voter can be reached on.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Listener {
