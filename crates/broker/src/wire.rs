@@ -52,6 +52,23 @@ pub fn served_range(key: ApiKey) -> (ApiKey, i16, i16) {
     (key, info.min_version, max)
 }
 
+/// The feature ranges this node supports, as an ApiVersions response at
+/// `version` lists them (v3 and later carry them). Below v4 a range
+/// starting at 0 is left out, as Kafka leaves it out (KAFKA-17492): older
+/// clients cannot read one.
+pub fn supported_feature_keys(version: i16) -> Vec<krabka_protocol::api_versions_response::SupportedFeatureKey> {
+    krabka_metadata::features::SUPPORTED_FEATURES
+        .iter()
+        .filter(|f| version >= 4 || f.min > 0)
+        .map(|f| krabka_protocol::api_versions_response::SupportedFeatureKey {
+            name: f.name.into(),
+            min_version: f.min,
+            max_version: f.max,
+            ..Default::default()
+        })
+        .collect()
+}
+
 /// An ApiVersions response listing `apis` (key, min, max): the broker's, or
 /// another listener's (the controller listener serves raft's).
 pub fn api_versions_response(apis: &[(ApiKey, i16, i16)], error_code: i16) -> ApiVersionsResponse {

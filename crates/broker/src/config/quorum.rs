@@ -21,6 +21,9 @@ pub struct QuorumConfig {
     /// `controller.quorum.bootstrap.servers` (KIP-853): where a node of a
     /// dynamic quorum asks for the leader; its voters are in the log.
     pub bootstrap_servers: Vec<VoterAddress>,
+    /// `controller.quorum.auto.join.enable`: a controller not among the
+    /// voters asks the leader to add it.
+    pub auto_join: bool,
     /// `controller.quorum.election.timeout.ms`.
     pub election_timeout_ms: i64,
     /// `controller.quorum.fetch.timeout.ms`.
@@ -59,6 +62,7 @@ impl QuorumConfig {
         Ok(QuorumConfig {
             voters,
             bootstrap_servers,
+            auto_join: values.boolean("controller.quorum.auto.join.enable"),
             election_timeout_ms: int("controller.quorum.election.timeout.ms"),
             fetch_timeout_ms: int("controller.quorum.fetch.timeout.ms"),
             election_backoff_max_ms: int("controller.quorum.election.backoff.max.ms"),

@@ -1,11 +1,10 @@
 //! ApiVersions: the APIs and version ranges this broker serves.
 
-use krabka_metadata::features::SUPPORTED_FEATURES;
 use krabka_metadata::MetadataImage;
-use krabka_protocol::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
+use krabka_protocol::api_versions_response::FinalizedFeatureKey;
 use krabka_protocol::{ApiKey, ApiVersionsResponse};
 
-use crate::wire::{api_versions_response, served_range};
+use crate::wire::{api_versions_response, served_range, supported_feature_keys};
 
 pub fn response(error_code: i16) -> ApiVersionsResponse {
     api_versions_response(&supported_apis(), error_code)
@@ -13,21 +12,11 @@ pub fn response(error_code: i16) -> ApiVersionsResponse {
 
 /// The answer with the features too (v3 and later carry them, which
 /// Kafka's admin client reads as DescribeFeatures): the ranges this
-/// broker supports, and the levels finalized in `image`, at the offset
-/// the image has read to. Below v4 a range starting at 0 is left out, as
-/// Kafka leaves it out (KAFKA-17492): older clients cannot read one.
+/// broker supports (`supported_feature_keys`), and the levels finalized in
+/// `image`, at the offset the image has read to.
 pub fn response_with_features(image: &MetadataImage, version: i16) -> ApiVersionsResponse {
     let mut response = response(0);
-    response.supported_features = SUPPORTED_FEATURES
-        .iter()
-        .filter(|f| version >= 4 || f.min > 0)
-        .map(|f| SupportedFeatureKey {
-            name: f.name.into(),
-            min_version: f.min,
-            max_version: f.max,
-            ..Default::default()
-        })
-        .collect();
+    response.supported_features = supported_feature_keys(version);
     response.finalized_features = image
         .features
         .iter()
@@ -95,6 +84,6 @@ mod tests {
             response_with_features(&image, version).supported_features.into_iter().map(|f| f.name).collect()
         };
         assert_eq!(names(3), vec!["metadata.version".to_string()]);
-        assert_eq!(names(4).len(), SUPPORTED_FEATURES.len());
+        assert_eq!(names(4).len(), krabka_metadata::features::SUPPORTED_FEATURES.len());
     }
 }

@@ -44,16 +44,7 @@ const CONTROLLER_APIS: [ApiKey; 6] = [
 /// The APIs the controller listener serves, with the versions it speaks
 /// (Fetch from v13, which carries the topic id raft checks).
 fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
-    let raft = [
-        ApiKey::Vote,
-        ApiKey::BeginQuorumEpoch,
-        ApiKey::EndQuorumEpoch,
-        ApiKey::Fetch,
-        ApiKey::FetchSnapshot,
-        ApiKey::UpdateRaftVoter,
-        ApiKey::AddRaftVoter,
-        ApiKey::RemoveRaftVoter,
-    ];
+    let raft = krabka_raft::wire::RAFT_APIS;
     std::iter::once(ApiKey::ApiVersions)
         .chain(raft)
         .chain(CONTROLLER_APIS)
@@ -137,16 +128,7 @@ async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHan
         // The features this controller supports: Kafka's leader reads
         // kraft.version's range before it adds a voter (KIP-853).
         if supported && version >= 3 {
-            response.supported_features = krabka_metadata::features::SUPPORTED_FEATURES
-                .iter()
-                .filter(|f| version >= 4 || f.min > 0)
-                .map(|f| krabka_protocol::api_versions_response::SupportedFeatureKey {
-                    name: f.name.into(),
-                    min_version: f.min,
-                    max_version: f.max,
-                    ..Default::default()
-                })
-                .collect();
+            response.supported_features = crate::wire::supported_feature_keys(version);
         }
         let body = ResponseBody::ApiVersions(Box::new(response));
         return Ok(encode_frame(key, answer_version, correlation_id, &body));

@@ -132,15 +132,7 @@ impl Session {
         if response.error_code != 0 {
             return Err(format!("ApiVersions answered error {}", response.error_code));
         }
-        let raft_apis = [
-            ApiKey::Vote,
-            ApiKey::BeginQuorumEpoch,
-            ApiKey::EndQuorumEpoch,
-            ApiKey::Fetch,
-            ApiKey::FetchSnapshot,
-            ApiKey::UpdateRaftVoter,
-            ApiKey::AddRaftVoter,
-        ];
+        let raft_apis = wire::RAFT_APIS;
         for key in raft_apis {
             let ours = key.info();
             let theirs = response.api_keys.iter().find(|k| k.api_key == key as i16);

@@ -72,11 +72,7 @@ impl QuorumSetup {
                     directory_id,
                     listeners: if config.is_controller() { listeners } else { Vec::new() },
                     bootstrap: bootstrap.iter().map(|(id, _)| *id).collect(),
-                    auto_join: config.is_controller()
-                        && config
-                            .raw
-                            .get("controller.quorum.auto.join.enable")
-                            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+                    auto_join: config.is_controller() && quorum.auto_join,
                 },
                 election_timeout_ms: quorum.election_timeout_ms,
                 fetch_timeout_ms: quorum.fetch_timeout_ms,

@@ -28,7 +28,7 @@ mod voters;
 
 use std::collections::BTreeMap;
 
-use krabka_protocol::{ErrorCode, Uuid};
+use krabka_protocol::{ApiKey, ErrorCode, Uuid};
 
 pub use accept::{accept_request, Accepted};
 pub use describe::describe_quorum_response;
@@ -49,6 +49,20 @@ pub const FETCH_MAX_WAIT_MS: i32 = 500;
 /// The oldest Fetch version raft can use: Kafka's leader checks the topic
 /// id, which Fetch carries from v13.
 pub const MIN_FETCH_VERSION: i16 = 13;
+
+/// The KRaft RPCs a node sends its peers and serves on its controller
+/// listener (a peer negotiates a version of each; AddRaftVoter and
+/// RemoveRaftVoter are also an admin client's).
+pub const RAFT_APIS: [ApiKey; 8] = [
+    ApiKey::Vote,
+    ApiKey::BeginQuorumEpoch,
+    ApiKey::EndQuorumEpoch,
+    ApiKey::Fetch,
+    ApiKey::FetchSnapshot,
+    ApiKey::UpdateRaftVoter,
+    ApiKey::AddRaftVoter,
+    ApiKey::RemoveRaftVoter,
+];
 
 /// Where a voter listens for raft, on the controller listener.
 #[derive(Clone, Debug, PartialEq, Eq)]
