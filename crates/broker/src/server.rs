@@ -12,6 +12,8 @@ use tokio::task::JoinSet;
 
 use crate::broker::Broker;
 use crate::connection;
+use crate::observability::PartitionLogState;
+use crate::replica::ReplicaManager;
 
 /// One of the `max.connections`: counted while its connection task lives,
 /// however that task ends (a panicking handler included), so a bug cannot
@@ -114,15 +116,8 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
         // Log housekeeping does file I/O: keep it off the request threads.
         let done = tokio::task::spawn_blocking(move || {
             worker.replicas.housekeeping(retention, clean, expire_producers);
-            for partition in worker.replicas.all_partitions().into_iter().filter(|_| gauges) {
-                let log = partition.lock_log();
-                worker.metrics.set_partition_state(
-                    &partition.topic,
-                    partition.index,
-                    log.size_bytes(),
-                    log.log_start_offset(),
-                    log.log_end_offset(),
-                );
+            if gauges {
+                worker.metrics.publish_partition_states(partition_log_states(&worker.replicas));
             }
             if checkpoint {
                 if let Err(e) = worker.replicas.write_checkpoints() {
@@ -151,6 +146,23 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
             last_gauges = now;
         }
     }
+}
+
+/// The size and offsets of every hosted partition's log, for the metrics.
+fn partition_log_states(replicas: &ReplicaManager) -> Vec<PartitionLogState> {
+    let partitions = replicas.all_partitions();
+    let mut states = Vec::with_capacity(partitions.len());
+    for partition in partitions {
+        let log = partition.lock_log();
+        states.push(PartitionLogState {
+            topic: partition.topic.clone(),
+            partition: partition.index,
+            size_bytes: log.size_bytes(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+        });
+    }
+    states
 }
 
 /// Group sessions and rebalance deadlines, and offset expiry.

@@ -3,17 +3,17 @@
 //! Every [`Metrics`] owns its own [`Registry`] rather than using the global default one, so
 //! tests (and several brokers in one process) do not see each other's series.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io::Write as _;
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use super::failures::Failures;
+use super::partition_gauges::{PartitionLogGauges, PartitionLogState};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
-    Counter, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Counter, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
 /// Request latency buckets in seconds: 50µs (a metadata request served from memory) to 10s
@@ -42,12 +42,8 @@ pub struct Metrics {
     connections_accepted: IntCounter,
     connections_rejected: IntCounter,
     fetch_wakeups: IntCounter,
-    log_size: IntGaugeVec,
-    log_start_offset: IntGaugeVec,
-    log_end_offset: IntGaugeVec,
-    /// The partitions that have log gauges, by topic, so that `remove_topic` can find them:
-    /// Prometheus vectors cannot delete by a subset of labels.
-    partitions: Mutex<HashMap<String, BTreeSet<i32>>>,
+    /// What the per-partition log gauges are built from at each scrape.
+    partition_states: Arc<Mutex<Vec<PartitionLogState>>>,
     failures: Failures,
 }
 
@@ -100,12 +96,8 @@ impl Metrics {
         .expect("static counter");
         register(&registry, fetch_wakeups.clone());
 
-        let partition = &["topic", "partition"];
-        let log_size = gauge_vec(&registry, "kafka_log_size_bytes", "Bytes on disk of a partition's log.", partition);
-        let log_start_offset =
-            gauge_vec(&registry, "kafka_log_start_offset", "First offset still in a partition's log.", partition);
-        let log_end_offset =
-            gauge_vec(&registry, "kafka_log_end_offset", "Offset the next record of a partition will get.", partition);
+        let (partition_gauges, partition_states) = PartitionLogGauges::new();
+        register(&registry, partition_gauges);
 
         register(&registry, ProcessCollector::new());
         let failures = Failures::new(&registry);
@@ -123,10 +115,7 @@ impl Metrics {
             connections_accepted,
             connections_rejected,
             fetch_wakeups,
-            log_size,
-            log_start_offset,
-            log_end_offset,
-            partitions: Mutex::new(HashMap::new()),
+            partition_states,
             failures,
         }
     }
@@ -194,62 +183,18 @@ impl Metrics {
         self.fetch_wakeups.inc();
     }
 
-    /// The current size and offsets of one partition's log, published as gauges.
-    pub fn set_partition_state(
-        &self,
-        topic: &str,
-        partition: i32,
-        size_bytes: u64,
-        log_start_offset: i64,
-        log_end_offset: i64,
-    ) {
-        let id = IntLabel::new(partition.into());
-        let labels = [topic, id.as_str()];
-        self.log_size.with_label_values(&labels).set(i64::try_from(size_bytes).unwrap_or(i64::MAX));
-        self.log_start_offset.with_label_values(&labels).set(log_start_offset);
-        self.log_end_offset.with_label_values(&labels).set(log_end_offset);
-
-        let mut partitions = self.partitions.lock().unwrap_or_else(PoisonError::into_inner);
-        match partitions.get_mut(topic) {
-            Some(known) => {
-                known.insert(partition);
-            }
-            None => {
-                partitions.insert(topic.to_string(), BTreeSet::from([partition]));
-            }
-        }
-    }
-
-    /// Drops a partition's log gauges (the partition was deleted or moved away).
-    pub fn remove_partition(&self, topic: &str, partition: i32) {
-        let mut partitions = self.partitions.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = partitions.get_mut(topic) {
-            known.remove(&partition);
-            if known.is_empty() {
-                partitions.remove(topic);
-            }
-        }
-        drop(partitions);
-        self.remove_partition_gauges(topic, partition);
+    /// The size and offsets of every hosted partition's log, published as gauges (replacing
+    /// the last states: a partition no longer hosted drops out).
+    pub fn publish_partition_states(&self, states: Vec<PartitionLogState>) {
+        *self.partition_states.lock().unwrap_or_else(PoisonError::into_inner) = states;
     }
 
     /// Drops every series of a deleted topic: its traffic counters and its partitions' gauges.
     pub fn remove_topic(&self, topic: &str) {
-        let known = self.partitions.lock().unwrap_or_else(PoisonError::into_inner).remove(topic);
-        for partition in known.into_iter().flatten() {
-            self.remove_partition_gauges(topic, partition);
-        }
+        self.partition_states.lock().unwrap_or_else(PoisonError::into_inner).retain(|s| &*s.topic != topic);
         for counters in [&self.topic_bytes_in, &self.topic_bytes_out, &self.topic_messages_in] {
             // Absent when the topic never saw that kind of traffic.
             let _ = counters.remove_label_values(&[topic]);
-        }
-    }
-
-    fn remove_partition_gauges(&self, topic: &str, partition: i32) {
-        let id = IntLabel::new(partition.into());
-        for gauges in [&self.log_size, &self.log_start_offset, &self.log_end_offset] {
-            // Absent when the partition never reported its state; nothing to remove then.
-            let _ = gauges.remove_label_values(&[topic, id.as_str()]);
         }
     }
 
@@ -278,12 +223,6 @@ fn register(registry: &Registry, collector: impl Collector + 'static) {
 
 fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let vec = IntCounterVec::new(Opts::new(name, help), labels).expect("static counter definition");
-    register(registry, vec.clone());
-    vec
-}
-
-fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
-    let vec = IntGaugeVec::new(Opts::new(name, help), labels).expect("static gauge definition");
     register(registry, vec.clone());
     vec
 }
@@ -439,18 +378,30 @@ mod tests {
     #[test]
     fn partition_gauges_and_their_removal() {
         let metrics = Metrics::new();
-        metrics.set_partition_state("orders", 0, 4096, 10, 250);
-        metrics.set_partition_state("orders", 1, 0, 0, 0);
-        metrics.set_partition_state("orders", 0, 8192, 10, 300);
-        metrics.set_partition_state("payments", 0, 1, 2, 3);
+        assert!(!metrics.render().contains("kafka_log_"), "no partitions, no log families");
+        let state = |topic: &str, partition, size_bytes, log_start_offset, log_end_offset| PartitionLogState {
+            topic: Arc::from(topic),
+            partition,
+            size_bytes,
+            log_start_offset,
+            log_end_offset,
+        };
+        metrics.publish_partition_states(vec![state("orders", 0, 4096, 10, 250), state("orders", 1, 0, 0, 0)]);
+        metrics.publish_partition_states(vec![
+            state("orders", 0, 8192, 10, 300),
+            state("orders", 1, 0, 0, 0),
+            state("payments", 0, 1, 2, 3),
+        ]);
         let text = metrics.render();
         assert_eq!(sample(&text, r#"kafka_log_size_bytes{partition="0",topic="orders"}"#), Some("8192"), "{text}");
         assert_eq!(sample(&text, r#"kafka_log_start_offset{partition="0",topic="orders"}"#), Some("10"));
         assert_eq!(sample(&text, r#"kafka_log_end_offset{partition="0",topic="orders"}"#), Some("300"));
         assert_eq!(sample(&text, r#"kafka_log_end_offset{partition="1",topic="orders"}"#), Some("0"));
+        assert!(text.contains("# TYPE kafka_log_size_bytes gauge"), "{text}");
+        assert!(text.contains("# HELP kafka_log_end_offset Offset the next record"), "{text}");
 
-        metrics.remove_partition("orders", 0);
-        metrics.remove_partition("orders", 7); // never reported: a no-op
+        // A partition no longer hosted drops out with the next publication.
+        metrics.publish_partition_states(vec![state("orders", 1, 0, 0, 0), state("payments", 0, 1, 2, 3)]);
         let text = metrics.render();
         assert!(!text.contains(r#"{partition="0",topic="orders"}"#), "{text}");
         assert_eq!(sample(&text, r#"kafka_log_size_bytes{partition="1",topic="orders"}"#), Some("0"));

@@ -10,9 +10,11 @@
 pub mod failures;
 pub mod http;
 mod metrics;
+mod partition_gauges;
 mod profile;
 mod tracing_setup;
 
 pub use failures::FailureKind;
 pub use metrics::Metrics;
+pub use partition_gauges::PartitionLogState;
 pub use tracing_setup::init_tracing;
