@@ -10,7 +10,9 @@
 //! grown to three survives the SIGKILL of its leader; a removed leader
 //! hands over and goes on as an observer; a krabka controller joins a
 //! Kafka quorum and a Kafka controller a krabka one, and every node's
-//! metadata log ends up the same bytes.
+//! metadata log ends up the same bytes. A static quorum
+//! (`controller.quorum.voters`) becomes a dynamic one through
+//! `kafka-features upgrade --feature kraft.version=1`.
 
 mod support;
 
@@ -130,6 +132,74 @@ fn controllers_join_and_leave_a_krabka_quorum_through_kafkas_tool() {
         quorum(&addresses[leader as usize - 1]).is_some_and(|(_, _, observers)| observers.contains(&1))
     });
     let nodes = [&first, &second, &third];
+    let logs: Vec<Box<dyn Fn() -> Vec<u8>>> =
+        nodes.iter().map(|n| Box::new(move || metadata_log(n)) as Box<dyn Fn() -> Vec<u8>>).collect();
+    let logs: Vec<&dyn Fn() -> Vec<u8>> = logs.iter().map(|l| l.as_ref()).collect();
+    wait_for_identical_logs("every node's metadata log to agree", &logs);
+}
+
+/// `kafka-features <args>` against `bootstrap`: whether it succeeded, and
+/// what it printed.
+fn kafka_features(bootstrap: &str, args: &[&str]) -> (bool, String) {
+    kafka_cli("kafka-features", &[&["--bootstrap-server", bootstrap][..], args].concat())
+}
+
+/// `kraft.version`'s finalized level, as `kafka-features describe` prints it.
+fn finalized_kraft_version(bootstrap: &str) -> String {
+    let (ok, out) = kafka_features(bootstrap, &["describe"]);
+    let line = out.lines().find(|l| l.starts_with("Feature: kraft.version")).filter(|_| ok);
+    let line = line.unwrap_or_else(|| panic!("no kraft.version in: {out}"));
+    assert!(
+        line.split_whitespace().collect::<Vec<_>>().windows(2).any(|w| w == ["SupportedMaxVersion:", "1"]),
+        "{line}"
+    );
+    let level = line.split("FinalizedVersionLevel:").nth(1).and_then(|rest| rest.split_whitespace().next());
+    level.unwrap_or_else(|| panic!("no level in: {line}")).to_string()
+}
+
+#[test]
+fn a_static_krabka_quorum_becomes_dynamic_through_kafkas_tool() {
+    let _serial = serial();
+    // `controller.quorum.voters`: kraft.version 0.
+    let nodes = BrokerProcess::start_cluster(3, &[]);
+    let bootstrap = nodes[0].bootstrap();
+    assert_eq!(finalized_kraft_version(&bootstrap), "0");
+    assert_eq!(create_topic(&nodes[0], "static"), 0);
+    // Each follower tells the leader its directory id and listeners
+    // (UpdateRaftVoter at kraft.version 0); until both have, the upgrade is
+    // refused as Kafka refuses it.
+    let mut refusals = 0;
+    wait_for("the kraft.version upgrade", ELECTION_PATIENCE, || {
+        let (ok, out) = kafka_features(&bootstrap, &["upgrade", "--feature", "kraft.version=1"]);
+        if !ok {
+            refusals += 1;
+            assert!(out.contains("because not all of the voters support it"), "{out}");
+        }
+        ok
+    });
+    eprintln!("upgraded after {refusals} refusals");
+    assert_eq!(finalized_kraft_version(&bootstrap), "1");
+    let (ok, out) = kafka_features(&bootstrap, &["downgrade", "--feature", "kraft.version=0"]);
+    assert!(!ok && out.contains("Can't downgrade the version of this feature."), "{out}");
+
+    // The voters are in the log now, each with its own directory id.
+    let addresses: Vec<String> = nodes.iter().map(|n| n.controller_address()).collect();
+    let leader = wait_for_voters(&addresses, &[1, 2, 3]);
+    let answer = describe_quorum(&addresses[leader as usize - 1]);
+    let voters = &answer.topics[0].partitions[0].current_voters;
+    for node in &nodes {
+        let id = node.directory_id();
+        assert!(voters.iter().any(|v| v.replica_directory_id == id), "{id:?} not among {voters:?}");
+    }
+    // A dynamic quorum: a voter can leave (RemoveRaftVoter), and the rest
+    // go on committing.
+    let leaving = if leader == 3 { 2 } else { 3 };
+    let directory_id = nodes[leaving as usize - 1].directory_id().to_string();
+    let out = remove_controller(&addresses[leader as usize - 1], leaving, &directory_id);
+    assert!(out.contains("Removed"), "{out}");
+    let remaining: Vec<i32> = [1, 2, 3].into_iter().filter(|&id| id != leaving).collect();
+    wait_for_voters(&addresses, &remaining);
+    assert_eq!(create_topic(&nodes[0], "dynamic"), 0);
     let logs: Vec<Box<dyn Fn() -> Vec<u8>>> =
         nodes.iter().map(|n| Box::new(move || metadata_log(n)) as Box<dyn Fn() -> Vec<u8>>).collect();
     let logs: Vec<&dyn Fn() -> Vec<u8>> = logs.iter().map(|l| l.as_ref()).collect();

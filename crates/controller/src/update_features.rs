@@ -10,6 +10,14 @@
 //! krabka treats every one so (Kafka lets through the few between levels
 //! with the same format). The accepted updates become
 //! FeatureLevelRecords in one commit (none when validating only).
+//!
+//! `kraft.version` is the quorum's, not the metadata log's: its level is
+//! the raft log's and an upgrade is raft's to append (a static quorum
+//! becoming dynamic, `krabka_raft::kraft_upgrade`). The plan checks it like
+//! any feature, refuses every downgrade of it as Kafka does, and hands the
+//! level to upgrade to back to the caller, with a NoOpRecord in place of a
+//! FeatureLevelRecord: the commit the caller waits on then follows raft's
+//! control batch, as Kafka's controller waits on its own NoOpRecord.
 
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_metadata::{MetadataImage, MetadataRecord};
@@ -23,13 +31,16 @@ use crate::error::ApiError;
 /// itself with these, and refuses to finalize anything outside them.
 pub const CONTROLLER_FEATURES: [(&str, i16, i16); 7] = [
     (METADATA_VERSION, 7, 30),
-    ("kraft.version", 0, 0),
+    (KRAFT_VERSION, 0, 1),
     ("transaction.version", 0, 0),
     ("group.version", 0, 1),
     ("eligible.leader.replicas.version", 0, 0),
     ("share.version", 0, 0),
     ("streams.version", 0, 0),
 ];
+
+/// The quorum's feature (KIP-853): 1 once the voters are in the raft log.
+pub const KRAFT_VERSION: &str = "kraft.version";
 
 /// UpdateFeatures' upgrade types (v0's AllowDowngrade is a safe downgrade).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,19 +70,35 @@ pub struct FeatureUpdate {
     pub upgrade_type: UpgradeType,
 }
 
-/// Who must support a new level besides this controller (`node_id`): the
-/// registered brokers and controllers of the image, and every voter of
-/// `voters` (empty for a node that is its quorum's only voter).
+/// The quorum a feature update runs against: the voters that must support
+/// a new level besides this controller (`node_id`; empty for a node that
+/// is its quorum's only voter), and the raft log's `kraft.version`.
+#[derive(Clone, Copy, Debug)]
+pub struct QuorumFeatures<'a> {
+    pub node_id: i32,
+    pub voters: &'a [i32],
+    pub kraft_version: i16,
+}
+
+/// The records of `updates` (none when validating only), and the
+/// `kraft.version` raft must upgrade to first, if the updates raise it.
+/// Who must support a new level: this controller, the registered brokers
+/// and controllers of the image, and every voter.
 pub fn plan_update_features(
     image: &MetadataImage,
-    node_id: i32,
-    voters: &[i32],
+    quorum: QuorumFeatures<'_>,
     updates: &[FeatureUpdate],
     validate_only: bool,
-) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
+) -> Result<(Vec<MetadataRecord>, Option<i16>), ApiError> {
     let mut records = Vec::with_capacity(updates.len());
+    let mut kraft_upgrade = None;
     for update in updates {
-        check_update(image, node_id, voters, update)?;
+        check_update(image, quorum, update)?;
+        if update.name == KRAFT_VERSION {
+            kraft_upgrade = (update.level > quorum.kraft_version).then_some(update.level);
+            records.push(MetadataRecord::no_op());
+            continue;
+        }
         let record =
             FeatureLevelRecord { name: update.name.clone(), feature_level: update.level, ..Default::default() };
         records.push(MetadataRecord::FeatureLevel(record));
@@ -79,10 +106,11 @@ pub fn plan_update_features(
     if validate_only {
         records.clear();
     }
-    Ok((records, ()))
+    Ok((records, kraft_upgrade))
 }
 
-fn check_update(image: &MetadataImage, node_id: i32, voters: &[i32], update: &FeatureUpdate) -> Result<(), ApiError> {
+fn check_update(image: &MetadataImage, quorum: QuorumFeatures<'_>, update: &FeatureUpdate) -> Result<(), ApiError> {
+    let QuorumFeatures { node_id, voters, .. } = quorum;
     let (name, level) = (update.name.as_str(), update.level);
     let invalid = |why: &str| {
         let message = format!("Invalid update version {level} for feature {name}. {why}");
@@ -91,7 +119,10 @@ fn check_update(image: &MetadataImage, node_id: i32, voters: &[i32], update: &Fe
     if update.upgrade_type == UpgradeType::Unknown {
         return invalid("The controller does not support the given upgrade type.");
     }
-    let current = image.features.get(name).copied().unwrap_or(0);
+    let current = match name {
+        KRAFT_VERSION => quorum.kraft_version,
+        _ => image.features.get(name).copied().unwrap_or(0),
+    };
     if level < 0 {
         return invalid("A feature version cannot be less than 0.");
     }
@@ -104,6 +135,9 @@ fn check_update(image: &MetadataImage, node_id: i32, voters: &[i32], update: &Fe
     }
     if level > current && downgrading {
         return invalid("Can't downgrade to a newer version.");
+    }
+    if name == KRAFT_VERSION && level < current {
+        return invalid("Can't downgrade the version of this feature.");
     }
     if name == METADATA_VERSION && level < current {
         let why = if update.upgrade_type == UpgradeType::UnsafeDowngrade {
@@ -134,8 +168,8 @@ fn reason_not_supported(image: &MetadataImage, node_id: i32, voters: &[i32], nam
     }
     // Controllers register from metadata.version 3.7-IV0: below it their
     // support cannot be checked, as Kafka's controller notes.
-    let level = image.features.get(METADATA_VERSION).copied().unwrap_or(0);
-    if level < CONTROLLER_REGISTRATION_LEVEL {
+    let metadata_version = image.features.get(METADATA_VERSION).copied().unwrap_or(0);
+    if metadata_version < CONTROLLER_REGISTRATION_LEVEL {
         return None;
     }
     for controller in image.controllers.values().filter(|c| c.controller_id != node_id) {
@@ -187,21 +221,70 @@ mod tests {
         vec![FeatureUpdate { name: name.into(), level, upgrade_type }]
     }
 
+    const ALONE: QuorumFeatures<'static> = QuorumFeatures { node_id: 1, voters: &[], kraft_version: 0 };
+
     fn refusal(updates: &[FeatureUpdate]) -> String {
-        let e = plan_update_features(&image(), 1, &[], updates, false).unwrap_err();
+        let e = plan_update_features(&image(), ALONE, updates, false).unwrap_err();
         assert_eq!(e.code, ErrorCode::INVALID_UPDATE_VERSION.code());
         e.message
     }
 
     #[test]
     fn supported_changes_become_feature_level_records() {
-        let (records, ()) =
-            plan_update_features(&image(), 1, &[], &update("group.version", 0, UpgradeType::SafeDowngrade), false)
+        let (records, kraft_upgrade) =
+            plan_update_features(&image(), ALONE, &update("group.version", 0, UpgradeType::SafeDowngrade), false)
                 .unwrap();
+        assert_eq!(kraft_upgrade, None);
         let MetadataRecord::FeatureLevel(record) = &records[0] else { panic!("{records:?}") };
         assert_eq!((record.name.as_str(), record.feature_level), ("group.version", 0));
         let same = update(METADATA_VERSION, 30, UpgradeType::Upgrade);
-        assert_eq!(plan_update_features(&image(), 1, &[], &same, true).unwrap().0, vec![]);
+        assert_eq!(plan_update_features(&image(), ALONE, &same, true).unwrap().0, vec![]);
+    }
+
+    #[test]
+    fn kraft_version_is_raft_s_to_upgrade_and_never_goes_down() {
+        let mut image = image();
+        let feature = |name: &str, min, max| krabka_protocol::register_broker_record::BrokerFeature {
+            name: name.into(),
+            min_supported_version: min,
+            max_supported_version: max,
+            ..Default::default()
+        };
+        image.brokers.get_mut(&4).unwrap().features.push(feature(KRAFT_VERSION, 0, 1));
+        let upgrade = update(KRAFT_VERSION, 1, UpgradeType::Upgrade);
+        let (records, kraft_upgrade) = plan_update_features(&image, ALONE, &upgrade, false).unwrap();
+        assert_eq!(kraft_upgrade, Some(1));
+        assert_eq!(records, vec![MetadataRecord::no_op()], "no FeatureLevelRecord for kraft.version");
+        let dynamic = QuorumFeatures { kraft_version: 1, ..ALONE };
+        assert_eq!(plan_update_features(&image, dynamic, &upgrade, false).unwrap().1, None, "already at 1");
+        let down = update(KRAFT_VERSION, 0, UpgradeType::SafeDowngrade);
+        let e = plan_update_features(&image, dynamic, &down, false).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."
+        );
+        // A registered controller is checked on the level asked for (not
+        // on metadata.version's, as krabka once did by mistake).
+        let controller_feature = krabka_protocol::register_controller_record::ControllerFeature {
+            name: KRAFT_VERSION.into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+            ..Default::default()
+        };
+        let record = krabka_protocol::RegisterControllerRecord {
+            controller_id: 2,
+            features: vec![controller_feature],
+            ..Default::default()
+        };
+        image.controllers.insert(2, record);
+        let two_voters = QuorumFeatures { voters: &[1, 2], ..ALONE };
+        assert_eq!(plan_update_features(&image, two_voters, &upgrade, true).unwrap().1, Some(1));
+        image.controllers.get_mut(&2).unwrap().features.clear();
+        let e = plan_update_features(&image, two_voters, &upgrade, true).unwrap_err();
+        assert!(e.message.ends_with("Controller 2 does not support this feature."), "{}", e.message);
+        // A broker that does not know kraft.version holds the upgrade back.
+        let e = plan_update_features(&self::image(), ALONE, &upgrade, false).unwrap_err();
+        assert!(e.message.ends_with("Broker 4 does not support this feature."), "{}", e.message);
     }
 
     #[test]
@@ -218,7 +301,8 @@ mod tests {
         assert!(m.ends_with("A feature version cannot be less than 0."), "{m}");
         let m = refusal(&update("group.version", 1, UpgradeType::Unknown));
         assert!(m.ends_with("The controller does not support the given upgrade type."), "{m}");
-        let e = plan_update_features(&image(), 1, &[1, 2], &update("group.version", 1, UpgradeType::Upgrade), false);
+        let quorum = QuorumFeatures { voters: &[1, 2], ..ALONE };
+        let e = plan_update_features(&image(), quorum, &update("group.version", 1, UpgradeType::Upgrade), false);
         assert!(e.unwrap_err().message.ends_with("controller 2 has not registered, and may not support this feature"));
     }
 }

@@ -6,8 +6,8 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
-    BrokerRegistrationChangeRecord, ConfigRecord, FeatureLevelRecord, Message, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveTopicRecord, TopicRecord,
+    BrokerRegistrationChangeRecord, ConfigRecord, FeatureLevelRecord, Message, NoOpRecord, PartitionChangeRecord,
+    PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveTopicRecord, TopicRecord,
     UnregisterBrokerRecord,
 };
 
@@ -95,6 +95,17 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
 }
 
 impl MetadataRecord {
+    /// A NoOpRecord: a commit that changes nothing (Kafka's controller
+    /// writes one to wait for what it appended to raft directly).
+    pub fn no_op() -> Self {
+        let mut raw = BytesMut::with_capacity(4);
+        put_unsigned_varint(&mut raw, FRAME_VERSION);
+        put_unsigned_varint(&mut raw, record_type::NO_OP);
+        put_unsigned_varint(&mut raw, 0);
+        NoOpRecord::default().encode(&mut raw, 0).expect("a NoOpRecord encodes at version 0");
+        MetadataRecord::Other { record_type: record_type::NO_OP, version: 0, raw: raw.freeze() }
+    }
+
     pub fn encode(&self) -> Bytes {
         if let MetadataRecord::Other { raw, .. } = self {
             return raw.clone();

@@ -206,6 +206,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let epoch_start = self.log.log_end_offset();
         let grace = now_ms + self.config.fetch_timeout_ms;
         self.role = Role::Leader { progress, epoch_start, check_at: grace, begin_at: now_ms };
+        self.start_kraft_upgrade();
         self.persist();
         self.actions.push(Action::BecameLeader { epoch: self.epoch });
         let (version_record, voters_record) = self.epoch_start_voter_records(epoch_start);

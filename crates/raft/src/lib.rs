@@ -26,12 +26,14 @@
 //! its checks of what arrives. A new leader opens its epoch with Kafka's
 //! LeaderChange control record. Each node snapshots on its own and a
 //! follower the leader's log no longer serves fetches the leader's
-//! snapshot (KIP-630, `snapshot`). Voter changes come next. `tests/simulation.rs` checks the node, seeded and
+//! snapshot (KIP-630, `snapshot`). Voters change one at a time (KIP-853,
+//! `membership`), and a static quorum becomes dynamic (`kraft_upgrade`). `tests/simulation.rs` checks the node, seeded and
 //! deterministic.
 
 mod batch;
 pub mod describe;
 pub mod election;
+pub mod kraft_upgrade;
 mod membership;
 pub mod message;
 pub mod node;
@@ -43,6 +45,7 @@ pub mod voters;
 pub mod wire;
 
 pub use describe::{QuorumDescription, ReplicaDescription};
+pub use kraft_upgrade::KraftUpgradeError;
 pub use message::{Action, ElectionState, FetchResponse, Message, RaftError, VoterChangeError};
 pub use node::{Membership, RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};

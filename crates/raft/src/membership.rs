@@ -133,6 +133,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// ones the voter set has; answered at once, not when committed.
     pub(crate) fn update_voter(&mut self, now_ms: i64, voter: VoterNode) -> Result<VoterChangeError, LogError> {
         let finalized = self.voters.kraft_version();
+        if finalized == 0 {
+            return Ok(self.update_static_voter(now_ms, voter));
+        }
         let outcome = match self.change_refused(now_ms) {
             Some(error) => Err(error),
             None if voter.kraft_versions.0 > finalized || voter.kraft_versions.1 < finalized => {
@@ -172,7 +175,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     /// Whether `voter` has an endpoint on this quorum's listener (the first
     /// of the leader's own, `controller.listener.names`' first).
-    fn reachable_on_controller_listener(&self, voter: &VoterNode) -> bool {
+    pub(crate) fn reachable_on_controller_listener(&self, voter: &VoterNode) -> bool {
         match self.config.membership.listeners.first() {
             Some(listener) => voter.listener(&listener.name).is_some(),
             None => !voter.listeners.is_empty(),
@@ -238,8 +241,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return false;
         }
         self.update_voter_at = now_ms + 3 * self.config.fetch_timeout_ms;
+        if self.voters.kraft_version() < 1 {
+            return self.maybe_send_static_update_voter(leader);
+        }
         let local = self.local_voter();
-        if self.voters.kraft_version() < 1 || !self.voters.latest().needs_update(&local) {
+        if !self.voters.latest().needs_update(&local) {
             return false;
         }
         self.send(leader, Message::UpdateVoterRequest { epoch: self.epoch, voter: local });

@@ -31,6 +31,7 @@ use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 
 use krabka_protocol::Uuid;
 
+use crate::kraft_upgrade::KraftUpgrade;
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
 use crate::voters::{
@@ -188,6 +189,10 @@ pub struct RaftNode<L> {
     /// When a follower voter next checks that the voter set has its
     /// listeners (UpdateRaftVoter).
     pub(crate) update_voter_at: i64,
+    /// The leader's upgrade to a dynamic quorum (`kraft_upgrade`).
+    pub(crate) kraft_upgrade: KraftUpgrade,
+    /// The epoch whose leader took this static voter's UpdateRaftVoter.
+    pub(crate) told_leader_epoch: Option<i32>,
     rng: u64,
     pub(crate) actions: Vec<Action>,
     /// Fetches the node held as leader and must still answer (with
@@ -255,6 +260,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
             voters,
             pending_change: None,
             update_voter_at: now_ms,
+            kraft_upgrade: KraftUpgrade::Empty,
+            told_leader_epoch: None,
             rng,
             actions: Vec::new(),
             released_fetches: Vec::new(),
@@ -449,7 +456,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
             }
             Message::FetchSnapshotResponse(response) => self.on_fetch_snapshot_response(now_ms, from, response)?,
             Message::UpdateVoterRequest { epoch, voter } => self.on_update_voter_request(now_ms, from, epoch, voter)?,
-            Message::UpdateVoterResponse { epoch, leader_id, .. } => {
+            Message::UpdateVoterResponse { epoch, leader_id, error } => {
+                self.on_update_voter_response(epoch, error);
                 if epoch > self.epoch || (epoch == self.epoch && leader_id.is_some()) {
                     self.observe(now_ms, epoch, leader_id)?;
                 }

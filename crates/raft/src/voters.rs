@@ -136,6 +136,16 @@ impl VoterSet {
         Some(next)
     }
 
+    /// The set with voter `node.id` replaced by `node`, whatever directory
+    /// id it had (a static voter has none; Kafka's
+    /// `updateVoterIgnoringDirectoryId`); None when the id does not vote.
+    pub fn replace_by_id(&self, node: VoterNode) -> Option<VoterSet> {
+        let mut next = self.clone();
+        let id = node.id;
+        *next.voters.get_mut(&id)? = node;
+        Some(next)
+    }
+
     /// Whether `node` votes here with other listeners or another version
     /// range than it has now (Kafka's `voterNodeNeedsUpdate`).
     pub fn needs_update(&self, node: &VoterNode) -> bool {

@@ -123,6 +123,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::Fetch(r) => return Ok(fetch::handle(&ctx, *r)),
         RequestBody::ApiVersions(_) => ResponseBody::ApiVersions(Box::new(api_versions::response_with_features(
             &broker.metadata.image(),
+            broker.metadata.quorum().map_or(0, |q| q.kraft_version()),
             api_version,
         ))),
         RequestBody::Metadata(r) => ResponseBody::Metadata(Box::new(metadata::handle(&ctx, *r).await)),

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI16, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -20,7 +21,9 @@ use krabka_log::{open_replicated_log, AppendInfo, LogConfig, LogError, Partition
 use krabka_protocol::records::RecordBatches;
 use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody, Uuid};
 use krabka_raft::wire::{self, Accepted, Endpoint, VoterChange, WireContext};
-use krabka_raft::{Action, ElectionState, Message, QuorumDescription, RaftConfig, RaftNode, RoleName, VoterSet};
+use krabka_raft::{
+    Action, ElectionState, KraftUpgradeError, Message, QuorumDescription, RaftConfig, RaftNode, RoleName, VoterSet,
+};
 use tokio::sync::{mpsc as tokio_mpsc, oneshot, watch};
 
 use super::event::Event;
@@ -70,6 +73,8 @@ pub struct Quorum {
     addresses: Arc<Mutex<BTreeMap<i32, Endpoint>>>,
     /// The latest voter set's ids.
     voter_ids: Arc<Mutex<Vec<i32>>>,
+    /// The latest `kraft.version` of the log.
+    kraft_version: Arc<AtomicI16>,
     status: watch::Receiver<QuorumStatus>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -103,6 +108,7 @@ impl Quorum {
         let configured = setup.context.voters.clone();
         let addresses = Arc::new(Mutex::new(configured.clone()));
         let voter_ids = Arc::new(Mutex::new(node.voter_ids()));
+        let kraft_version = Arc::new(AtomicI16::new(node.kraft_version()));
         let context = Arc::new(setup.context);
         let (status_sender, status) = watch::channel(status_of(&node));
         let (committed, committed_batches) = mpsc::channel();
@@ -116,6 +122,7 @@ impl Quorum {
             peers: BTreeMap::new(),
             addresses: Addresses { configured, learned: BTreeMap::new(), shared: Arc::clone(&addresses) },
             voter_ids: Arc::clone(&voter_ids),
+            kraft_version: Arc::clone(&kraft_version),
             known_voters: VoterSet::default(),
             voter_changes: BTreeMap::new(),
             next_change: 0,
@@ -127,7 +134,8 @@ impl Quorum {
             started,
         };
         let thread = std::thread::Builder::new().name("krabka-quorum".into()).spawn(move || driver.run(receiver))?;
-        Ok((Quorum { events, addresses, voter_ids, status, thread: Mutex::new(Some(thread)) }, committed_batches))
+        let quorum = Quorum { events, addresses, voter_ids, kraft_version, status, thread: Mutex::new(Some(thread)) };
+        Ok((quorum, committed_batches))
     }
 
     /// A raft request another node sent, which arrived at `version`: its
@@ -177,6 +185,21 @@ impl Quorum {
     /// The voters' ids (static, or the latest voter set in the log).
     pub fn voter_ids(&self) -> Vec<i32> {
         self.voter_ids.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The log's latest `kraft.version`, committed or not (what Kafka's
+    /// nodes report as its finalized level): 1 for a dynamic quorum.
+    pub fn kraft_version(&self) -> i16 {
+        self.kraft_version.load(Ordering::Relaxed)
+    }
+
+    /// Upgrades `kraft.version` (this node must lead): see
+    /// `RaftNode::upgrade_kraft_version`. A stopped quorum does not lead.
+    pub async fn upgrade_kraft_version(&self, version: i16, validate_only: bool) -> Result<(), KraftUpgradeError> {
+        let (reply, answer) = oneshot::channel();
+        let event = Event::UpgradeKraftVersion { version, validate_only, reply };
+        self.events.send(event).map_err(|_| KraftUpgradeError::NotLeader)?;
+        answer.await.unwrap_or(Err(KraftUpgradeError::NotLeader))
     }
 
     /// An AddRaftVoter or RemoveRaftVoter (KIP-853): its answer, once the
@@ -265,6 +288,7 @@ struct Driver {
     /// The voter set the context was built from.
     known_voters: VoterSet,
     voter_ids: Arc<Mutex<Vec<i32>>>,
+    kraft_version: Arc<AtomicI16>,
     /// The AddRaftVoter and RemoveRaftVoter waiting for their change.
     voter_changes: BTreeMap<u64, (bool, oneshot::Sender<ResponseBody>)>,
     next_change: u64,
@@ -386,6 +410,12 @@ impl Driver {
             Event::VoterChange { request, reply } => self.on_voter_change(now, request, reply)?,
             Event::Probed { request, kraft_versions } => {
                 let actions = self.node.voter_probed(now, request, kraft_versions)?;
+                self.perform(actions)?;
+            }
+            Event::UpgradeKraftVersion { version, validate_only, reply } => {
+                let upgraded = self.node.upgrade_kraft_version(now, version, validate_only)?;
+                let _ = reply.send(upgraded);
+                let actions = self.node.tick(now)?;
                 self.perform(actions)?;
             }
             Event::Stop => {}
@@ -540,6 +570,7 @@ impl Driver {
     /// When the voter set changed, the context (whose endpoints responses
     /// name) is rebuilt with its voters' endpoints.
     fn refresh_voters(&mut self) {
+        self.kraft_version.store(self.node.kraft_version(), Ordering::Relaxed);
         if self.node.voter_set() == &self.known_voters {
             return;
         }

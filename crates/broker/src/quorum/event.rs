@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, SnapshotId};
 use krabka_protocol::{DescribeQuorumRequest, DescribeQuorumResponse, RequestBody, ResponseBody};
-use krabka_raft::Message;
+use krabka_raft::{KraftUpgradeError, Message};
 use tokio::sync::oneshot;
 
 /// What came of one request to a voter: its response, or why there is none.
@@ -50,6 +50,12 @@ pub(super) enum Event {
     Probed {
         request: u64,
         kraft_versions: Option<(i16, i16)>,
+    },
+    /// UpdateFeatures of `kraft.version` on this node (its leader's part).
+    UpgradeKraftVersion {
+        version: i16,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<(), KraftUpgradeError>>,
     },
     Stop,
 }
