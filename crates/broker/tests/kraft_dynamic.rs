@@ -206,6 +206,106 @@ fn a_static_krabka_quorum_becomes_dynamic_through_kafkas_tool() {
     wait_for_identical_logs("every node's metadata log to agree", &logs);
 }
 
+#[test]
+fn a_kafka_leader_makes_a_static_quorum_with_a_krabka_voter_dynamic() {
+    let _serial = serial();
+    let ports = [free_port(), free_port(), free_port()];
+    let voters: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1)).collect();
+    let voters = voters.join(",");
+    let kafka_dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    // Kafka's controllers time out first and lead; krabka's follows, sends
+    // Kafka's leader UpdateRaftVoter at kraft.version 0 and registers.
+    let quick = "controller.quorum.election.timeout.ms=500\n";
+    let _kafka: Vec<KafkaNode> = (0..2)
+        .map(|i| {
+            KafkaNode::start_controller(kafka_dirs[i].path(), i as i32 + 1, ports[i], &voters, TEST_CLUSTER_ID, quick)
+        })
+        .collect();
+    let krabka =
+        BrokerProcess::start_static_controller(3, ports[2], &voters, &["controller.quorum.election.timeout.ms=20000"]);
+    let kafka_address = format!("127.0.0.1:{}", ports[0]);
+    let mut refusals = 0;
+    wait_for("the kraft.version upgrade", ELECTION_PATIENCE * 2, || {
+        let args = ["--bootstrap-controller", &kafka_address, "upgrade", "--feature", "kraft.version=1"];
+        let (ok, out) = kafka_cli("kafka-features", &args);
+        if !ok {
+            refusals += 1;
+            let waiting = ["not all of the voters support it", "has not registered", "Timed out", "NOT_CONTROLLER"];
+            assert!(waiting.iter().any(|w| out.contains(w)), "{out}");
+        }
+        ok
+    });
+    eprintln!("upgraded after {refusals} refusals");
+    // Kafka's leader wrote the voter set, krabka's directory id in it.
+    let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let leader = wait_for_voters(&addresses[..2], &[1, 2, 3]);
+    assert!(leader == 1 || leader == 2, "node {leader} leads");
+    let answer = describe_quorum(&addresses[leader as usize - 1]);
+    let listed = &answer.topics[0].partitions[0].current_voters;
+    assert!(listed.iter().any(|v| v.replica_id == 3 && v.replica_directory_id == krabka.directory_id()), "{listed:?}");
+    let segments: Vec<PathBuf> = kafka_dirs.iter().map(|d| kafka_segment(d.path())).collect();
+    let kafka_log = |i: usize| {
+        let segment = segments[i].clone();
+        move || std::fs::read(&segment).unwrap_or_default()
+    };
+    let (first, second) = (kafka_log(0), kafka_log(1));
+    let krabka_log = || metadata_log(&krabka);
+    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&first, &second, &krabka_log]);
+    for dir in &kafka_dirs {
+        assert_no_kafka_errors(dir.path());
+    }
+}
+
+#[test]
+fn a_krabka_leader_makes_a_static_quorum_with_kafka_voters_dynamic() {
+    let _serial = serial();
+    let ports = [free_port(), free_port(), free_port()];
+    let voters: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1)).collect();
+    let voters = voters.join(",");
+    // krabka's controller times out first and leads; Kafka's follow, send
+    // it UpdateRaftVoter at kraft.version 0 and register with it.
+    let kafka_dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let slow = "controller.quorum.election.timeout.ms=20000\n";
+    let _kafka: Vec<KafkaNode> = (0..2)
+        .map(|i| {
+            let id = i as i32 + 2;
+            KafkaNode::start_controller(kafka_dirs[i].path(), id, ports[i + 1], &voters, TEST_CLUSTER_ID, slow)
+        })
+        .collect();
+    // Started once Kafka's are up: it serves once the quorum has a leader.
+    let quick = ["controller.quorum.election.timeout.ms=300"];
+    let krabka = BrokerProcess::start_static_controller(1, ports[0], &voters, &quick);
+    let krabka_address = krabka.controller_address();
+    assert_eq!(wait_for_voters(std::slice::from_ref(&krabka_address), &[1, 2, 3]), 1);
+    let mut refusals = 0;
+    wait_for("the kraft.version upgrade", ELECTION_PATIENCE * 2, || {
+        let args = ["--bootstrap-controller", &krabka_address, "upgrade", "--feature", "kraft.version=1"];
+        let (ok, out) = kafka_cli("kafka-features", &args);
+        if !ok {
+            refusals += 1;
+            eprintln!("{out}");
+            let waiting = ["not all of the voters support it", "has not registered"];
+            assert!(waiting.iter().any(|w| out.contains(w)), "{out}");
+        }
+        ok
+    });
+    eprintln!("upgraded after {refusals} refusals");
+    let answer = describe_quorum(&krabka_address);
+    let listed = &answer.topics[0].partitions[0].current_voters;
+    assert!(listed.iter().all(|v| v.replica_directory_id != krabka_protocol::Uuid::ZERO), "{listed:?}");
+    let segments: Vec<PathBuf> = kafka_dirs.iter().map(|d| kafka_segment(d.path())).collect();
+    let kafka_log = |i: usize| {
+        let segment = segments[i].clone();
+        move || std::fs::read(&segment).unwrap_or_default()
+    };
+    let (second, third) = (kafka_log(0), kafka_log(1));
+    let krabka_log = || metadata_log(&krabka);
+    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&krabka_log, &second, &third]);
+    for dir in &kafka_dirs {
+        assert_no_kafka_errors(dir.path());
+    }
+}
+
 /// A Kafka controller's metadata segment.
 fn kafka_segment(dir: &Path) -> PathBuf {
     dir.join("logs/__cluster_metadata-0/00000000000000000000.log")

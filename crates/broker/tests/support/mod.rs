@@ -174,6 +174,25 @@ impl BrokerProcess {
         Self::start_formatted(dir, &properties, extra)
     }
 
+    /// A controller-only node (`process.roles=controller`, node `id`) of
+    /// the static quorum `voters` names (`id@host:port,...`), listening on
+    /// `controller_port`; returns once its image caught up.
+    pub fn start_static_controller(id: i32, controller_port: u16, voters: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
+        let properties = format!(
+            "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+             listeners=CONTROLLER://127.0.0.1:{controller_port}\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT\n\
+             log.dirs={}\nkrabka.log.level=info\n",
+            data.display()
+        );
+        let mut node = Self::start_formatted(dir, &properties, extra);
+        node.controller_port = controller_port;
+        node
+    }
+
     /// A node of a dynamic (KIP-853) quorum: `roles`, node `id`, its
     /// controller listener (if a controller) on `controller_port`,
     /// `controller.quorum.bootstrap.servers` = `bootstrap`, formatted as
