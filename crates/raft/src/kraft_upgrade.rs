@@ -19,19 +19,7 @@ use krabka_protocol::Uuid;
 use crate::batch;
 use crate::message::{Message, VoterChangeError};
 use crate::node::{RaftNode, Role};
-use crate::voters::{kraft_version_record, VoterNode, VoterSet};
-
-/// A leader's upgrade of `kraft.version` (Kafka's `KRaftVersionUpgrade`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum KraftUpgrade {
-    /// Nothing to collect: not leading, or `kraft.version` is already 1.
-    #[default]
-    Empty,
-    /// Leading at 0: the static voters as UpdateRaftVoter filled them in.
-    Voters(VoterSet),
-    /// The upgrade to this version is appended.
-    Version(i16),
-}
+use crate::voters::{kraft_version_record, KraftUpgrade, VoterNode};
 
 /// Why an upgrade was refused: UpdateFeatures' error for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,7 +170,7 @@ mod tests {
     use super::*;
     use crate::message::{Action, RaftError};
     use crate::node::{Membership, RaftConfig, RoleName};
-    use crate::voters::Listener;
+    use crate::voters::{Listener, VoterSet};
     use krabka_log::{LogConfig, PartitionLog};
 
     fn controller(id: i32) -> VoterNode {

@@ -31,11 +31,10 @@ use krabka_log::{AppendInfo, LogError, ReplicatedLog, SnapshotId};
 
 use krabka_protocol::Uuid;
 
-use crate::kraft_upgrade::KraftUpgrade;
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
 use crate::voters::{
-    Listener, PendingChange, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX, SNAPSHOT_HEAD_BYTES,
+    KraftUpgrade, Listener, PendingChange, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX, SNAPSHOT_HEAD_BYTES,
 };
 
 /// Timers, in milliseconds, and the seed of the election jitter.

@@ -42,6 +42,19 @@ pub(crate) struct PendingChange {
     pub(crate) ack_on_append: bool,
 }
 
+/// A leader's upgrade of `kraft.version` (Kafka's `KRaftVersionUpgrade`;
+/// the node holds it, `kraft_upgrade` drives it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum KraftUpgrade {
+    /// Nothing to collect: not leading, or `kraft.version` is already 1.
+    #[default]
+    Empty,
+    /// Leading at 0: the static voters as UpdateRaftVoter filled them in.
+    Voters(VoterSet),
+    /// The upgrade to this version is appended.
+    Version(i16),
+}
+
 /// One listener a voter can be reached on.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Listener {
