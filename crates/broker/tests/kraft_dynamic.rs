@@ -306,6 +306,34 @@ fn a_krabka_leader_makes_a_static_quorum_with_kafka_voters_dynamic() {
     }
 }
 
+#[test]
+fn a_controller_with_a_replaced_disk_rejoins_by_itself() {
+    let _serial = serial();
+    let ports = [free_port(), free_port(), free_port()];
+    let bootstrap = ports.map(|p| format!("127.0.0.1:{p}")).join(",");
+    let auto_join = ["controller.quorum.auto.join.enable=true"];
+    let first = BrokerProcess::start_dynamic(1, "broker,controller", ports[0], &bootstrap, &standalone(), &auto_join);
+    let _second = BrokerProcess::start_dynamic(2, "controller", ports[1], &bootstrap, &joining(), &auto_join);
+    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &auto_join);
+    let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    assert_eq!(wait_for_voters(&addresses, &[1, 2, 3]), 1);
+    assert_eq!(create_topic(&first, "before"), 0);
+    // Node 3's disk is lost: a fresh directory, formatted -N, a new
+    // directory id. It must not vote as the old voter 3 (it lacks its log):
+    // it asks the leader to remove that voter, then to add itself.
+    let old_directory = third.directory_id();
+    drop(third);
+    let third = BrokerProcess::start_dynamic(3, "controller", ports[2], &bootstrap, &joining(), &auto_join);
+    let new_directory = third.directory_id();
+    assert_ne!(old_directory, new_directory);
+    wait_for("voter 3 with its new directory", ELECTION_PATIENCE * 2, || {
+        let answer = describe_quorum(&addresses[0]);
+        let voters = &answer.topics[0].partitions[0].current_voters;
+        voters.len() == 3 && voters.iter().any(|v| v.replica_id == 3 && v.replica_directory_id == new_directory)
+    });
+    assert_eq!(create_topic(&first, "after"), 0);
+}
+
 /// A Kafka controller's metadata segment.
 fn kafka_segment(dir: &Path) -> PathBuf {
     dir.join("logs/__cluster_metadata-0/00000000000000000000.log")

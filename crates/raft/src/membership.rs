@@ -255,8 +255,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// `controller.quorum.auto.join.enable`: an observer that is a
     /// controller (it has listeners) and whose id is not a voter asks its
     /// leader to add it, every three fetch timeouts until it is; true when
-    /// it sent. (Kafka also first removes a voter of its id with another
-    /// directory id, a replaced disk; krabka does not yet.)
+    /// it sent. A voter of its id with another directory id (its disk was
+    /// replaced, and it formatted a new one) it asks to remove first, as
+    /// Kafka does: only then can it be added with its new directory.
     pub(crate) fn maybe_auto_join(&mut self, now_ms: i64) -> bool {
         let Role::Follower { leader, .. } = self.role else { return false };
         let membership = &self.config.membership;
@@ -264,10 +265,15 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return false;
         }
         self.update_voter_at = now_ms + 3 * self.config.fetch_timeout_ms;
-        if self.voters.kraft_version() < 1 || self.voters.latest().contains(self.config.node_id) {
+        if self.voters.kraft_version() < 1 {
             return false;
         }
-        self.send(leader, Message::AddVoterRequest { voter: self.local_voter() });
+        let message = match self.voters.latest().get(self.config.node_id) {
+            Some(voter) if voter.directory_id == membership.directory_id => return false,
+            Some(stale) => Message::RemoveVoterRequest { id: stale.id, directory_id: stale.directory_id },
+            None => Message::AddVoterRequest { voter: self.local_voter() },
+        };
+        self.send(leader, message);
         true
     }
 

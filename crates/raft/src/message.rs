@@ -13,6 +13,7 @@
 
 use bytes::Bytes;
 use krabka_log::SnapshotId;
+use krabka_protocol::Uuid;
 
 use crate::voters::VoterNode;
 
@@ -95,6 +96,16 @@ pub enum Message {
         voter: VoterNode,
     },
     AddVoterResponse {
+        error: VoterChangeError,
+    },
+    /// Auto-join of a controller whose id votes with another directory id
+    /// (its disk was replaced): it first asks its leader to remove that
+    /// voter (RemoveRaftVoter), as Kafka's controller does.
+    RemoveVoterRequest {
+        id: i32,
+        directory_id: Uuid,
+    },
+    RemoveVoterResponse {
         error: VoterChangeError,
     },
 }

@@ -326,8 +326,20 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.log
     }
 
+    /// Whether this node is in the latest voter set: its id, and its
+    /// directory id where the set has one (Kafka's `ReplicaKey`). A node
+    /// whose disk was replaced has the id of a voter but not its log, and
+    /// must not vote or run in its place (it asks to be removed and added
+    /// again, `maybe_auto_join`).
     pub fn is_voter(&self) -> bool {
-        self.is_voter_id(self.config.node_id)
+        self.holds_me(self.voters.latest())
+    }
+
+    /// Whether `set` has this node (see [`RaftNode::is_voter`]).
+    fn holds_me(&self, set: &VoterSet) -> bool {
+        let mine = self.config.membership.directory_id;
+        set.get(self.config.node_id)
+            .is_some_and(|v| v.directory_id == mine || v.directory_id == Uuid::ZERO || mine == Uuid::ZERO)
     }
 
     /// Whether `id` is in the latest voter set.
@@ -350,7 +362,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
         let Some(offset) = self.voters.latest_offset() else { return false };
         let before = self.voters.at(offset).1;
-        offset >= self.high_watermark && before.is_some_and(|set| set.contains(self.config.node_id))
+        offset >= self.high_watermark && before.is_some_and(|set| self.holds_me(&set))
     }
 
     /// The votes a candidate starts with: its own, when its latest voter
@@ -464,7 +476,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
             // A leader takes AddRaftVoter from its driver (`add_voter`), not
             // as a message; the answer to this node's own changes nothing
             // (it sees itself added in the log).
-            Message::AddVoterRequest { .. } | Message::AddVoterResponse { .. } => {}
+            Message::AddVoterRequest { .. }
+            | Message::AddVoterResponse { .. }
+            | Message::RemoveVoterRequest { .. }
+            | Message::RemoveVoterResponse { .. } => {}
         }
         debug_assert!(self.epoch >= epoch_before, "the epoch went back");
         Ok(self.finish())

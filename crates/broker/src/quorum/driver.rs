@@ -237,6 +237,7 @@ enum Kind {
     FetchSnapshot,
     UpdateRaftVoter,
     AddRaftVoter,
+    RemoveRaftVoter,
 }
 
 /// The RPC `message` is part of, and whether it is the response.
@@ -256,6 +257,8 @@ fn kind(message: &Message) -> (Kind, bool) {
         Message::UpdateVoterResponse { .. } => (Kind::UpdateRaftVoter, true),
         Message::AddVoterRequest { .. } => (Kind::AddRaftVoter, false),
         Message::AddVoterResponse { .. } => (Kind::AddRaftVoter, true),
+        Message::RemoveVoterRequest { .. } => (Kind::RemoveRaftVoter, false),
+        Message::RemoveVoterResponse { .. } => (Kind::RemoveRaftVoter, true),
     }
 }
 

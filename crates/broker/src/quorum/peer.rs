@@ -156,6 +156,7 @@ impl Session {
             Message::FetchSnapshotRequest { .. } => ApiKey::FetchSnapshot,
             Message::UpdateVoterRequest { .. } => ApiKey::UpdateRaftVoter,
             Message::AddVoterRequest { .. } => ApiKey::AddRaftVoter,
+            Message::RemoveVoterRequest { .. } => ApiKey::RemoveRaftVoter,
             _ => ApiKey::Fetch,
         };
         let Some(&version) = self.versions.get(&key) else {

@@ -36,8 +36,12 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         Message::AddVoterRequest { voter } => {
             RequestBody::AddRaftVoter(Box::new(super::voters::auto_join_request(context, voter)))
         }
+        &Message::RemoveVoterRequest { id, directory_id } => {
+            RequestBody::RemoveRaftVoter(Box::new(super::voters::auto_join_removal(context, id, directory_id)))
+        }
         Message::VoteResponse { .. }
         | Message::AddVoterResponse { .. }
+        | Message::RemoveVoterResponse { .. }
         | Message::UpdateVoterResponse { .. }
         | Message::BeginQuorumEpochResponse { .. }
         | Message::EndQuorumEpochResponse { .. }

@@ -97,9 +97,10 @@ pub fn response(context: &WireContext, message: &Message, version: i16) -> Optio
             super::voters::update_voter_response(context, epoch, error, leader_id),
         )),
         // The leader answers AddRaftVoter from its driver, not as a message.
-        Message::AddVoterResponse { .. } => return None,
+        Message::AddVoterResponse { .. } | Message::RemoveVoterResponse { .. } => return None,
         Message::VoteRequest { .. }
         | Message::AddVoterRequest { .. }
+        | Message::RemoveVoterRequest { .. }
         | Message::UpdateVoterRequest { .. }
         | Message::BeginQuorumEpoch { .. }
         | Message::EndQuorumEpoch { .. }
@@ -357,6 +358,12 @@ pub fn accept_response(sent: &Message, response: ResponseBody) -> Result<Message
         (Message::AddVoterRequest { .. }, ResponseBody::AddRaftVoter(answer)) => {
             let error = super::voters::voter_change_error(answer.error_code);
             error.map(|error| Message::AddVoterResponse { error }).ok_or(Dropped::Error(ErrorCode(answer.error_code)))
+        }
+        (Message::RemoveVoterRequest { .. }, ResponseBody::RemoveRaftVoter(answer)) => {
+            let error = super::voters::voter_change_error(answer.error_code);
+            error
+                .map(|error| Message::RemoveVoterResponse { error })
+                .ok_or(Dropped::Error(ErrorCode(answer.error_code)))
         }
         (Message::UpdateVoterRequest { .. }, ResponseBody::UpdateRaftVoter(answer)) => {
             super::voters::accept_update_voter_response(&answer).ok_or(Dropped::Error(ErrorCode(answer.error_code)))

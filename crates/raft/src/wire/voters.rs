@@ -68,6 +68,21 @@ pub(super) fn update_voter_request(context: &WireContext, epoch: i32, voter: &Vo
     }
 }
 
+/// RemoveRaftVoter as a controller joining by itself sends it for the voter
+/// of its id that has another directory id (a replaced disk).
+pub(super) fn auto_join_removal(
+    context: &WireContext,
+    id: i32,
+    directory_id: Uuid,
+) -> krabka_protocol::RemoveRaftVoterRequest {
+    krabka_protocol::RemoveRaftVoterRequest {
+        cluster_id: Some(context.cluster_id.clone()),
+        voter_id: id,
+        voter_directory_id: directory_id,
+        ..Default::default()
+    }
+}
+
 /// AddRaftVoter as a controller joining by itself sends it (Kafka's
 /// `controller.quorum.auto.join.enable`): its own key and listeners,
 /// answered once appended.
