@@ -17,7 +17,12 @@
 //! chaos the current leader is asked now and then to add an observer (its
 //! probe answered, wrongly, late or never) or to remove a voter (sometimes
 //! itself); a voter whose listeners the set has wrong tells its leader
-//! (UpdateRaftVoter). The other seeds run static voters.
+//! (UpdateRaftVoter). The other seeds run static voters, each node with
+//! its directory id and listener, so that follower voters tell each
+//! leader about themselves (UpdateRaftVoter at `kraft.version` 0); half of
+//! them are asked now and then to upgrade to a dynamic quorum
+//! (`kraft.version` 1, KAFKA-16538), and once one is, their leaders are
+//! asked for voter changes too (`upgrade`).
 //!
 //! Kafka's invariants are checked after every step: one leader per epoch;
 //! epochs and high watermarks never go back; the committed log is the same
@@ -28,9 +33,14 @@
 //! their end; at most one voter change is uncommitted in any leader's log,
 //! and consecutive committed voter sets differ by at most one voter (so
 //! their majorities meet); every node's voter set and `kraft.version` are
-//! what its log and snapshot say; each voter change is answered once, as
-//! it went. At the end the network heals and proposals to the leader must
-//! commit on every node, and every node must agree on the voter set.
+//! what its log and snapshot say, and what a node committed says what the
+//! committed log does (so `kraft.version` never goes back); each voter
+//! change is answered once, as it went; an upgrade is refused until every
+//! voter told the leader about itself, and then writes KRaftVersion 1 and
+//! the static voters with their directory ids in one batch. At the end the
+//! network heals and proposals to the leader must commit on every node,
+//! every node must agree on the voter set, and a quorum asked to upgrade
+//! must be upgraded.
 //!
 //! `cargo test -p krabka-raft --test simulation` runs 1,000 seeds;
 //! `KRABKA_LONG_TESTS=1` runs 100,000; `KRABKA_RAFT_SEED=<seed>` replays one
@@ -39,6 +49,8 @@
 
 #[path = "simulation/mem_log.rs"]
 mod mem_log;
+#[path = "simulation/upgrade.rs"]
+mod upgrade;
 #[path = "simulation/voters.rs"]
 mod voters;
 
@@ -50,6 +62,7 @@ use krabka_log::{ReplicatedLog, SnapshotId};
 use krabka_raft::{Action, ElectionState, Message, RaftConfig, RaftNode, RoleName, VoterSet};
 
 use mem_log::{encode_snapshot, MemLog, Stored};
+use upgrade::Upgrade;
 use voters::Tracker;
 
 struct Rng(u64);
@@ -98,8 +111,13 @@ struct Sim {
     voters: Vec<i32>,
     /// The voters the quorum started with (a dynamic one's bootstrap set).
     initial: Vec<i32>,
-    /// The cluster's finalized `kraft.version`: 0 static, 1 dynamic.
-    kraft_version: i16,
+    /// Whether the quorum was formatted dynamic (`kraft.version` 1), with
+    /// a bootstrap snapshot; a static one may be upgraded to it.
+    bootstrapped: bool,
+    /// A static quorum asked to become dynamic, and how that went.
+    upgrade: Option<Upgrade>,
+    /// UpdateRaftVoter sent by voters at `kraft.version` 0.
+    static_updates: u64,
     slots: Vec<Option<Slot>>,
     persisted: Vec<Option<ElectionState>>,
     restarts: u64,
@@ -140,13 +158,16 @@ impl Sim {
         let n = voter_count + observers;
         let initial: Vec<i32> = (0..voter_count as i32).collect();
         let bootstrap = dynamic.then(|| voters::bootstrap_set(&initial, &mut rng));
+        let upgrade = (!dynamic && rng.chance(500)).then(|| Upgrade::new(voter_count, &mut rng));
         let static_set = VoterSet::from_ids(if dynamic { &[] } else { &initial });
         let mut sim = Sim {
             seed,
             now: 0,
             voters: if dynamic { Vec::new() } else { initial.clone() },
             initial,
-            kraft_version: i16::from(dynamic),
+            bootstrapped: dynamic,
+            upgrade,
+            static_updates: 0,
             slots: (0..n).map(|_| None).collect(),
             persisted: vec![None; n],
             restarts: 0,
@@ -165,7 +186,11 @@ impl Sim {
             checked_snapshots: BTreeSet::new(),
             snapshots_taken: 0,
             snapshots_installed: 0,
-            tracker: Tracker::new(bootstrap.clone().unwrap_or_else(|| static_set.clone()), static_set),
+            tracker: Tracker::new(
+                bootstrap.clone().unwrap_or_else(|| static_set.clone()),
+                static_set,
+                i16::from(dynamic),
+            ),
             rng,
         };
         for id in 0..n {
@@ -179,8 +204,9 @@ impl Sim {
         sim
     }
 
+    /// Whether the committed `kraft.version` is 1: formatted so, or upgraded.
     fn dynamic(&self) -> bool {
-        self.kraft_version >= 1
+        self.tracker.kraft_version() >= 1
     }
 
     fn config(&mut self, id: usize) -> RaftConfig {
@@ -193,7 +219,10 @@ impl Sim {
             fetch_max_wait_ms: 50,
             retry_backoff_ms: 60,
             request_timeout_ms: 2000,
-            membership: if self.dynamic() { voters::membership(id as i32, &self.initial) } else { Default::default() },
+            membership: match self.bootstrapped {
+                true => voters::membership(id as i32, &self.initial),
+                false => upgrade::static_membership(id as i32, self.upgrade.as_ref()),
+            },
             max_fetch_bytes: 64 + self.rng.below(1500) as u32,
             retention_max_bytes: self.retention,
             seed: self.seed.wrapping_mul(31).wrapping_add(self.restarts),
@@ -268,6 +297,11 @@ impl Sim {
     }
 
     fn send(&mut self, from: i32, to: i32, message: Message) {
+        if matches!(message, Message::UpdateVoterRequest { .. })
+            && self.up(from as usize).is_some_and(|n| n.kraft_version() == 0)
+        {
+            self.static_updates += 1;
+        }
         let copies = if self.rng.chance(self.duplication) { 2 } else { 1 };
         for _ in 0..copies {
             if self.rng.chance(self.loss) {
@@ -364,6 +398,7 @@ impl Sim {
             self.propose();
         }
         self.maybe_change_voters();
+        self.maybe_upgrade();
         for id in 0..n {
             if self.rng.chance(self.snapshot_rate) {
                 self.snapshot(id);
@@ -385,7 +420,7 @@ impl Sim {
         let last = node.log().entry(end - 1).expect("a committed batch");
         assert_eq!(last.last, end - 1, "node {id}'s high watermark {end} is inside a batch");
         let (version, voters) = node.voters_at(end);
-        let expected = self.tracker.expected_at(self.kraft_version, end);
+        let expected = self.tracker.expected_at(end);
         assert_eq!((version, voters.clone()), expected, "node {id}: the voters after offset {} are wrong", end - 1);
         let bytes = encode_snapshot(version, voters.as_ref(), &node.log().batches_before(end));
         let snapshot = SnapshotId { end_offset: end, epoch: last.epoch };
@@ -400,6 +435,7 @@ impl Sim {
         self.deliver_probes();
         self.tick_all();
         self.check();
+        self.note_upgrade_committed();
     }
 
     /// Kafka's invariants, after every step.
@@ -422,6 +458,9 @@ impl Sim {
                 assert!(truncated >= from, "node {id} truncated to {truncated}, below its high watermark {from}");
             }
             self.check_committed(id, from, hw);
+            if hw > from {
+                self.check_committed_voters(id);
+            }
             self.check_snapshots(id);
             self.check_node_voters(id);
         }
@@ -456,7 +495,7 @@ impl Sim {
                 assert_eq!(epoch, Some(snapshot.epoch), "node {id}: snapshot {snapshot:?}'s epoch");
             }
             let said = (held.kraft_version.unwrap_or(0), held.voters.clone());
-            let expected = self.tracker.expected_at(self.kraft_version, end);
+            let expected = self.tracker.expected_at(end);
             assert_eq!(said, expected, "node {id}: snapshot {snapshot:?}'s voters");
             self.checked_snapshots.insert((id, snapshot));
         }
@@ -478,7 +517,7 @@ impl Sim {
                 continue;
             }
             assert_eq!(offset as usize, self.committed.len(), "node {id}: a gap in the committed log");
-            self.tracker.newly_committed(offset, &entry, self.kraft_version);
+            self.tracker.newly_committed(offset, &entry);
             self.committed.push(entry);
         }
     }
@@ -487,7 +526,8 @@ impl Sim {
 impl Sim {
     /// The network heals and every node comes back: a value proposed to
     /// the leader must commit, every node must learn it, every voter change
-    /// asked for must be answered and every node must agree on the voters.
+    /// asked for must be answered, every node must agree on the voters, and
+    /// a quorum asked to upgrade must be upgraded (`upgrade_settled`).
     fn liveness(&mut self) {
         for id in 0..self.slots.len() {
             if self.node(id).is_none() {
@@ -496,14 +536,15 @@ impl Sim {
         }
         self.side = vec![0; self.slots.len()];
         let mut proposed: Option<(i64, i32)> = None;
-        for _ in 0..HEALED_STEPS {
+        for step in 0..HEALED_STEPS {
+            self.heal_upgrade(step);
             self.step();
             let committed = proposed
                 .is_some_and(|(offset, epoch)| self.committed.get(offset as usize).is_some_and(|e| e.epoch == epoch));
             if committed {
                 let end = self.committed.len() as i64;
                 let learned = (0..self.slots.len()).all(|id| self.up(id).is_some_and(|n| n.high_watermark() >= end));
-                if learned && self.voters_settled() {
+                if learned && self.voters_settled() && self.upgrade_settled() {
                     return self.check_logs_match();
                 }
             } else if self.now % 500 == 0 || proposed.is_none() {
@@ -515,20 +556,23 @@ impl Sim {
             .map(|id| {
                 let n = self.up(id).unwrap();
                 format!(
-                    "{id}: {:?} epoch {} leader {:?} hw {} end {} voters {:?}",
+                    "{id}: {:?} epoch {} leader {:?} hw {} end {} voters {:?} kraft.version {}",
                     n.role(),
                     n.epoch(),
                     n.leader_id(),
                     n.high_watermark(),
                     n.log().log_end_offset(),
-                    n.voter_ids()
+                    n.voter_ids(),
+                    n.kraft_version()
                 )
             })
             .collect();
         panic!(
-            "no progress with the network healed: proposed {proposed:?}, committed {}, voter changes unanswered {:?}; {nodes:?}",
+            "no progress with the network healed: proposed {proposed:?}, committed {}, voter changes unanswered {:?}, \
+             upgrade {:?}; {nodes:?}",
             self.committed.len(),
-            self.tracker.outstanding()
+            self.tracker.outstanding(),
+            self.upgrade
         );
     }
 
@@ -552,14 +596,56 @@ impl Sim {
 #[derive(Default)]
 struct Totals {
     seeds: u64,
+    /// Seeds formatted dynamic.
     dynamic: u64,
     changes_done: u64,
     changes_refused: u64,
     snapshots_installed: u64,
     cuts_inside_batches: u64,
+    /// UpdateRaftVoter sent at `kraft.version` 0.
+    static_updates: u64,
+    /// Static seeds asked to upgrade, those of them with a voter unable
+    /// to, and those upgraded under faults and by the end.
+    upgrading: u64,
+    legacy: u64,
+    upgraded_under_faults: u64,
+    upgraded: u64,
+    upgrade_calls: u64,
+    upgrades_refused: u64,
+    upgrades_appended: u64,
+    /// Epochs with a leader elected after an upgrade committed.
+    elections_after_upgrade: u64,
 }
 
 impl Totals {
+    /// What seed `sim` covered, once run.
+    fn of(sim: &Sim) -> Totals {
+        let nodes = sim.slots.len();
+        let mut totals = Totals {
+            seeds: 1,
+            dynamic: u64::from(sim.bootstrapped),
+            changes_done: sim.tracker.done(),
+            changes_refused: sim.tracker.refused(),
+            snapshots_installed: sim.snapshots_installed,
+            cuts_inside_batches: (0..nodes).map(|id| sim.log(id).cuts_inside_batches.get()).sum(),
+            static_updates: sim.static_updates,
+            ..Totals::default()
+        };
+        if let Some(upgrade) = &sim.upgrade {
+            totals.upgrading = 1;
+            totals.legacy = u64::from(upgrade.legacy.is_some());
+            totals.upgrade_calls = upgrade.calls;
+            totals.upgrades_refused = upgrade.refused;
+            totals.upgrades_appended = upgrade.appended;
+            if let Some((at, epoch)) = upgrade.committed {
+                totals.upgraded = 1;
+                totals.upgraded_under_faults = u64::from(at <= CHAOS_STEPS as i64 * STEP_MS);
+                totals.elections_after_upgrade = sim.leaders.range(epoch + 1..).count() as u64;
+            }
+        }
+        totals
+    }
+
     fn add(&mut self, other: &Totals) {
         self.seeds += other.seeds;
         self.dynamic += other.dynamic;
@@ -567,6 +653,42 @@ impl Totals {
         self.changes_refused += other.changes_refused;
         self.snapshots_installed += other.snapshots_installed;
         self.cuts_inside_batches += other.cuts_inside_batches;
+        self.static_updates += other.static_updates;
+        self.upgrading += other.upgrading;
+        self.legacy += other.legacy;
+        self.upgraded_under_faults += other.upgraded_under_faults;
+        self.upgraded += other.upgraded;
+        self.upgrade_calls += other.upgrade_calls;
+        self.upgrades_refused += other.upgrades_refused;
+        self.upgrades_appended += other.upgrades_appended;
+        self.elections_after_upgrade += other.elections_after_upgrade;
+    }
+
+    fn print(&self) {
+        eprintln!(
+            "{} seeds ({} with dynamic voters): {} voter changes done, {} refused, {} snapshots fetched, \
+             {} truncations inside a batch",
+            self.seeds,
+            self.dynamic,
+            self.changes_done,
+            self.changes_refused,
+            self.snapshots_installed,
+            self.cuts_inside_batches
+        );
+        eprintln!(
+            "{} UpdateRaftVoter at kraft.version 0; {} static seeds asked to upgrade ({} with a voter unable to): \
+             {} upgraded under faults, {} by the end; {} UpdateFeatures, {} refused, {} upgrades appended; \
+             {} leaders elected after an upgrade committed",
+            self.static_updates,
+            self.upgrading,
+            self.legacy,
+            self.upgraded_under_faults,
+            self.upgraded,
+            self.upgrade_calls,
+            self.upgrades_refused,
+            self.upgrades_appended,
+            self.elections_after_upgrade
+        );
     }
 }
 
@@ -582,28 +704,23 @@ fn run(seed: u64) -> Totals {
     sim.crashes = false;
     sim.liveness();
     let nodes = sim.slots.len();
-    let totals = Totals {
-        seeds: 1,
-        dynamic: u64::from(sim.dynamic()),
-        changes_done: sim.tracker.done(),
-        changes_refused: sim.tracker.refused(),
-        snapshots_installed: sim.snapshots_installed,
-        cuts_inside_batches: (0..nodes).map(|id| sim.log(id).cuts_inside_batches.get()).sum(),
-    };
+    let totals = Totals::of(&sim);
     if std::env::var("KRABKA_RAFT_TRACE").is_ok() {
         let epochs = sim.leaders.len();
         let (committed, restarts) = (sim.committed.len(), sim.restarts);
         let voters = sim.up(sim.leader().unwrap()).unwrap().voter_ids();
         eprintln!(
-            "seed {seed}: kraft.version {}, voters {:?} -> {voters:?} of {nodes} nodes, {epochs} epochs with a leader, \
+            "seed {seed}: kraft.version {} -> {}, voters {:?} -> {voters:?} of {nodes} nodes, {epochs} epochs with a leader, \
              {committed} committed, {restarts} starts, {} snapshots taken, {} fetched, {}, \
-             {} truncations inside a batch",
-            sim.kraft_version,
+             {} truncations inside a batch, upgrade {:?}",
+            i16::from(sim.bootstrapped),
+            sim.tracker.kraft_version(),
             sim.initial,
             sim.snapshots_taken,
             sim.snapshots_installed,
             sim.tracker.summary(),
-            totals.cuts_inside_batches
+            totals.cuts_inside_batches,
+            sim.upgrade
         );
     }
     totals
@@ -636,16 +753,7 @@ fn run_seeds(seeds: std::ops::Range<u64>) {
             totals.add(&worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
         }
     });
-    eprintln!(
-        "{} seeds ({} with dynamic voters): {} voter changes done, {} refused, {} snapshots fetched, \
-         {} truncations inside a batch",
-        totals.seeds,
-        totals.dynamic,
-        totals.changes_done,
-        totals.changes_refused,
-        totals.snapshots_installed,
-        totals.cuts_inside_batches
-    );
+    totals.print();
 }
 
 #[test]

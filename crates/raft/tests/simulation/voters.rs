@@ -2,7 +2,9 @@
 //! votes: what leaders committed and with which voter set, the committed
 //! voter sets, each node's voter set against its log, at most one voter
 //! change uncommitted in a leader's log, and the answer to every change
-//! asked for.
+//! asked for. A static quorum's upgrade to `kraft.version` 1 is
+//! `upgrade`'s; here it is one more committed voter set, the static
+//! voters with their directory ids, which changes no one's vote.
 //!
 //! Kafka's leader counts a majority of its latest voter set, committed or
 //! not, and appends a change only once the previous one committed, so the
@@ -16,10 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use krabka_log::ReplicatedLog;
 use krabka_protocol::Uuid;
-use krabka_raft::{Listener, Membership, RoleName, VoterChangeError, VoterNode, VoterSet};
+use krabka_raft::{Listener, Membership, RoleName, VoterChangeError, VoterNode, VoterSet, KRAFT_VERSION_MAX};
 
 use super::mem_log::Stored;
-use super::{Rng, Sim};
+use super::{upgrade, Rng, Sim};
 
 /// How often (per mille a step) the leader is asked for a voter change.
 const CHANGE_RATE: u64 = 15;
@@ -61,13 +63,17 @@ pub fn bootstrap_set(initial: &[i32], rng: &mut Rng) -> VoterSet {
 }
 
 /// A voter's key: its id and directory id (its listeners may change).
-fn keys(set: &VoterSet) -> BTreeSet<(i32, Uuid)> {
-    set.nodes().map(|v| (v.id, v.directory_id)).collect()
+/// A static voter has no directory id: it is the same voter as the one of
+/// its id the upgrade to `kraft.version` 1 writes, so a set with a static
+/// voter is compared by ids alone.
+fn keys(set: &VoterSet, by_id: bool) -> BTreeSet<(i32, Uuid)> {
+    set.nodes().map(|v| (v.id, if by_id { Uuid::ZERO } else { v.directory_id })).collect()
 }
 
 /// How many voters are in one of two sets and not the other.
 fn changed_voters(a: &VoterSet, b: &VoterSet) -> usize {
-    keys(a).symmetric_difference(&keys(b)).count()
+    let by_id = a.nodes().chain(b.nodes()).any(|v| v.directory_id == Uuid::ZERO);
+    keys(a, by_id).symmetric_difference(&keys(b, by_id)).count()
 }
 
 /// A voter change asked of a leader, and how it may end other than done.
@@ -97,6 +103,9 @@ pub struct Tracker {
     /// The committed voter sets by the offset of their record (-1: the
     /// bootstrap or static set).
     committed: Vec<(i64, VoterSet)>,
+    /// The committed `kraft.version`s by the offset of their record (-1:
+    /// the one the quorum was formatted at); they only go up.
+    versions: Vec<(i64, i16)>,
     /// What leaders committed: offsets [from, to), with the voter set the
     /// leader counted.
     leader_commits: Vec<(i64, i64, VoterSet)>,
@@ -114,10 +123,11 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    pub fn new(initial: VoterSet, static_set: VoterSet) -> Tracker {
+    pub fn new(initial: VoterSet, static_set: VoterSet, kraft_version: i16) -> Tracker {
         Tracker {
             max_voters: initial.len(),
             committed: vec![(-1, initial)],
+            versions: vec![(-1, kraft_version)],
             leader_commits: Vec::new(),
             leader_committed_end: 0,
             static_set,
@@ -163,31 +173,52 @@ impl Tracker {
         &self.committed[at - 1].1
     }
 
-    /// `kraft.version` and the voter set a snapshot ending at `end` holds
-    /// (none at `kraft.version` 0).
-    pub fn expected_at(&self, kraft_version: i16, end: i64) -> (i16, Option<VoterSet>) {
-        (kraft_version, (kraft_version >= 1).then(|| self.in_force(end - 1).clone()))
+    /// The latest committed `kraft.version`.
+    pub fn kraft_version(&self) -> i16 {
+        self.versions.last().unwrap().1
+    }
+
+    /// `kraft.version` and the voter set a snapshot ending at `end` holds,
+    /// or a node that committed up to `end` knows (none at `kraft.version`
+    /// 0).
+    pub fn expected_at(&self, end: i64) -> (i16, Option<VoterSet>) {
+        let at = self.versions.partition_point(|(o, _)| *o < end);
+        let version = self.versions[at - 1].1;
+        (version, (version >= 1).then(|| self.in_force(end - 1).clone()))
     }
 
     /// `offset` (in `entry`) is committed for the first time: a leader
     /// committed it, counting a voter set at most one voter from the one in
-    /// force there; a voter set it holds is one voter from the last.
-    pub fn newly_committed(&mut self, offset: i64, entry: &Stored, kraft_version: i16) {
+    /// force there; a voter set it holds is one voter from the last, or the
+    /// static voters the upgrade wrote; `kraft.version` only goes up.
+    pub fn newly_committed(&mut self, offset: i64, entry: &Stored) {
         let at = self.leader_commits.partition_point(|(_, to, _)| *to <= offset);
         let Some((from, _, counted)) = self.leader_commits.get(at) else {
             panic!("offset {offset} committed, and no leader committed it");
         };
         assert!(*from <= offset, "offset {offset} committed, and no leader committed it");
+        if let Some((_, version)) = entry.kraft_versions.iter().find(|(o, _)| *o == offset) {
+            // An upgrade raises it; a new leader of a quorum formatted
+            // dynamic writes it again after the bootstrap snapshot's.
+            let current = self.kraft_version();
+            assert!(*version >= current, "kraft.version {current} then {version} committed at {offset}");
+            assert!(*version <= KRAFT_VERSION_MAX, "kraft.version {version} committed at {offset}");
+            self.versions.push((offset, *version));
+        }
         if let Some((_, set)) = entry.voters.iter().find(|(o, _)| *o == offset) {
             let last = &self.committed.last().unwrap().1;
+            if self.committed.len() == 1 && !self.static_set.is_empty() {
+                // The first voter record of a static quorum: its upgrade's,
+                // right after KRaftVersion 1 in the same batch.
+                let upgraded = entry.kraft_versions.contains(&(offset - 1, 1));
+                assert!(upgraded, "voters {:?} committed at {offset}, at kraft.version 0", set.ids());
+                upgrade::check_upgrade_voters(&self.static_set.ids(), set, offset);
+            }
             let changed = changed_voters(last, set);
             assert!(changed <= 1, "committed voters {:?} then {:?} at {offset}", last.ids(), set.ids());
             assert!((1..=MAX_VOTERS).contains(&set.len()), "committed {} voters at {offset}", set.len());
             self.max_voters = self.max_voters.max(set.len());
             self.committed.push((offset, set.clone()));
-        }
-        if let Some((_, version)) = entry.kraft_versions.iter().find(|(o, _)| *o == offset) {
-            assert_eq!(*version, kraft_version, "a committed KRaftVersion record at {offset}");
         }
         let in_force = self.in_force(offset);
         assert!(
@@ -265,6 +296,21 @@ impl Sim {
         if role == RoleName::Leader {
             self.check_one_change_pending(id);
         }
+    }
+
+    /// What node `id` committed says of the voters what the committed log
+    /// says at its high watermark (the same `kraft.version` and voter set),
+    /// and its latest `kraft.version` (committed or not) is no lower: a
+    /// node's `kraft.version` never goes back in its committed prefix.
+    pub(crate) fn check_committed_voters(&self, id: usize) {
+        let node = self.up(id).unwrap();
+        let hw = node.high_watermark();
+        let (version, voters) = node.voters_at(hw);
+        let (committed_version, committed_voters) = self.tracker.expected_at(hw);
+        assert_eq!(version, committed_version, "node {id}: kraft.version at its high watermark {hw}");
+        assert_eq!(voters, committed_voters, "node {id}: the voters at its high watermark {hw}");
+        let latest = node.kraft_version();
+        assert!(latest >= version, "node {id}: kraft.version {latest}, below its committed {version}");
     }
 
     /// At most one voter change in leader `id`'s log past what leaders
@@ -426,7 +472,8 @@ impl Sim {
         let latest = leader.log().voters_said(None).1;
         let committed = latest.is_none_or(|(offset, _)| offset < leader.high_watermark());
         let agreed = (0..self.slots.len()).all(|id| {
-            self.up(id).is_some_and(|n| n.voter_set() == leader.voter_set() && n.kraft_version() == self.kraft_version)
+            let version = self.tracker.kraft_version();
+            self.up(id).is_some_and(|n| n.voter_set() == leader.voter_set() && n.kraft_version() == version)
         });
         self.tracker.requests.is_empty() && committed && agreed
     }
