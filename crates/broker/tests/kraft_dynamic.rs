@@ -157,6 +157,47 @@ fn finalized_kraft_version(bootstrap: &str) -> String {
     level.unwrap_or_else(|| panic!("no level in: {line}")).to_string()
 }
 
+/// `kafka-features <via...> upgrade --feature kraft.version=1`, repeated
+/// until accepted; every refusal must say one of `waiting`. How many
+/// refusals there were.
+fn upgrade_kraft_version(via: &[&str], waiting: &[&str]) -> usize {
+    let mut refusals = 0;
+    wait_for("the kraft.version upgrade", ELECTION_PATIENCE * 2, || {
+        let (ok, out) = kafka_cli("kafka-features", &[via, &["upgrade", "--feature", "kraft.version=1"]].concat());
+        if !ok {
+            refusals += 1;
+            assert!(waiting.iter().any(|w| out.contains(w)), "{out}");
+        }
+        ok
+    });
+    eprintln!("upgraded after {refusals} refusals");
+    refusals
+}
+
+/// `id@127.0.0.1:port,...` for voters 1, 2, ... on `ports`.
+fn static_voters(ports: &[u16]) -> String {
+    let voters: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1)).collect();
+    voters.join(",")
+}
+
+/// Waits until krabka's metadata log and those of the Kafka controllers in
+/// `kafka_dirs` are the same bytes, then checks Kafka logged no error.
+fn assert_logs_agree_with_kafka(krabka: &BrokerProcess, kafka_dirs: &[tempfile::TempDir]) {
+    let readers: Vec<Box<dyn Fn() -> Vec<u8>>> = kafka_dirs
+        .iter()
+        .map(|d| {
+            let segment = kafka_segment(d.path());
+            Box::new(move || std::fs::read(&segment).unwrap_or_default()) as Box<dyn Fn() -> Vec<u8>>
+        })
+        .chain(std::iter::once(Box::new(|| metadata_log(krabka)) as Box<dyn Fn() -> Vec<u8>>))
+        .collect();
+    let logs: Vec<&dyn Fn() -> Vec<u8>> = readers.iter().map(|l| l.as_ref()).collect();
+    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &logs);
+    for dir in kafka_dirs {
+        assert_no_kafka_errors(dir.path());
+    }
+}
+
 #[test]
 fn a_static_krabka_quorum_becomes_dynamic_through_kafkas_tool() {
     let _serial = serial();
@@ -168,16 +209,7 @@ fn a_static_krabka_quorum_becomes_dynamic_through_kafkas_tool() {
     // Each follower tells the leader its directory id and listeners
     // (UpdateRaftVoter at kraft.version 0); until both have, the upgrade is
     // refused as Kafka refuses it.
-    let mut refusals = 0;
-    wait_for("the kraft.version upgrade", ELECTION_PATIENCE, || {
-        let (ok, out) = kafka_features(&bootstrap, &["upgrade", "--feature", "kraft.version=1"]);
-        if !ok {
-            refusals += 1;
-            assert!(out.contains("because not all of the voters support it"), "{out}");
-        }
-        ok
-    });
-    eprintln!("upgraded after {refusals} refusals");
+    upgrade_kraft_version(&["--bootstrap-server", &bootstrap], &["because not all of the voters support it"]);
     assert_eq!(finalized_kraft_version(&bootstrap), "1");
     let (ok, out) = kafka_features(&bootstrap, &["downgrade", "--feature", "kraft.version=0"]);
     assert!(!ok && out.contains("Can't downgrade the version of this feature."), "{out}");
@@ -210,8 +242,7 @@ fn a_static_krabka_quorum_becomes_dynamic_through_kafkas_tool() {
 fn a_kafka_leader_makes_a_static_quorum_with_a_krabka_voter_dynamic() {
     let _serial = serial();
     let ports = [free_port(), free_port(), free_port()];
-    let voters: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1)).collect();
-    let voters = voters.join(",");
+    let voters = static_voters(&ports);
     let kafka_dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     // Kafka's controllers time out first and lead; krabka's follows, sends
     // Kafka's leader UpdateRaftVoter at kraft.version 0 and registers.
@@ -224,18 +255,8 @@ fn a_kafka_leader_makes_a_static_quorum_with_a_krabka_voter_dynamic() {
     let krabka =
         BrokerProcess::start_static_controller(3, ports[2], &voters, &["controller.quorum.election.timeout.ms=20000"]);
     let kafka_address = format!("127.0.0.1:{}", ports[0]);
-    let mut refusals = 0;
-    wait_for("the kraft.version upgrade", ELECTION_PATIENCE * 2, || {
-        let args = ["--bootstrap-controller", &kafka_address, "upgrade", "--feature", "kraft.version=1"];
-        let (ok, out) = kafka_cli("kafka-features", &args);
-        if !ok {
-            refusals += 1;
-            let waiting = ["not all of the voters support it", "has not registered", "Timed out", "NOT_CONTROLLER"];
-            assert!(waiting.iter().any(|w| out.contains(w)), "{out}");
-        }
-        ok
-    });
-    eprintln!("upgraded after {refusals} refusals");
+    let waiting = ["not all of the voters support it", "has not registered", "Timed out", "NOT_CONTROLLER"];
+    upgrade_kraft_version(&["--bootstrap-controller", &kafka_address], &waiting);
     // Kafka's leader wrote the voter set, krabka's directory id in it.
     let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let leader = wait_for_voters(&addresses[..2], &[1, 2, 3]);
@@ -243,25 +264,14 @@ fn a_kafka_leader_makes_a_static_quorum_with_a_krabka_voter_dynamic() {
     let answer = describe_quorum(&addresses[leader as usize - 1]);
     let listed = &answer.topics[0].partitions[0].current_voters;
     assert!(listed.iter().any(|v| v.replica_id == 3 && v.replica_directory_id == krabka.directory_id()), "{listed:?}");
-    let segments: Vec<PathBuf> = kafka_dirs.iter().map(|d| kafka_segment(d.path())).collect();
-    let kafka_log = |i: usize| {
-        let segment = segments[i].clone();
-        move || std::fs::read(&segment).unwrap_or_default()
-    };
-    let (first, second) = (kafka_log(0), kafka_log(1));
-    let krabka_log = || metadata_log(&krabka);
-    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&first, &second, &krabka_log]);
-    for dir in &kafka_dirs {
-        assert_no_kafka_errors(dir.path());
-    }
+    assert_logs_agree_with_kafka(&krabka, &kafka_dirs);
 }
 
 #[test]
 fn a_krabka_leader_makes_a_static_quorum_with_kafka_voters_dynamic() {
     let _serial = serial();
     let ports = [free_port(), free_port(), free_port()];
-    let voters: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1)).collect();
-    let voters = voters.join(",");
+    let voters = static_voters(&ports);
     // krabka's controller times out first and leads; Kafka's follow, send
     // it UpdateRaftVoter at kraft.version 0 and register with it.
     let kafka_dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
@@ -277,33 +287,12 @@ fn a_krabka_leader_makes_a_static_quorum_with_kafka_voters_dynamic() {
     let krabka = BrokerProcess::start_static_controller(1, ports[0], &voters, &quick);
     let krabka_address = krabka.controller_address();
     assert_eq!(wait_for_voters(std::slice::from_ref(&krabka_address), &[1, 2, 3]), 1);
-    let mut refusals = 0;
-    wait_for("the kraft.version upgrade", ELECTION_PATIENCE * 2, || {
-        let args = ["--bootstrap-controller", &krabka_address, "upgrade", "--feature", "kraft.version=1"];
-        let (ok, out) = kafka_cli("kafka-features", &args);
-        if !ok {
-            refusals += 1;
-            eprintln!("{out}");
-            let waiting = ["not all of the voters support it", "has not registered"];
-            assert!(waiting.iter().any(|w| out.contains(w)), "{out}");
-        }
-        ok
-    });
-    eprintln!("upgraded after {refusals} refusals");
+    let waiting = ["not all of the voters support it", "has not registered"];
+    upgrade_kraft_version(&["--bootstrap-controller", &krabka_address], &waiting);
     let answer = describe_quorum(&krabka_address);
     let listed = &answer.topics[0].partitions[0].current_voters;
     assert!(listed.iter().all(|v| v.replica_directory_id != krabka_protocol::Uuid::ZERO), "{listed:?}");
-    let segments: Vec<PathBuf> = kafka_dirs.iter().map(|d| kafka_segment(d.path())).collect();
-    let kafka_log = |i: usize| {
-        let segment = segments[i].clone();
-        move || std::fs::read(&segment).unwrap_or_default()
-    };
-    let (second, third) = (kafka_log(0), kafka_log(1));
-    let krabka_log = || metadata_log(&krabka);
-    wait_for_identical_logs("Kafka's and krabka's metadata logs to agree", &[&krabka_log, &second, &third]);
-    for dir in &kafka_dirs {
-        assert_no_kafka_errors(dir.path());
-    }
+    assert_logs_agree_with_kafka(&krabka, &kafka_dirs);
 }
 
 #[test]

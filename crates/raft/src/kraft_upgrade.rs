@@ -52,12 +52,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// upgrade will write, matched by id alone (a static voter has no
     /// directory id), in Kafka's order of checks.
     pub(crate) fn update_static_voter(&mut self, now_ms: i64, voter: VoterNode) -> VoterChangeError {
-        if !matches!(self.role, Role::Leader { .. }) {
-            return VoterChangeError::NotLeader;
-        }
-        self.expire_voter_change(now_ms);
-        if self.pending_change.is_some() || self.advertised_high_watermark() < 0 {
-            return VoterChangeError::RequestTimedOut;
+        if let Some(error) = self.leader_busy(now_ms) {
+            return error;
         }
         let KraftUpgrade::Voters(set) = &self.kraft_upgrade else {
             // The upgrade is under way: the set is being written.

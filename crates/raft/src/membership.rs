@@ -157,12 +157,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// Why a voter change cannot start now, in Kafka's order; None when it
     /// can. An expired change is ended first (REQUEST_TIMED_OUT).
     fn change_refused(&mut self, now_ms: i64) -> Option<VoterChangeError> {
-        if !matches!(self.role, Role::Leader { .. }) {
-            return Some(VoterChangeError::NotLeader);
-        }
-        self.expire_voter_change(now_ms);
-        if self.pending_change.is_some() || self.advertised_high_watermark() < 0 {
-            return Some(VoterChangeError::RequestTimedOut);
+        if let Some(error) = self.leader_busy(now_ms) {
+            return Some(error);
         }
         if self.voters.kraft_version() < 1 {
             return Some(VoterChangeError::UnsupportedVersion);
@@ -171,6 +167,20 @@ impl<L: ReplicatedLog> RaftNode<L> {
             Some(offset) if offset < self.high_watermark => None,
             _ => Some(VoterChangeError::RequestTimedOut),
         }
+    }
+
+    /// What every voter change (and an UpdateRaftVoter at `kraft.version`
+    /// 0) is refused for first: this node does not lead, or it has a change
+    /// under way, or no high watermark yet. An expired change is ended first.
+    pub(crate) fn leader_busy(&mut self, now_ms: i64) -> Option<VoterChangeError> {
+        if !matches!(self.role, Role::Leader { .. }) {
+            return Some(VoterChangeError::NotLeader);
+        }
+        self.expire_voter_change(now_ms);
+        if self.pending_change.is_some() || self.advertised_high_watermark() < 0 {
+            return Some(VoterChangeError::RequestTimedOut);
+        }
+        None
     }
 
     /// Whether `voter` has an endpoint on this quorum's listener (the first

@@ -19,13 +19,13 @@ pub fn response(error_code: i16) -> ApiVersionsResponse {
 pub fn response_with_features(image: &MetadataImage, kraft_version: i16, version: i16) -> ApiVersionsResponse {
     let mut response = response(0);
     response.supported_features = supported_feature_keys(version);
-    let kraft = (kraft_version > 0).then_some((&KRAFT_VERSION, &kraft_version));
+    let kraft = (kraft_version > 0).then_some((KRAFT_VERSION, kraft_version));
     response.finalized_features = image
         .features
         .iter()
-        .map(|(name, level)| (name.as_str(), level))
-        .chain(kraft.map(|(name, level)| (*name, level)))
-        .map(|(name, &level)| FinalizedFeatureKey {
+        .map(|(name, &level)| (name.as_str(), level))
+        .chain(kraft)
+        .map(|(name, level)| FinalizedFeatureKey {
             name: name.to_string(),
             min_version_level: level,
             max_version_level: level,

@@ -6,7 +6,9 @@
 //! goes to the quorum first (checked, then appended by raft), and the
 //! commit of the rest follows it.
 
-use krabka_controller::update_features::{plan_update_features, FeatureUpdate, QuorumFeatures, UpgradeType};
+use krabka_controller::update_features::{
+    plan_update_features, FeatureUpdate, QuorumFeatures, UpgradeType, KRAFT_VERSION,
+};
 use krabka_controller::ApiError;
 use krabka_protocol::update_features_response::UpdatableFeatureResult;
 use krabka_protocol::{ErrorCode, UpdateFeaturesRequest, UpdateFeaturesResponse};
@@ -69,6 +71,12 @@ async fn plan_and_commit(
         voters: &voters,
         kraft_version: quorum.map_or(0, |q| q.kraft_version()),
     };
+    // Without kraft.version in the updates there is nothing for raft to do
+    // first: one plan, committed as it is made.
+    if !updates.iter().any(|u| u.name == KRAFT_VERSION) {
+        broker.metadata.control(|image| plan_update_features(image, features, updates, validate_only)).await?;
+        return Ok(());
+    }
     let (_, kraft_upgrade) =
         broker.metadata.control(|image| plan_update_features(image, features, updates, true)).await?;
     if let Some(level) = kraft_upgrade {
