@@ -2,24 +2,27 @@
 Apache Kafka 4.3.1, measured in the same run (issue 16's figures).
 
 Each side runs three combined nodes (process.roles=broker,controller) on
-loopback, one after the other, with the same keys (Kafka's defaults for
-every raft and session timer). Phases, on each side:
+loopback, or with `--brokers N` three controllers and N brokers, one side
+after the other, with the same keys (Kafka's defaults for every raft and
+session timer). Phases, on each side (`--phases` picks some):
 
 - commit latency: CreateTopics of one partition (AdminClient, one topic
-  per call, sequential) through a node that is not the active
+  per call, sequential) through a broker that is not the active
   controller, p50/p99 of the call;
 - failover: kill -9 the active controller, time until a CreateTopics
   through a survivor succeeds (a new controller committed), `--failovers`
   times (the killed node restarted in between), the median;
 - start to unfenced: with `--start-partitions` partitions spread over
-  the brokers, SIGTERM one node, start it again, time from its spawn to
-  another node listing it (DescribeCluster lists unfenced brokers only);
+  the brokers, SIGTERM one broker, start it again, time from its spawn to
+  another broker listing it (DescribeCluster lists unfenced brokers only);
 - footprint: RSS of every process once the cluster holds
-  `--rss-partitions` partitions (RF 1, spread over the three) and settled.
+  `--rss-partitions` partitions (RF 1, spread over the brokers) and
+  settled, the largest broker and the largest controller apart.
   Both brokers keep one file open per hosted partition (its segment), so
-  a third of the partitions must fit under the fd limit: the bench refuses
-  a count that does not, and checks afterwards that every node holds
-  about its share of open files before it measures (a node out of
+  a broker's share of the partitions must fit under the fd limit: the
+  bench refuses a count that does not (more brokers make room), and
+  checks afterwards that every broker holds about its share of open files
+  before it measures (a node out of
   descriptors fails to open logs while the metadata still names it the
   leader, and Kafka opens its logs well after the leaders show).
 
@@ -47,7 +50,8 @@ NOFILE_MARGIN = 1500
 
 
 class Node:
-    """One combined node: its ports, directory and process."""
+    """One node, combined, controller or broker: its ports, directory and
+    process. A port of None is a listener the node does not have."""
 
     def __init__(self, side, node_id, workdir, voters, ports):
         self.side, self.id = side, node_id
@@ -55,12 +59,18 @@ class Node:
         self.dir = os.path.join(workdir, f"{side.name}-{node_id}")
         os.makedirs(self.dir, exist_ok=True)
         self.config = os.path.join(self.dir, "server.properties")
+        roles = ",".join(r for r, port in (("broker", self.port), ("controller", self.controller_port)) if port)
+        listeners = ",".join(
+            f"{name}://127.0.0.1:{port}"
+            for name, port in (("PLAINTEXT", self.port), ("CONTROLLER", self.controller_port))
+            if port
+        )
         with open(self.config, "w") as f:
             f.write(
-                f"process.roles=broker,controller\nnode.id={node_id}\ncontroller.quorum.voters={voters}\n"
-                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}\n"
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}\n"
-                "controller.listener.names=CONTROLLER\n"
+                f"process.roles={roles}\nnode.id={node_id}\ncontroller.quorum.voters={voters}\n"
+                f"listeners={listeners}\n"
+                + (f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}\n" if self.port else "")
+                + "controller.listener.names=CONTROLLER\n"
                 "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
                 f"log.dirs={os.path.join(self.dir, 'data')}\nnum.partitions=1\n"
                 "offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n"
@@ -70,7 +80,12 @@ class Node:
         self.process = None
 
     @property
+    def is_broker(self):
+        return self.port is not None
+
+    @property
     def bootstrap(self):
+        assert self.is_broker, "a controller-only node has no client listener"
         return f"127.0.0.1:{self.port}"
 
     def start(self):
@@ -270,13 +285,19 @@ def all_led(bootstrap, names):
 
 
 class Cluster:
-    def __init__(self, side, workdir):
-        ports = [(free_port(), free_port()) for _ in range(3)]
-        voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_, c) in enumerate(ports))
-        self.nodes = [Node(side, i + 1, workdir, voters, ports[i]) for i in range(3)]
+    """Three voters, ids 1-3: combined nodes, or with `brokers` > 0 three
+    controllers and that many brokers (ids 4 on)."""
+
+    def __init__(self, side, workdir, brokers):
+        ports = [(None if brokers else free_port(), free_port()) for _ in range(3)]
+        ports += [(free_port(), None) for _ in range(brokers)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_, c) in enumerate(ports[:3]))
+        self.nodes = [Node(side, i + 1, workdir, voters, p) for i, p in enumerate(ports)]
+        self.brokers = [n for n in self.nodes if n.is_broker]
+        self.broker_ids = [n.id for n in self.brokers]
         for node in self.nodes:
             node.start()
-        self.wait_for_brokers([1, 2, 3], 180)
+        self.wait_for_brokers(180)
 
     def node(self, node_id):
         return self.nodes[node_id - 1]
@@ -284,15 +305,19 @@ class Cluster:
     def live(self):
         return [n for n in self.nodes if n.process is not None]
 
-    def wait_for_brokers(self, ids, timeout):
+    def wait_for_brokers(self, timeout):
+        """Until every broker is listed (unfenced); the active controller."""
+
         def listed():
             for node in self.live():
+                if not node.is_broker:
+                    continue
                 controller, brokers = controller_and_brokers(node.bootstrap)
-                if controller is not None and brokers == ids:
+                if controller is not None and brokers == self.broker_ids:
                     return controller
             return None
 
-        return wait_until(f"brokers {ids} listed", timeout, listed, step=0.05)
+        return wait_until(f"brokers {self.broker_ids} listed", timeout, listed, step=0.05)
 
     def stop(self):
         for node in self.live():
@@ -300,8 +325,8 @@ class Cluster:
 
 
 def phase_latency(cluster, calls):
-    controller = cluster.wait_for_brokers([1, 2, 3], 60)
-    through = next(n for n in cluster.nodes if n.id != controller)
+    controller = cluster.wait_for_brokers(60)
+    through = next(n for n in cluster.brokers if n.id != controller)
     client = admin(through.bootstrap)
     from confluent_kafka.admin import NewTopic
 
@@ -332,10 +357,10 @@ def phase_failovers(cluster, rounds):
 
 
 def phase_failover(cluster):
-    cluster.wait_for_brokers([1, 2, 3], 60)
-    controller = wait_until("the quorum's leader", 60, lambda: quorum_leader(cluster.nodes[0].bootstrap))
+    cluster.wait_for_brokers(60)
+    controller = wait_until("the quorum's leader", 60, lambda: quorum_leader(cluster.brokers[0].bootstrap))
     victim = cluster.node(controller)
-    survivors = [n for n in cluster.nodes if n.id != controller]
+    survivors = [n for n in cluster.brokers if n.id != controller]
     victim.kill9()
     t0 = time.monotonic()
     attempt = [0]
@@ -351,70 +376,88 @@ def phase_failover(cluster):
     wait_until("a CreateTopics to commit after the kill", 120, committed, step=0.0)
     elapsed = (time.monotonic() - t0) * 1000
     victim.start()
-    cluster.wait_for_brokers([1, 2, 3], 120)
+    cluster.wait_for_brokers(120)
     return {"failover_ms": elapsed, "killed_controller": controller}
 
 
 def phase_start(cluster, partitions, per_topic):
-    names = create_partitions(cluster.nodes[0].bootstrap, "start", partitions, per_topic)
-    wait_until("every start partition led", 600, lambda: all_led(cluster.nodes[0].bootstrap, names), step=1)
-    restarted = cluster.nodes[2]
-    other = cluster.nodes[0]
+    names = create_partitions(cluster.brokers[0].bootstrap, "start", partitions, per_topic)
+    wait_until("every start partition led", 600, lambda: all_led(cluster.brokers[0].bootstrap, names), step=1)
+    restarted, other = cluster.brokers[-1], cluster.brokers[0]
     restarted.stop()
-    wait_until("the stopped node to be unlisted", 120, lambda: 3 not in controller_and_brokers(other.bootstrap)[1])
+    gone = restarted.id
+    wait_until("the stopped broker to be unlisted", 120, lambda: gone not in controller_and_brokers(other.bootstrap)[1])
     t0 = restarted.start()
-    wait_until("the restarted node to be unfenced", 600, lambda: 3 in controller_and_brokers(other.bootstrap)[1])
+    wait_until("the restarted broker to be unfenced", 600, lambda: gone in controller_and_brokers(other.bootstrap)[1])
     elapsed = (time.monotonic() - t0) * 1000
-    return {"start_to_unfenced_ms": elapsed, "start_partitions": partitions}, names
+    return {"start_to_unfenced_ms": elapsed, "start_partitions": partitions}
 
 
 def open_files_of(node):
     return len(os.listdir(f"/proc/{node.process.pid}/fd"))
 
 
-def phase_footprint(cluster, existing, partitions, per_topic):
-    more = max(0, partitions - existing)
-    names = create_partitions(cluster.nodes[0].bootstrap, "rss", more, per_topic) if more else []
-    if names:
-        wait_until("every rss partition led", 1800, lambda: all_led(cluster.nodes[0].bootstrap, names), step=2)
-    # Led in the metadata is not yet opened on disk: a broker creates its
-    # logs as it applies the records, Kafka's well after the leaders show.
-    share = max(partitions, existing) // len(cluster.nodes)
-    wait_until(
-        f"every node to hold ~{share} open partition logs",
-        900,
-        lambda: min(open_files_of(n) for n in cluster.nodes) >= share * 0.9,
-        step=2,
-    )
-    time.sleep(SETTLE_SECONDS)
-    status = [proc_status(n.process.pid) for n in cluster.nodes]
-    open_files = [open_files_of(n) for n in cluster.nodes]
+def largest(nodes, prefix):
+    """RSS of `nodes`, and the largest one's split, under `prefix`."""
+    status = [proc_status(n.process.pid) for n in nodes]
     rss = [s["VmRSS"] for s in status]
-    largest = status[rss.index(max(rss))]
+    top = status[rss.index(max(rss))]
     return {
-        "rss_partitions": max(partitions, existing),
-        "rss_bytes": rss,
-        "rss_max_bytes": max(rss),
-        "rss_max_anon_bytes": largest.get("RssAnon"),
-        "rss_max_file_bytes": largest.get("RssFile"),
-        "open_files": open_files,
+        f"{prefix}rss_bytes": rss,
+        f"{prefix}rss_max_bytes": max(rss),
+        f"{prefix}rss_max_anon_bytes": top.get("RssAnon"),
+        f"{prefix}rss_max_file_bytes": top.get("RssFile"),
     }
 
 
+def phase_footprint(cluster, existing, partitions, per_topic):
+    more = max(0, partitions - existing)
+    bootstrap = cluster.brokers[0].bootstrap
+    names = create_partitions(bootstrap, "rss", more, per_topic) if more else []
+    if names:
+        wait_until("every rss partition led", 1800, lambda: all_led(bootstrap, names), step=2)
+    # Led in the metadata is not yet opened on disk: a broker creates its
+    # logs as it applies the records, Kafka's well after the leaders show.
+    share = max(partitions, existing) // len(cluster.brokers)
+    wait_until(
+        f"every broker to hold ~{share} open partition logs",
+        900,
+        lambda: min(open_files_of(n) for n in cluster.brokers) >= share * 0.9,
+        step=2,
+    )
+    time.sleep(SETTLE_SECONDS)
+    results = {"rss_partitions": max(partitions, existing), "open_files": [open_files_of(n) for n in cluster.nodes]}
+    results.update(largest(cluster.nodes, ""))
+    if len(cluster.brokers) < len(cluster.nodes):
+        results.update(largest(cluster.brokers, "broker_"))
+        results.update(largest([n for n in cluster.nodes if not n.is_broker], "controller_"))
+    return results
+
+
+PHASES = ("latency", "failover", "start", "footprint")
+
+
 def measure(side, workdir, args):
-    say(f"{side.name}: starting three nodes")
-    cluster = Cluster(side, workdir)
+    shape = f"three controllers and {args.brokers} brokers" if args.brokers else "three combined nodes"
+    say(f"{side.name}: starting {shape}")
+    cluster = Cluster(side, workdir, args.brokers)
+    phases = args.phases.split(",")
     results = {}
     try:
-        say(f"{side.name}: commit latency, {args.calls} CreateTopics")
-        results.update(phase_latency(cluster, args.calls))
-        say(f"{side.name}: failover")
-        results.update(phase_failovers(cluster, args.failovers))
-        say(f"{side.name}: start to unfenced with {args.start_partitions} partitions")
-        start, _ = phase_start(cluster, args.start_partitions, args.per_topic)
-        results.update(start)
-        say(f"{side.name}: footprint with {args.rss_partitions} partitions")
-        results.update(phase_footprint(cluster, args.start_partitions, args.rss_partitions, args.per_topic))
+        if "latency" in phases:
+            say(f"{side.name}: commit latency, {args.calls} CreateTopics")
+            results.update(phase_latency(cluster, args.calls))
+        if "failover" in phases:
+            say(f"{side.name}: failover")
+            results.update(phase_failovers(cluster, args.failovers))
+        existing = 0
+        if "start" in phases:
+            say(f"{side.name}: start to unfenced with {args.start_partitions} partitions")
+            results.update(phase_start(cluster, args.start_partitions, args.per_topic))
+            existing = args.start_partitions
+        if "footprint" in phases:
+            say(f"{side.name}: footprint with {args.rss_partitions} partitions")
+            results.update(phase_footprint(cluster, existing, args.rss_partitions, args.per_topic))
     finally:
         cluster.stop()
     say(f"{side.name}: {results}")
@@ -429,6 +472,8 @@ ROWS = [
     ("RSS, largest process", "rss_max_bytes", "MiB"),
     ("of which anonymous", "rss_max_anon_bytes", "MiB"),
     ("of which file-backed", "rss_max_file_bytes", "MiB"),
+    ("RSS, largest broker", "broker_rss_max_bytes", "MiB"),
+    ("RSS, largest controller", "controller_rss_max_bytes", "MiB"),
 ]
 
 
@@ -441,12 +486,18 @@ def report(args, krabka, kafka):
 
     print(f"`{' '.join(sys.argv)}` at {git_head(args.repo)}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print()
-    print(f"start: {args.start_partitions} partitions; RSS: {args.rss_partitions} partitions; Kafka heap {args.heap}")
+    shape = f"3 controllers + {args.brokers} brokers" if args.brokers else "3 combined nodes"
+    print(
+        f"{shape}; start: {args.start_partitions} partitions; RSS: {args.rss_partitions} partitions; "
+        f"Kafka heap {args.heap}"
+    )
     print()
     print("| metric | krabka | Kafka 4.3.1 | Kafka / krabka |")
     print("|---|---:|---:|---:|")
     for label, key, unit in ROWS:
         a, b = value(krabka, key, unit), value(kafka, key, unit)
+        if a is None and b is None:
+            continue
         ratio = f"{b / a:.1f}x" if a and b else "-"
         fmt = (lambda v: f"{v:,.1f} {unit}" if v is not None else "-")
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio} |")
@@ -464,17 +515,24 @@ def main():
     parser.add_argument("--start-partitions", type=int, default=10000)
     # 18,000 hosted by each node: under the 20,000 descriptors this machine allows.
     parser.add_argument("--rss-partitions", type=int, default=54000)
+    parser.add_argument(
+        "--brokers", type=int, default=0, help="three controllers and this many brokers (0: three combined nodes)"
+    )
+    parser.add_argument("--phases", default=",".join(PHASES), help="some of " + ",".join(PHASES))
     parser.add_argument("--per-topic", type=int, default=1000)
     parser.add_argument("--heap", default="1g", help="Kafka's -Xms/-Xmx")
     parser.add_argument("--sides", default="krabka,kafka")
     parser.add_argument("--workdir")
     args = parser.parse_args()
     nofile, _ = raise_nofile()
-    per_node = -(-max(args.rss_partitions, args.start_partitions) // 3)
+    unknown = set(args.phases.split(",")) - set(PHASES)
+    if unknown:
+        raise BenchError(f"unknown phases {sorted(unknown)}: pick from {','.join(PHASES)}")
+    per_node = -(-max(args.rss_partitions, args.start_partitions) // (args.brokers or 3))
     if per_node + NOFILE_MARGIN > nofile:
         raise BenchError(
-            f"{per_node} partitions per node need {per_node + NOFILE_MARGIN} open files, over the limit of "
-            f"{nofile} (and the hard limit could not be raised): lower --rss-partitions"
+            f"{per_node} partitions per broker need {per_node + NOFILE_MARGIN} open files, over the limit of "
+            f"{nofile} (and the hard limit could not be raised): lower --rss-partitions or raise --brokers"
         )
     if args.broker_bin and args.format_bin:
         broker_bin, format_bin = args.broker_bin, args.format_bin

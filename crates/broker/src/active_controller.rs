@@ -101,12 +101,14 @@ pub async fn allocate_producer_ids(broker: &Broker) -> Result<Range<i64>, String
 }
 
 /// Why a request was not forwarded: no controller took it (nothing was
-/// carried out; the caller answers itself), or the exchange failed after
-/// the request was sent (it may have been carried out).
+/// carried out; the caller answers itself), the exchange failed after
+/// the request was sent (it may have been carried out), or the controller
+/// refused the Envelope with this error (not carried out).
 #[derive(Debug)]
 pub enum ForwardError {
     NotTaken(String),
     Failed(String),
+    Refused(i16),
 }
 
 /// Forwards `request` (from a client at `client`) to the active
@@ -141,7 +143,8 @@ pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr
         (code, _) if code == ErrorCode::NOT_CONTROLLER.code() => {
             Err(ForwardError::NotTaken("the node asked no longer leads".into()))
         }
-        (code, _) => Err(ForwardError::Failed(format!("the active controller refused the Envelope with error {code}"))),
+        (0, None) => Err(ForwardError::Failed("the active controller answered the Envelope without a response".into())),
+        (code, _) => Err(ForwardError::Refused(code)),
     }
 }
 

@@ -25,10 +25,11 @@ use krabka_protocol::{
     ErrorCode, RequestBody, ResponseBody,
 };
 
+use super::{api_versions, forwarded};
 use crate::broker::Broker;
 use crate::cluster_control::ClusterControl;
 use crate::quorum::ControllerHandler;
-use crate::request::{Chunk, ConnectionInfo, Reply, RequestContext};
+use crate::request::{Chunk, ConnectionInfo, RequestContext};
 use crate::wire::{ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS, FORWARDED_APIS};
 
 /// The handler the controller listener hands its controller APIs to.
@@ -182,9 +183,11 @@ async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16) ->
 }
 
 /// Envelope: the forwarded request's response, header and body. Refused
-/// whole with NOT_CONTROLLER on a node that does not lead (the broker
-/// forwards again), and with INVALID_REQUEST for a request that does not
-/// parse or that brokers do not forward.
+/// whole with NOT_CONTROLLER on a node that does not lead, or when the
+/// lead moved while the request waited (a NOT_CONTROLLER anywhere in its
+/// response, lifted as Kafka's controller lifts it: the broker forwards
+/// again), and with INVALID_REQUEST for a request that does not parse or
+/// that brokers do not forward.
 async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeResponse {
     let refuse = |code: ErrorCode| EnvelopeResponse { error_code: code.code(), ..Default::default() };
     if !broker.metadata.is_active_controller() {
@@ -195,20 +198,29 @@ async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeRes
     else {
         return refuse(ErrorCode::INVALID_REQUEST);
     };
-    if !FORWARDED_APIS.contains(&frame.api_key) {
+    let (api_key, api_version) = (frame.api_key, frame.api_version());
+    let served =
+        api_versions::supported_apis().iter().any(|&(k, min, max)| k == api_key && (min..=max).contains(&api_version));
+    if !FORWARDED_APIS.contains(&api_key) || !served {
         return refuse(ErrorCode::INVALID_REQUEST);
     }
+    let Ok(body) = frame.decode_body() else { return refuse(ErrorCode::INVALID_REQUEST) };
     let connection = ConnectionInfo { peer: client, forwarded: true };
-    let response = match super::handle(broker, &connection, frame).await {
-        Ok(Reply::Now(response)) => response,
-        Ok(Reply::Later(task)) => match task.await {
-            Ok(response) => response,
-            Err(_) => return refuse(ErrorCode::UNKNOWN_SERVER_ERROR),
-        },
-        Ok(Reply::Nothing) | Err(_) => return refuse(ErrorCode::INVALID_REQUEST),
+    let ctx = RequestContext {
+        broker,
+        connection: &connection,
+        api_key,
+        api_version,
+        correlation_id: frame.correlation_id(),
+        client_id: frame.header.client_id.as_deref(),
+        started: Instant::now(),
     };
+    let Ok(response) = super::forwardable(&ctx, body).await else { return refuse(ErrorCode::INVALID_REQUEST) };
+    if forwarded::mentions(&response, ErrorCode::NOT_CONTROLLER) {
+        return refuse(ErrorCode::NOT_CONTROLLER);
+    }
     let mut frame = BytesMut::new();
-    for chunk in response.chunks {
+    for chunk in ctx.encode(&response).chunks {
         match chunk {
             Chunk::Bytes(bytes) => frame.extend_from_slice(&bytes),
             // The forwarded APIs answer in bytes only.

@@ -10,6 +10,7 @@ pub mod configs;
 pub mod controller;
 pub mod features;
 pub mod fetch;
+pub mod forwarded;
 pub mod groups;
 pub mod list_offsets;
 pub mod metadata;
@@ -97,6 +98,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             Err(ForwardError::Failed(reason)) => {
                 return Err(Close::routine(format!("forwarding {api_key:?} to the active controller: {reason}")))
             }
+            Err(ForwardError::Refused(code)) => return refused_by_controller(broker, request, code),
         }
     }
     let body = request.decode_body().map_err(|e| {
@@ -166,6 +168,22 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         }
     };
     Ok(ctx.reply(response))
+}
+
+/// The active controller refused the Envelope (not NOT_CONTROLLER): the
+/// client gets UNKNOWN_SERVER_ERROR in its own request's response, as
+/// from Kafka's forwarding broker.
+fn refused_by_controller(broker: &Arc<Broker>, request: RequestFrame, code: i16) -> Result<Reply, Close> {
+    const MESSAGE: &str = "The server experienced an unexpected error when processing the request.";
+    let (api_key, api_version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
+    tracing::warn!(?api_key, code, "the active controller refused a forwarded request's Envelope");
+    let body = request.decode_body().map_err(|e| {
+        Close::failure(FailureKind::UndecodableRequest, format!("cannot decode {api_key:?} v{api_version}: {e}"))
+    })?;
+    let response = forwarded::error_response(&body, ErrorCode::UNKNOWN_SERVER_ERROR, MESSAGE)
+        .expect("only forwarded APIs are forwarded");
+    broker.metrics.request_completed(api_key.info().name, ErrorCode::UNKNOWN_SERVER_ERROR.code(), Default::default());
+    Ok(Reply::Now(Response::from_bytes(encode_frame(api_key, api_version, correlation_id, &response).freeze())))
 }
 
 /// ApiVersions at a version the broker does not know: answer v0 with
