@@ -185,6 +185,7 @@ fn classic_rebalance_and_kafkas_error_codes() {
     create_topic(&mut admin, "orders", 4);
     find_coordinator(&mut admin, broker.port);
     let mut a = RawClient::connect(&broker.bootstrap());
+    session_timeouts_outside_the_limits_are_refused(&mut a);
     let a_id = lone_member_leads_generation_one(&mut a, &mut admin);
     stale_members_and_bad_partitions_get_their_codes(&mut a, &a_id, &mut admin);
     let b = second_member_rebalances_into_generation_two(&broker, &mut a, &a_id, &mut admin);
@@ -202,6 +203,16 @@ fn delete_group(admin: &mut RawClient) -> i16 {
         &DeleteGroupsRequest { groups_names: vec![GROUP.into()], ..Default::default() },
     );
     deleted.results[0].error_code
+}
+
+/// `group.min.session.timeout.ms` (500 here) and the default
+/// `group.max.session.timeout.ms` (30 minutes): one past either is
+/// INVALID_SESSION_TIMEOUT, and no member is made.
+fn session_timeouts_outside_the_limits_are_refused(a: &mut RawClient) {
+    for timeout in [499, 1_800_001] {
+        let refused: JoinGroupResponse = a.request(ApiKey::JoinGroup, 9, &join_request("", timeout));
+        assert_eq!((refused.error_code, refused.member_id.as_str()), (26, ""), "INVALID_SESSION_TIMEOUT at {timeout}");
+    }
 }
 
 /// One member: it leads generation 1 and assigns itself everything. Its member id.

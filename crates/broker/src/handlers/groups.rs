@@ -179,6 +179,13 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
         let body = join_error(ctx, &request.member_id, ErrorCode::INVALID_GROUP_ID.code());
         return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
     }
+    // Before the coordinator is looked for, as Kafka's group coordinator
+    // service checks it: a member with a timeout no coordinator accepts
+    // learns so from any broker.
+    if !ctx.broker.groups.config().classic.accepts_session_timeout(request.session_timeout_ms) {
+        let body = join_error(ctx, &request.member_id, ErrorCode::INVALID_SESSION_TIMEOUT.code());
+        return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
+    }
     if let Err(code) = ensure_offsets_topic(ctx).await {
         return ctx.reply(ResponseBody::JoinGroup(Box::new(join_error(ctx, &request.member_id, code))));
     }

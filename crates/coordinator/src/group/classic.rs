@@ -49,6 +49,14 @@ pub struct ClassicConfig {
     pub max_size: usize,
 }
 
+impl ClassicConfig {
+    /// Whether a joining member's session timeout is within
+    /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`.
+    pub fn accepts_session_timeout(&self, session_timeout_ms: i32) -> bool {
+        (self.min_session_timeout_ms..=self.max_session_timeout_ms).contains(&session_timeout_ms)
+    }
+}
+
 pub struct Member {
     pub member_id: String,
     pub group_instance_id: Option<String>,
@@ -209,9 +217,7 @@ impl ClassicGroup {
         if self.state == GroupState::Dead {
             return JoinOutcome::Now(error_join(&member_id, ErrorCode::COORDINATOR_NOT_AVAILABLE.code()));
         }
-        if request.session_timeout_ms < config.min_session_timeout_ms
-            || request.session_timeout_ms > config.max_session_timeout_ms
-        {
+        if !config.accepts_session_timeout(request.session_timeout_ms) {
             return JoinOutcome::Now(error_join(&member_id, ErrorCode::INVALID_SESSION_TIMEOUT.code()));
         }
         if !self.supports_protocols(&request.protocol_type, &request.protocols) {
