@@ -202,9 +202,10 @@ fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Resul
     Ok(NewTopic { name: topic.name.clone(), partitions, configs, assignments })
 }
 
-/// Manual assignments, numbered from 0, one replica each (krabka does not
-/// replicate yet); the brokers are checked against the image when placed.
-/// Returns each partition's brokers.
+/// Manual assignments, one replica each (krabka does not replicate yet);
+/// the brokers are checked against the image when placed. As Kafka, the
+/// partitions may come in any order but once each, and must number 0 to
+/// n-1. Returns each partition's brokers, by partition.
 fn check_assignments(topic: &CreatableTopic) -> Result<Vec<Vec<i32>>, ApiError> {
     if topic.num_partitions != -1 || topic.replication_factor != -1 {
         return Err(ApiError::new(
@@ -212,20 +213,27 @@ fn check_assignments(topic: &CreatableTopic) -> Result<Vec<Vec<i32>>, ApiError> 
             "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
         ));
     }
-    let mut assignments = Vec::with_capacity(topic.assignments.len());
-    for (i, assignment) in topic.assignments.iter().enumerate() {
-        if assignment.partition_index != i as i32 {
+    let mut by_partition = BTreeMap::new();
+    for assignment in &topic.assignments {
+        let index = assignment.partition_index;
+        if by_partition.contains_key(&index) {
             return Err(ApiError::new(
                 ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
-                "partitions should be a consecutive 0-based integer sequence",
+                format!("Found multiple manual partition assignments for partition {index}"),
             ));
         }
         if assignment.broker_ids.len() > 1 {
             return Err(not_replicated(assignment.broker_ids.len()));
         }
-        assignments.push(assignment.broker_ids.clone());
+        by_partition.insert(index, assignment.broker_ids.clone());
     }
-    Ok(assignments)
+    if by_partition.keys().zip(0..).any(|(&index, expected)| index != expected) {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
+            "partitions should be a consecutive 0-based integer sequence",
+        ));
+    }
+    Ok(by_partition.into_values().collect())
 }
 
 /// Each topic of a CreateTopics by name: the topic created (or, validate
@@ -333,4 +341,52 @@ pub fn plan_auto_create_topics(
         tracing::info!(topic = %name, partitions = num_partitions, "auto-creating topic");
     }
     Ok((records, ()))
+}
+
+#[cfg(test)]
+mod tests {
+    use krabka_protocol::create_topics_request::CreatableReplicaAssignment;
+
+    use super::*;
+
+    fn manual(partitions: &[(i32, i32)]) -> CreatableTopic {
+        CreatableTopic {
+            name: "manual".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: partitions
+                .iter()
+                .map(|&(partition_index, broker)| CreatableReplicaAssignment {
+                    partition_index,
+                    broker_ids: vec![broker],
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn refusal(topic: &CreatableTopic) -> (i16, String) {
+        let e = check_assignments(topic).expect_err("refused");
+        (e.code, e.message)
+    }
+
+    #[test]
+    fn manual_assignments_may_come_in_any_order() {
+        let assigned = check_assignments(&manual(&[(2, 7), (0, 5), (1, 6)])).expect("accepted");
+        assert_eq!(assigned, vec![vec![5], vec![6], vec![7]]);
+    }
+
+    #[test]
+    fn manual_assignments_name_each_partition_once_from_zero_without_gaps() {
+        let invalid = ErrorCode::INVALID_REPLICA_ASSIGNMENT.code();
+        assert_eq!(
+            refusal(&manual(&[(1, 1), (0, 1), (1, 2)])),
+            (invalid, "Found multiple manual partition assignments for partition 1".into())
+        );
+        let gap = (invalid, "partitions should be a consecutive 0-based integer sequence".to_string());
+        assert_eq!(refusal(&manual(&[(0, 1), (2, 1)])), gap);
+        assert_eq!(refusal(&manual(&[(1, 1), (2, 1)])), gap);
+        assert_eq!(refusal(&manual(&[(-1, 1), (0, 1)])), gap);
+    }
 }
