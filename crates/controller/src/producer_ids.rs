@@ -63,13 +63,20 @@ pub fn plan_allocate_producer_ids_for(
 /// The block this node hands ids from (Kafka's `ProducerIdManager`).
 pub struct ProducerIdBlocks {
     node_id: i32,
+    blocks: Mutex<Blocks>,
+}
+
+struct Blocks {
     /// The ids of the current block not yet handed out (empty at start).
-    current: Mutex<Range<i64>>,
+    current: Range<i64>,
+    /// The end of the newest block taken: a next block must start there
+    /// or later, or ids would be handed out twice.
+    taken_up_to: i64,
 }
 
 impl ProducerIdBlocks {
     pub fn new(node_id: i32) -> Self {
-        ProducerIdBlocks { node_id, current: Mutex::new(0..0) }
+        ProducerIdBlocks { node_id, blocks: Mutex::new(Blocks { current: 0..0, taken_up_to: 0 }) }
     }
 
     /// The node whose blocks these are.
@@ -81,32 +88,44 @@ impl ProducerIdBlocks {
     /// caller then commits the next block (`plan_allocate_producer_ids`)
     /// and hands it to `take_from`.
     pub fn take(&self) -> Option<i64> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        let id = (!current.is_empty()).then_some(current.start)?;
-        current.start += 1;
+        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        let id = (!blocks.current.is_empty()).then_some(blocks.current.start)?;
+        blocks.current.start += 1;
         Some(id)
     }
 
     /// Takes an id from a newly reserved `block`. When another caller
     /// refilled the current block meanwhile, it is kept and `block` is
-    /// abandoned whole: a wasted block is harmless, a reused id is not.
-    pub fn take_from(&self, block: Range<i64>) -> i64 {
+    /// abandoned whole: a wasted block is harmless, a reused id is not. A
+    /// block that starts below one taken before is refused, as Kafka's
+    /// broker refuses one that is not monotonic.
+    pub fn take_from(&self, block: Range<i64>) -> Result<i64, String> {
         debug_assert!(!block.is_empty(), "an empty producer id block");
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if current.is_empty() {
-            *current = block;
+        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        if blocks.current.is_empty() {
+            if block.start < blocks.taken_up_to {
+                return Err(format!(
+                    "the producer id block {block:?} is not monotonic: ids up to {} were taken before",
+                    blocks.taken_up_to
+                ));
+            }
+            blocks.taken_up_to = block.end;
+            blocks.current = block;
         }
-        let id = current.start;
-        current.start += 1;
-        id
+        let id = blocks.current.start;
+        blocks.current.start += 1;
+        Ok(id)
     }
 
     /// Hands out a producer id, calling `reserve` with this node's id to
     /// commit the next block when the current one is used up.
-    pub fn allocate<E>(&self, reserve: impl FnOnce(i32) -> Result<Range<i64>, E>) -> Result<i64, E> {
+    pub fn allocate<E: std::fmt::Debug>(
+        &self,
+        reserve: impl FnOnce(i32) -> Result<Range<i64>, E>,
+    ) -> Result<i64, String> {
         match self.take() {
             Some(id) => Ok(id),
-            None => Ok(self.take_from(reserve(self.node_id)?)),
+            None => self.take_from(reserve(self.node_id).map_err(|e| format!("{e:?}"))?),
         }
     }
 }
