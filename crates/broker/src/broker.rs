@@ -194,9 +194,9 @@ impl Broker {
         self.shutdown.send_replace(true);
     }
 
-    /// The brokers clients are told of (Metadata, DescribeCluster): this
-    /// one on its advertised listener, and every other registered broker
-    /// that is not fenced, on its endpoint of the same listener name.
+    /// The brokers clients are told of (Metadata, DescribeCluster): every
+    /// registered broker that is not fenced, on its endpoint of this one's
+    /// advertised listener name (on a lone node, this one always).
     pub fn live_brokers(&self) -> Vec<LiveBroker> {
         // A controller-only node is no broker: only the registered ones, on
         // the inter-broker listener.
@@ -205,7 +205,12 @@ impl Broker {
         } else {
             self.config.inter_broker_listener_name.as_str()
         };
-        let this = self.config.is_broker().then(|| {
+        // A node that is its quorum's only voter is the whole cluster; in a
+        // shared quorum this broker is listed as the others are, from the
+        // image, so not while it is fenced (starting, or cut off from the
+        // controller), as Kafka's metadata cache lists its own broker.
+        let single = self.metadata.quorum().is_none();
+        let this = (single && self.config.is_broker()).then(|| {
             let listener = self.config.advertised_listener();
             LiveBroker {
                 id: self.node_id,
@@ -215,7 +220,8 @@ impl Broker {
             }
         });
         let image = self.metadata.image();
-        let others = image.brokers.values().filter(|b| b.broker_id != self.node_id && !b.fenced).filter_map(|b| {
+        let others = image.brokers.values().filter(|b| !(single && b.broker_id == self.node_id) && !b.fenced);
+        let others = others.filter_map(|b| {
             let endpoint = b.end_points.iter().find(|e| e.name == listener_name)?;
             Some(LiveBroker { id: b.broker_id, host: endpoint.host.clone(), port: endpoint.port, rack: b.rack.clone() })
         });
