@@ -17,6 +17,7 @@ use krabka_log::ReplicatedLog;
 use krabka_protocol::Uuid;
 
 use crate::node::{Progress, RaftNode, Role};
+use crate::voters::ReplicaKey;
 
 /// How long an observer that stopped fetching is still listed (Kafka's
 /// `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`).
@@ -42,8 +43,9 @@ pub struct QuorumDescription {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplicaDescription {
     pub replica_id: i32,
-    /// Its metadata log directory's id, as the voter set records it (zero
-    /// for a static voter, and for an observer: krabka keys observers by id).
+    /// Its metadata log directory's id: a voter's as the voter set records
+    /// it (zero for a static voter), an observer's as its fetches name it
+    /// (zero when they name none).
     pub directory_id: Uuid,
     pub log_end_offset: Option<i64>,
     pub last_fetch_ms: Option<i64>,
@@ -56,12 +58,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let Role::Leader { progress, .. } = &self.role else { return None };
         let me = self.config.node_id;
         let voter_set = self.voters.latest();
-        let describe = |id: i32, entry: Option<&Progress>| {
-            let directory_id = voter_set.get(id).map_or(Uuid::ZERO, |v| v.directory_id);
-            if id == me {
+        let describe = |key: ReplicaKey, entry: Option<&Progress>| {
+            let (replica_id, directory_id) = (key.id, key.directory_id);
+            if key.id == me {
                 let end = Some(self.log.log_end_offset());
                 return ReplicaDescription {
-                    replica_id: id,
+                    replica_id,
                     directory_id,
                     log_end_offset: end,
                     last_fetch_ms: Some(now_ms),
@@ -70,21 +72,23 @@ impl<L: ReplicatedLog> RaftNode<L> {
             }
             let served = entry.and_then(|p| p.served.map(|s| (p.fetch_offset, s)));
             ReplicaDescription {
-                replica_id: id,
+                replica_id,
                 directory_id,
                 log_end_offset: served.map(|(offset, _)| offset),
                 last_fetch_ms: served.map(|(_, s)| s.last_fetch_ms),
                 last_caught_up_ms: served.and_then(|(_, s)| s.last_caught_up_ms),
             }
         };
-        let voters = voter_set.ids().into_iter().map(|id| describe(id, progress.get(&id))).collect();
+        let voters = voter_set.nodes().map(|v| describe(v.key(), progress.get(&v.key()))).collect();
+        // Observers by their key: two replicas with one id and different
+        // directory ids (or none) are listed apart, as Kafka's leader does.
         let observers = progress
             .iter()
             // A fetcher without an id (-1) is nobody's replica (Kafka's
             // leader ignores it).
-            .filter(|(id, entry)| **id >= 0 && !voter_set.contains(**id) && entry.served.is_some())
+            .filter(|(key, entry)| key.id >= 0 && voter_set.voter_key(**key) != Some(**key) && entry.served.is_some())
             .filter(|(_, entry)| !observer_expired(entry, now_ms))
-            .map(|(&id, entry)| describe(id, Some(entry)))
+            .map(|(&key, entry)| describe(key, Some(entry)))
             .collect();
         Some(QuorumDescription {
             leader_id: me,
@@ -100,7 +104,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn forget_idle_observers(&mut self, now_ms: i64) {
         let Role::Leader { progress, .. } = &mut self.role else { return };
         let voters = self.voters.latest();
-        progress.retain(|id, entry| voters.contains(*id) || !observer_expired(entry, now_ms));
+        progress.retain(|key, entry| voters.voter_key(*key) == Some(*key) || !observer_expired(entry, now_ms));
     }
 }
 
@@ -114,39 +118,10 @@ fn observer_expired(entry: &Progress, now_ms: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Message, RaftError};
-    use crate::node::{RaftConfig, RoleName};
-    use krabka_log::{LogConfig, PartitionLog};
+    use crate::test_support::{fetch, leader_of};
 
-    /// Node 1 of voters 1-3, elected leader of epoch 1 at time 1,002.
-    fn leader(dir: &std::path::Path) -> RaftNode<PartitionLog> {
-        let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, true, 1).unwrap();
-        let config = RaftConfig {
-            node_id: 1,
-            voters: vec![1, 2, 3],
-            election_timeout_ms: 100,
-            fetch_timeout_ms: 300_000_000,
-            fetch_max_wait_ms: 50,
-            retry_backoff_ms: 60,
-            request_timeout_ms: 2000,
-            membership: Default::default(),
-            max_fetch_bytes: 1 << 20,
-            retention_max_bytes: -1,
-            seed: 7,
-        };
-        let mut node = RaftNode::open(config, log, None, 0).unwrap();
-        node.tick(1_000).unwrap();
-        let granted = |pre_vote, epoch| Message::VoteResponse {
-            epoch,
-            error: RaftError::None,
-            granted: true,
-            pre_vote,
-            leader_id: None,
-        };
-        node.handle(1_001, 2, granted(true, 0)).unwrap();
-        node.handle(1_002, 2, granted(false, 1)).unwrap();
-        assert_eq!(node.role(), RoleName::Leader);
-        node
+    fn leader(dir: &std::path::Path) -> RaftNode<krabka_log::PartitionLog> {
+        leader_of(dir, Default::default())
     }
 
     #[test]
@@ -154,9 +129,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut node = leader(dir.path());
         let end = node.log().log_end_offset();
-        let fetch = |offset| Message::FetchRequest { epoch: 1, fetch_offset: offset, last_fetched_epoch: 1 };
-        node.handle(2_000, 2, fetch(end)).unwrap();
-        node.handle(2_500, 9, fetch(end)).unwrap();
+        node.handle(2_000, 2, fetch(end, Uuid::ZERO)).unwrap();
+        node.handle(2_500, 9, fetch(end, Uuid::ZERO)).unwrap();
         let described = node.describe_quorum(3_000).unwrap();
         assert_eq!((described.leader_id, described.epoch), (1, 1));
         // Voter 2's fetch of everything committed the epoch's first record.
@@ -188,7 +162,7 @@ mod tests {
         // progress dropped); a voter never is.
         node.tick(2_500 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
         let Role::Leader { progress, .. } = &node.role else { panic!("still leads") };
-        assert_eq!(progress.keys().copied().collect::<Vec<i32>>(), vec![1, 2, 3]);
+        assert_eq!(progress.keys().map(|key| key.id).collect::<Vec<i32>>(), vec![1, 2, 3]);
         let described = node.describe_quorum(2_500 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
         assert_eq!((described.voters.len(), described.observers.len()), (3, 0));
     }
@@ -199,5 +173,37 @@ mod tests {
         let mut node = leader(dir.path());
         node.resign(5_000);
         assert_eq!(node.describe_quorum(5_001), None);
+    }
+
+    #[test]
+    fn observers_with_one_id_and_two_directories_are_two_replicas() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = leader(dir.path());
+        let end = node.log().log_end_offset();
+        let (a, b) = (Uuid([0xa; 16]), Uuid([0xb; 16]));
+        node.handle(2_000, 9, fetch(end, a)).unwrap();
+        node.handle(2_500, 9, fetch(end - 1, b)).unwrap();
+        node.handle(2_600, 9, fetch(end, Uuid::ZERO)).unwrap();
+        let observer = |directory_id, log_end_offset, at, caught_up| ReplicaDescription {
+            replica_id: 9,
+            directory_id,
+            log_end_offset: Some(log_end_offset),
+            last_fetch_ms: Some(at),
+            last_caught_up_ms: caught_up,
+        };
+        let described = node.describe_quorum(3_000).unwrap();
+        // By key: none (a fetch before v17) first, then by directory id.
+        let expected = vec![
+            observer(Uuid::ZERO, end, 2_600, Some(2_600)),
+            observer(a, end, 2_000, Some(2_000)),
+            observer(b, end - 1, 2_500, None),
+        ];
+        assert_eq!(described.observers, expected);
+        // Each is forgotten on its own once it stops fetching.
+        node.handle(2_000 + OBSERVER_SESSION_TIMEOUT_MS - 1, 9, fetch(end, b)).unwrap();
+        node.tick(2_600 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
+        let described = node.describe_quorum(2_600 + OBSERVER_SESSION_TIMEOUT_MS).unwrap();
+        let directories: Vec<Uuid> = described.observers.iter().map(|o| o.directory_id).collect();
+        assert_eq!(directories, vec![b]);
     }
 }

@@ -22,7 +22,7 @@ use krabka_protocol::{LeaderChangeMessage, Message as _};
 use crate::batch;
 use crate::message::{Action, Message, RaftError};
 use crate::node::{Progress, RaftNode, Role};
-use crate::voters::kraft_version_record;
+use crate::voters::{kraft_version_record, ReplicaKey};
 
 impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn on_vote_request(
@@ -202,7 +202,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
         };
         let voter_ids = self.voter_ids();
         let leader_change = leader_change(self.config.node_id, &voter_ids, granted);
-        let progress: BTreeMap<i32, Progress> = voter_ids.iter().map(|&id| (id, Progress::default())).collect();
+        let progress: BTreeMap<ReplicaKey, Progress> =
+            self.voters.latest().nodes().map(|v| (v.key(), Progress::default())).collect();
         let epoch_start = self.log.log_end_offset();
         let grace = now_ms + self.config.fetch_timeout_ms;
         self.role = Role::Leader { progress, epoch_start, check_at: grace, begin_at: now_ms };
@@ -219,12 +220,16 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
         let info = batch::append_control_and_flush(&mut self.log, &records, self.epoch, now_ms)?;
         let mut offset = info.first_offset;
+        let before = self.voters.latest().clone();
         for (kind, record) in [(ControlType::KRaftVersion, version_record), (ControlType::KRaftVoters, voters_record)] {
             if let Some(record) = record {
                 offset += 1;
                 self.voters.record(offset, kind, record);
             }
         }
+        // Its own entry rewritten keeps its key; rekeyed all the same, so
+        // every voter's progress is where the voter set says.
+        self.rekey_progress(&before);
         let begin = Message::BeginQuorumEpoch { epoch: self.epoch };
         self.send_to_other_voters(&begin);
         self.leader_appended(now_ms)
@@ -401,8 +406,12 @@ mod tests {
         voter.handle(1_001, 2, granted(0, true)).unwrap();
         voter.handle(1_002, 2, granted(1, false)).unwrap();
         assert_eq!(voter.role(), RoleName::Leader);
-        let fetch =
-            |fetch_offset, last_fetched_epoch| Message::FetchRequest { epoch: 1, fetch_offset, last_fetched_epoch };
+        let fetch = |fetch_offset, last_fetched_epoch| Message::FetchRequest {
+            epoch: 1,
+            fetch_offset,
+            last_fetched_epoch,
+            directory_id: krabka_protocol::Uuid::ZERO,
+        };
 
         let first = fetch_answers(&voter.handle(1_003, 2, fetch(0, 0)).unwrap());
         assert_eq!(first.len(), 1);

@@ -17,9 +17,9 @@ use krabka_protocol::records::ControlType;
 use krabka_protocol::Uuid;
 
 use crate::batch;
-use crate::message::{Message, VoterChangeError};
+use crate::message::{Action, Message, VoterChangeError};
 use crate::node::{RaftNode, Role};
-use crate::voters::{kraft_version_record, KraftUpgrade, VoterNode};
+use crate::voters::{kraft_version_record, KraftUpgrade, VoterNode, VoterSet};
 
 /// Why an upgrade was refused: UpdateFeatures' error for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,20 +75,34 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// refused unless every voter told it that it supports `version`;
     /// otherwise (and unless `validate_only`) KRaftVersion and KRaftVoters
     /// are appended in one control batch. Upgrading to the version the log
-    /// already has, or to the one being written, does nothing.
+    /// already has, or to the one being written, does nothing. Returns the
+    /// answer and, as every event does, the actions the driver must
+    /// perform (what the append committed or released), refused or not.
     pub fn upgrade_kraft_version(
         &mut self,
         now_ms: i64,
         version: i16,
         validate_only: bool,
-    ) -> Result<Result<(), KraftUpgradeError>, LogError> {
+    ) -> Result<(Result<(), KraftUpgradeError>, Vec<Action>), LogError> {
+        let answer = match self.kraft_upgrade_set(version) {
+            Ok(Some(set)) if !validate_only => self.append_kraft_upgrade(now_ms, version, &set).map(Ok)?,
+            Ok(_) => Ok(()),
+            Err(refused) => Err(refused),
+        };
+        Ok((answer, self.finish()))
+    }
+
+    /// The voter set an upgrade of `kraft.version` to `version` writes, in
+    /// Kafka's order of checks; None when there is nothing to write (the
+    /// log has that version, or is being upgraded to it).
+    fn kraft_upgrade_set(&self, version: i16) -> Result<Option<VoterSet>, KraftUpgradeError> {
         if !matches!(self.role, Role::Leader { .. }) {
-            return Ok(Err(KraftUpgradeError::NotLeader));
+            return Err(KraftUpgradeError::NotLeader);
         }
         let current = self.voters.kraft_version();
-        let invalid = |why: String| Ok(Err(KraftUpgradeError::InvalidUpdateVersion(why)));
+        let invalid = |why: String| Err(KraftUpgradeError::InvalidUpdateVersion(why));
         let set = match &self.kraft_upgrade {
-            KraftUpgrade::Version(pending) if *pending == version => return Ok(Ok(())),
+            KraftUpgrade::Version(pending) if *pending == version => return Ok(None),
             KraftUpgrade::Version(pending) => {
                 return invalid(format!(
                     "Invalid concurrent upgrade of kraft.version from version {} to {}",
@@ -96,7 +110,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     version_name(version)
                 ))
             }
-            _ if current == version => return Ok(Ok(())),
+            _ if current == version => return Ok(None),
             _ if current > version => {
                 return invalid(format!(
                     "Invalid upgrade of kraft.version from version {} to {} because the new version is a downgrade",
@@ -121,18 +135,22 @@ impl<L: ReplicatedLog> RaftNode<L> {
             ));
         }
         debug_assert_eq!(set.ids(), self.voters.latest().ids(), "the collected voters are the static ones");
-        if validate_only {
-            return Ok(Ok(()));
-        }
+        Ok(Some(set))
+    }
+
+    /// Appends KRaftVersion `version` and KRaftVoters `set` in one control
+    /// batch of the leader's epoch; both count from now on.
+    fn append_kraft_upgrade(&mut self, now_ms: i64, version: i16, set: &VoterSet) -> Result<(), LogError> {
         self.kraft_upgrade = KraftUpgrade::Version(version);
         let (version_record, voters_record) = (kraft_version_record(version), set.to_record());
         let records =
             [(ControlType::KRaftVersion, &version_record[..]), (ControlType::KRaftVoters, &voters_record[..])];
         let info = batch::append_control_and_flush(&mut self.log, &records, self.epoch, now_ms)?;
+        let before = self.voters.latest().clone();
         self.voters.record(info.first_offset, ControlType::KRaftVersion, version_record);
         self.voters.record(info.first_offset + 1, ControlType::KRaftVoters, voters_record);
-        self.leader_appended(now_ms)?;
-        Ok(Ok(()))
+        self.rekey_progress(&before);
+        self.leader_appended(now_ms)
     }
 
     /// A follower voter at `kraft.version` 0 tells each new leader its
@@ -164,52 +182,17 @@ impl<L: ReplicatedLog> RaftNode<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Action, RaftError};
-    use crate::node::{Membership, RaftConfig, RoleName};
-    use crate::voters::{Listener, VoterSet};
-    use krabka_log::{LogConfig, PartitionLog};
-
-    fn controller(id: i32) -> VoterNode {
-        VoterNode {
-            id,
-            directory_id: Uuid([id as u8; 16]),
-            listeners: vec![Listener { name: "CONTROLLER".into(), host: "127.0.0.1".into(), port: 9090 + id as u16 }],
-            kraft_versions: (0, 1),
-        }
-    }
+    use crate::message::Action;
+    use crate::test_support::{controller, controller_leader, fetch};
+    use crate::voters::VoterSet;
+    use krabka_log::PartitionLog;
 
     /// Node 1 of static voters 1-3 (with its directory id and listener),
-    /// leader of epoch 1 with its epoch committed.
+    /// leader of epoch 1 with its epoch committed (voter 2 fetched it).
     fn leader(dir: &std::path::Path) -> RaftNode<PartitionLog> {
-        let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, true, 1).unwrap();
-        let me = controller(1);
-        let config = RaftConfig {
-            node_id: 1,
-            voters: vec![1, 2, 3],
-            election_timeout_ms: 100,
-            fetch_timeout_ms: 300_000_000,
-            fetch_max_wait_ms: 50,
-            retry_backoff_ms: 60,
-            request_timeout_ms: 2000,
-            membership: Membership { directory_id: me.directory_id, listeners: me.listeners, ..Default::default() },
-            max_fetch_bytes: 1 << 20,
-            retention_max_bytes: -1,
-            seed: 7,
-        };
-        let mut node = RaftNode::open(config, log, None, 0).unwrap();
-        node.tick(1_000).unwrap();
-        let granted = |pre_vote, epoch| Message::VoteResponse {
-            epoch,
-            error: RaftError::None,
-            granted: true,
-            pre_vote,
-            leader_id: None,
-        };
-        node.handle(1_001, 2, granted(true, 0)).unwrap();
-        node.handle(1_002, 2, granted(false, 1)).unwrap();
-        assert_eq!(node.role(), RoleName::Leader);
+        let mut node = controller_leader(dir);
         let end = node.log().log_end_offset();
-        node.handle(1_003, 2, Message::FetchRequest { epoch: 1, fetch_offset: end, last_fetched_epoch: 1 }).unwrap();
+        node.handle(1_003, 2, fetch(end, Uuid::ZERO)).unwrap();
         node
     }
 
@@ -225,6 +208,22 @@ mod tests {
             .expect("an answer")
     }
 
+    /// The answer to an upgrade to `version`; the actions it returned must
+    /// send nothing unless it appended.
+    fn upgrade(
+        node: &mut RaftNode<PartitionLog>,
+        now_ms: i64,
+        version: i16,
+        validate_only: bool,
+    ) -> Result<(), KraftUpgradeError> {
+        let end = node.log().log_end_offset();
+        let (answer, actions) = node.upgrade_kraft_version(now_ms, version, validate_only).unwrap();
+        if node.log().log_end_offset() == end {
+            assert!(actions.is_empty(), "{actions:?}");
+        }
+        answer
+    }
+
     fn invalid(result: Result<(), KraftUpgradeError>) -> String {
         match result {
             Err(KraftUpgradeError::InvalidUpdateVersion(message)) => message,
@@ -238,7 +237,7 @@ mod tests {
         let mut node = leader(dir.path());
         assert_eq!(node.kraft_version(), 0);
         let not_all = "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not all of the voters support it";
-        assert_eq!(invalid(node.upgrade_kraft_version(2_000, 1, false).unwrap()), not_all);
+        assert_eq!(invalid(upgrade(&mut node, 2_000, 1, false)), not_all);
 
         // UpdateRaftVoter at kraft.version 0: kept in memory, nothing written.
         let end = node.log().log_end_offset();
@@ -250,22 +249,28 @@ mod tests {
         assert_eq!(update(&mut node, 3, unreachable), VoterChangeError::InvalidRequest);
         let too_new = VoterNode { kraft_versions: (1, 1), ..controller(3) };
         assert_eq!(update(&mut node, 3, too_new), VoterChangeError::InvalidRequest);
-        assert_eq!(invalid(node.upgrade_kraft_version(2_000, 1, false).unwrap()), not_all);
+        assert_eq!(invalid(upgrade(&mut node, 2_000, 1, false)), not_all);
         assert_eq!(update(&mut node, 3, controller(3)), VoterChangeError::None);
 
         // Validation appends nothing; the upgrade one batch of two records.
-        assert_eq!(node.upgrade_kraft_version(2_000, 1, true).unwrap(), Ok(()));
+        assert_eq!(upgrade(&mut node, 2_000, 1, true), Ok(()));
         assert_eq!(node.log().log_end_offset(), end);
-        assert_eq!(node.upgrade_kraft_version(2_000, 1, false).unwrap(), Ok(()));
+        // The append answers voter 2's fetch, held since it caught up: the
+        // actions come back with the answer, none left for the next event.
+        assert!(node.handle(2_000, 2, fetch(end, Uuid::ZERO)).unwrap().is_empty(), "a caught-up fetch is held");
+        let (answer, actions) = node.upgrade_kraft_version(2_000, 1, false).unwrap();
+        assert_eq!(answer, Ok(()));
+        let answered = |a: &Action| matches!(a, Action::Send { to: 2, message: Message::FetchResponse(r) } if !r.records.is_empty());
+        assert!(actions.iter().any(answered), "{actions:?}");
         assert_eq!(node.log().log_end_offset(), end + 2);
         assert_eq!(node.kraft_version(), 1);
         assert_eq!(node.voter_set(), &VoterSet::new([controller(1), controller(2), controller(3)]));
         // The same upgrade again is nothing; another version, or a later
         // UpdateRaftVoter before the commit, waits.
-        assert_eq!(node.upgrade_kraft_version(2_001, 1, false).unwrap(), Ok(()));
+        assert_eq!(upgrade(&mut node, 2_001, 1, false), Ok(()));
         assert_eq!(node.log().log_end_offset(), end + 2);
         let concurrent = "Invalid concurrent upgrade of kraft.version from version KRAFT_VERSION_1 to KRAFT_VERSION_2";
-        assert_eq!(invalid(node.upgrade_kraft_version(2_001, 2, false).unwrap()), concurrent);
+        assert_eq!(invalid(upgrade(&mut node, 2_001, 2, false)), concurrent);
     }
 
     #[test]
@@ -274,11 +279,90 @@ mod tests {
         let mut node = leader(dir.path());
         update(&mut node, 2, controller(2));
         update(&mut node, 3, controller(3));
-        node.upgrade_kraft_version(2_000, 1, false).unwrap().unwrap();
+        upgrade(&mut node, 2_000, 1, false).unwrap();
         node.kraft_upgrade = KraftUpgrade::Empty;
         let down = "Invalid upgrade of kraft.version from version KRAFT_VERSION_1 to KRAFT_VERSION_0 because the new version is a downgrade";
-        assert_eq!(invalid(node.upgrade_kraft_version(2_000, 0, false).unwrap()), down);
+        assert_eq!(invalid(upgrade(&mut node, 2_000, 0, false)), down);
         node.resign(3_000);
-        assert_eq!(node.upgrade_kraft_version(3_000, 1, false).unwrap(), Err(KraftUpgradeError::NotLeader));
+        assert_eq!(upgrade(&mut node, 3_000, 1, false), Err(KraftUpgradeError::NotLeader));
+    }
+}
+
+#[cfg(test)]
+mod period_tests {
+    use super::*;
+    use crate::message::{Action, FetchResponse, RaftError};
+    use crate::node::{Membership, RaftConfig};
+    use crate::test_support::controller;
+    use krabka_log::{LogConfig, PartitionLog};
+
+    const FETCH_TIMEOUT_MS: i64 = 1_000;
+
+    /// Controller 1 of static voters 1-3, following leader 2 of epoch 1
+    /// from time 0.
+    fn follower(dir: &std::path::Path) -> RaftNode<PartitionLog> {
+        let (log, _) = PartitionLog::open(dir, LogConfig::default(), 0, 0, true, 1).unwrap();
+        let me = controller(1);
+        let config = RaftConfig {
+            node_id: 1,
+            voters: vec![1, 2, 3],
+            election_timeout_ms: 100_000,
+            fetch_timeout_ms: FETCH_TIMEOUT_MS,
+            fetch_max_wait_ms: 50,
+            retry_backoff_ms: 60,
+            request_timeout_ms: 2000,
+            membership: Membership { directory_id: me.directory_id, listeners: me.listeners, ..Default::default() },
+            max_fetch_bytes: 1 << 20,
+            retention_max_bytes: -1,
+            seed: 7,
+        };
+        let mut node = RaftNode::open(config, log, None, 0).unwrap();
+        node.handle(0, 2, Message::BeginQuorumEpoch { epoch: 1 }).unwrap();
+        node
+    }
+
+    /// Leader 2's empty answer to the follower's fetch at its log end.
+    fn answer_fetch(node: &mut RaftNode<PartitionLog>, now_ms: i64) {
+        let response = FetchResponse {
+            epoch: 1,
+            leader_id: Some(2),
+            error: RaftError::None,
+            fetch_offset: 0,
+            last_fetched_epoch: 0,
+            high_watermark: -1,
+            log_start_offset: 0,
+            records: Default::default(),
+            diverging_epoch: None,
+            snapshot: None,
+        };
+        node.handle(now_ms, 2, Message::FetchResponse(response)).unwrap();
+    }
+
+    fn sends_update_voter(node: &mut RaftNode<PartitionLog>, now_ms: i64) -> bool {
+        let actions = node.tick(now_ms).unwrap();
+        actions.iter().any(|a| matches!(a, Action::Send { to: 2, message: Message::UpdateVoterRequest { .. } }))
+    }
+
+    #[test]
+    fn a_static_follower_sends_update_voter_once_a_fetch_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = follower(dir.path());
+        answer_fetch(&mut node, 500);
+        assert!(!sends_update_voter(&mut node, FETCH_TIMEOUT_MS - 1));
+        assert!(sends_update_voter(&mut node, FETCH_TIMEOUT_MS));
+        // Refused for now: asked again a period later (Kafka 4.3.1's period
+        // is one fetch timeout), not before.
+        let refused =
+            Message::UpdateVoterResponse { epoch: 1, error: VoterChangeError::RequestTimedOut, leader_id: Some(2) };
+        node.handle(FETCH_TIMEOUT_MS + 1, 2, refused).unwrap();
+        answer_fetch(&mut node, FETCH_TIMEOUT_MS + 200);
+        assert!(!sends_update_voter(&mut node, 2 * FETCH_TIMEOUT_MS - 1));
+        answer_fetch(&mut node, 2 * FETCH_TIMEOUT_MS - 1);
+        assert!(sends_update_voter(&mut node, 2 * FETCH_TIMEOUT_MS));
+        // Taken: never again to this leader.
+        let taken = Message::UpdateVoterResponse { epoch: 1, error: VoterChangeError::None, leader_id: Some(2) };
+        node.handle(2 * FETCH_TIMEOUT_MS + 1, 2, taken).unwrap();
+        answer_fetch(&mut node, 2 * FETCH_TIMEOUT_MS + 900);
+        assert!(!sends_update_voter(&mut node, 3 * FETCH_TIMEOUT_MS));
     }
 }

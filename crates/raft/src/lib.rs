@@ -44,10 +44,13 @@ pub mod snapshot;
 pub mod voters;
 pub mod wire;
 
+#[cfg(test)]
+mod test_support;
+
 pub use describe::{QuorumDescription, ReplicaDescription};
 pub use kraft_upgrade::KraftUpgradeError;
 pub use message::{Action, ElectionState, FetchResponse, Message, RaftError, VoterChangeError};
 pub use node::{Membership, RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
 pub use snapshot::SnapshotPolicy;
-pub use voters::{Listener, VoterNode, VoterSet, KRAFT_VERSION_MAX};
+pub use voters::{Listener, ReplicaKey, VoterNode, VoterSet, KRAFT_VERSION_MAX};

@@ -21,7 +21,7 @@ use krabka_protocol::records::ControlType;
 use crate::batch;
 use crate::message::{Action, Message, VoterChangeError};
 use crate::node::{RaftNode, Role};
-use crate::voters::{PendingChange, VoterNode, VoterSet};
+use crate::voters::{PendingChange, ReplicaKey, VoterNode, VoterSet};
 
 /// An added voter must have fetched within this long (Kafka's hour).
 const CAUGHT_UP_WITHIN_MS: i64 = 60 * 60 * 1000;
@@ -81,7 +81,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let outcome = match kraft_versions {
             None => Err(VoterChangeError::RequestTimedOut),
             Some((min, max)) if min > finalized || max < finalized => Err(VoterChangeError::InvalidRequest),
-            Some(range) if self.is_caught_up(voter.id, now_ms) => {
+            Some(range) if self.is_caught_up(voter.key(), now_ms) => {
                 voter.kraft_versions = range;
                 self.voters.latest().add(voter).ok_or(VoterChangeError::DuplicateVoter)
             }
@@ -192,11 +192,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
-    /// Whether observer `id` fetched up to the leader's log end, and within
-    /// the last hour.
-    fn is_caught_up(&self, id: i32, now_ms: i64) -> bool {
+    /// Whether observer `key` (the id and directory id to add) fetched up
+    /// to the leader's log end, and within the last hour: the fetches of
+    /// another directory with that id do not count (Kafka's).
+    fn is_caught_up(&self, key: ReplicaKey, now_ms: i64) -> bool {
         let Role::Leader { progress, .. } = &self.role else { return false };
-        progress.get(&id).is_some_and(|p| {
+        progress.get(&key).is_some_and(|p| {
             p.caught_up_ms.is_some() && p.last_fetch_ms.is_some_and(|at| at > now_ms - CAUGHT_UP_WITHIN_MS)
         })
     }
@@ -207,7 +208,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let record = set.to_record();
         let info =
             batch::append_control_and_flush(&mut self.log, &[(ControlType::KRaftVoters, &record)], self.epoch, now_ms)?;
+        let before = self.voters.latest().clone();
         self.voters.record(info.first_offset, ControlType::KRaftVoters, record);
+        self.rekey_progress(&before);
         Ok(info.first_offset)
     }
 
@@ -242,15 +245,23 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
+    /// How often a follower checks that the voter set has it as it is
+    /// (UpdateRaftVoter) or, an observer, asks to join: one fetch timeout,
+    /// Kafka 4.3.1's `FollowerState.updateVoterPeriodMs` (three before).
+    pub(crate) fn update_voter_period(&self) -> i64 {
+        self.config.fetch_timeout_ms
+    }
+
     /// A follower voter whose listeners or version range the voter set has
-    /// otherwise tells its leader, every three fetch timeouts (Kafka's
-    /// period); true when it sent.
+    /// otherwise tells its leader, once a period (in place of a fetch, as
+    /// Kafka's); true when it sent.
     pub(crate) fn maybe_send_update_voter(&mut self, now_ms: i64) -> bool {
         let Role::Follower { leader, .. } = self.role else { return false };
         if now_ms < self.update_voter_at {
             return false;
         }
-        self.update_voter_at = now_ms + 3 * self.config.fetch_timeout_ms;
+        // Sent or not (a fetch goes instead), the period starts again.
+        self.update_voter_at = now_ms + self.update_voter_period();
         if self.voters.kraft_version() < 1 {
             return self.maybe_send_static_update_voter(leader);
         }
@@ -264,18 +275,17 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     /// `controller.quorum.auto.join.enable`: an observer that is a
     /// controller (it has listeners) and whose id is not a voter asks its
-    /// leader to add it, every three fetch timeouts until it is; true when
-    /// it sent. A voter of its id with another directory id (its disk was
-    /// replaced, and it formatted a new one) it asks to remove first, as
-    /// Kafka does: only then can it be added with its new directory.
+    /// leader to add it, once a period until it is; true when it sent. A
+    /// voter of its id with another directory id (its disk was replaced,
+    /// and it formatted a new one) it asks to remove first, as Kafka does:
+    /// only then can it be added with its new directory. As Kafka's, the
+    /// period starts again only when it sends (or hears the answer), so a
+    /// quorum that becomes dynamic is asked at once.
     pub(crate) fn maybe_auto_join(&mut self, now_ms: i64) -> bool {
         let Role::Follower { leader, .. } = self.role else { return false };
         let membership = &self.config.membership;
-        if !membership.auto_join || membership.listeners.is_empty() || now_ms < self.update_voter_at {
-            return false;
-        }
-        self.update_voter_at = now_ms + 3 * self.config.fetch_timeout_ms;
-        if self.voters.kraft_version() < 1 {
+        let due = membership.auto_join && !membership.listeners.is_empty() && now_ms >= self.update_voter_at;
+        if !due || self.voters.kraft_version() < 1 {
             return false;
         }
         let message = match self.voters.latest().get(self.config.node_id) {
@@ -283,8 +293,26 @@ impl<L: ReplicatedLog> RaftNode<L> {
             Some(stale) => Message::RemoveVoterRequest { id: stale.id, directory_id: stale.directory_id },
             None => Message::AddVoterRequest { voter: self.local_voter() },
         };
+        self.update_voter_at = now_ms + self.update_voter_period();
         self.send(leader, message);
         true
+    }
+
+    /// The leader answered this observer's AddRaftVoter or RemoveRaftVoter:
+    /// on the answers Kafka's follower expects (NONE, REQUEST_TIMED_OUT, and
+    /// `done_already`: DUPLICATE_VOTER to an add, VOTER_NOT_FOUND to a
+    /// removal) the period starts again from now.
+    pub(crate) fn on_auto_join_response(
+        &mut self,
+        now_ms: i64,
+        error: VoterChangeError,
+        done_already: VoterChangeError,
+    ) {
+        let expected =
+            matches!(error, VoterChangeError::None | VoterChangeError::RequestTimedOut) || error == done_already;
+        if expected && matches!(self.role, Role::Follower { .. }) {
+            self.update_voter_at = now_ms + self.update_voter_period();
+        }
     }
 
     /// UpdateRaftVoter from voter `from`.

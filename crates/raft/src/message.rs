@@ -61,10 +61,14 @@ pub enum Message {
     },
     /// A replica (voter or observer) asks for the log from `fetch_offset`;
     /// `last_fetched_epoch` is the epoch of its entry before it.
+    /// `directory_id` is its metadata log directory's (Fetch v17's
+    /// ReplicaDirectoryId; zero when it names none): the leader counts it
+    /// as a voter only when the voter set has it with that directory.
     FetchRequest {
         epoch: i32,
         fetch_offset: i64,
         last_fetched_epoch: i32,
+        directory_id: Uuid,
     },
     /// The answer to a fetch from `fetch_offset` after `last_fetched_epoch`
     /// (both echoed, so a late or duplicated answer is recognised: it is
@@ -72,10 +76,13 @@ pub enum Message {
     FetchResponse(FetchResponse),
     /// KIP-630: a follower the leader sent to a snapshot asks for its bytes
     /// from `position` (the bytes it holds so far).
+    /// `directory_id` as in [`Message::FetchRequest`] (FetchSnapshot v1's
+    /// ReplicaDirectoryId).
     FetchSnapshotRequest {
         epoch: i32,
         snapshot: SnapshotId,
         position: i64,
+        directory_id: Uuid,
     },
     FetchSnapshotResponse(FetchSnapshotResponse),
     /// KIP-853: a voter of `epoch` tells its leader its listeners and the

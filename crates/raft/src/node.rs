@@ -34,7 +34,8 @@ use krabka_protocol::Uuid;
 use crate::message::{Action, ElectionState, Message, RaftError};
 use crate::served::Served;
 use crate::voters::{
-    KraftUpgrade, Listener, PendingChange, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX, SNAPSHOT_HEAD_BYTES,
+    KraftUpgrade, Listener, PendingChange, ReplicaKey, VoterHistory, VoterNode, VoterSet, KRAFT_VERSION_MAX,
+    SNAPSHOT_HEAD_BYTES,
 };
 
 /// Timers, in milliseconds, and the seed of the election jitter.
@@ -133,8 +134,11 @@ pub(crate) enum Role {
         rejected: BTreeSet<i32>,
         election_at: i64,
     },
+    /// `progress`: every voter under its key, and the observers that
+    /// fetched lately under theirs (two with one id and different
+    /// directory ids are two replicas).
     Leader {
-        progress: BTreeMap<i32, Progress>,
+        progress: BTreeMap<ReplicaKey, Progress>,
         epoch_start: i64,
         check_at: i64,
         begin_at: i64,
@@ -186,7 +190,9 @@ pub struct RaftNode<L> {
     /// The voter change the leader works on (one at a time).
     pub(crate) pending_change: Option<PendingChange>,
     /// When a follower voter next checks that the voter set has its
-    /// listeners (UpdateRaftVoter).
+    /// listeners (UpdateRaftVoter), or an observer asks to join: Kafka's
+    /// follower's update-voter-set period, which each follower state starts
+    /// afresh (`RaftNode::update_voter_period`).
     pub(crate) update_voter_at: i64,
     /// The leader's upgrade to a dynamic quorum (`kraft_upgrade`).
     pub(crate) kraft_upgrade: KraftUpgrade,
@@ -247,6 +253,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let high_watermark = log.log_start_offset();
         let voters = read_voter_history(&log, &config)?;
         let rng = config.seed ^ (config.node_id as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        // A follower's first UpdateRaftVoter (or auto-join) waits a period,
+        // as Kafka's FollowerState starts its timer.
+        let update_voter_at = now_ms + config.fetch_timeout_ms;
         let mut node = RaftNode {
             config,
             log,
@@ -258,7 +267,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             snapshots,
             voters,
             pending_change: None,
-            update_voter_at: now_ms,
+            update_voter_at,
             kraft_upgrade: KraftUpgrade::Empty,
             told_leader_epoch: None,
             rng,
@@ -458,11 +467,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     self.observe(now_ms, epoch, leader_id)?;
                 }
             }
-            Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch } => {
+            Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, directory_id } => {
+                let from = ReplicaKey { id: from, directory_id };
                 self.on_fetch_request(now_ms, from, epoch, fetch_offset, last_fetched_epoch)?
             }
             Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response)?,
-            Message::FetchSnapshotRequest { epoch, snapshot, position } => {
+            Message::FetchSnapshotRequest { epoch, snapshot, position, directory_id } => {
+                let from = ReplicaKey { id: from, directory_id };
                 self.on_fetch_snapshot_request(now_ms, from, epoch, snapshot, position)?
             }
             Message::FetchSnapshotResponse(response) => self.on_fetch_snapshot_response(now_ms, from, response)?,
@@ -475,11 +486,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
             }
             // A leader takes AddRaftVoter from its driver (`add_voter`), not
             // as a message; the answer to this node's own changes nothing
-            // (it sees itself added in the log).
-            Message::AddVoterRequest { .. }
-            | Message::AddVoterResponse { .. }
-            | Message::RemoveVoterRequest { .. }
-            | Message::RemoveVoterResponse { .. } => {}
+            // (it sees itself added in the log) but when it asks next.
+            Message::AddVoterResponse { error } => {
+                self.on_auto_join_response(now_ms, error, crate::message::VoterChangeError::DuplicateVoter)
+            }
+            Message::RemoveVoterResponse { error } => {
+                self.on_auto_join_response(now_ms, error, crate::message::VoterChangeError::VoterNotFound)
+            }
+            Message::AddVoterRequest { .. } | Message::RemoveVoterRequest { .. } => {}
         }
         debug_assert!(self.epoch >= epoch_before, "the epoch went back");
         Ok(self.finish())
@@ -557,10 +571,12 @@ impl<L: ReplicatedLog> RaftNode<L> {
         self.release_held_fetches();
         self.end_voter_change(crate::message::VoterChangeError::NotLeader);
         if let Role::Leader { progress, .. } = &self.role {
-            let mut successors: Vec<(i64, i32)> = progress
-                .iter()
-                .filter(|(id, _)| **id != self.config.node_id && self.is_voter_id(**id))
-                .map(|(id, p)| (p.fetch_offset, *id))
+            let mut successors: Vec<(i64, i32)> = self
+                .voters
+                .latest()
+                .nodes()
+                .filter(|v| v.id != self.config.node_id)
+                .map(|v| (progress.get(&v.key()).map_or(0, |p| p.fetch_offset), v.id))
                 .collect();
             successors.sort_by(|a, b| b.cmp(a));
             let preferred_successors: Vec<i32> = successors.iter().map(|(_, id)| *id).collect();
@@ -578,9 +594,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// Takes the fetches a leader holds, to answer once it no longer leads.
     fn release_held_fetches(&mut self) {
         if let Role::Leader { progress, .. } = &mut self.role {
-            for (&id, entry) in progress.iter_mut() {
+            for (key, entry) in progress.iter_mut() {
                 if let Some((_, fetch)) = entry.parked.take() {
-                    self.released_fetches.push((id, fetch));
+                    self.released_fetches.push((key.id, fetch));
                 }
             }
         }
@@ -667,6 +683,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     }
 
     pub(crate) fn become_follower(&mut self, now_ms: i64, leader: i32) {
+        self.update_voter_at = now_ms + self.update_voter_period();
         self.role = Role::Follower {
             leader,
             fetch_deadline: now_ms + self.config.fetch_timeout_ms,
@@ -702,7 +719,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let index = (splitmix64(&mut self.rng) % candidates.len() as u64) as usize;
         let to = candidates[index];
         let (last_fetched_epoch, fetch_offset) = self.log_end();
-        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch });
+        let directory_id = self.config.membership.directory_id;
+        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch, directory_id });
     }
 }
 

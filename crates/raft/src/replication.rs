@@ -14,12 +14,14 @@
 
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError, ReplicatedLog};
+use krabka_protocol::Uuid;
 
 use crate::batch;
 use crate::message::{Action, FetchResponse, Message, RaftError};
 use crate::node::{RaftNode, Role};
 use crate::served::Served;
 use crate::snapshot::OffsetCheck;
+use crate::voters::{ReplicaKey, VoterNode, VoterSet};
 
 impl<L: ReplicatedLog> RaftNode<L> {
     /// The follower's next request: a Fetch from its log end, or while it
@@ -28,23 +30,67 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let Role::Follower { leader, last_sent, download, .. } = &mut self.role else { return };
         *last_sent = Some(now_ms);
         let to = *leader;
+        let directory_id = self.config.membership.directory_id;
         if let Some(download) = download {
             let (snapshot, position) = (download.id, download.bytes.len() as i64);
-            self.send(to, Message::FetchSnapshotRequest { epoch: self.epoch, snapshot, position });
+            self.send(to, Message::FetchSnapshotRequest { epoch: self.epoch, snapshot, position, directory_id });
             return;
         }
         let (last_fetched_epoch, fetch_offset) = self.log_end();
-        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch });
+        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch, directory_id });
     }
 
+    /// The key the leader keeps replica `key`'s progress under: the voter's
+    /// own key when it is that voter (a static voter's has no directory id,
+    /// whatever the fetch named), else its own (an observer).
+    pub(crate) fn progress_key(&self, key: ReplicaKey) -> (ReplicaKey, bool) {
+        match self.voters.latest().voter_key(key) {
+            Some(voter) => (voter, true),
+            None => (key, false),
+        }
+    }
+
+    /// This node's key among the replicas it leads: its voter's when it
+    /// is one (`RaftNode::is_voter`), else its own.
+    pub(crate) fn local_key(&self) -> ReplicaKey {
+        let me = self.config.node_id;
+        match self.voters.latest().get(me) {
+            Some(voter) if self.is_voter() => voter.key(),
+            _ => ReplicaKey { id: me, directory_id: self.config.membership.directory_id },
+        }
+    }
+
+    /// The leader's voter set changed from `before`: each voter's progress
+    /// moves to its key in the new set, as Kafka's leader moves its replica
+    /// states. A static voter that now has a directory id (the upgrade to
+    /// `kraft.version` 1) keeps what it had under its id alone; an added
+    /// voter takes what it had as an observer of that key; a removed one
+    /// stays, as an observer of its key.
+    pub(crate) fn rekey_progress(&mut self, before: &VoterSet) {
+        let after = self.voters.latest().clone();
+        let Role::Leader { progress, .. } = &mut self.role else { return };
+        for voter in after.nodes() {
+            let key = voter.key();
+            if progress.contains_key(&key) {
+                continue;
+            }
+            let was_static = before.get(voter.id).filter(|old| old.directory_id == Uuid::ZERO);
+            let entry = was_static.and_then(|old| progress.remove(&old.key())).unwrap_or_default();
+            progress.insert(key, entry);
+        }
+        debug_assert!(after.nodes().all(|v| progress.contains_key(&v.key())), "a voter without progress");
+    }
+
+    /// A Fetch from replica `from` (its id and directory id).
     pub(crate) fn on_fetch_request(
         &mut self,
         now_ms: i64,
-        from: i32,
+        replica: ReplicaKey,
         epoch: i32,
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Result<(), LogError> {
+        let from = replica.id;
         // Kafka's leader-only check, in its order. A fetch of a newer epoch
         // moves nothing: its sender knows a leader this node does not, and
         // will hear of it from that leader.
@@ -62,33 +108,44 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return Ok(());
         }
         let check = self.check_offset_and_epoch(fetch_offset, last_fetched_epoch);
-        let is_voter = self.is_voter_id(from);
+        // Kafka's leader: a replica is a voter only with the voter's
+        // directory id (any, for a static voter); with another, or none,
+        // it is an observer, and its fetches count toward neither the high
+        // watermark nor the quorum check.
+        let (key, is_voter) = self.progress_key(replica);
         let leader_end = self.log.log_end_offset();
         let Role::Leader { progress, .. } = &mut self.role else { unreachable!() };
-        let entry = progress.entry(from).or_default();
-        if is_voter || check == OffsetCheck::Valid {
+        // The driver matches answers to requests by sender id, in order: a
+        // fetch held for this id is answered (empty) before this one, be it
+        // this replica's or another directory's with the same id.
+        let mut superseded: Vec<(i64, (i64, i32))> =
+            progress.iter_mut().filter(|(k, _)| k.id == from).filter_map(|(_, e)| e.parked.take()).collect();
+        superseded.sort_unstable();
+        let entry = progress.entry(key).or_default();
+        let valid = check == OffsetCheck::Valid;
+        if is_voter || valid {
             entry.last_fetch_ms = Some(now_ms);
         }
-        if check == OffsetCheck::Valid && fetch_offset >= leader_end {
+        if valid && fetch_offset >= leader_end {
             entry.caught_up_ms = Some(now_ms);
         }
-        if check != OffsetCheck::Valid {
-            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, check);
+        if valid {
+            // A late duplicate of an older fetch does not move it back.
+            entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
+            Served::note(&mut entry.served, now_ms, fetch_offset, leader_end);
         }
-        // A late duplicate of an older fetch does not move it back.
-        entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
-        Served::note(&mut entry.served, now_ms, fetch_offset, leader_end);
-        let caught_up = fetch_offset >= self.log.log_end_offset();
+        // Held until there is something to return, or the wait is over.
+        let held = valid && fetch_offset >= leader_end;
         let until = now_ms + self.config.fetch_max_wait_ms;
-        // A fetch held before from the same replica is answered (empty)
-        // first: each request gets its answer, in order.
-        let superseded = entry.parked.take();
-        entry.parked = caught_up.then_some((until, (fetch_offset, last_fetched_epoch)));
-        if let Some((_, fetch)) = superseded {
+        entry.parked = held.then_some((until, (fetch_offset, last_fetched_epoch)));
+        for (_, fetch) in superseded {
             self.respond_fetch(from, fetch, RaftError::None, OffsetCheck::Valid)?;
         }
+        if !valid {
+            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, check);
+        }
         self.advance_high_watermark(now_ms)?;
-        if !caught_up {
+        if !held {
             self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, OffsetCheck::Valid)?;
         }
         Ok(())
@@ -162,11 +219,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
     fn answer_held_fetches(&mut self, now_ms: i64, all: bool) -> Result<(), LogError> {
         let Role::Leader { progress, .. } = &mut self.role else { return Ok(()) };
         let mut due = Vec::new();
-        for (&id, entry) in progress.iter_mut() {
+        for (key, entry) in progress.iter_mut() {
             match entry.parked {
                 Some((until, fetch)) if all || now_ms >= until => {
                     entry.parked = None;
-                    due.push((id, fetch));
+                    due.push((key.id, fetch));
                 }
                 _ => {}
             }
@@ -182,8 +239,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
     fn advance_high_watermark(&mut self, now_ms: i64) -> Result<(), LogError> {
         let majority = self.majority();
         let Role::Leader { progress, epoch_start, .. } = &self.role else { return Ok(()) };
+        let voters = self.voters.latest();
+        debug_assert!(voters.nodes().all(|v| progress.contains_key(&v.key())), "a voter without progress");
         let mut offsets: Vec<i64> =
-            self.voters.latest().ids().iter().map(|id| progress.get(id).map_or(0, |p| p.fetch_offset)).collect();
+            voters.nodes().map(|v| progress.get(&v.key()).map_or(0, |p| p.fetch_offset)).collect();
         offsets.sort_unstable_by(|a, b| b.cmp(a));
         let replicated = offsets[majority - 1];
         if replicated > self.high_watermark && replicated > *epoch_start {
@@ -202,7 +261,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
 
     /// The leader's own log moved: it counts as its own replica (flushed).
     pub(crate) fn leader_appended(&mut self, now_ms: i64) -> Result<(), LogError> {
-        let me = self.config.node_id;
+        let me = self.local_key();
         let flushed = self.log.last_flushed_offset();
         let Role::Leader { progress, .. } = &mut self.role else { return Ok(()) };
         let entry = progress.entry(me).or_default();
@@ -220,13 +279,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let timeout = self.config.fetch_timeout_ms;
         let majority = self.majority();
         let Role::Leader { progress, check_at, begin_at, .. } = &mut self.role else { return Ok(()) };
-        let voter_ids = self.voters.latest().ids();
-        let heard = voter_ids
-            .iter()
-            .filter(|&&id| {
-                id == me || progress.get(&id).and_then(|p| p.last_fetch_ms).is_some_and(|at| now_ms - at < timeout)
-            })
-            .count();
+        let voters: Vec<ReplicaKey> = self.voters.latest().nodes().map(VoterNode::key).collect();
+        let last_fetch = |key: &ReplicaKey| progress.get(key).and_then(|p| p.last_fetch_ms);
+        let heard =
+            voters.iter().filter(|key| key.id == me || last_fetch(key).is_some_and(|at| now_ms - at < timeout)).count();
         if now_ms >= *check_at && heard < majority {
             self.resign_lead(now_ms);
             return Ok(());
@@ -237,13 +293,10 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let half_timeout = (timeout / 2).max(1);
         if now_ms >= *begin_at {
             *begin_at = now_ms + half_timeout;
-            let silent: Vec<i32> = voter_ids
+            let silent: Vec<i32> = voters
                 .iter()
-                .copied()
-                .filter(|id| {
-                    *id != me
-                        && progress.get(id).and_then(|p| p.last_fetch_ms).is_none_or(|at| now_ms - at >= half_timeout)
-                })
+                .filter(|key| key.id != me && last_fetch(key).is_none_or(|at| now_ms - at >= half_timeout))
+                .map(|key| key.id)
                 .collect();
             for to in silent {
                 self.send(to, Message::BeginQuorumEpoch { epoch: self.epoch });
@@ -311,5 +364,105 @@ impl<L: ReplicatedLog> RaftNode<L> {
             self.actions.push(Action::Committed { high_watermark });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::describe::ReplicaDescription;
+    use crate::node::RoleName;
+    use crate::test_support::{controller, controller_leader, fetch};
+    use krabka_log::PartitionLog;
+
+    /// Leader 1 of voters 1-3 with directory ids `[id; 16]`: static voters
+    /// upgraded to `kraft.version` 1 after voter 2 fetched (with no
+    /// directory id) the epoch's first record; the upgrade is uncommitted.
+    fn dynamic_leader(dir: &std::path::Path) -> RaftNode<PartitionLog> {
+        let mut node = controller_leader(dir);
+        let end = node.log().log_end_offset();
+        node.handle(1_003, 2, fetch(end, Uuid::ZERO)).unwrap();
+        for id in [2, 3] {
+            node.handle(1_004, id, Message::UpdateVoterRequest { epoch: 1, voter: controller(id) }).unwrap();
+        }
+        node.upgrade_kraft_version(1_005, 1, false).unwrap().0.unwrap();
+        assert_eq!(node.voter_set().get(2).map(|v| v.directory_id), Some(controller(2).directory_id));
+        node
+    }
+
+    #[test]
+    fn a_voters_id_with_another_directory_or_none_is_an_observer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = dynamic_leader(dir.path());
+        let (committed, end) = (node.high_watermark(), node.log().log_end_offset());
+        assert!(committed < end);
+        // Voter 2's id with a replaced disk, and with none named (Fetch
+        // before v17): observers, whose fetches commit nothing.
+        node.handle(2_000, 2, fetch(end, Uuid([9; 16]))).unwrap();
+        node.handle(2_001, 2, fetch(end, Uuid::ZERO)).unwrap();
+        assert_eq!(node.high_watermark(), committed);
+        let described = node.describe_quorum(2_002).unwrap();
+        let keys = |replicas: &[ReplicaDescription]| -> Vec<(i32, Uuid)> {
+            replicas.iter().map(|r| (r.replica_id, r.directory_id)).collect()
+        };
+        assert_eq!(keys(&described.observers), vec![(2, Uuid::ZERO), (2, Uuid([9; 16]))]);
+        // Voter 2 kept, under its new key, what it fetched as a static voter.
+        assert_eq!(described.voters[1].directory_id, controller(2).directory_id);
+        assert_eq!(described.voters[1].last_fetch_ms, Some(1_003));
+        // The voter itself commits the upgrade.
+        node.handle(2_003, 2, fetch(end, controller(2).directory_id)).unwrap();
+        assert_eq!(node.high_watermark(), end);
+    }
+
+    #[test]
+    fn a_static_voter_is_its_id_whatever_directory_its_fetch_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = controller_leader(dir.path());
+        let end = node.log().log_end_offset();
+        node.handle(2_000, 2, fetch(end, Uuid([9; 16]))).unwrap();
+        assert_eq!(node.high_watermark(), end);
+        let described = node.describe_quorum(2_001).unwrap();
+        assert_eq!((described.voters[1].directory_id, described.voters[1].last_fetch_ms), (Uuid::ZERO, Some(2_000)));
+        assert!(described.observers.is_empty());
+    }
+
+    #[test]
+    fn only_fetches_of_a_voters_own_directory_keep_the_leader_in_its_quorum() {
+        for (directory_id, leads) in [(Uuid([9; 16]), false), (controller(2).directory_id, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut node = dynamic_leader(dir.path());
+            node.config.fetch_timeout_ms = 1_000;
+            if let Role::Leader { check_at, .. } = &mut node.role {
+                *check_at = 0;
+            }
+            let end = node.log().log_end_offset();
+            node.handle(9_000, 2, fetch(end, directory_id)).unwrap();
+            node.tick(9_500).unwrap();
+            assert_eq!(node.role() == RoleName::Leader, leads, "a fetch naming {directory_id:?}");
+        }
+    }
+
+    #[test]
+    fn a_held_fetch_is_answered_before_the_next_fetch_of_its_id_from_any_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = crate::test_support::leader_of(dir.path(), Default::default());
+        let end = node.log().log_end_offset();
+        let answered = |actions: Vec<crate::message::Action>| -> Vec<(i32, i64)> {
+            actions
+                .into_iter()
+                .filter_map(|a| match a {
+                    crate::message::Action::Send { to, message: Message::FetchResponse(r) } => {
+                        Some((to, r.fetch_offset))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        // Observer 9 with directory A is caught up: held.
+        assert_eq!(answered(node.handle(2_000, 9, fetch(end, Uuid([0xa; 16]))).unwrap()), vec![]);
+        // Observer 9 with directory B is behind: answered at once, after the
+        // held fetch (the driver answers node 9's requests in order).
+        let actions = node.handle(2_001, 9, fetch(end - 1, Uuid([0xb; 16]))).unwrap();
+        assert_eq!(answered(actions), vec![(9, end), (9, end - 1)]);
     }
 }

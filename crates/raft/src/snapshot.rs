@@ -21,7 +21,7 @@ use krabka_log::{LogError, ReplicatedLog, SnapshotId};
 
 use crate::message::{Action, FetchSnapshotResponse, Message, RaftError};
 use crate::node::{Download, RaftNode, Role};
-use crate::voters::SNAPSHOT_HEAD_BYTES;
+use crate::voters::{ReplicaKey, SNAPSHOT_HEAD_BYTES};
 
 /// When a node's state is due for a snapshot: after
 /// `metadata.log.max.record.bytes.between.snapshots` committed bytes, or
@@ -180,7 +180,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     pub(crate) fn on_fetch_snapshot_request(
         &mut self,
         now_ms: i64,
-        from: i32,
+        from: ReplicaKey,
         epoch: i32,
         snapshot: SnapshotId,
         position: i64,
@@ -205,11 +205,13 @@ impl<L: ReplicatedLog> RaftNode<L> {
         } else {
             self.read_snapshot_chunk(&mut answer)?
         };
-        let is_voter = self.is_voter_id(from);
+        // Only a voter of this key counts (Kafka's quorum check): an
+        // observer's progress is its fetches'.
+        let (key, is_voter) = self.progress_key(from);
         if let (Role::Leader { progress, .. }, true, RaftError::None) = (&mut self.role, is_voter, answer.error) {
-            progress.entry(from).or_default().last_fetch_ms = Some(now_ms);
+            progress.entry(key).or_default().last_fetch_ms = Some(now_ms);
         }
-        self.send(from, Message::FetchSnapshotResponse(answer));
+        self.send(from.id, Message::FetchSnapshotResponse(answer));
         Ok(())
     }
 
@@ -397,7 +399,8 @@ mod tests {
             snapshot: Some(id),
         };
         let asked = sent(node.handle(2, 2, Message::FetchResponse(offer)).unwrap());
-        assert_eq!(asked, Message::FetchSnapshotRequest { epoch: 1, snapshot: id, position: 0 });
+        let directory_id = krabka_protocol::Uuid::ZERO;
+        assert_eq!(asked, Message::FetchSnapshotRequest { epoch: 1, snapshot: id, position: 0, directory_id });
         // Kafka's leader answers SNAPSHOT_NOT_FOUND with the id unset (0, 0).
         let gone = FetchSnapshotResponse {
             epoch: 1,
@@ -409,7 +412,7 @@ mod tests {
             bytes: Bytes::new(),
         };
         let next = sent(node.handle(3, 2, Message::FetchSnapshotResponse(gone)).unwrap());
-        assert_eq!(next, Message::FetchRequest { epoch: 1, fetch_offset: 0, last_fetched_epoch: 0 });
+        assert_eq!(next, Message::FetchRequest { epoch: 1, fetch_offset: 0, last_fetched_epoch: 0, directory_id });
     }
 
     #[test]

@@ -63,6 +63,15 @@ pub struct Listener {
     pub port: u16,
 }
 
+/// A replica as a leader tells replicas apart (Kafka's `ReplicaKey`): its
+/// id and its metadata log directory's id, zero when it has none (a static
+/// voter, or a fetch that names none: Fetch before v17).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReplicaKey {
+    pub id: i32,
+    pub directory_id: Uuid,
+}
+
 /// A voter as KRaftVoters records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VoterNode {
@@ -75,6 +84,10 @@ pub struct VoterNode {
 }
 
 impl VoterNode {
+    pub fn key(&self) -> ReplicaKey {
+        ReplicaKey { id: self.id, directory_id: self.directory_id }
+    }
+
     /// Its address on listener `name`.
     pub fn listener(&self, name: &str) -> Option<&Listener> {
         self.listeners.iter().find(|l| l.name == name)
@@ -112,6 +125,16 @@ impl VoterSet {
 
     pub fn get(&self, id: i32) -> Option<&VoterNode> {
         self.voters.get(&id)
+    }
+
+    /// The key of the voter replica `key` is, None when it is an observer
+    /// (Kafka's `ReplicaState.matchesKey`): a voter without a directory id
+    /// (a static one) is whichever replica has its id; one with a directory
+    /// id only the replica that names that directory, so a replica naming
+    /// none, or another (a replaced disk), is not that voter.
+    pub fn voter_key(&self, key: ReplicaKey) -> Option<ReplicaKey> {
+        let voter = self.voters.get(&key.id)?;
+        (voter.directory_id == Uuid::ZERO || voter.directory_id == key.directory_id).then(|| voter.key())
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &VoterNode> {

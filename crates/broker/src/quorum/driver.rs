@@ -416,9 +416,8 @@ impl Driver {
                 self.perform(actions)?;
             }
             Event::UpgradeKraftVersion { version, validate_only, reply } => {
-                let upgraded = self.node.upgrade_kraft_version(now, version, validate_only)?;
+                let (upgraded, actions) = self.node.upgrade_kraft_version(now, version, validate_only)?;
                 let _ = reply.send(upgraded);
-                let actions = self.node.tick(now)?;
                 self.perform(actions)?;
             }
             Event::Stop => {}

@@ -174,6 +174,8 @@ fn check_fetch(context: &WireContext, request: &FetchRequest) -> Checked {
         epoch: partition.current_leader_epoch,
         fetch_offset: partition.fetch_offset,
         last_fetched_epoch: partition.last_fetched_epoch,
+        // Zero before v17, which does not carry it.
+        directory_id: partition.replica_directory_id,
     };
     Ok((from, message))
 }
@@ -192,6 +194,7 @@ fn check_fetch_snapshot(context: &WireContext, request: &FetchSnapshotRequest) -
         epoch: partition.current_leader_epoch,
         snapshot: SnapshotId { end_offset: id.end_offset, epoch: id.epoch },
         position: partition.position,
+        directory_id: partition.replica_directory_id,
     };
     Ok((request.replica_id, message))
 }

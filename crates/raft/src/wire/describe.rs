@@ -93,8 +93,8 @@ fn replica_state(replica: &ReplicaDescription, version: i16) -> ReplicaState {
     let timestamp = |at: Option<i64>| if version >= 1 { at.unwrap_or(-1) } else { -1 };
     ReplicaState {
         replica_id: replica.replica_id,
-        // Zero for static voters (`controller.quorum.voters`), and for
-        // observers: krabka does not keep the one an observer's fetch names.
+        // Zero for static voters (`controller.quorum.voters`), and for an
+        // observer whose fetches name none (Fetch before v17).
         replica_directory_id: replica.directory_id,
         log_end_offset: replica.log_end_offset.unwrap_or(-1),
         last_fetch_timestamp: timestamp(replica.last_fetch_ms),

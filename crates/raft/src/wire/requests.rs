@@ -24,10 +24,12 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         Message::EndQuorumEpoch { epoch, preferred_successors } => {
             RequestBody::EndQuorumEpoch(Box::new(end_quorum_epoch(context, *epoch, preferred_successors)))
         }
-        &Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch } => {
+        // The replica directory id sent is this node's own, the context's
+        // (the node names the same one in its message).
+        &Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, .. } => {
             RequestBody::Fetch(Box::new(fetch_request(context, epoch, fetch_offset, last_fetched_epoch, version)))
         }
-        &Message::FetchSnapshotRequest { epoch, snapshot, position } => {
+        &Message::FetchSnapshotRequest { epoch, snapshot, position, .. } => {
             RequestBody::FetchSnapshot(Box::new(fetch_snapshot_request(context, epoch, snapshot, position)))
         }
         Message::UpdateVoterRequest { epoch, voter } => {

@@ -34,6 +34,10 @@ fn over_the_wire_response(body: &ResponseBody, version: i16) -> ResponseBody {
     ResponseBody::decode(body.api_key(), version, &mut buf.freeze()).unwrap()
 }
 
+fn fetch(epoch: i32, fetch_offset: i64, last_fetched_epoch: i32, directory_id: Uuid) -> Message {
+    Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, directory_id }
+}
+
 fn requests() -> Vec<(Message, ApiKey, i16)> {
     vec![
         (Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: 77, pre_vote: false }, ApiKey::Vote, 2),
@@ -42,10 +46,17 @@ fn requests() -> Vec<(Message, ApiKey, i16)> {
         (Message::BeginQuorumEpoch { epoch: 6 }, ApiKey::BeginQuorumEpoch, 0),
         (Message::EndQuorumEpoch { epoch: 6, preferred_successors: vec![3, 2] }, ApiKey::EndQuorumEpoch, 1),
         (Message::EndQuorumEpoch { epoch: 6, preferred_successors: vec![3, 2] }, ApiKey::EndQuorumEpoch, 0),
-        (Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 }, ApiKey::Fetch, 17),
-        (Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 }, ApiKey::Fetch, 13),
+        // The sender's directory id goes with a fetch from v17 (and
+        // FetchSnapshot v1): before, it arrives as none.
+        (fetch(6, 120, 6, context(1).directory_id), ApiKey::Fetch, 17),
+        (fetch(6, 120, 6, Uuid::ZERO), ApiKey::Fetch, 13),
         (
-            Message::FetchSnapshotRequest { epoch: 6, snapshot: SnapshotId { end_offset: 9, epoch: 5 }, position: 3 },
+            Message::FetchSnapshotRequest {
+                epoch: 6,
+                snapshot: SnapshotId { end_offset: 9, epoch: 5 },
+                position: 3,
+                directory_id: context(1).directory_id,
+            },
             ApiKey::FetchSnapshot,
             1,
         ),
@@ -84,7 +95,7 @@ fn requests_are_filled_as_kafka_fills_them() {
     let endpoint = &begin.leader_endpoints[0];
     assert_eq!((endpoint.name.as_str(), endpoint.host.as_str(), endpoint.port), ("CONTROLLER", "10.0.0.1", 9093));
 
-    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 };
+    let fetch = fetch(6, 120, 6, Uuid::ZERO);
     let Some(RequestBody::Fetch(new)) = request(&context, 2, &fetch, 17) else { panic!() };
     assert_eq!((new.replica_state.replica_id, new.replica_id, new.max_wait_ms), (1, -1, 500));
     assert_eq!(new.topics[0].topic_id.to_string(), "AAAAAAAAAAAAAAAAAAAAAQ");
@@ -137,7 +148,7 @@ fn a_request_for_another_partition_is_an_invalid_request() {
     let response = refused(&receiver, RequestBody::Vote(vote), 2);
     assert_eq!(top_level_code(&response), ErrorCode::INVALID_REQUEST.code());
 
-    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 };
+    let fetch = fetch(6, 120, 6, Uuid::ZERO);
     let Some(RequestBody::Fetch(mut by_name)) = request(&context(1), 2, &fetch, 17) else { panic!() };
     by_name.topics[0].topic_id = Uuid::ZERO;
     let response = refused(&receiver, RequestBody::Fetch(by_name), 17);
@@ -168,8 +179,8 @@ fn impossible_offsets_epochs_and_voter_keys_are_refused_in_the_partition() {
         (Message::VoteRequest { epoch: 5, last_epoch: 5, last_offset: 1, pre_vote: false }, invalid),
         (Message::VoteRequest { epoch: 5, last_epoch: 6, last_offset: 1, pre_vote: true }, invalid),
         (Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: -1, pre_vote: false }, invalid),
-        (Message::FetchRequest { epoch: 5, fetch_offset: 3, last_fetched_epoch: 6 }, invalid),
-        (Message::FetchRequest { epoch: 5, fetch_offset: -1, last_fetched_epoch: 4 }, invalid),
+        (fetch(5, 3, 6, Uuid::ZERO), invalid),
+        (fetch(5, -1, 4, Uuid::ZERO), invalid),
     ];
     for (message, code) in cases {
         let version = if matches!(message, Message::VoteRequest { .. }) { 2 } else { 17 };
@@ -189,7 +200,7 @@ fn impossible_offsets_epochs_and_voter_keys_are_refused_in_the_partition() {
 fn responses_cross_the_wire_and_are_read_against_their_request() {
     let (node, peer) = (context(2), context(1));
     let vote = Message::VoteRequest { epoch: 5, last_epoch: 4, last_offset: 1, pre_vote: true };
-    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 120, last_fetched_epoch: 6 };
+    let fetch = fetch(6, 120, 6, Uuid::ZERO);
     let fetched = FetchResponse {
         epoch: 6,
         leader_id: Some(2),
@@ -215,8 +226,12 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
         records: Bytes::new(),
         ..fetched.clone()
     };
-    let fetch_snapshot =
-        Message::FetchSnapshotRequest { epoch: 6, snapshot: SnapshotId { end_offset: 400, epoch: 5 }, position: 7 };
+    let fetch_snapshot = Message::FetchSnapshotRequest {
+        epoch: 6,
+        snapshot: SnapshotId { end_offset: 400, epoch: 5 },
+        position: 7,
+        directory_id: Uuid::ZERO,
+    };
     let chunk = FetchSnapshotResponse {
         epoch: 6,
         leader_id: Some(2),
@@ -290,7 +305,7 @@ fn a_fetch_answer_carries_the_leaders_endpoint_from_v17() {
 
 #[test]
 fn a_top_level_error_or_a_half_snapshot_id_is_dropped_with_its_reason() {
-    let fetch = Message::FetchRequest { epoch: 6, fetch_offset: 0, last_fetched_epoch: 0 };
+    let fetch = fetch(6, 0, 0, Uuid::ZERO);
     let refusal = ResponseBody::Fetch(Box::new(krabka_protocol::FetchResponse {
         error_code: ErrorCode::INCONSISTENT_CLUSTER_ID.code(),
         ..Default::default()
@@ -310,8 +325,10 @@ fn a_top_level_error_or_a_half_snapshot_id_is_dropped_with_its_reason() {
 fn fetch_snapshot_requests_are_checked_as_kafka_checks_them() {
     let (sender, receiver) = (context(1), context(2));
     let id = SnapshotId { end_offset: 400, epoch: 5 };
-    let asked = Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0 };
     for version in 0..=1 {
+        // v0 does not carry the sender's directory id.
+        let directory_id = if version >= 1 { sender.directory_id } else { Uuid::ZERO };
+        let asked = Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0, directory_id };
         let body = request(&sender, 2, &asked, version).unwrap();
         let arrived = over_the_wire_request(&body, version);
         let Accepted::Message { from, message } = accept_request(&receiver, &state(), arrived, version) else {
@@ -319,6 +336,7 @@ fn fetch_snapshot_requests_are_checked_as_kafka_checks_them() {
         };
         assert_eq!((from, message), (1, asked.clone()));
     }
+    let asked = Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0, directory_id: Uuid::ZERO };
     let RequestBody::FetchSnapshot(mut other) = request(&sender, 2, &asked, 1).unwrap() else { panic!() };
     other.topics[0].name = "other".into();
     let Accepted::Refused(ResponseBody::FetchSnapshot(refused)) =
@@ -413,7 +431,7 @@ fn a_fetched_partial_batch_at_the_end_is_dropped_as_kafka_drops_it() {
     records.extend_from_slice(&batch[..batch.len() / 2]);
     let answer = Message::FetchResponse(served_from_zero(records.freeze(), 1));
     let body = response(&context(2), &answer, 17).unwrap();
-    let sent = Message::FetchRequest { epoch: 6, fetch_offset: 0, last_fetched_epoch: 0 };
+    let sent = fetch(6, 0, 0, Uuid::ZERO);
     let Ok(Message::FetchResponse(read)) = accept_response(&sent, body) else { panic!() };
     assert_eq!(read.records, batch);
 }

@@ -123,13 +123,13 @@ impl Sim {
     /// does: NOT_CONTROLLER off the leader; at 1 already, or validating
     /// only, nothing appended; otherwise refused until every voter told
     /// the leader it supports 1, or the upgrade appended. Then, as the
-    /// driver does, the node's actions are performed at once.
+    /// driver does, the actions it returned are performed at once.
     fn ask_upgrade(&mut self, id: usize, validate_only: bool) {
         let now = self.now;
         let legacy = self.upgrade.as_ref().unwrap().legacy;
         let node = self.node(id).unwrap();
         let (leads, before, end) = (node.role() == RoleName::Leader, node.kraft_version(), node.log().log_end_offset());
-        let result = node.upgrade_kraft_version(now, 1, validate_only).expect("the log failed");
+        let (result, actions) = node.upgrade_kraft_version(now, 1, validate_only).expect("the log failed");
         let grew = node.log().log_end_offset() - end;
         let upgrade = self.upgrade.as_mut().unwrap();
         upgrade.calls += 1;
@@ -155,7 +155,6 @@ impl Sim {
         if appends {
             self.check_upgrade_appended(id, end);
         }
-        let actions = self.node(id).unwrap().tick(now).expect("the log failed");
         self.apply(id, actions);
     }
 
