@@ -220,7 +220,8 @@ impl Broker {
             }
         });
         let image = self.metadata.image();
-        let others = image.brokers.values().filter(|b| !(single && b.broker_id == self.node_id) && !b.fenced);
+        let listed_apart = |id: i32| single && id == self.node_id;
+        let others = image.brokers.values().filter(|b| !b.fenced && !listed_apart(b.broker_id));
         let others = others.filter_map(|b| {
             let endpoint = b.end_points.iter().find(|e| e.name == listener_name)?;
             Some(LiveBroker { id: b.broker_id, host: endpoint.host.clone(), port: endpoint.port, rack: b.rack.clone() })
