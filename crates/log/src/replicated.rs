@@ -24,7 +24,10 @@ pub fn open_replicated_log(
     now_ms: i64,
 ) -> Result<PartitionLog, LogError> {
     std::fs::create_dir_all(dir)?;
-    let snapshot_end = snapshots::latest(dir)?.map_or(0, |(id, _)| id.end_offset);
+    // A download a crash cut short is never resumed (Kafka deletes its
+    // `.checkpoint.part` files when the log loads too).
+    snapshots::delete_parts(dir)?;
+    let snapshot_end = snapshots::latest_id(dir)?.map_or(0, |id| id.end_offset);
     let (log, _report) = PartitionLog::open(dir, config, snapshot_end, snapshot_end, clean_shutdown, now_ms)?;
     Ok(log)
 }
@@ -72,8 +75,27 @@ pub trait ReplicatedLog {
     /// The newest whole snapshot and its bytes, None when there is none.
     fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Bytes)>, LogError>;
 
+    /// The newest whole snapshot's id, None when there is none. Unlike
+    /// [`ReplicatedLog::latest_snapshot`], its bytes need not be held.
+    fn latest_snapshot_id(&self) -> Result<Option<SnapshotId>, LogError> {
+        Ok(self.latest_snapshot()?.map(|(id, _)| id))
+    }
+
     /// Stores snapshot `id` durably and atomically (whole or not at all).
     fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError>;
+
+    /// Writes `bytes` at `position` of snapshot `id` as it is fetched, to
+    /// a partial snapshot that is not a snapshot until frozen. Position 0
+    /// starts it (dropping any earlier partial one); the others continue it.
+    fn write_snapshot_part(&mut self, id: SnapshotId, position: u64, bytes: &[u8]) -> Result<(), LogError>;
+
+    /// Makes the partial snapshot `id` a stored snapshot when it is whole,
+    /// durably and atomically, and returns its size; None when it is not
+    /// whole (it is dropped).
+    fn freeze_snapshot_part(&mut self, id: SnapshotId) -> Result<Option<u64>, LogError>;
+
+    /// Drops the partial snapshot, if any (a download given up).
+    fn delete_snapshot_parts(&mut self) -> Result<(), LogError>;
 
     /// Removes the snapshots that end before `end_offset`.
     fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError>;
@@ -149,8 +171,25 @@ impl ReplicatedLog for PartitionLog {
         Ok(snapshots::latest(self.dir())?)
     }
 
+    fn latest_snapshot_id(&self) -> Result<Option<SnapshotId>, LogError> {
+        Ok(snapshots::latest_id(self.dir())?)
+    }
+
     fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
         Ok(snapshots::write(self.dir(), id, bytes)?)
+    }
+
+    fn write_snapshot_part(&mut self, id: SnapshotId, position: u64, bytes: &[u8]) -> Result<(), LogError> {
+        Ok(snapshots::write_part(self.dir(), id, position, bytes)?)
+    }
+
+    fn freeze_snapshot_part(&mut self, id: SnapshotId) -> Result<Option<u64>, LogError> {
+        Ok(snapshots::freeze_part(self.dir(), id)?)
+    }
+
+    fn delete_snapshot_parts(&mut self) -> Result<(), LogError> {
+        snapshots::delete_parts(self.dir())?;
+        Ok(())
     }
 
     fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {

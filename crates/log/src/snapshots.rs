@@ -8,6 +8,12 @@
 //! fsynced, so a crash leaves the whole snapshot or none (the loader removes
 //! a leftover `.tmp` when the log opens), and a file that is not whole
 //! batches with good CRCs up to its footer is skipped for an older one.
+//!
+//! A snapshot fetched from the leader arrives in chunks: they are written
+//! to `<name>.part` as they come (Kafka's `.checkpoint.part`), so the
+//! download never has to fit in memory, and the file is renamed to its
+//! snapshot name only once it is whole and checked. A `.part` name is never
+//! read as a snapshot, and opening the log deletes any a crash left.
 
 use std::io;
 use std::path::Path;
@@ -18,6 +24,10 @@ use krabka_protocol::records::{control_type_id, ControlType, RecordBatch, Record
 use crate::fsutil::{atomic_write, fsync_dir};
 
 const SUFFIX: &str = ".checkpoint";
+const PART_SUFFIX: &str = ".checkpoint.part";
+
+/// The 8-byte base offset and 4-byte length that start every batch.
+const LOG_OVERHEAD: usize = 12;
 
 /// A snapshot's name: every offset before `end_offset` is in it, and
 /// `epoch` is the epoch of its last record.
@@ -119,6 +129,96 @@ fn is_footer(batch: &RecordBatch) -> bool {
     })
 }
 
+fn part_path(dir: &Path, id: SnapshotId) -> std::path::PathBuf {
+    dir.join(format!("{}.part", id.file_name()))
+}
+
+/// Writes `bytes` of the snapshot `id` being fetched at `position` of its
+/// partial file. Position 0 starts the download over: any partial file (of
+/// this or an abandoned download) is removed first. Any other position must
+/// be where the file ends, as the chunks come in order.
+pub fn write_part(dir: &Path, id: SnapshotId, position: u64, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let path = part_path(dir, id);
+    let file = if position == 0 {
+        delete_parts(dir)?;
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?
+    } else {
+        std::fs::OpenOptions::new().write(true).open(&path)?
+    };
+    let size = file.metadata()?.len();
+    if size != position {
+        let message = format!("{} holds {size} bytes, a chunk at {position}", path.display());
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, message));
+    }
+    file.write_all_at(bytes, position)
+}
+
+/// Makes the partial snapshot `id` a snapshot when it is whole (batches
+/// with good CRCs up to a footer): synced, renamed, the directory synced.
+/// Returns its size; None (and the partial file is gone) when it is not.
+pub fn freeze_part(dir: &Path, id: SnapshotId) -> io::Result<Option<u64>> {
+    let path = part_path(dir, id);
+    let file = std::fs::File::open(&path)?;
+    if !is_whole_file(&file)? {
+        tracing::warn!(file = %path.display(), "a fetched snapshot is not whole: dropped");
+        std::fs::remove_file(&path)?;
+        return Ok(None);
+    }
+    file.sync_all()?;
+    let size = file.metadata()?.len();
+    std::fs::rename(&path, dir.join(id.file_name()))?;
+    fsync_dir(dir)?;
+    Ok(Some(size))
+}
+
+/// Removes every partial snapshot in `dir` (none is ever resumed); returns
+/// how many.
+pub fn delete_parts(dir: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().ends_with(PART_SUFFIX) {
+            std::fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        fsync_dir(dir)?;
+    }
+    Ok(removed)
+}
+
+/// [`is_whole`] for a file, read one batch at a time so that a snapshot
+/// never has to fit in memory.
+fn is_whole_file(file: &std::fs::File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let size = file.metadata()?.len();
+    let (mut position, mut last_is_footer) = (0u64, false);
+    while position < size {
+        let mut head = [0u8; LOG_OVERHEAD];
+        if size - position < LOG_OVERHEAD as u64 {
+            return Ok(false);
+        }
+        file.read_exact_at(&mut head, position)?;
+        let length = i32::from_be_bytes(head[8..12].try_into().expect("4 bytes"));
+        let total = LOG_OVERHEAD as u64 + u64::try_from(length).unwrap_or(u64::MAX);
+        // A length past the file's end is a torn or corrupt batch (and is
+        // never allocated for).
+        if total > size - position {
+            return Ok(false);
+        }
+        let mut bytes = vec![0u8; total as usize];
+        file.read_exact_at(&mut bytes, position)?;
+        match RecordBatch::new(Bytes::from(bytes)) {
+            Ok(batch) if batch.validate().is_ok() => last_is_footer = is_footer(&batch),
+            _ => return Ok(false),
+        }
+        position += total;
+    }
+    Ok(last_is_footer)
+}
+
 /// The newest whole snapshot in `dir`, with its bytes; torn ones are
 /// skipped (and logged).
 pub fn latest(dir: &Path) -> io::Result<Option<(SnapshotId, Bytes)>> {
@@ -127,6 +227,19 @@ pub fn latest(dir: &Path) -> io::Result<Option<(SnapshotId, Bytes)>> {
             Some(bytes) => return Ok(Some((id, bytes))),
             None => tracing::warn!(dir = %dir.display(), file = %id.file_name(), "ignoring a torn snapshot"),
         }
+    }
+    Ok(None)
+}
+
+/// The newest whole snapshot's id, each file checked one batch at a time
+/// (what a log needs to open: unlike [`latest`], no snapshot is held in
+/// memory).
+pub fn latest_id(dir: &Path) -> io::Result<Option<SnapshotId>> {
+    for id in list(dir)?.into_iter().rev() {
+        if is_whole_file(&std::fs::File::open(dir.join(id.file_name()))?)? {
+            return Ok(Some(id));
+        }
+        tracing::warn!(dir = %dir.display(), file = %id.file_name(), "ignoring a torn snapshot");
     }
     Ok(None)
 }
@@ -235,5 +348,37 @@ pub(crate) mod tests {
         flipped[last] ^= 0xff;
         std::fs::write(dir.path().join(id(20).file_name()), &flipped).unwrap();
         assert_eq!(latest(dir.path()).unwrap().unwrap().0, id(10));
+    }
+
+    #[test]
+    fn a_partial_snapshot_is_no_snapshot_until_frozen_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = snapshot_bytes(&["a", "b"]);
+        let half = bytes.len() / 2;
+        write_part(dir.path(), id(10), 0, &bytes[..half]).unwrap();
+        assert!(list(dir.path()).unwrap().is_empty() && latest(dir.path()).unwrap().is_none());
+        // Chunks come in order: one anywhere but at the end is refused.
+        assert!(write_part(dir.path(), id(10), half as u64 + 1, &bytes[half..]).is_err());
+        write_part(dir.path(), id(10), half as u64, &bytes[half..]).unwrap();
+        assert_eq!(freeze_part(dir.path(), id(10)).unwrap(), Some(bytes.len() as u64));
+        assert_eq!(latest(dir.path()).unwrap().unwrap(), (id(10), Bytes::from(bytes.clone())));
+        // Starting another drops an abandoned one; one cut short or
+        // corrupt is never frozen.
+        write_part(dir.path(), id(20), 0, &bytes[..half]).unwrap();
+        write_part(dir.path(), id(30), 0, &bytes[..half]).unwrap();
+        assert!(!dir.path().join(format!("{}.part", id(20).file_name())).exists());
+        assert_eq!(freeze_part(dir.path(), id(30)).unwrap(), None);
+        let mut flipped = bytes.clone();
+        flipped[half] ^= 0xff;
+        write_part(dir.path(), id(30), 0, &flipped).unwrap();
+        assert_eq!(freeze_part(dir.path(), id(30)).unwrap(), None);
+        assert_eq!(list(dir.path()).unwrap(), vec![id(10)]);
+        write_part(dir.path(), id(40), 0, &bytes).unwrap();
+        assert_eq!(delete_parts(dir.path()).unwrap(), 1);
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![id(10).file_name()]);
     }
 }

@@ -315,7 +315,9 @@ mod tests {
             request_timeout_ms: 2000,
             membership: Default::default(),
             max_fetch_bytes: 1 << 20,
+            fetch_snapshot_max_bytes: 1 << 20,
             retention_max_bytes: -1,
+            retention_ms: -1,
             seed: 7,
         };
         RaftNode::open(config, log, None, 0).unwrap()

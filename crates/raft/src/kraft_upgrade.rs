@@ -313,7 +313,9 @@ mod period_tests {
             request_timeout_ms: 2000,
             membership: Membership { directory_id: me.directory_id, listeners: me.listeners, ..Default::default() },
             max_fetch_bytes: 1 << 20,
+            fetch_snapshot_max_bytes: 1 << 20,
             retention_max_bytes: -1,
+            retention_ms: -1,
             seed: 7,
         };
         let mut node = RaftNode::open(config, log, None, 0).unwrap();

@@ -75,14 +75,15 @@ pub enum Message {
     /// applied only while the fetcher's log still ends there).
     FetchResponse(FetchResponse),
     /// KIP-630: a follower the leader sent to a snapshot asks for its bytes
-    /// from `position` (the bytes it holds so far).
-    /// `directory_id` as in [`Message::FetchRequest`] (FetchSnapshot v1's
-    /// ReplicaDirectoryId).
+    /// from `position` (the bytes it holds so far), at most `max_bytes` of
+    /// them (the request's MaxBytes). `directory_id` as in
+    /// [`Message::FetchRequest`] (FetchSnapshot v1's ReplicaDirectoryId).
     FetchSnapshotRequest {
         epoch: i32,
         snapshot: SnapshotId,
         position: i64,
         directory_id: Uuid,
+        max_bytes: i32,
     },
     FetchSnapshotResponse(FetchSnapshotResponse),
     /// KIP-853: a voter of `epoch` tells its leader its listeners and the

@@ -63,10 +63,18 @@ pub struct RaftConfig {
     /// (AddRaftVoter, RemoveRaftVoter) may wait for its turn and answers.
     pub request_timeout_ms: i64,
     pub max_fetch_bytes: u32,
+    /// `controller.quorum.fetch.snapshot.max.bytes`: the MaxBytes of this
+    /// follower's FetchSnapshot requests (the leader sends at most that of
+    /// a snapshot in one response).
+    pub fetch_snapshot_max_bytes: i32,
     /// `metadata.max.retention.bytes`: once the log and its snapshots hold
     /// more, the oldest snapshot goes and the log before the next one with
     /// it (the newest snapshot always stays); -1 for no limit.
     pub retention_max_bytes: i64,
+    /// `metadata.max.retention.ms`: a snapshot whose last contained log
+    /// timestamp is older goes, and the log before the next one with it
+    /// (the newest snapshot always stays); -1 for no limit.
+    pub retention_ms: i64,
     pub seed: u64,
 }
 
@@ -112,7 +120,9 @@ pub(crate) struct Progress {
 #[derive(Clone, Debug)]
 pub(crate) struct Download {
     pub(crate) id: SnapshotId,
-    pub(crate) bytes: Vec<u8>,
+    /// How many bytes of it the log's partial snapshot holds (the next
+    /// chunk's position).
+    pub(crate) received: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -204,6 +214,8 @@ pub struct RaftNode<L> {
     /// NOT_LEADER_OR_FOLLOWER, as Kafka does) once it stopped leading: every
     /// request gets exactly one answer, so a driver can pair them in order.
     pub(crate) released_fetches: Vec<(i32, (i64, i32))>,
+    /// When retention runs next with no snapshot stored meanwhile.
+    pub(crate) next_clean_ms: i64,
 }
 
 fn splitmix64(state: &mut u64) -> u64 {
@@ -232,7 +244,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         log.delete_snapshots_before(log.log_start_offset())?;
         // Only whole snapshots count (a torn newest one is skipped, as the
         // log skips it), and bootstrap ones (end offset 0) never.
-        let whole = log.latest_snapshot()?.map(|(id, _)| id).filter(|id| id.end_offset > 0);
+        let whole = log.latest_snapshot_id()?.filter(|id| id.end_offset > 0);
         if let Some(latest) = whole {
             // Kafka's `truncateToLatestSnapshot` at start: a snapshot past
             // the log (a crash between storing one fetched from the leader
@@ -273,6 +285,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             rng,
             actions: Vec::new(),
             released_fetches: Vec::new(),
+            next_clean_ms: now_ms + crate::snapshot::CLEAN_INTERVAL_MS,
         };
         // As Kafka: an election state behind the log (lost, or never
         // written) starts Unattached in the log's last epoch, so the node's
@@ -472,9 +485,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
                 self.on_fetch_request(now_ms, from, epoch, fetch_offset, last_fetched_epoch)?
             }
             Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response)?,
-            Message::FetchSnapshotRequest { epoch, snapshot, position, directory_id } => {
+            Message::FetchSnapshotRequest { epoch, snapshot, position, directory_id, max_bytes } => {
                 let from = ReplicaKey { id: from, directory_id };
-                self.on_fetch_snapshot_request(now_ms, from, epoch, snapshot, position)?
+                self.on_fetch_snapshot_request(now_ms, from, epoch, snapshot, (position, max_bytes))?
             }
             Message::FetchSnapshotResponse(response) => self.on_fetch_snapshot_response(now_ms, from, response)?,
             Message::UpdateVoterRequest { epoch, voter } => self.on_update_voter_request(now_ms, from, epoch, voter)?,
@@ -502,6 +515,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
     /// The timers: elections, fetch retries and timeouts, the leader's
     /// quorum check and its held fetches.
     pub fn tick(&mut self, now_ms: i64) -> Result<Vec<Action>, LogError> {
+        if now_ms >= self.next_clean_ms {
+            // Time-based retention needs time to pass, not a new snapshot.
+            self.next_clean_ms = now_ms + crate::snapshot::CLEAN_INTERVAL_MS;
+            self.clean_snapshots(now_ms)?;
+        }
         let (is_voter, may_run) = (self.is_voter(), self.may_run());
         match &mut self.role {
             Role::Unattached { election_at } | Role::Resigned { election_at } => {
@@ -740,9 +758,10 @@ fn read_voter_history<L: ReplicatedLog>(log: &L, config: &RaftConfig) -> Result<
     let start = log.log_start_offset();
     let mut offset = start;
     let at_start = log.snapshots()?.into_iter().map(|(id, _)| id).rfind(|id| id.end_offset == start);
-    let head = match at_start {
+    // The voters are in the snapshot's first batch: its head is enough.
+    let head = match at_start.map_or_else(|| log.latest_snapshot_id(), |id| Ok(Some(id)))? {
         Some(id) => log.read_snapshot(id, 0, SNAPSHOT_HEAD_BYTES)?.map(|(_, bytes)| (id, bytes)),
-        None => log.latest_snapshot()?,
+        None => None,
     };
     if let Some((id, bytes)) = head {
         history.reset_to_snapshot(id.end_offset, &bytes);

@@ -32,8 +32,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let to = *leader;
         let directory_id = self.config.membership.directory_id;
         if let Some(download) = download {
-            let (snapshot, position) = (download.id, download.bytes.len() as i64);
-            self.send(to, Message::FetchSnapshotRequest { epoch: self.epoch, snapshot, position, directory_id });
+            let (snapshot, position) = (download.id, download.received as i64);
+            let max_bytes = self.config.fetch_snapshot_max_bytes;
+            let request =
+                Message::FetchSnapshotRequest { epoch: self.epoch, snapshot, position, directory_id, max_bytes };
+            self.send(to, request);
             return;
         }
         let (last_fetched_epoch, fetch_offset) = self.log_end();

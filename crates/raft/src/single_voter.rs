@@ -282,8 +282,20 @@ mod tests {
         fn latest_snapshot(&self) -> Result<Option<Snapshot>, LogError> {
             self.log.latest_snapshot()
         }
+        fn latest_snapshot_id(&self) -> Result<Option<SnapshotId>, LogError> {
+            self.log.latest_snapshot_id()
+        }
         fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
             self.log.write_snapshot(id, bytes)
+        }
+        fn write_snapshot_part(&mut self, id: SnapshotId, position: u64, bytes: &[u8]) -> Result<(), LogError> {
+            self.log.write_snapshot_part(id, position, bytes)
+        }
+        fn freeze_snapshot_part(&mut self, id: SnapshotId) -> Result<Option<u64>, LogError> {
+            self.log.freeze_snapshot_part(id)
+        }
+        fn delete_snapshot_parts(&mut self) -> Result<(), LogError> {
+            self.log.delete_snapshot_parts()
         }
         fn delete_snapshots_before(&mut self, end_offset: i64) -> Result<(), LogError> {
             self.log.delete_snapshots_before(end_offset)

@@ -34,7 +34,9 @@ pub(crate) fn leader_of(dir: &std::path::Path, membership: Membership) -> RaftNo
         request_timeout_ms: 2000,
         membership,
         max_fetch_bytes: 1 << 20,
+        fetch_snapshot_max_bytes: 1 << 20,
         retention_max_bytes: -1,
+        retention_ms: -1,
         seed: 7,
     };
     let mut node = RaftNode::open(config, log, None, 0).unwrap();

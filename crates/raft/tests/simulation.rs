@@ -211,6 +211,9 @@ impl Sim {
 
     fn config(&mut self, id: usize) -> RaftConfig {
         self.restarts += 1;
+        // Small reads and chunks, so that fetches and snapshot downloads
+        // take many round trips.
+        let max_fetch_bytes = 64 + self.rng.below(1500) as u32;
         RaftConfig {
             node_id: id as i32,
             voters: self.voters.clone(),
@@ -223,8 +226,10 @@ impl Sim {
                 true => voters::membership(id as i32, &self.initial),
                 false => upgrade::static_membership(id as i32, self.upgrade.as_ref()),
             },
-            max_fetch_bytes: 64 + self.rng.below(1500) as u32,
+            max_fetch_bytes,
+            fetch_snapshot_max_bytes: max_fetch_bytes as i32,
             retention_max_bytes: self.retention,
+            retention_ms: -1,
             seed: self.seed.wrapping_mul(31).wrapping_add(self.restarts),
         }
     }

@@ -103,6 +103,7 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     int("controller.quorum.request.timeout.ms", some("2000"), Any),
     int("controller.quorum.retry.backoff.ms", some("20"), Any),
     boolean("controller.quorum.auto.join.enable", false),
+    int("controller.quorum.fetch.snapshot.max.bytes", some("1048576"), AtLeast(1)),
     string("sasl.mechanism.controller.protocol", some("GSSAPI")),
     int("initial.broker.registration.timeout.ms", some("60000"), Any),
     int("broker.heartbeat.interval.ms", some("2000"), Any),

@@ -80,7 +80,10 @@ impl QuorumSetup {
                 retry_backoff_ms: quorum.retry_backoff_ms,
                 request_timeout_ms: quorum.request_timeout_ms,
                 max_fetch_bytes: FETCH_MAX_BYTES,
+                fetch_snapshot_max_bytes: raw_long(config, "controller.quorum.fetch.snapshot.max.bytes", 1 << 20)
+                    .clamp(1, i64::from(i32::MAX)) as i32,
                 retention_max_bytes: raw_long(config, "metadata.max.retention.bytes", 100 * 1024 * 1024),
+                retention_ms: raw_long(config, "metadata.max.retention.ms", 7 * 24 * 60 * 60 * 1000),
                 seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,
             },
             log_dir,

@@ -195,6 +195,7 @@ fn check_fetch_snapshot(context: &WireContext, request: &FetchSnapshotRequest) -
         snapshot: SnapshotId { end_offset: id.end_offset, epoch: id.epoch },
         position: partition.position,
         directory_id: partition.replica_directory_id,
+        max_bytes: request.max_bytes,
     };
     Ok((request.replica_id, message))
 }

@@ -29,9 +29,9 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         &Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, .. } => {
             RequestBody::Fetch(Box::new(fetch_request(context, epoch, fetch_offset, last_fetched_epoch, version)))
         }
-        &Message::FetchSnapshotRequest { epoch, snapshot, position, .. } => {
-            RequestBody::FetchSnapshot(Box::new(fetch_snapshot_request(context, epoch, snapshot, position)))
-        }
+        &Message::FetchSnapshotRequest { epoch, snapshot, position, max_bytes, .. } => RequestBody::FetchSnapshot(
+            Box::new(fetch_snapshot_request(context, epoch, snapshot, (position, max_bytes))),
+        ),
         Message::UpdateVoterRequest { epoch, voter } => {
             RequestBody::UpdateRaftVoter(Box::new(super::voters::update_voter_request(context, *epoch, voter)))
         }
@@ -56,7 +56,7 @@ fn fetch_snapshot_request(
     context: &WireContext,
     epoch: i32,
     snapshot: krabka_log::SnapshotId,
-    position: i64,
+    (position, max_bytes): (i64, i32),
 ) -> FetchSnapshotRequest {
     let partition = fetch_snapshot::PartitionSnapshot {
         partition: METADATA_PARTITION,
@@ -73,7 +73,7 @@ fn fetch_snapshot_request(
     FetchSnapshotRequest {
         cluster_id: Some(context.cluster_id.clone()),
         replica_id: context.node_id,
-        max_bytes: context.fetch_max_bytes,
+        max_bytes,
         topics: vec![fetch_snapshot::TopicSnapshot {
             name: METADATA_TOPIC.into(),
             partitions: vec![partition],

@@ -56,6 +56,7 @@ fn requests() -> Vec<(Message, ApiKey, i16)> {
                 snapshot: SnapshotId { end_offset: 9, epoch: 5 },
                 position: 3,
                 directory_id: context(1).directory_id,
+                max_bytes: 1 << 20,
             },
             ApiKey::FetchSnapshot,
             1,
@@ -231,6 +232,7 @@ fn responses_cross_the_wire_and_are_read_against_their_request() {
         snapshot: SnapshotId { end_offset: 400, epoch: 5 },
         position: 7,
         directory_id: Uuid::ZERO,
+        max_bytes: 1 << 20,
     };
     let chunk = FetchSnapshotResponse {
         epoch: 6,
@@ -328,7 +330,8 @@ fn fetch_snapshot_requests_are_checked_as_kafka_checks_them() {
     for version in 0..=1 {
         // v0 does not carry the sender's directory id.
         let directory_id = if version >= 1 { sender.directory_id } else { Uuid::ZERO };
-        let asked = Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0, directory_id };
+        let asked =
+            Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0, directory_id, max_bytes: 1 << 20 };
         let body = request(&sender, 2, &asked, version).unwrap();
         let arrived = over_the_wire_request(&body, version);
         let Accepted::Message { from, message } = accept_request(&receiver, &state(), arrived, version) else {
@@ -336,7 +339,13 @@ fn fetch_snapshot_requests_are_checked_as_kafka_checks_them() {
         };
         assert_eq!((from, message), (1, asked.clone()));
     }
-    let asked = Message::FetchSnapshotRequest { epoch: 6, snapshot: id, position: 0, directory_id: Uuid::ZERO };
+    let asked = Message::FetchSnapshotRequest {
+        epoch: 6,
+        snapshot: id,
+        position: 0,
+        directory_id: Uuid::ZERO,
+        max_bytes: 1 << 20,
+    };
     let RequestBody::FetchSnapshot(mut other) = request(&sender, 2, &asked, 1).unwrap() else { panic!() };
     other.topics[0].name = "other".into();
     let Accepted::Refused(ResponseBody::FetchSnapshot(refused)) =

@@ -200,6 +200,8 @@ pub struct MemLog {
     /// records, so that what the log says of the voters is found at once.
     marks: Vec<i64>,
     pub snapshots: BTreeMap<SnapshotId, Rc<Snapshot>>,
+    /// The snapshot being fetched, as far as it came (lost in a crash).
+    part: Option<(SnapshotId, Vec<u8>)>,
     /// The lowest offset truncated to since the simulation last looked.
     pub truncated_to: Cell<Option<i64>>,
     /// Truncations asked for inside a batch (raft should never ask).
@@ -223,6 +225,7 @@ impl MemLog {
         self.epochs.retain(|(_, start)| *start < end);
         self.marks.retain(|base| *base < end);
         self.truncated_to.set(None);
+        self.part = None;
         self
     }
 
@@ -483,6 +486,29 @@ impl ReplicatedLog for MemLog {
 
     fn write_snapshot(&mut self, id: SnapshotId, bytes: &[u8]) -> Result<(), LogError> {
         self.snapshots.insert(id, Rc::new(Snapshot::parse(Bytes::copy_from_slice(bytes))));
+        Ok(())
+    }
+
+    fn write_snapshot_part(&mut self, id: SnapshotId, position: u64, bytes: &[u8]) -> Result<(), LogError> {
+        if position == 0 {
+            self.part = Some((id, Vec::new()));
+        }
+        let part = self.part.as_mut().filter(|(at, have)| *at == id && have.len() as u64 == position);
+        let (_, have) = part.expect("a chunk where the partial snapshot ends");
+        have.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn freeze_snapshot_part(&mut self, id: SnapshotId) -> Result<Option<u64>, LogError> {
+        let (at, bytes) = self.part.take().expect("a partial snapshot");
+        assert_eq!(at, id, "freezing another partial snapshot");
+        let size = bytes.len() as u64;
+        self.snapshots.insert(id, Rc::new(Snapshot::parse(Bytes::from(bytes))));
+        Ok(Some(size))
+    }
+
+    fn delete_snapshot_parts(&mut self) -> Result<(), LogError> {
+        self.part = None;
         Ok(())
     }
 
