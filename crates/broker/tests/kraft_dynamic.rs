@@ -211,6 +211,15 @@ fn a_static_krabka_quorum_becomes_dynamic_through_kafkas_tool() {
     // refused as Kafka refuses it.
     upgrade_kraft_version(&["--bootstrap-server", &bootstrap], &["because not all of the voters support it"]);
     assert_eq!(finalized_kraft_version(&bootstrap), "1");
+    // A controller's listener lists the finalized levels too.
+    let controller = nodes[1].controller_address();
+    let (ok, out) = kafka_cli("kafka-features", &["--bootstrap-controller", &controller, "describe"]);
+    let finalized = |feature: &str| {
+        let line = out.lines().find(|l| l.starts_with(&format!("Feature: {feature} ")));
+        line.and_then(|l| l.split("FinalizedVersionLevel:").nth(1)?.split_whitespace().next().map(str::to_string))
+    };
+    assert!(ok && finalized("kraft.version").as_deref() == Some("1"), "{out}");
+    assert_eq!(finalized("metadata.version").as_deref(), Some("4.3-IV0"), "{out}");
     let (ok, out) = kafka_features(&bootstrap, &["downgrade", "--feature", "kraft.version=0"]);
     assert!(!ok && out.contains("Can't downgrade the version of this feature."), "{out}");
 

@@ -55,6 +55,14 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                 RequestBody::DescribeCluster(r) => {
                     Some(ResponseBody::DescribeCluster(Box::new(describe_controllers(&broker, &r, version))))
                 }
+                // The finalized feature levels of this node's image, for the
+                // listener's own ApiVersions answer.
+                RequestBody::ApiVersions(_) => {
+                    let kraft_version = broker.metadata.quorum().map_or(0, |q| q.kraft_version());
+                    let image = broker.metadata.image();
+                    let answer = api_versions::response_with_features(&image, kraft_version, version);
+                    Some(ResponseBody::ApiVersions(Box::new(answer)))
+                }
                 forwardable => direct(&broker, forwardable, version).await,
             }
         })

@@ -125,10 +125,21 @@ async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHan
         let (code, answer_version) =
             if supported { (ErrorCode::NONE, version) } else { (ErrorCode::UNSUPPORTED_VERSION, 0) };
         let mut response = api_versions_response(&controller_apis(), code.code());
-        // The features this controller supports: Kafka's leader reads
-        // kraft.version's range before it adds a voter (KIP-853).
+        // The features this controller supports (Kafka's leader reads
+        // kraft.version's range before it adds a voter, KIP-853) and the
+        // levels finalized in its image, which `kafka-features
+        // --bootstrap-controller describe` prints, as Kafka's controller
+        // lists them.
         if supported && version >= 3 {
             response.supported_features = crate::wire::supported_feature_keys(version);
+            let ask = RequestBody::ApiVersions(Box::default());
+            if let Some(ResponseBody::ApiVersions(image)) = match controller {
+                Some(controller) => controller(ask, version).await,
+                None => None,
+            } {
+                response.finalized_features = image.finalized_features;
+                response.finalized_features_epoch = image.finalized_features_epoch;
+            }
         }
         let body = ResponseBody::ApiVersions(Box::new(response));
         return Ok(encode_frame(key, answer_version, correlation_id, &body));
