@@ -34,6 +34,8 @@ pub struct Broker {
     pub node_id: i32,
     pub metadata: MetadataStore,
     pub producer_ids: ProducerIdSource,
+    /// Auto-created topics asked of another controller, not answered yet.
+    pub auto_creations: crate::handlers::topics::AutoCreations,
     pub replicas: Arc<ReplicaManager>,
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: FetchSessionCache,
@@ -143,6 +145,7 @@ impl Broker {
             offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),
             node_id: config.node_id,
             producer_ids: ProducerIdSource::new(config.node_id),
+            auto_creations: Default::default(),
             log_dir_ids,
             cluster_id: meta.cluster_id,
             config,

@@ -21,6 +21,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use krabka_protocol::metadata_request::MetadataRequestTopic;
 use krabka_protocol::{
     ApiKey, DescribeClusterRequest, DescribeClusterResponse, ErrorCode, MetadataRequest, MetadataResponse,
 };
@@ -36,6 +37,19 @@ const RECORDS: usize = 300;
 fn metadata(broker: &BrokerProcess) -> MetadataResponse {
     let request = MetadataRequest { topics: None, ..Default::default() };
     RawClient::connect(&broker.bootstrap()).request(ApiKey::Metadata, 12, &request)
+}
+
+/// A Metadata request for `topic` through `broker` that may auto-create
+/// it: the topic's error code and its partitions' leaders.
+fn metadata_creating(broker: &BrokerProcess, topic: &str) -> (i16, Vec<i32>) {
+    let request = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic { name: Some(topic.into()), ..Default::default() }]),
+        allow_auto_topic_creation: true,
+        ..Default::default()
+    };
+    let answer: MetadataResponse = RawClient::connect(&broker.bootstrap()).request(ApiKey::Metadata, 12, &request);
+    let topic = &answer.topics[0];
+    (topic.error_code, topic.partitions.iter().map(|p| p.leader_id).collect())
 }
 
 /// The leaders of `topic`'s partitions as `broker` names them.
@@ -131,6 +145,14 @@ fn three_controllers_and_three_brokers_on_their_own_hosts() {
     for id in 4..=6 {
         assert_eq!(placed.iter().filter(|&&l| l == id).count(), 2, "{placed:?}");
     }
+    // A Metadata request through a broker auto-creates a topic: answered
+    // at once (not there yet), created through the active controller.
+    let (code, _) = metadata_creating(&brokers[1], "auto");
+    assert_eq!(code, ErrorCode::LEADER_NOT_AVAILABLE.code());
+    support::wait_for("the auto-created topic to have a broker leading it", ELECTION_PATIENCE, || {
+        let (code, leaders) = metadata_creating(&brokers[2], "auto");
+        code == 0 && leaders.len() == 1 && leaders[0] >= 4
+    });
     let (ok, printed) = support::idempotent_perf_producer(&brokers[2].bootstrap(), "orders", RECORDS);
     assert!(ok, "{printed}");
     assert_eq!(records(&brokers, "orders"), RECORDS as i64);

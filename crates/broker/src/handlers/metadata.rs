@@ -6,7 +6,7 @@ use krabka_protocol::metadata_response::{MetadataResponseBroker, MetadataRespons
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
-use super::topics::auto_create_topics;
+use super::topics::{auto_create_topics, AutoCreation};
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::request::RequestContext;
 use krabka_controller::topics::validate_topic_name;
@@ -36,6 +36,8 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         }
         Some(requested) => {
             let wanted_creation = request.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
+            // Topics asked of the active controller: not here yet.
+            let mut on_their_way = Vec::new();
             if wanted_creation {
                 let missing: Vec<String> = requested
                     .iter()
@@ -43,8 +45,10 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
                     .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
                     .collect();
                 if !missing.is_empty() {
-                    if let Some(created) = auto_create_topics(broker, &missing).await {
-                        image = created;
+                    match auto_create_topics(broker, &missing).await {
+                        AutoCreation::Committed(created) => image = created,
+                        AutoCreation::Requested => on_their_way = missing,
+                        AutoCreation::NotCreated => {}
                     }
                 }
             }
@@ -62,6 +66,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
                             Some(name) if validate_topic_name(name).is_err() => {
                                 ErrorCode::INVALID_TOPIC_EXCEPTION.code()
                             }
+                            Some(name) if on_their_way.contains(name) => ErrorCode::LEADER_NOT_AVAILABLE.code(),
                             Some(_) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                             // v10-11 requests may carry a null name but have no topic
                             // ids (Kafka: "Topic name can not be null for version").

@@ -3,8 +3,8 @@
 //! one batch per request, then the hosted partitions follow the new image.
 
 use krabka_protocol::ErrorCode;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
 use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -129,31 +129,89 @@ pub async fn ensure_internal_topic(
     }
 }
 
-/// Creates topics a Metadata request asked for; returns the new image.
-pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> Option<Arc<MetadataImage>> {
+/// What became of topics a Metadata request asked to auto-create.
+pub enum AutoCreation {
+    /// This node committed them: the image with them.
+    Committed(Arc<MetadataImage>),
+    /// Asked of the active controller (or already on their way): not in
+    /// the image yet, LEADER_NOT_AVAILABLE until they are.
+    Requested,
+    /// Not created (this node cannot, or no controller took them).
+    NotCreated,
+}
+
+/// Creates topics a Metadata request asked for. Through another
+/// controller the CreateTopics goes out in the background and the request
+/// answers at once (the client asks again), a topic already on its way
+/// not sent twice, as Kafka's auto topic creation manager does.
+pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> AutoCreation {
     let config = &broker.config;
     if check_replication_factor(-1, config.default_replication_factor).is_err() {
-        return None;
+        return AutoCreation::NotCreated;
     }
     let placement = broker.metadata.placement(broker.node_id);
     let commit =
         broker.metadata.control(|image| plan_auto_create_topics(image, names, config.num_partitions, placement)).await;
     match commit {
-        Ok((image, ())) => Some(image.image),
+        Ok((image, ())) => AutoCreation::Committed(image.image),
         Err(_) if broker.metadata.defers_to_another_controller() => {
-            let topics: Vec<NewTopic> = names
-                .iter()
-                .map(|name| NewTopic {
-                    name: name.clone(),
-                    partitions: config.num_partitions,
-                    configs: BTreeMap::new(),
-                    assignments: Vec::new(),
-                })
-                .collect();
-            let _ = create_through_the_controller(broker, &topics, config.default_replication_factor).await;
-            None
+            let Some(claimed) = broker.auto_creations.claim(names) else { return AutoCreation::Requested };
+            let broker = Arc::clone(broker);
+            tokio::spawn(async move {
+                let topics: Vec<NewTopic> = claimed
+                    .names()
+                    .iter()
+                    .map(|name| NewTopic {
+                        name: name.clone(),
+                        partitions: broker.config.num_partitions,
+                        configs: BTreeMap::new(),
+                        assignments: Vec::new(),
+                    })
+                    .collect();
+                let rf = broker.config.default_replication_factor;
+                let _ = create_through_the_controller(&broker, &topics, rf).await;
+                drop(claimed);
+            });
+            AutoCreation::Requested
         }
-        Err(_) => None,
+        Err(_) => AutoCreation::NotCreated,
+    }
+}
+
+/// The topics this broker asked the active controller to create and has
+/// no answer for yet (Kafka's in-flight topics): a Metadata request for one
+/// of them does not ask again.
+#[derive(Default)]
+pub struct AutoCreations(Arc<Mutex<HashSet<String>>>);
+
+/// Topics claimed in flight, released when dropped (the answer came, or the
+/// task creating them ended however it did).
+pub struct Claimed {
+    names: Vec<String>,
+    in_flight: Arc<Mutex<HashSet<String>>>,
+}
+
+impl AutoCreations {
+    /// Claims those of `names` not in flight yet; None if there are none.
+    pub fn claim(&self, names: &[String]) -> Option<Claimed> {
+        let mut in_flight = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let names: Vec<String> = names.iter().filter(|name| in_flight.insert((*name).clone())).cloned().collect();
+        (!names.is_empty()).then(|| Claimed { names, in_flight: Arc::clone(&self.0) })
+    }
+}
+
+impl Claimed {
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        for name in &self.names {
+            in_flight.remove(name);
+        }
     }
 }
 
@@ -324,4 +382,25 @@ pub fn describe_topic_partitions(
         }
     }
     DescribeTopicPartitionsResponse { topics, next_cursor, ..Default::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_topic_in_flight_is_claimed_once_until_its_claim_is_dropped() {
+        let creations = AutoCreations::default();
+        let first = creations.claim(&names(&["a", "b"])).expect("both new");
+        assert_eq!(first.names(), names(&["a", "b"]));
+        let second = creations.claim(&names(&["b", "c"])).expect("c is new");
+        assert_eq!(second.names(), names(&["c"]));
+        assert!(creations.claim(&names(&["a", "c"])).is_none());
+        drop(first);
+        assert_eq!(creations.claim(&names(&["a", "b", "c"])).expect("a and b again").names(), names(&["a", "b"]));
+    }
 }
