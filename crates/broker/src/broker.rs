@@ -278,6 +278,14 @@ impl Broker {
         GroupHost { log: &self.offsets_log, image: self.metadata.image(), now: coordinator_time() }
     }
 
+    /// `close_storage` off the runtime's workers: it joins the raft and
+    /// loader threads and fsyncs every log, which must not hold up (or wait
+    /// on) the tasks a worker runs.
+    pub async fn close(self: &Arc<Self>) -> anyhow::Result<()> {
+        let broker = Arc::clone(self);
+        tokio::task::spawn_blocking(move || broker.close_storage()).await.context("the closing thread")?
+    }
+
     /// Flushes and seals every log, then marks the clean shutdown.
     pub fn close_storage(&self) -> anyhow::Result<()> {
         // The metadata first: a loader still applying images could open a

@@ -85,7 +85,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let mut shutdown = broker.shutdown_signal();
     tokio::select! {
         caught_up = broker.catch_up_metadata() => caught_up?,
-        _ = shutdown.wait_for(|stop| *stop) => return broker.close_storage(),
+        _ = shutdown.wait_for(|stop| *stop) => return broker.close().await,
     }
     // A node that is its quorum's only voter finalizes the features of a
     // new log before it serves (a shared quorum's leader does it in its
@@ -122,7 +122,7 @@ async fn run_controller(config: BrokerConfig) -> anyhow::Result<()> {
     let mut shutdown = broker.shutdown_signal();
     tokio::select! {
         caught_up = broker.catch_up_metadata() => caught_up?,
-        _ = shutdown.wait_for(|stop| *stop) => return broker.close_storage(),
+        _ = shutdown.wait_for(|stop| *stop) => return broker.close().await,
     }
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
@@ -131,7 +131,7 @@ async fn run_controller(config: BrokerConfig) -> anyhow::Result<()> {
     }
     tracing::info!(node_id = broker.node_id, cluster_id = %broker.cluster_id, %address, "krabka controller serving");
     let _ = shutdown.wait_for(|stop| *stop).await;
-    broker.close_storage()
+    broker.close().await
 }
 
 /// Serves the quorum on the controller listener: raft's RPCs, and the

@@ -87,7 +87,7 @@ impl Broker {
         }
         housekeeping.abort();
         group_clock.abort();
-        self.close_storage()
+        self.close().await
     }
 }
 
