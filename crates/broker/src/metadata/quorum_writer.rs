@@ -267,6 +267,9 @@ impl Loader {
     }
 }
 
+/// How often the loader gives freed memory back while it applies.
+const RELEASE_EVERY: Duration = Duration::from_secs(1);
+
 /// The loader thread: applies each committed chunk, publishes the image,
 /// and hands the quorum a snapshot of it when one is due. A chunk that does
 /// not decode stops it: the image must not skip what the log holds, and
@@ -278,11 +281,19 @@ fn run_loader(
     applied: &watch::Sender<MetadataUpdate>,
     quorum: &Quorum,
 ) {
+    // Each image replaces the last: a burst of topic creations frees
+    // megabytes of old images and deltas that the allocator keeps resident
+    // unless asked (at most once a second while chunks come).
+    let mut last_release = std::time::Instant::now();
     for chunk in committed {
         match loader.apply(chunk) {
             Ok(update) => {
                 publisher.publish(&update);
                 applied.send_replace(update);
+                if last_release.elapsed() >= RELEASE_EVERY {
+                    crate::memory::release_free_memory();
+                    last_release = std::time::Instant::now();
+                }
             }
             Err(reason) => {
                 tracing::error!(%reason, "committed metadata does not decode; the metadata loader stopped");
