@@ -849,8 +849,15 @@ fn kafka_features_describe_shows_the_finalized_levels() {
     assert!(ok && out.contains("group.version was upgraded to 1"), "{out}");
     let (ok, out) = features(&["upgrade", "--feature", "transaction.version=2"]);
     assert!(!ok && out.contains("Local controller 1 does not support this feature"), "{out}");
+    // A new log is at 4.3-IV0, which changed the metadata format: Kafka
+    // refuses every metadata.version downgrade from it, unsafe or dry-run.
     let (ok, out) = features(&["downgrade", "--metadata", "3.9"]);
-    assert!(!ok && out.contains("it might delete metadata information"), "{out}");
+    let refused = "Unsupported metadata.version downgrade from 30 to 21. Refusing to perform the requested downgrade because it might delete metadata information.";
+    assert!(!ok && out.contains(refused), "{out}");
+    let (ok, out) = features(&["downgrade", "--metadata", "3.9", "--unsafe"]);
+    assert!(!ok && out.contains("Unsafe metadata downgrade is not supported in this version."), "{out}");
+    let (ok, out) = features(&["downgrade", "--feature", "metadata.version=29", "--dry-run"]);
+    assert!(!ok && out.contains("Unsupported metadata.version downgrade from 30 to 29."), "{out}");
     let (ok, out) = features(&["describe"]);
     let line = |name: &str| out.lines().find(|l| l.starts_with(&format!("Feature: {name} "))).unwrap_or_default();
     assert!(ok && line("group.version").contains("FinalizedVersionLevel: 1"), "{out}");

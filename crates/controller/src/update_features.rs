@@ -5,11 +5,12 @@
 //! upgrade type, a level below 0, a level this controller, a registered
 //! broker or a registered controller does not support (a voter that has
 //! not registered may not support it either), a downgrade without a
-//! downgrade type or an upgrade with one. A metadata.version downgrade is
-//! refused as Kafka 4.3.1 refuses those that change the metadata format;
-//! krabka treats every one so (Kafka lets through the few between levels
-//! with the same format). The accepted updates become
-//! FeatureLevelRecords in one commit (none when validating only).
+//! downgrade type or an upgrade with one. A metadata.version downgrade
+//! goes through only when no level between the two changed the metadata
+//! format (Kafka's `didMetadataChange`, held in
+//! `krabka_metadata::features::METADATA_VERSIONS`), safe or unsafe alike.
+//! The accepted updates become FeatureLevelRecords in one commit (none
+//! when validating only).
 //!
 //! `kraft.version` is the quorum's, not the metadata log's: its level is
 //! the raft log's and an upgrade is raft's to append (a static quorum
@@ -19,7 +20,7 @@
 //! FeatureLevelRecord: the commit the caller waits on then follows raft's
 //! control batch, as Kafka's controller waits on its own NoOpRecord.
 
-use krabka_metadata::features::METADATA_VERSION;
+use krabka_metadata::features::{MetadataVersion, METADATA_VERSION, METADATA_VERSIONS};
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::{ErrorCode, FeatureLevelRecord};
 
@@ -139,16 +140,32 @@ fn check_update(image: &MetadataImage, quorum: QuorumFeatures<'_>, update: &Feat
     if name == KRAFT_VERSION && level < current {
         return invalid("Can't downgrade the version of this feature.");
     }
-    if name == METADATA_VERSION && level < current {
-        let why = if update.upgrade_type == UpgradeType::UnsafeDowngrade {
-            "Unsafe metadata downgrade is not supported in this version."
-        } else {
-            "Refusing to perform the requested downgrade because it might delete metadata information."
-        };
-        let message = format!("Invalid metadata.version {level}. {why}");
-        return Err(ApiError::new(ErrorCode::INVALID_UPDATE_VERSION.code(), message));
+    if name == METADATA_VERSION {
+        return check_metadata_version(current, level, update.upgrade_type);
     }
     Ok(())
+}
+
+/// Kafka's `updateMetadataVersion`: a level Kafka does not know is
+/// refused, and a downgrade only when the metadata format changes between
+/// the two levels (records of the newer format could be lost), whichever
+/// downgrade type was asked for: Kafka has no unsafe downgrade yet. A
+/// downgrade within one format goes through, safe or unsafe.
+fn check_metadata_version(current: i16, level: i16, upgrade_type: UpgradeType) -> Result<(), ApiError> {
+    let refuse = |message: String| Err(ApiError::new(ErrorCode::INVALID_UPDATE_VERSION.code(), message));
+    if MetadataVersion::from_level(level).is_none() {
+        let (min, max) = (METADATA_VERSIONS[0].level, METADATA_VERSIONS[METADATA_VERSIONS.len() - 1].level);
+        return refuse(format!("Invalid metadata.version {level}. Valid versions are from {min} to {max}."));
+    }
+    if level >= current || !MetadataVersion::metadata_changed_between(current, level) {
+        return Ok(());
+    }
+    let why = if upgrade_type == UpgradeType::UnsafeDowngrade {
+        "Unsafe metadata downgrade is not supported in this version."
+    } else {
+        "Refusing to perform the requested downgrade because it might delete metadata information."
+    };
+    refuse(format!("Unsupported metadata.version downgrade from {current} to {level}. {why}"))
 }
 
 /// Kafka's `reasonNotSupported`: this controller first, then each
@@ -296,7 +313,7 @@ mod tests {
         let m = refusal(&update("group.version", 0, UpgradeType::Upgrade));
         assert!(m.ends_with("without setting the upgrade type to either safe or unsafe downgrade."), "{m}");
         let m = refusal(&update(METADATA_VERSION, 21, UpgradeType::SafeDowngrade));
-        assert_eq!(m, "Invalid metadata.version 21. Refusing to perform the requested downgrade because it might delete metadata information.");
+        assert_eq!(m, "Unsupported metadata.version downgrade from 30 to 21. Refusing to perform the requested downgrade because it might delete metadata information.");
         let m = refusal(&update("group.version", -1, UpgradeType::Upgrade));
         assert!(m.ends_with("A feature version cannot be less than 0."), "{m}");
         let m = refusal(&update("group.version", 1, UpgradeType::Unknown));
@@ -304,5 +321,95 @@ mod tests {
         let quorum = QuorumFeatures { voters: &[1, 2], ..ALONE };
         let e = plan_update_features(&image(), quorum, &update("group.version", 1, UpgradeType::Upgrade), false);
         assert!(e.unwrap_err().message.ends_with("controller 2 has not registered, and may not support this feature"));
+    }
+
+    /// The image at metadata.version 4.2-IV1 (29): below it 4.0-IV1 (23)
+    /// is the nearest level that changed the format.
+    fn image_at_4_2() -> MetadataImage {
+        let mut image = image();
+        image.features.insert(METADATA_VERSION.into(), 29);
+        image
+    }
+
+    fn plan_at_4_2(
+        level: i16,
+        upgrade_type: UpgradeType,
+        validate_only: bool,
+    ) -> Result<Vec<MetadataRecord>, ApiError> {
+        let updates = update(METADATA_VERSION, level, upgrade_type);
+        plan_update_features(&image_at_4_2(), ALONE, &updates, validate_only).map(|(records, _)| records)
+    }
+
+    fn metadata_version_record(level: i16) -> Vec<MetadataRecord> {
+        let record = FeatureLevelRecord { name: METADATA_VERSION.into(), feature_level: level, ..Default::default() };
+        vec![MetadataRecord::FeatureLevel(record)]
+    }
+
+    #[test]
+    fn a_metadata_version_downgrade_within_one_format_is_a_feature_level_record() {
+        assert_eq!(plan_at_4_2(23, UpgradeType::SafeDowngrade, false).unwrap(), metadata_version_record(23));
+        assert_eq!(plan_at_4_2(28, UpgradeType::SafeDowngrade, false).unwrap(), metadata_version_record(28));
+        // Kafka's unsafe downgrade is the same as a safe one where nothing
+        // can be lost.
+        assert_eq!(plan_at_4_2(23, UpgradeType::UnsafeDowngrade, false).unwrap(), metadata_version_record(23));
+        assert_eq!(plan_at_4_2(23, UpgradeType::SafeDowngrade, true).unwrap(), vec![], "validate only");
+        assert_eq!(plan_at_4_2(29, UpgradeType::Upgrade, false).unwrap(), metadata_version_record(29));
+        assert_eq!(plan_at_4_2(30, UpgradeType::Upgrade, false).unwrap(), metadata_version_record(30));
+    }
+
+    #[test]
+    fn a_metadata_version_downgrade_across_a_format_change_is_refused() {
+        let refused = |level, upgrade_type, validate_only| {
+            let e = plan_at_4_2(level, upgrade_type, validate_only).unwrap_err();
+            assert_eq!(e.code, ErrorCode::INVALID_UPDATE_VERSION.code());
+            e.message
+        };
+        let safe = "Unsupported metadata.version downgrade from 29 to 22. Refusing to perform the requested downgrade because it might delete metadata information.";
+        assert_eq!(refused(22, UpgradeType::SafeDowngrade, false), safe);
+        assert_eq!(refused(22, UpgradeType::SafeDowngrade, true), safe, "validate only refuses the same");
+        assert_eq!(
+            refused(22, UpgradeType::UnsafeDowngrade, false),
+            "Unsupported metadata.version downgrade from 29 to 22. Unsafe metadata downgrade is not supported in this version."
+        );
+        assert_eq!(
+            refused(7, UpgradeType::SafeDowngrade, false),
+            "Unsupported metadata.version downgrade from 29 to 7. Refusing to perform the requested downgrade because it might delete metadata information."
+        );
+        // 4.3-IV0 changed the format: from it, no downgrade at all.
+        let m = refusal(&update(METADATA_VERSION, 29, UpgradeType::UnsafeDowngrade));
+        assert!(m.starts_with("Unsupported metadata.version downgrade from 30 to 29. Unsafe"), "{m}");
+    }
+
+    #[test]
+    fn a_metadata_version_downgrade_is_checked_as_any_feature_first() {
+        let refused = |level, upgrade_type| plan_at_4_2(level, upgrade_type, false).unwrap_err().message;
+        assert_eq!(
+            refused(6, UpgradeType::SafeDowngrade),
+            "Invalid update version 6 for feature metadata.version. Local controller 1 only supports versions 7-30"
+        );
+        assert_eq!(
+            refused(-1, UpgradeType::SafeDowngrade),
+            "Invalid update version -1 for feature metadata.version. A feature version cannot be less than 0."
+        );
+        assert!(refused(23, UpgradeType::Upgrade).ends_with("either safe or unsafe downgrade."));
+        assert!(refused(30, UpgradeType::SafeDowngrade).ends_with("Can't downgrade to a newer version."));
+        assert!(refused(23, UpgradeType::Unknown).ends_with("does not support the given upgrade type."));
+        // Every registered broker must support the lower level too.
+        let mut image = image_at_4_2();
+        image.brokers.get_mut(&4).unwrap().features[0].min_supported_version = 25;
+        let e = plan_update_features(&image, ALONE, &update(METADATA_VERSION, 23, UpgradeType::SafeDowngrade), false);
+        assert_eq!(
+            e.unwrap_err().message,
+            "Invalid update version 23 for feature metadata.version. Broker 4 only supports versions 25-30"
+        );
+    }
+
+    #[test]
+    fn a_metadata_version_kafka_does_not_know_is_refused() {
+        // Unreachable through the plan (the controller's own range comes
+        // first), but Kafka's answer all the same.
+        let e = check_metadata_version(29, 32, UpgradeType::Upgrade).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_UPDATE_VERSION.code());
+        assert_eq!(e.message, "Invalid metadata.version 32. Valid versions are from 7 to 31.");
     }
 }
