@@ -163,7 +163,6 @@ impl Cluster {
                 directory_id: Uuid([id as u8; 16]),
                 listener: "CONTROLLER".into(),
                 voters: voters.clone(),
-                fetch_max_bytes: 8 << 20,
             },
             raft: RaftConfig {
                 node_id: id,
@@ -269,7 +268,10 @@ impl Cluster {
             // Kafka controller's ControllerRegistration to a krabka leader
             // fails, which Kafka logs and retries. (UpdateRaftVoter is
             // served since KIP-853's slice: no error of it is let through.)
-            let expected = |l: &str| l.contains("ControllerRegistration");
+            // And a Kafka controller on a loaded machine (the test suite
+            // runs beside it) logs its own slow events at ERROR.
+            let expected =
+                |l: &str| l.contains("ControllerRegistration") || l.contains("Exceptionally slow controller event");
             let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR") && !expected(l)).collect();
             assert!(errors.is_empty(), "Kafka node {id} logged errors:\n{}", errors.join("\n"));
         }

@@ -83,6 +83,17 @@ impl<L: ReplicatedLog> RaftNode<L> {
         }
     }
 
+    /// A voter cannot take a Vote at any version that carries it (one
+    /// speaking only Vote v0-v1 gets no pre-vote). As Kafka's raft client:
+    /// a Prospective becomes Candidate at once, since that voter can only
+    /// be asked for a real vote; in any other state nothing changes.
+    pub(crate) fn on_vote_unsupported(&mut self, now_ms: i64) -> Result<(), LogError> {
+        if matches!(self.role, Role::Prospective { .. }) {
+            self.become_candidate(now_ms)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn on_vote_response(
         &mut self,
         now_ms: i64,
@@ -408,22 +419,28 @@ mod tests {
         voter.handle(1_001, 2, granted(0, true)).unwrap();
         voter.handle(1_002, 2, granted(1, false)).unwrap();
         assert_eq!(voter.role(), RoleName::Leader);
-        let fetch = |fetch_offset, last_fetched_epoch| Message::FetchRequest {
+        // Fetches as a Kafka 4.3 follower sends them (v18), with the high
+        // watermark it knows.
+        let fetch = |fetch_offset, last_fetched_epoch, high_watermark| Message::FetchRequest {
             epoch: 1,
             fetch_offset,
             last_fetched_epoch,
             directory_id: krabka_protocol::Uuid::ZERO,
+            bounds: crate::FetchBounds { high_watermark, ..crate::test_support::OLD_FETCH },
         };
 
-        let first = fetch_answers(&voter.handle(1_003, 2, fetch(0, 0)).unwrap());
+        let first = fetch_answers(&voter.handle(1_003, 2, fetch(0, 0, -1)).unwrap());
         assert_eq!(first.len(), 1);
         assert_eq!((first[0].high_watermark, first[0].records.is_empty()), (-1, false), "{first:?}");
-        // Voter 2 holds the LeaderChange: a majority, the epoch commits.
-        let second = fetch_answers(&voter.handle(1_004, 2, fetch(1, 1)).unwrap());
+        // Voter 2 holds the LeaderChange: a majority, the epoch commits, and
+        // the fetch that committed it is answered at once with the high
+        // watermark its sender does not know yet.
+        let second = fetch_answers(&voter.handle(1_004, 2, fetch(1, 1, -1)).unwrap());
         assert_eq!(second.iter().map(|r| r.high_watermark).collect::<Vec<_>>(), vec![1]);
-        // A caught-up fetch is held; a second one answers the first.
-        assert!(fetch_answers(&voter.handle(1_005, 2, fetch(1, 1)).unwrap()).is_empty());
-        let superseded = fetch_answers(&voter.handle(1_006, 2, fetch(1, 1)).unwrap());
+        // A caught-up fetch that knows it is held; a second one answers the
+        // first.
+        assert!(fetch_answers(&voter.handle(1_005, 2, fetch(1, 1, 1)).unwrap()).is_empty());
+        let superseded = fetch_answers(&voter.handle(1_006, 2, fetch(1, 1, 1)).unwrap());
         assert_eq!(superseded.len(), 1);
         assert_eq!(superseded[0].error, RaftError::None);
         // A newer epoch ends the lead: the held fetch is answered, not lost.
@@ -514,5 +531,45 @@ mod tests {
         assert_eq!(voter.role(), RoleName::Prospective, "one refusal of two is no majority");
         voter.handle(1_002, 2, refused).unwrap();
         assert_eq!((voter.role(), voter.leader_id(), voter.epoch()), (RoleName::Follower, Some(2), 1));
+    }
+
+    /// A voter that speaks only Vote v0-v1 cannot take a pre-vote: the
+    /// answer is UNSUPPORTED_VERSION, on which Kafka's Prospective runs for
+    /// election at once; a Candidate does not count it as a refusal.
+    #[test]
+    fn a_pre_vote_a_voter_cannot_take_makes_the_prospective_a_candidate() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut voter = node(dir.path(), 1);
+        voter.tick(1_000).unwrap();
+        assert_eq!((voter.role(), voter.epoch()), (RoleName::Prospective, 0));
+        let unsupported = |epoch, pre_vote| Message::VoteResponse {
+            epoch,
+            error: RaftError::UnsupportedVersion,
+            granted: false,
+            pre_vote,
+            leader_id: None,
+        };
+        let actions = voter.handle(1_001, 3, unsupported(0, true)).unwrap();
+        assert_eq!((voter.role(), voter.epoch()), (RoleName::Candidate, 1));
+        let asked: Vec<i32> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { to, message: Message::VoteRequest { pre_vote: false, epoch: 1, .. } } => Some(*to),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(asked, vec![2, 3]);
+        // Neither answer counts against the Candidate: one refusal from 2
+        // still leaves it running (with 3's, it would have lost).
+        voter.handle(1_002, 3, unsupported(1, false)).unwrap();
+        let refused = Message::VoteResponse {
+            epoch: 1,
+            error: RaftError::None,
+            granted: false,
+            pre_vote: false,
+            leader_id: None,
+        };
+        voter.handle(1_003, 2, refused).unwrap();
+        assert_eq!((voter.role(), voter.epoch()), (RoleName::Candidate, 1));
     }
 }

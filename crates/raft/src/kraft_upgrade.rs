@@ -193,6 +193,9 @@ mod tests {
         let mut node = controller_leader(dir);
         let end = node.log().log_end_offset();
         node.handle(1_003, 2, fetch(end, Uuid::ZERO)).unwrap();
+        // That fetch committed the epoch but is held (its sender, before
+        // Fetch v18, tells no high watermark): its wait runs out.
+        node.tick(1_003 + i64::from(crate::test_support::OLD_FETCH.max_wait_ms)).unwrap();
         node
     }
 
@@ -257,7 +260,8 @@ mod tests {
         assert_eq!(node.log().log_end_offset(), end);
         // The append answers voter 2's fetch, held since it caught up: the
         // actions come back with the answer, none left for the next event.
-        assert!(node.handle(2_000, 2, fetch(end, Uuid::ZERO)).unwrap().is_empty(), "a caught-up fetch is held");
+        let held = node.handle(2_000, 2, fetch(end, Uuid::ZERO)).unwrap();
+        assert!(held.is_empty(), "a caught-up fetch is held: {held:?}");
         let (answer, actions) = node.upgrade_kraft_version(2_000, 1, false).unwrap();
         assert_eq!(answer, Ok(()));
         let answered = |a: &Action| matches!(a, Action::Send { to: 2, message: Message::FetchResponse(r) } if !r.records.is_empty());

@@ -49,7 +49,7 @@ mod test_support;
 
 pub use describe::{QuorumDescription, ReplicaDescription};
 pub use kraft_upgrade::KraftUpgradeError;
-pub use message::{Action, ElectionState, FetchResponse, Message, RaftError, VoterChangeError};
+pub use message::{Action, ElectionState, FetchBounds, FetchResponse, Message, RaftError, VoterChangeError};
 pub use node::{Membership, RaftConfig, RaftNode, RoleName};
 pub use single_voter::{Committed, SingleVoter, Snapshot};
 pub use snapshot::SnapshotPolicy;

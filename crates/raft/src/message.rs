@@ -69,6 +69,7 @@ pub enum Message {
         fetch_offset: i64,
         last_fetched_epoch: i32,
         directory_id: Uuid,
+        bounds: FetchBounds,
     },
     /// The answer to a fetch from `fetch_offset` after `last_fetched_epoch`
     /// (both echoed, so a late or duplicated answer is recognised: it is
@@ -144,6 +145,27 @@ pub enum VoterChangeError {
     UnknownLeaderEpoch,
 }
 
+/// What a Fetch asks of the leader besides its offsets: Kafka's Fetch
+/// MaxWaitMs, MaxBytes and (v18, KIP-1166) the partition's HighWatermark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchBounds {
+    /// How long the leader may hold the fetch while it has nothing to
+    /// return; 0 answers at once.
+    pub max_wait_ms: i32,
+    /// About how many record bytes to return (always one whole batch when
+    /// there is any, even a larger one).
+    pub max_bytes: i32,
+    /// The high watermark the fetcher knows: -1 when it knows none, and
+    /// [`FetchBounds::HIGH_WATERMARK_NOT_SENT`] before Fetch v18, which
+    /// does not carry it. The leader answers at once when its own is ahead.
+    pub high_watermark: i64,
+}
+
+impl FetchBounds {
+    /// Kafka's wire default for HighWatermark: the fetcher did not say.
+    pub const HIGH_WATERMARK_NOT_SENT: i64 = i64::MAX;
+}
+
 /// Kafka's FetchSnapshot response, one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FetchSnapshotResponse {
@@ -196,6 +218,10 @@ pub enum RaftError {
     SnapshotNotFound,
     /// POSITION_OUT_OF_RANGE: a FetchSnapshot position outside the snapshot.
     PositionOutOfRange,
+    /// UNSUPPORTED_VERSION, the top-level error of a Vote response: the
+    /// peer speaks no Vote version that carries the request (a pre-vote
+    /// needs v2, KIP-996), as Kafka's network client answers for it.
+    UnsupportedVersion,
 }
 
 /// Kafka's `quorum-state`: what a node must remember across a restart so

@@ -55,13 +55,17 @@ pub struct RaftConfig {
     /// from its leader for this long runs for election; a leader that has
     /// not heard from a majority resigns.
     pub fetch_timeout_ms: i64,
-    /// How long the leader holds a fetch that has nothing to return.
+    /// The MaxWaitMs this node's fetches ask for (Kafka's fixed 500 ms): how
+    /// long a leader may hold one with nothing to return.
     pub fetch_max_wait_ms: i64,
     /// How long a request may go unanswered before it is sent again.
     pub retry_backoff_ms: i64,
     /// `controller.quorum.request.timeout.ms`: how long a voter change
     /// (AddRaftVoter, RemoveRaftVoter) may wait for its turn and answers.
     pub request_timeout_ms: i64,
+    /// `controller.quorum.fetch.max.bytes`: the MaxBytes this node's
+    /// fetches ask for (a leader returns up to each fetch's own), and the
+    /// chunk it serves of a snapshot.
     pub max_fetch_bytes: u32,
     /// `controller.quorum.fetch.snapshot.max.bytes`: the MaxBytes of this
     /// follower's FetchSnapshot requests (the leader sends at most that of
@@ -105,9 +109,9 @@ pub(crate) struct Progress {
     /// The replica holds the leader's log below it.
     pub(crate) fetch_offset: i64,
     pub(crate) last_fetch_ms: Option<i64>,
-    /// A fetch with nothing to return yet (its offset and last fetched
-    /// epoch), answered by the time given.
-    pub(crate) parked: Option<(i64, (i64, i32))>,
+    /// A fetch with nothing to return yet, answered by the time given
+    /// (its MaxWaitMs after it came).
+    pub(crate) parked: Option<(i64, crate::replication::HeldFetch)>,
     /// The fetches served it, for DescribeQuorum.
     pub(crate) served: Option<Served>,
     /// When it last fetched up to the leader's log end (an observer must
@@ -457,6 +461,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             Message::VoteRequest { epoch, last_epoch, last_offset, pre_vote } => {
                 self.on_vote_request(now_ms, from, epoch, (last_epoch, last_offset), pre_vote)?
             }
+            Message::VoteResponse { error: RaftError::UnsupportedVersion, .. } => self.on_vote_unsupported(now_ms)?,
             Message::VoteResponse { epoch, error: _, granted, pre_vote, leader_id } => {
                 self.on_vote_response(now_ms, from, epoch, granted, pre_vote, leader_id)?
             }
@@ -480,9 +485,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
                     self.observe(now_ms, epoch, leader_id)?;
                 }
             }
-            Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, directory_id } => {
+            Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, directory_id, bounds } => {
                 let from = ReplicaKey { id: from, directory_id };
-                self.on_fetch_request(now_ms, from, epoch, fetch_offset, last_fetched_epoch)?
+                self.on_fetch_request(now_ms, from, epoch, (fetch_offset, last_fetched_epoch), bounds)?
             }
             Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response)?,
             Message::FetchSnapshotRequest { epoch, snapshot, position, directory_id, max_bytes } => {
@@ -614,7 +619,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
         if let Role::Leader { progress, .. } = &mut self.role {
             for (key, entry) in progress.iter_mut() {
                 if let Some((_, fetch)) = entry.parked.take() {
-                    self.released_fetches.push((key.id, fetch));
+                    self.released_fetches.push((key.id, (fetch.fetch_offset, fetch.last_fetched_epoch)));
                 }
             }
         }
@@ -738,7 +743,11 @@ impl<L: ReplicatedLog> RaftNode<L> {
         let to = candidates[index];
         let (last_fetched_epoch, fetch_offset) = self.log_end();
         let directory_id = self.config.membership.directory_id;
-        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch, directory_id });
+        let bounds = self.fetch_bounds();
+        self.send(
+            to,
+            Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch, directory_id, bounds },
+        );
     }
 }
 

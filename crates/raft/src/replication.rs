@@ -17,11 +17,20 @@ use krabka_log::{AppendInfo, LogError, ReplicatedLog};
 use krabka_protocol::Uuid;
 
 use crate::batch;
-use crate::message::{Action, FetchResponse, Message, RaftError};
+use crate::message::{Action, FetchBounds, FetchResponse, Message, RaftError};
 use crate::node::{RaftNode, Role};
 use crate::served::Served;
 use crate::snapshot::OffsetCheck;
 use crate::voters::{ReplicaKey, VoterNode, VoterSet};
+
+/// A fetch the leader answers, or holds until it has something to
+/// return: what the answer echoes and how many bytes it may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeldFetch {
+    pub fetch_offset: i64,
+    pub last_fetched_epoch: i32,
+    pub max_bytes: i32,
+}
 
 impl<L: ReplicatedLog> RaftNode<L> {
     /// The follower's next request: a Fetch from its log end, or while it
@@ -40,7 +49,22 @@ impl<L: ReplicatedLog> RaftNode<L> {
             return;
         }
         let (last_fetched_epoch, fetch_offset) = self.log_end();
-        self.send(to, Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch, directory_id });
+        let bounds = self.fetch_bounds();
+        self.send(
+            to,
+            Message::FetchRequest { epoch: self.epoch, fetch_offset, last_fetched_epoch, directory_id, bounds },
+        );
+    }
+
+    /// What this node's fetches ask for, as Kafka's raft client fills them:
+    /// its fetch wait and byte limit, and the high watermark it knows (-1
+    /// before it learned one).
+    pub(crate) fn fetch_bounds(&self) -> FetchBounds {
+        FetchBounds {
+            max_wait_ms: i32::try_from(self.config.fetch_max_wait_ms).unwrap_or(i32::MAX),
+            max_bytes: i32::try_from(self.config.max_fetch_bytes).unwrap_or(i32::MAX),
+            high_watermark: self.known_high_watermark().unwrap_or(-1),
+        }
     }
 
     /// The key the leader keeps replica `key`'s progress under: the voter's
@@ -84,16 +108,18 @@ impl<L: ReplicatedLog> RaftNode<L> {
         debug_assert!(after.nodes().all(|v| progress.contains_key(&v.key())), "a voter without progress");
     }
 
-    /// A Fetch from replica `from` (its id and directory id).
+    /// A Fetch from replica `replica` (its id and directory id) from
+    /// `fetch_offset` after `last_fetched_epoch`, with its `bounds`.
     pub(crate) fn on_fetch_request(
         &mut self,
         now_ms: i64,
         replica: ReplicaKey,
         epoch: i32,
-        fetch_offset: i64,
-        last_fetched_epoch: i32,
+        (fetch_offset, last_fetched_epoch): (i64, i32),
+        bounds: FetchBounds,
     ) -> Result<(), LogError> {
         let from = replica.id;
+        let fetch = HeldFetch { fetch_offset, last_fetched_epoch, max_bytes: bounds.max_bytes };
         // Kafka's leader-only check, in its order. A fetch of a newer epoch
         // moves nothing: its sender knows a leader this node does not, and
         // will hear of it from that leader.
@@ -107,7 +133,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             RaftError::None
         };
         if error != RaftError::None {
-            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), error, OffsetCheck::Valid)?;
+            self.respond_fetch(from, fetch, error, OffsetCheck::Valid)?;
             return Ok(());
         }
         let check = self.check_offset_and_epoch(fetch_offset, last_fetched_epoch);
@@ -121,9 +147,9 @@ impl<L: ReplicatedLog> RaftNode<L> {
         // The driver matches answers to requests by sender id, in order: a
         // fetch held for this id is answered (empty) before this one, be it
         // this replica's or another directory's with the same id.
-        let mut superseded: Vec<(i64, (i64, i32))> =
+        let mut superseded: Vec<(i64, HeldFetch)> =
             progress.iter_mut().filter(|(k, _)| k.id == from).filter_map(|(_, e)| e.parked.take()).collect();
-        superseded.sort_unstable();
+        superseded.sort_unstable_by_key(|&(until, held)| (until, held.fetch_offset, held.last_fetched_epoch));
         let entry = progress.entry(key).or_default();
         let valid = check == OffsetCheck::Valid;
         if is_voter || valid {
@@ -137,19 +163,29 @@ impl<L: ReplicatedLog> RaftNode<L> {
             entry.fetch_offset = entry.fetch_offset.max(fetch_offset);
             Served::note(&mut entry.served, now_ms, fetch_offset, leader_end);
         }
-        // Held until there is something to return, or the wait is over.
-        let held = valid && fetch_offset >= leader_end;
-        let until = now_ms + self.config.fetch_max_wait_ms;
-        entry.parked = held.then_some((until, (fetch_offset, last_fetched_epoch)));
-        for (_, fetch) in superseded {
-            self.respond_fetch(from, fetch, RaftError::None, OffsetCheck::Valid)?;
+        for (_, held) in superseded {
+            self.respond_fetch(from, held, RaftError::None, OffsetCheck::Valid)?;
         }
         if !valid {
-            return self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, check);
+            return self.respond_fetch(from, fetch, RaftError::None, check);
         }
         self.advance_high_watermark(now_ms)?;
-        if !held {
-            self.respond_fetch(from, (fetch_offset, last_fetched_epoch), RaftError::None, OffsetCheck::Valid)?;
+        // As Kafka's leader: held only when there is nothing to return, the
+        // fetcher allows a wait, and its high watermark (KIP-1166, Fetch
+        // v18) is not behind the one this answer would carry (this fetch
+        // may just have moved it).
+        let hold = fetch_offset >= leader_end
+            && bounds.max_wait_ms > 0
+            && bounds.high_watermark >= self.advertised_high_watermark();
+        if !hold {
+            return self.respond_fetch(from, fetch, RaftError::None, OffsetCheck::Valid);
+        }
+        let until = now_ms + i64::from(bounds.max_wait_ms);
+        match &mut self.role {
+            Role::Leader { progress, .. } => progress.entry(key).or_default().parked = Some((until, fetch)),
+            // The commit ended the lead (a voter change removed this node):
+            // answered as the fetches held then are.
+            _ => self.answer_not_leader(from, fetch_offset, last_fetched_epoch),
         }
         Ok(())
     }
@@ -184,14 +220,17 @@ impl<L: ReplicatedLog> RaftNode<L> {
     fn respond_fetch(
         &mut self,
         to: i32,
-        (fetch_offset, last_fetched_epoch): (i64, i32),
+        fetch: HeldFetch,
         error: RaftError,
         check: OffsetCheck,
     ) -> Result<(), LogError> {
+        let HeldFetch { fetch_offset, last_fetched_epoch, max_bytes } = fetch;
         let serve = error == RaftError::None && check == OffsetCheck::Valid;
         let readable = fetch_offset >= self.log.log_start_offset() && fetch_offset < self.log.log_end_offset();
+        // The fetcher's MaxBytes, as Kafka's leader reads: at least one
+        // whole batch, however large.
         let records = if serve && readable {
-            self.log.read(fetch_offset, self.config.max_fetch_bytes, self.log.log_end_offset())?
+            self.log.read(fetch_offset, max_bytes.max(0) as u32, self.log.log_end_offset())?
         } else {
             Bytes::new()
         };
@@ -322,6 +361,14 @@ impl<L: ReplicatedLog> RaftNode<L> {
         if response.epoch > self.epoch || (response.epoch == self.epoch && response.leader_id.is_some()) {
             self.observe(now_ms, response.epoch, response.leader_id)?;
         }
+        // A DivergingEpoch of epoch -1 (whatever its end offset) is none, as
+        // for Kafka's follower (the wire layer maps it to None). One below
+        // the high watermark this node knows would cut committed offsets:
+        // Kafka's follower fails on it; this one drops the answer.
+        let below_committed = |&(_, end): &(i32, i64)| self.known_high_watermark().is_some_and(|hw| end < hw);
+        if response.diverging_epoch.as_ref().is_some_and(below_committed) {
+            return Ok(());
+        }
         let log_end = self.log_end();
         let Role::Follower { leader, fetch_deadline, last_sent, heard_ms, download } = &mut self.role else {
             return Ok(());
@@ -374,8 +421,8 @@ impl<L: ReplicatedLog> RaftNode<L> {
 mod tests {
     use super::*;
     use crate::describe::ReplicaDescription;
-    use crate::node::RoleName;
-    use crate::test_support::{controller, controller_leader, fetch};
+    use crate::node::{RaftConfig, RoleName};
+    use crate::test_support::{controller, controller_leader, fetch, OLD_FETCH};
     use krabka_log::PartitionLog;
 
     /// Leader 1 of voters 1-3 with directory ids `[id; 16]`: static voters
@@ -467,5 +514,150 @@ mod tests {
         // held fetch (the driver answers node 9's requests in order).
         let actions = node.handle(2_001, 9, fetch(end - 1, Uuid([0xb; 16]))).unwrap();
         assert_eq!(answered(actions), vec![(9, end), (9, end - 1)]);
+    }
+
+    /// The fetch answers sent, by receiver: (fetch offset, record bytes,
+    /// high watermark).
+    fn answers(actions: &[Action]) -> Vec<(i32, i64, usize, i64)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { to, message: Message::FetchResponse(r) } => {
+                    Some((*to, r.fetch_offset, r.records.len(), r.high_watermark))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn fetch_with(fetch_offset: i64, bounds: FetchBounds) -> Message {
+        Message::FetchRequest { epoch: 1, fetch_offset, last_fetched_epoch: 1, directory_id: Uuid::ZERO, bounds }
+    }
+
+    /// Leader 1 whose epoch voter 2 committed (high watermark at its log
+    /// end), with no fetch held.
+    fn committed_leader(dir: &std::path::Path) -> RaftNode<PartitionLog> {
+        let mut node = crate::test_support::leader_of(dir, Default::default());
+        let end = node.log().log_end_offset();
+        let knows_none = FetchBounds { high_watermark: -1, ..OLD_FETCH };
+        let committed = node.handle(1_003, 2, fetch_with(end, knows_none)).unwrap();
+        assert_eq!(answers(&committed), vec![(2, end, 0, end)]);
+        assert_eq!(node.high_watermark(), end);
+        node
+    }
+
+    #[test]
+    fn a_fetch_with_nothing_to_return_is_held_for_its_own_max_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = committed_leader(dir.path());
+        let end = node.log().log_end_offset();
+        // The node's own fetch wait is 50 ms; the fetcher's 200 ms is what
+        // counts.
+        assert_eq!(node.config.fetch_max_wait_ms, 50);
+        let slow = FetchBounds { max_wait_ms: 200, high_watermark: end, ..OLD_FETCH };
+        assert!(answers(&node.handle(2_000, 2, fetch_with(end, slow)).unwrap()).is_empty());
+        assert!(answers(&node.tick(2_199).unwrap()).is_empty());
+        assert_eq!(answers(&node.tick(2_200).unwrap()), vec![(2, end, 0, end)]);
+        // MaxWaitMs 0: answered at once, empty.
+        let now = FetchBounds { max_wait_ms: 0, ..slow };
+        assert_eq!(answers(&node.handle(2_300, 2, fetch_with(end, now)).unwrap()), vec![(2, end, 0, end)]);
+        // New records answer a held fetch before its wait is over.
+        assert!(answers(&node.handle(2_400, 3, fetch_with(end, slow)).unwrap()).is_empty());
+        let (_, actions) = node.propose(&[Bytes::from_static(b"x")], 2_401).unwrap().unwrap();
+        let sent = answers(&actions);
+        assert_eq!(sent.len(), 1);
+        assert_eq!((sent[0].0, sent[0].1), (3, end));
+        assert!(sent[0].2 > 0, "{sent:?}");
+    }
+
+    #[test]
+    fn a_fetcher_whose_high_watermark_is_behind_is_answered_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = committed_leader(dir.path());
+        let end = node.log().log_end_offset();
+        let knowing = |high_watermark| FetchBounds { high_watermark, ..OLD_FETCH };
+        // KIP-1166 (Fetch v18): none known, or an older one: answered with
+        // the leader's at once, though there are no records.
+        for behind in [-1, end - 1] {
+            let sent = answers(&node.handle(2_000, 2, fetch_with(end, knowing(behind))).unwrap());
+            assert_eq!(sent, vec![(2, end, 0, end)], "knowing {behind}");
+        }
+        // The leader's own, or none told (before v18): held.
+        for held in [end, FetchBounds::HIGH_WATERMARK_NOT_SENT] {
+            assert!(answers(&node.handle(2_001, 2, fetch_with(end, knowing(held))).unwrap()).is_empty());
+            assert_eq!(answers(&node.tick(2_001 + 50).unwrap()), vec![(2, end, 0, end)], "knowing {held}");
+        }
+    }
+
+    #[test]
+    fn a_fetch_returns_whole_batches_up_to_its_max_bytes_and_at_least_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = committed_leader(dir.path());
+        let start = node.log().log_end_offset();
+        for at in 0..3 {
+            node.propose(&[Bytes::from(vec![b'v'; 500])], 3_000 + at).unwrap().unwrap();
+        }
+        let end = node.log().log_end_offset();
+        // The batches' sizes, each read alone.
+        let first = ReplicatedLog::read(node.log(), start, 1, end).unwrap().len();
+        let second = ReplicatedLog::read(node.log(), start + 1, 1, end).unwrap().len();
+        let all = ReplicatedLog::read(node.log(), start, u32::MAX, end).unwrap().len();
+        assert!(first > 500 && second > 500 && all > first + second);
+        // Whatever the leader's own limit (1 MiB here): the fetcher's. As
+        // Kafka's log reads, the bytes from the fetch offset up to MaxBytes
+        // (a batch cut short at the end is the follower's to drop), and at
+        // least the first whole batch.
+        let cases = [
+            (0, first),
+            (1, first),
+            (first - 1, first),
+            (first + second - 1, first + second - 1),
+            (first + second, first + second),
+            (i32::MAX as usize, all),
+        ];
+        for (at, (max_bytes, returned)) in cases.into_iter().enumerate() {
+            let bounds = FetchBounds { max_bytes: max_bytes.min(i32::MAX as usize) as i32, ..OLD_FETCH };
+            let sent = answers(&node.handle(4_000 + at as i64, 2, fetch_with(start, bounds)).unwrap());
+            assert_eq!(sent, vec![(2, start, returned, start)], "max_bytes {max_bytes}");
+        }
+    }
+
+    /// A DivergingEpoch below the high watermark the follower knows would
+    /// cut committed offsets: Kafka's follower fails on it, this one drops
+    /// the answer and keeps its log.
+    #[test]
+    fn a_diverging_epoch_below_the_known_high_watermark_truncates_nothing() {
+        let (leader_dir, follower_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut leader = committed_leader(leader_dir.path());
+        leader.propose(&[Bytes::from_static(b"v")], 2_000).unwrap().unwrap();
+        let end = leader.log().log_end_offset();
+        let records = ReplicatedLog::read(leader.log(), 0, u32::MAX, end).unwrap();
+        let (log, _) =
+            PartitionLog::open(follower_dir.path(), krabka_log::LogConfig::default(), 0, 0, true, 1).unwrap();
+        let config = RaftConfig { node_id: 2, ..leader.config.clone() };
+        let mut follower = RaftNode::open(config, log, None, 0).unwrap();
+        follower.handle(1, 1, Message::BeginQuorumEpoch { epoch: 1 }).unwrap();
+        assert_eq!(follower.role(), RoleName::Follower);
+        let answer = |records: Bytes, diverging_epoch, fetch_offset| FetchResponse {
+            epoch: 1,
+            leader_id: Some(1),
+            error: RaftError::None,
+            fetch_offset,
+            last_fetched_epoch: if fetch_offset == 0 { 0 } else { 1 },
+            high_watermark: end,
+            log_start_offset: 0,
+            records,
+            diverging_epoch,
+            snapshot: None,
+        };
+        follower.handle(2, 1, Message::FetchResponse(answer(records, None, 0))).unwrap();
+        assert_eq!((follower.log().log_end_offset(), follower.known_high_watermark()), (end, Some(end)));
+        let below = answer(Bytes::new(), Some((1, end - 1)), end);
+        follower.handle(3, 1, Message::FetchResponse(below)).unwrap();
+        assert_eq!((follower.log().log_end_offset(), follower.high_watermark()), (end, end));
+        // At the high watermark it is a truncation of nothing committed.
+        let at = answer(Bytes::new(), Some((1, end)), end);
+        follower.handle(4, 1, Message::FetchResponse(at)).unwrap();
+        assert_eq!(follower.log().log_end_offset(), end);
     }
 }

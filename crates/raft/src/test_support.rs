@@ -4,7 +4,7 @@
 use krabka_log::{LogConfig, PartitionLog};
 use krabka_protocol::Uuid;
 
-use crate::message::{Message, RaftError};
+use crate::message::{FetchBounds, Message, RaftError};
 use crate::node::{Membership, RaftConfig, RaftNode, RoleName};
 use crate::voters::{Listener, VoterNode};
 
@@ -60,8 +60,13 @@ pub(crate) fn controller_leader(dir: &std::path::Path) -> RaftNode<PartitionLog>
     leader_of(dir, Membership { directory_id: me.directory_id, listeners: me.listeners, ..Default::default() })
 }
 
+/// What a fetcher before Fetch v18 asks: a 50 ms wait, 1 MiB, and no high
+/// watermark.
+pub(crate) const OLD_FETCH: FetchBounds =
+    FetchBounds { max_wait_ms: 50, max_bytes: 1 << 20, high_watermark: FetchBounds::HIGH_WATERMARK_NOT_SENT };
+
 /// A Fetch of epoch 1 from `fetch_offset` after epoch 1, by the replica
-/// whose metadata log directory is `directory_id`.
+/// whose metadata log directory is `directory_id` ([`OLD_FETCH`]).
 pub(crate) fn fetch(fetch_offset: i64, directory_id: Uuid) -> Message {
-    Message::FetchRequest { epoch: 1, fetch_offset, last_fetched_epoch: 1, directory_id }
+    Message::FetchRequest { epoch: 1, fetch_offset, last_fetched_epoch: 1, directory_id, bounds: OLD_FETCH }
 }

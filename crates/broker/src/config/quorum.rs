@@ -36,6 +36,12 @@ pub struct QuorumConfig {
     pub retry_backoff_ms: i64,
     /// `controller.quorum.append.linger.ms`.
     pub append_linger_ms: i64,
+    /// `controller.quorum.fetch.max.bytes`: the MaxBytes of this node's
+    /// raft Fetch requests (the leader returns at least one batch).
+    pub fetch_max_bytes: i64,
+    /// `controller.quorum.fetch.snapshot.max.bytes`: the MaxBytes of its
+    /// FetchSnapshot requests.
+    pub fetch_snapshot_max_bytes: i64,
 }
 
 impl QuorumConfig {
@@ -69,6 +75,8 @@ impl QuorumConfig {
             request_timeout_ms: int("controller.quorum.request.timeout.ms"),
             retry_backoff_ms: int("controller.quorum.retry.backoff.ms"),
             append_linger_ms: int("controller.quorum.append.linger.ms"),
+            fetch_max_bytes: int("controller.quorum.fetch.max.bytes"),
+            fetch_snapshot_max_bytes: int("controller.quorum.fetch.snapshot.max.bytes"),
         })
     }
 }

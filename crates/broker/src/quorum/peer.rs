@@ -162,6 +162,13 @@ impl Session {
         let Some(&version) = self.versions.get(&key) else {
             return Err(format!("voter {} does not speak {key:?}", self.peer));
         };
+        // A pre-vote needs Vote v2 (KIP-996). Kafka's network client does
+        // not send a request the peer cannot take and answers it with
+        // UNSUPPORTED_VERSION instead, on which its Prospective runs for
+        // election at once.
+        if version < wire::PRE_VOTE_MIN_VERSION && matches!(message, Message::VoteRequest { pre_vote: true, .. }) {
+            return Ok(wire::unsupported_vote_response());
+        }
         let Some(body) = wire::request(&self.context, self.peer, message, version) else {
             return Err(format!("not a request: {message:?}"));
         };

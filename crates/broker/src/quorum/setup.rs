@@ -19,9 +19,6 @@ use crate::config::BrokerConfig;
 /// client's fixed 500 ms.
 const FETCH_MAX_WAIT_MS: i64 = 500;
 
-/// How much one raft fetch asks for: Kafka's raft client's 8 MiB.
-const FETCH_MAX_BYTES: u32 = 8 * 1024 * 1024;
-
 impl QuorumSetup {
     /// The member (or observer, when `config` is a broker-only node) of the
     /// quorum `controller.quorum.voters` names, in cluster `cluster_id`, its
@@ -63,7 +60,6 @@ impl QuorumSetup {
                 directory_id,
                 listener,
                 voters: voters.clone(),
-                fetch_max_bytes: FETCH_MAX_BYTES as i32,
             },
             raft: RaftConfig {
                 node_id: config.node_id,
@@ -79,9 +75,8 @@ impl QuorumSetup {
                 fetch_max_wait_ms: FETCH_MAX_WAIT_MS,
                 retry_backoff_ms: quorum.retry_backoff_ms,
                 request_timeout_ms: quorum.request_timeout_ms,
-                max_fetch_bytes: FETCH_MAX_BYTES,
-                fetch_snapshot_max_bytes: raw_long(config, "controller.quorum.fetch.snapshot.max.bytes", 1 << 20)
-                    .clamp(1, i64::from(i32::MAX)) as i32,
+                max_fetch_bytes: quorum.fetch_max_bytes.clamp(1, i64::from(i32::MAX)) as u32,
+                fetch_snapshot_max_bytes: quorum.fetch_snapshot_max_bytes.clamp(1, i64::from(i32::MAX)) as i32,
                 retention_max_bytes: raw_long(config, "metadata.max.retention.bytes", 100 * 1024 * 1024),
                 retention_ms: raw_long(config, "metadata.max.retention.ms", 7 * 24 * 60 * 60 * 1000),
                 seed: u64::from(config.node_id.unsigned_abs()) ^ crate::clock::now_ms() as u64,

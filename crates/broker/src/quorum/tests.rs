@@ -76,7 +76,6 @@ fn start_member(
                 directory_id: Uuid([id as u8; 16]),
                 listener: "CONTROLLER".into(),
                 voters: voters.clone(),
-                fetch_max_bytes: 8 << 20,
             },
             raft: RaftConfig {
                 node_id: id,

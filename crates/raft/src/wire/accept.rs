@@ -10,7 +10,7 @@ use krabka_protocol::{
 
 use super::responses::{empty_response, fetch_error_response, fetch_snapshot_error_response, partition_error_response};
 use super::{WireContext, METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID};
-use crate::message::{ElectionState, Message};
+use crate::message::{ElectionState, FetchBounds, Message};
 
 /// The one partition of a request's topics when it is the metadata
 /// partition (its topic's `$field` is `$value`), else None.
@@ -176,6 +176,13 @@ fn check_fetch(context: &WireContext, request: &FetchRequest) -> Checked {
         last_fetched_epoch: partition.last_fetched_epoch,
         // Zero before v17, which does not carry it.
         directory_id: partition.replica_directory_id,
+        // Kafka's leader reads up to the request's MaxBytes (PartitionMaxBytes
+        // is not looked at); HighWatermark is Long.MAX_VALUE before v18.
+        bounds: FetchBounds {
+            max_wait_ms: request.max_wait_ms,
+            max_bytes: request.max_bytes,
+            high_watermark: partition.high_watermark,
+        },
     };
     Ok((from, message))
 }

@@ -28,7 +28,7 @@ mod voters;
 
 use std::collections::BTreeMap;
 
-use krabka_protocol::{ApiKey, ErrorCode, Uuid};
+use krabka_protocol::{ApiKey, ErrorCode, ResponseBody, Uuid};
 
 pub use accept::{accept_request, Accepted};
 pub use describe::describe_quorum_response;
@@ -43,9 +43,16 @@ use crate::message::RaftError;
 pub const METADATA_TOPIC: &str = "__cluster_metadata";
 pub const METADATA_PARTITION: i32 = 0;
 pub const METADATA_TOPIC_ID: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-/// How long a fetcher asks the leader to hold an empty fetch: Kafka's raft
-/// client sends this constant, whatever its configuration.
-pub const FETCH_MAX_WAIT_MS: i32 = 500;
+/// The oldest Vote version that carries PreVote (KIP-996).
+pub const PRE_VOTE_MIN_VERSION: i16 = 2;
+
+/// The answer Kafka's network client gives raft for a Vote it cannot send
+/// at any version the peer speaks: a top-level UNSUPPORTED_VERSION.
+pub fn unsupported_vote_response() -> ResponseBody {
+    let response = krabka_protocol::VoteResponse { error_code: ErrorCode::UNSUPPORTED_VERSION.0, ..Default::default() };
+    ResponseBody::Vote(Box::new(response))
+}
+
 /// The oldest Fetch version raft can use: Kafka's leader checks the topic
 /// id, which Fetch carries from v13.
 pub const MIN_FETCH_VERSION: i16 = 13;
@@ -83,8 +90,6 @@ pub struct WireContext {
     /// Every voter's endpoint on that listener (static voters:
     /// `controller.quorum.voters`).
     pub voters: BTreeMap<i32, Endpoint>,
-    /// `MaxBytes` of the fetches this node sends.
-    pub fetch_max_bytes: i32,
 }
 
 impl WireContext {
@@ -103,6 +108,7 @@ pub fn error_code(error: RaftError) -> ErrorCode {
         RaftError::NotLeader => ErrorCode::NOT_LEADER_OR_FOLLOWER,
         RaftError::SnapshotNotFound => ErrorCode::SNAPSHOT_NOT_FOUND,
         RaftError::PositionOutOfRange => ErrorCode::POSITION_OUT_OF_RANGE,
+        RaftError::UnsupportedVersion => ErrorCode::UNSUPPORTED_VERSION,
     }
 }
 

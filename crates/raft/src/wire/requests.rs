@@ -8,8 +8,8 @@ use krabka_protocol::{
     BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, RequestBody, Uuid, VoteRequest,
 };
 
-use super::{WireContext, FETCH_MAX_WAIT_MS, METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID};
-use crate::message::Message;
+use super::{WireContext, METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID};
+use crate::message::{FetchBounds, Message};
 
 /// `message` to node `to` as the request Kafka sends at `version` (only
 /// Fetch's layout depends on it); None when `message` is a response.
@@ -26,9 +26,9 @@ pub fn request(context: &WireContext, to: i32, message: &Message, version: i16) 
         }
         // The replica directory id sent is this node's own, the context's
         // (the node names the same one in its message).
-        &Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, .. } => {
-            RequestBody::Fetch(Box::new(fetch_request(context, epoch, fetch_offset, last_fetched_epoch, version)))
-        }
+        &Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, bounds, .. } => RequestBody::Fetch(Box::new(
+            fetch_request(context, epoch, (fetch_offset, last_fetched_epoch), bounds, version),
+        )),
         &Message::FetchSnapshotRequest { epoch, snapshot, position, max_bytes, .. } => RequestBody::FetchSnapshot(
             Box::new(fetch_snapshot_request(context, epoch, snapshot, (position, max_bytes))),
         ),
@@ -165,8 +165,15 @@ fn end_quorum_epoch(context: &WireContext, epoch: i32, successors: &[i32]) -> En
     }
 }
 
-/// The sender's id goes in ReplicaState from v15, in ReplicaId before.
-fn fetch_request(context: &WireContext, epoch: i32, offset: i64, last_epoch: i32, version: i16) -> FetchRequest {
+/// The sender's id goes in ReplicaState from v15, in ReplicaId before;
+/// the high watermark it knows is written from v18 (KIP-1166) only.
+fn fetch_request(
+    context: &WireContext,
+    epoch: i32,
+    (offset, last_epoch): (i64, i32),
+    bounds: FetchBounds,
+    version: i16,
+) -> FetchRequest {
     let partition = fetch::FetchPartition {
         partition: METADATA_PARTITION,
         current_leader_epoch: epoch,
@@ -175,13 +182,14 @@ fn fetch_request(context: &WireContext, epoch: i32, offset: i64, last_epoch: i32
         log_start_offset: -1,
         partition_max_bytes: 0,
         replica_directory_id: context.directory_id,
+        high_watermark: bounds.high_watermark,
         ..Default::default()
     };
     let mut request = FetchRequest {
         cluster_id: Some(context.cluster_id.clone()),
-        max_wait_ms: FETCH_MAX_WAIT_MS,
+        max_wait_ms: bounds.max_wait_ms,
         min_bytes: 0,
-        max_bytes: context.fetch_max_bytes,
+        max_bytes: bounds.max_bytes,
         topics: vec![fetch::FetchTopic {
             topic: METADATA_TOPIC.into(),
             topic_id: METADATA_TOPIC_ID,

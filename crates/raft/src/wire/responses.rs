@@ -328,7 +328,13 @@ fn partition_error(code: i16) -> Result<RaftError, Dropped> {
 /// message, or why it gives the node nothing.
 pub fn accept_response(sent: &Message, response: ResponseBody) -> Result<Message, Dropped> {
     match (sent, response) {
-        (&Message::VoteRequest { pre_vote, .. }, ResponseBody::Vote(answer)) => {
+        (&Message::VoteRequest { epoch, pre_vote, .. }, ResponseBody::Vote(answer)) => {
+            // Kafka's Prospective acts on this top-level error (it moves to
+            // Candidate); it is the answer to this node's round.
+            if ErrorCode(answer.error_code) == ErrorCode::UNSUPPORTED_VERSION {
+                let error = RaftError::UnsupportedVersion;
+                return Ok(Message::VoteResponse { epoch, error, granted: false, pre_vote, leader_id: None });
+            }
             top_level(answer.error_code)?;
             let partition = answered_partition!(answer).ok_or(Dropped::Unexpected)?;
             Ok(Message::VoteResponse {

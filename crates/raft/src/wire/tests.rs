@@ -2,7 +2,8 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, Uuid};
 
 use super::*;
-use crate::message::{ElectionState, FetchResponse, FetchSnapshotResponse, Message, RaftError};
+use crate::message::{ElectionState, FetchBounds, FetchResponse, FetchSnapshotResponse, Message, RaftError};
+use crate::test_support::OLD_FETCH;
 use krabka_log::SnapshotId;
 
 fn context(node_id: i32) -> WireContext {
@@ -13,7 +14,6 @@ fn context(node_id: i32) -> WireContext {
         directory_id: Uuid([node_id as u8; 16]),
         listener: "CONTROLLER".into(),
         voters,
-        fetch_max_bytes: 8 << 20,
     }
 }
 
@@ -35,7 +35,7 @@ fn over_the_wire_response(body: &ResponseBody, version: i16) -> ResponseBody {
 }
 
 fn fetch(epoch: i32, fetch_offset: i64, last_fetched_epoch: i32, directory_id: Uuid) -> Message {
-    Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, directory_id }
+    Message::FetchRequest { epoch, fetch_offset, last_fetched_epoch, directory_id, bounds: OLD_FETCH }
 }
 
 fn requests() -> Vec<(Message, ApiKey, i16)> {
@@ -80,6 +80,37 @@ fn every_request_crosses_the_wire_and_arrives_as_it_was_sent() {
     }
 }
 
+/// KIP-1166: a Fetch carries the fetcher's high watermark from v18 only;
+/// MaxWaitMs and MaxBytes at every version. What arrives is what the
+/// leader acts on.
+#[test]
+fn a_fetch_carries_its_wait_bytes_and_from_v18_its_high_watermark() {
+    let (sender, receiver) = (context(1), context(2));
+    for (version, high_watermark, arrives_as) in
+        [(18, 42, 42), (18, -1, -1), (17, 42, FetchBounds::HIGH_WATERMARK_NOT_SENT)]
+    {
+        let bounds = FetchBounds { max_wait_ms: 500, max_bytes: 4096, high_watermark };
+        let message = Message::FetchRequest {
+            epoch: 6,
+            fetch_offset: 120,
+            last_fetched_epoch: 6,
+            directory_id: sender.directory_id,
+            bounds,
+        };
+        let body = request(&sender, 2, &message, version).expect("a request");
+        let arrived = over_the_wire_request(&body, version);
+        let RequestBody::Fetch(wire) = &arrived else { panic!() };
+        assert_eq!((wire.max_wait_ms, wire.max_bytes), (500, 4096));
+        assert_eq!(wire.topics[0].partitions[0].high_watermark, arrives_as, "v{version}");
+        let Accepted::Message { message: Message::FetchRequest { bounds: got, .. }, .. } =
+            accept_request(&receiver, &state(), arrived, version)
+        else {
+            panic!("v{version} refused")
+        };
+        assert_eq!(got, FetchBounds { high_watermark: arrives_as, ..bounds }, "v{version}");
+    }
+}
+
 #[test]
 fn requests_are_filled_as_kafka_fills_them() {
     let context = context(1);
@@ -98,7 +129,8 @@ fn requests_are_filled_as_kafka_fills_them() {
 
     let fetch = fetch(6, 120, 6, Uuid::ZERO);
     let Some(RequestBody::Fetch(new)) = request(&context, 2, &fetch, 17) else { panic!() };
-    assert_eq!((new.replica_state.replica_id, new.replica_id, new.max_wait_ms), (1, -1, 500));
+    assert_eq!((new.replica_state.replica_id, new.replica_id, new.max_wait_ms), (1, -1, 50));
+    assert_eq!(new.max_bytes, 1 << 20);
     assert_eq!(new.topics[0].topic_id.to_string(), "AAAAAAAAAAAAAAAAAAAAAQ");
     let Some(RequestBody::Fetch(old)) = request(&context, 2, &fetch, 14) else { panic!() };
     assert_eq!((old.replica_state.replica_id, old.replica_id), (-1, 1));
@@ -506,5 +538,58 @@ fn describe_quorum_is_answered_as_kafkas_raft_client_answers_it() {
         let expected: Vec<(i32, String, u16)> =
             if version < 2 { Vec::new() } else { (1..=3).map(|id| (id, format!("10.0.0.{id}"), 9093)).collect() };
         assert_eq!(endpoints, expected);
+    }
+}
+
+/// The answer Kafka's network client gives for a pre-vote to a voter that
+/// speaks only Vote v0-v1 reaches the node as the answer to its round.
+#[test]
+fn an_unsupported_version_vote_answer_reaches_the_node() {
+    for pre_vote in [true, false] {
+        let sent = Message::VoteRequest { epoch: 4, last_epoch: 3, last_offset: 10, pre_vote };
+        let answer = accept_response(&sent, unsupported_vote_response());
+        let expected = Message::VoteResponse {
+            epoch: 4,
+            error: RaftError::UnsupportedVersion,
+            granted: false,
+            pre_vote,
+            leader_id: None,
+        };
+        assert_eq!(answer, Ok(expected));
+    }
+    // A pre-vote crosses the wire from v2 only: below it the flag is lost.
+    let pre_vote = Message::VoteRequest { epoch: 4, last_epoch: 3, last_offset: 10, pre_vote: true };
+    let body = request(&context(1), 2, &pre_vote, PRE_VOTE_MIN_VERSION).unwrap();
+    let RequestBody::Vote(arrived) = over_the_wire_request(&body, PRE_VOTE_MIN_VERSION) else { panic!() };
+    assert!(arrived.topics[0].partitions[0].pre_vote);
+}
+
+/// Kafka's follower truncates only on a DivergingEpoch whose epoch is 0 or
+/// more; one of epoch -1 is no divergence, whatever its end offset.
+#[test]
+fn a_diverging_epoch_of_minus_one_is_none() {
+    let sent = fetch(6, 120, 6, Uuid::ZERO);
+    let answer = FetchResponse {
+        epoch: 6,
+        leader_id: Some(2),
+        error: RaftError::None,
+        fetch_offset: 120,
+        last_fetched_epoch: 6,
+        high_watermark: 118,
+        log_start_offset: 0,
+        records: Bytes::new(),
+        diverging_epoch: None,
+        snapshot: None,
+    };
+    for ((epoch, end_offset), read_as) in [((-1, -1), None), ((-1, 100), None), ((5, 100), Some((5, 100)))] {
+        let Some(ResponseBody::Fetch(mut body)) = response(&context(2), &Message::FetchResponse(answer.clone()), 17)
+        else {
+            panic!()
+        };
+        let diverging = &mut body.responses[0].partitions[0].diverging_epoch;
+        (diverging.epoch, diverging.end_offset) = (epoch, end_offset);
+        let arrived = over_the_wire_response(&ResponseBody::Fetch(body), 17);
+        let Ok(Message::FetchResponse(got)) = accept_response(&sent, arrived) else { panic!() };
+        assert_eq!(got.diverging_epoch, read_as, "({epoch}, {end_offset})");
     }
 }
