@@ -35,7 +35,7 @@ pub struct Broker {
     pub metadata: MetadataStore,
     pub producer_ids: ProducerIdSource,
     /// Auto-created topics asked of another controller, not answered yet.
-    pub auto_creations: crate::handlers::topics::AutoCreations,
+    pub auto_creations: crate::auto_creations::AutoCreations,
     pub replicas: Arc<ReplicaManager>,
     pub metrics: Arc<Metrics>,
     pub fetch_sessions: FetchSessionCache,

@@ -9,6 +9,7 @@
 //! never acknowledge a record the log has not accepted.
 
 pub mod active_controller;
+pub mod auto_creations;
 pub mod broker;
 pub mod clock;
 pub mod cluster_control;

@@ -103,6 +103,20 @@ impl Default for Membership {
     }
 }
 
+/// A fetch the leader answers, or holds until it has something to
+/// return: what the answer echoes and how many bytes it may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeldFetch {
+    pub fetch_offset: i64,
+    pub last_fetched_epoch: i32,
+    pub max_bytes: i32,
+}
+
+/// How often retention runs besides after each snapshot stored: Kafka's
+/// raft client cleans its metadata log every minute, so that snapshots
+/// age out by `metadata.max.retention.ms` with no new one taken.
+pub(crate) const CLEAN_INTERVAL_MS: i64 = 60_000;
+
 /// What the leader knows of one replica.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Progress {
@@ -111,7 +125,7 @@ pub(crate) struct Progress {
     pub(crate) last_fetch_ms: Option<i64>,
     /// A fetch with nothing to return yet, answered by the time given
     /// (its MaxWaitMs after it came).
-    pub(crate) parked: Option<(i64, crate::replication::HeldFetch)>,
+    pub(crate) parked: Option<(i64, HeldFetch)>,
     /// The fetches served it, for DescribeQuorum.
     pub(crate) served: Option<Served>,
     /// When it last fetched up to the leader's log end (an observer must
@@ -289,7 +303,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
             rng,
             actions: Vec::new(),
             released_fetches: Vec::new(),
-            next_clean_ms: now_ms + crate::snapshot::CLEAN_INTERVAL_MS,
+            next_clean_ms: now_ms + CLEAN_INTERVAL_MS,
         };
         // As Kafka: an election state behind the log (lost, or never
         // written) starts Unattached in the log's last epoch, so the node's
@@ -522,7 +536,7 @@ impl<L: ReplicatedLog> RaftNode<L> {
     pub fn tick(&mut self, now_ms: i64) -> Result<Vec<Action>, LogError> {
         if now_ms >= self.next_clean_ms {
             // Time-based retention needs time to pass, not a new snapshot.
-            self.next_clean_ms = now_ms + crate::snapshot::CLEAN_INTERVAL_MS;
+            self.next_clean_ms = now_ms + CLEAN_INTERVAL_MS;
             self.clean_snapshots(now_ms)?;
         }
         let (is_voter, may_run) = (self.is_voter(), self.may_run());

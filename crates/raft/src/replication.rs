@@ -18,19 +18,10 @@ use krabka_protocol::Uuid;
 
 use crate::batch;
 use crate::message::{Action, FetchBounds, FetchResponse, Message, RaftError};
-use crate::node::{RaftNode, Role};
+use crate::node::{HeldFetch, RaftNode, Role};
 use crate::served::Served;
 use crate::snapshot::OffsetCheck;
 use crate::voters::{ReplicaKey, VoterNode, VoterSet};
-
-/// A fetch the leader answers, or holds until it has something to
-/// return: what the answer echoes and how many bytes it may carry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct HeldFetch {
-    pub fetch_offset: i64,
-    pub last_fetched_epoch: i32,
-    pub max_bytes: i32,
-}
 
 impl<L: ReplicatedLog> RaftNode<L> {
     /// The follower's next request: a Fetch from its log end, or while it

@@ -28,11 +28,6 @@ use bytes::Bytes;
 use krabka_protocol::records::{control_type_id, ControlType, RecordBatches};
 use krabka_protocol::{Message as _, SnapshotHeaderRecord};
 
-/// How often retention runs besides after each snapshot stored: Kafka's
-/// raft client cleans its metadata log every minute, so that snapshots
-/// age out by `metadata.max.retention.ms` with no new one taken.
-pub(crate) const CLEAN_INTERVAL_MS: i64 = 60_000;
-
 /// The 8-byte base offset and 4-byte length that start every batch.
 const LOG_OVERHEAD: u32 = 12;
 

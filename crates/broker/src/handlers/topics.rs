@@ -3,8 +3,8 @@
 //! one batch per request, then the hosted partitions follow the new image.
 
 use krabka_protocol::ErrorCode;
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
 use krabka_protocol::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -178,43 +178,6 @@ pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> AutoC
     }
 }
 
-/// The topics this broker asked the active controller to create and has
-/// no answer for yet (Kafka's in-flight topics): a Metadata request for one
-/// of them does not ask again.
-#[derive(Default)]
-pub struct AutoCreations(Arc<Mutex<HashSet<String>>>);
-
-/// Topics claimed in flight, released when dropped (the answer came, or the
-/// task creating them ended however it did).
-pub struct Claimed {
-    names: Vec<String>,
-    in_flight: Arc<Mutex<HashSet<String>>>,
-}
-
-impl AutoCreations {
-    /// Claims those of `names` not in flight yet; None if there are none.
-    pub fn claim(&self, names: &[String]) -> Option<Claimed> {
-        let mut in_flight = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let names: Vec<String> = names.iter().filter(|name| in_flight.insert((*name).clone())).cloned().collect();
-        (!names.is_empty()).then(|| Claimed { names, in_flight: Arc::clone(&self.0) })
-    }
-}
-
-impl Claimed {
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-}
-
-impl Drop for Claimed {
-    fn drop(&mut self) {
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        for name in &self.names {
-            in_flight.remove(name);
-        }
-    }
-}
-
 /// Creates `topics` through the active controller (a CreateTopics of this
 /// broker's own, forwarded), as Kafka's broker creates internal and
 /// auto-created topics. They reach this broker's image only once the
@@ -382,25 +345,4 @@ pub fn describe_topic_partitions(
         }
     }
     DescribeTopicPartitionsResponse { topics, next_cursor, ..Default::default() }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|n| n.to_string()).collect()
-    }
-
-    #[test]
-    fn a_topic_in_flight_is_claimed_once_until_its_claim_is_dropped() {
-        let creations = AutoCreations::default();
-        let first = creations.claim(&names(&["a", "b"])).expect("both new");
-        assert_eq!(first.names(), names(&["a", "b"]));
-        let second = creations.claim(&names(&["b", "c"])).expect("c is new");
-        assert_eq!(second.names(), names(&["c"]));
-        assert!(creations.claim(&names(&["a", "c"])).is_none());
-        drop(first);
-        assert_eq!(creations.claim(&names(&["a", "b", "c"])).expect("a and b again").names(), names(&["a", "b"]));
-    }
 }
