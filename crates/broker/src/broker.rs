@@ -261,8 +261,9 @@ impl Broker {
     /// `__consumer_offsets` partition (always, on a node that is its
     /// quorum's only voter). Group requests elsewhere answer NOT_COORDINATOR.
     pub fn coordinates(&self, group_id: &str) -> bool {
+        // A node that came to lead the partition loads it first.
         self.metadata.quorum().is_none()
-            || self.replicas.partition(OFFSETS_TOPIC, self.groups.partition_for(group_id) as i32).is_some()
+            || self.groups.follow_leadership(&self.group_host(), self.groups.partition_for(group_id))
     }
 
     /// The controller clients are told of: the active controller when it

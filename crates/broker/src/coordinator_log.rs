@@ -1,7 +1,7 @@
 //! The coordinators' log: an internal topic's partitions (here
 //! `__consumer_offsets`), as krabka-coordinator's [`CoordinatorLog`] sees
 //! them. Appends go to the partition as its leader; replay reads a
-//! partition from its log start to its high watermark.
+//! partition from its log start to its log end.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use krabka_coordinator::CoordinatorLog;
 use krabka_protocol::records::{RecordBatch, RecordBatches};
 use krabka_protocol::ErrorCode;
 
-use crate::replica::{AppendError, ReplicaManager};
+use crate::replica::{AppendError, Hosting, ReplicaManager};
 
 /// How much of a partition one replay read takes.
 const REPLAY_READ_BYTES: u32 = 4 * 1024 * 1024;
@@ -46,10 +46,12 @@ impl CoordinatorLog for TopicLog {
 
     fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String> {
         // Replayed whether led here or not (a broker starts fenced, its
-        // partitions leaderless until it is unfenced).
+        // partitions leaderless until it is unfenced), to the log end: a
+        // new leader's records above the high watermark are the
+        // partition's, committed once its followers have them.
         let Some(hosted) = self.replicas.hosted_partition(self.topic, partition as i32) else { return Ok(()) };
         let log = hosted.lock_log();
-        let end = hosted.high_watermark();
+        let end = log.log_end_offset();
         let mut offset = log.log_start_offset();
         while offset < end {
             let read = log.read(offset, REPLAY_READ_BYTES, end, true).map_err(|e| e.to_string())?;
@@ -62,5 +64,13 @@ impl CoordinatorLog for TopicLog {
             }
         }
         Ok(())
+    }
+
+    fn leader_epoch(&self, partition: usize) -> Option<i32> {
+        if self.replicas.hosting() == Hosting::Everything {
+            // A single node leads every partition for good: one load.
+            return Some(0);
+        }
+        self.replicas.partition(self.topic, partition as i32).map(|p| p.leader_epoch())
     }
 }

@@ -29,6 +29,9 @@ pub struct SessionPartition {
     pub fetch_offset: i64,
     pub max_bytes: i32,
     pub current_leader_epoch: i32,
+    /// The epoch of the fetcher's last batch (-1: not known), which a
+    /// leader checks against its own history (KIP-320).
+    pub last_fetched_epoch: i32,
     pub sent_high_watermark: i64,
     pub sent_last_stable_offset: i64,
     pub sent_log_start_offset: i64,
@@ -96,6 +99,7 @@ pub fn request_partitions(request: &FetchRequest, by_id: bool, image: &MetadataI
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes,
                 current_leader_epoch: p.current_leader_epoch,
+                last_fetched_epoch: p.last_fetched_epoch,
                 sent_high_watermark: -1,
                 sent_last_stable_offset: -1,
                 sent_log_start_offset: -1,
@@ -177,6 +181,7 @@ impl FetchSessionCache {
                             existing.fetch_offset = update.fetch_offset;
                             existing.max_bytes = update.max_bytes;
                             existing.current_leader_epoch = update.current_leader_epoch;
+                            existing.last_fetched_epoch = update.last_fetched_epoch;
                         }
                         None => state.partitions.push(update),
                     }

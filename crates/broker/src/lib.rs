@@ -9,6 +9,7 @@
 //! never acknowledge a record the log has not accepted.
 
 pub mod active_controller;
+pub mod alter_partition;
 pub mod auto_creations;
 pub mod broker;
 pub mod clock;
@@ -28,6 +29,7 @@ pub mod observability;
 pub mod producer_id_source;
 pub mod quorum;
 pub mod replica;
+pub mod replica_fetcher;
 pub mod request;
 pub mod server;
 pub mod wire;

@@ -43,6 +43,12 @@ impl Broker {
     pub async fn run(self: &Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
         let housekeeping = tokio::spawn(housekeeping_loop(self.clone()));
         let group_clock = tokio::spawn(group_clock_loop(self.clone()));
+        // Replication: followers fetch, leaders send ISR changes.
+        let replication = [
+            tokio::spawn(crate::replica_fetcher::run_replica_fetchers(self.clone())),
+            tokio::spawn(crate::alter_partition::send_isr_changes(self.clone())),
+            tokio::spawn(crate::alter_partition::shrink_lagging_isrs(self.clone())),
+        ];
         let mut connections = JoinSet::new();
         let mut shutdown = self.shutdown_signal();
         loop {
@@ -87,6 +93,9 @@ impl Broker {
         }
         housekeeping.abort();
         group_clock.abort();
+        for task in replication {
+            task.abort();
+        }
         self.close().await
     }
 }

@@ -5,10 +5,15 @@
 //! The order is always persist, then apply: a change is appended to the
 //! shard's partition while the shard's lock is held, and the in-memory
 //! state moves only once the log accepted it, so the log's order is the
-//! state's order. Loading replays each partition's records into its shard.
+//! state's order. Loading replays each partition's records into its shard,
+//! and a shard is replayed afresh when its node comes to lead the
+//! partition at a new leader epoch (the records a follower copied since are
+//! in the log, not in the shard), as Kafka loads a coordinator partition
+//! when its broker becomes the leader.
 //! Time is never read here: callers pass a [`Time`], so tests drive the
 //! clock themselves.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -61,7 +66,13 @@ pub trait CoordinatorLog {
     /// offset order (nothing when the topic or partition does not exist).
     /// Stops at the first error, `visit`'s or the log's.
     fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String>;
+
+    /// The leader epoch of `partition` if this node leads it, else None.
+    fn leader_epoch(&self, partition: usize) -> Option<i32>;
 }
+
+/// A shard loaded while its node did not lead its partition.
+const NOT_LED: i32 = i32::MIN;
 
 /// Java's `String.hashCode` over UTF-16 code units, as Kafka places keys
 /// (group ids, transactional ids) on its internal topics' partitions.
@@ -75,12 +86,45 @@ pub type KeyValue = (Bytes, Option<Bytes>);
 /// The shards of a coordinator, `S` being one shard's state.
 pub struct Shards<S> {
     shards: Vec<Mutex<S>>,
+    /// The leader epoch each shard's partition had here when the shard was
+    /// last replayed (NOT_LED when it was not led here); written under the
+    /// shard's lock.
+    loaded_at: Vec<AtomicI32>,
 }
 
 impl<S: Default> Shards<S> {
     /// `partitions` shards (at least one), each empty.
     pub fn new(partitions: usize) -> Self {
-        Shards { shards: (0..partitions.max(1)).map(|_| Mutex::new(S::default())).collect() }
+        let count = partitions.max(1);
+        Shards {
+            shards: (0..count).map(|_| Mutex::new(S::default())).collect(),
+            loaded_at: (0..count).map(|_| AtomicI32::new(NOT_LED)).collect(),
+        }
+    }
+
+    /// Replays shard `index` afresh when this node leads its partition at
+    /// another leader epoch than the one it was loaded at: it came to lead
+    /// it since (what it copied as a follower is in the log only). True if
+    /// this node leads the partition (loaded now or before).
+    pub fn load_if_led_anew(
+        &self,
+        index: usize,
+        log: &dyn CoordinatorLog,
+        mut apply: impl FnMut(usize, &mut S, i64, Bytes, Option<Bytes>),
+    ) -> Result<bool, String> {
+        let Some(epoch) = log.leader_epoch(index) else { return Ok(false) };
+        if self.loaded_at[index].load(Ordering::Acquire) == epoch {
+            return Ok(true);
+        }
+        let mut shard = self.lock(index);
+        if self.loaded_at[index].load(Ordering::Acquire) == epoch {
+            return Ok(true); // another caller loaded it meanwhile
+        }
+        *shard = S::default();
+        let applied = replay_shard(log, index, &mut |offset, key, value| apply(index, &mut shard, offset, key, value))?;
+        self.loaded_at[index].store(epoch, Ordering::Release);
+        tracing::info!(partition = index, leader_epoch = epoch, records = applied, "coordinator partition loaded");
+        Ok(true)
     }
 }
 
@@ -122,21 +166,35 @@ impl<S> Shards<S> {
         let mut loaded = 0;
         for index in 0..self.shards.len() {
             let mut shard = self.lock(index);
-            log.replay(index, &mut |batch| {
-                if batch.is_control() {
-                    return Ok(());
-                }
-                for record in batch.records(64 * 1024 * 1024).map_err(|e| e.to_string())? {
-                    let record = record.map_err(|e| e.to_string())?;
-                    let Some(key) = record.key else { continue };
-                    apply(index, &mut shard, record.offset, key, record.value);
-                    loaded += 1;
-                }
-                Ok(())
-            })?;
+            let epoch = log.leader_epoch(index).unwrap_or(NOT_LED);
+            loaded += replay_shard(log, index, &mut |offset, key, value| apply(index, &mut shard, offset, key, value))?;
+            self.loaded_at[index].store(epoch, Ordering::Release);
         }
         Ok(loaded)
     }
+}
+
+/// Hands `apply` every keyed record of partition `index` (control batches
+/// skipped); the number applied.
+fn replay_shard(
+    log: &dyn CoordinatorLog,
+    index: usize,
+    apply: &mut dyn FnMut(i64, Bytes, Option<Bytes>),
+) -> Result<usize, String> {
+    let mut applied = 0;
+    log.replay(index, &mut |batch| {
+        if batch.is_control() {
+            return Ok(());
+        }
+        for record in batch.records(64 * 1024 * 1024).map_err(|e| e.to_string())? {
+            let record = record.map_err(|e| e.to_string())?;
+            let Some(key) = record.key else { continue };
+            apply(record.offset, key, record.value);
+            applied += 1;
+        }
+        Ok(())
+    })?;
+    Ok(applied)
 }
 
 /// Appends `records` to partition `shard` in one batch (the caller holds

@@ -14,11 +14,23 @@ use crate::runtime::CoordinatorLog;
 pub struct MemoryLog {
     partitions: Mutex<Vec<Vec<Bytes>>>,
     fail_with: Mutex<Option<i16>>,
+    /// Each partition's leader epoch here, None where another node leads.
+    leader_epochs: Mutex<Vec<Option<i32>>>,
 }
 
 impl MemoryLog {
+    /// `partitions` partitions, all led here at epoch 0.
     pub fn new(partitions: usize) -> Self {
-        MemoryLog { partitions: Mutex::new(vec![Vec::new(); partitions]), fail_with: Mutex::new(None) }
+        MemoryLog {
+            partitions: Mutex::new(vec![Vec::new(); partitions]),
+            fail_with: Mutex::new(None),
+            leader_epochs: Mutex::new(vec![Some(0); partitions]),
+        }
+    }
+
+    /// Makes this node lead `partition` at `epoch`, or not at all (None).
+    pub fn set_leader_epoch(&self, partition: usize, epoch: Option<i32>) {
+        self.leader_epochs.lock().unwrap()[partition] = epoch;
     }
 
     /// Every later append fails with `code` (a lost leadership, a full disk).
@@ -51,6 +63,10 @@ impl CoordinatorLog for MemoryLog {
             }
         }
         Ok(())
+    }
+
+    fn leader_epoch(&self, partition: usize) -> Option<i32> {
+        self.leader_epochs.lock().unwrap().get(partition).copied().flatten()
     }
 }
 

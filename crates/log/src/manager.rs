@@ -33,6 +33,8 @@ struct LogDir {
     recovery_points: BTreeMap<TopicPartition, i64>,
     log_start_offsets: BTreeMap<TopicPartition, i64>,
     cleaner_offsets: BTreeMap<TopicPartition, i64>,
+    /// High watermarks (`replication-offset-checkpoint`).
+    high_watermarks: BTreeMap<TopicPartition, i64>,
     /// Partition directories found on start (name -> topic id, if recorded).
     found: HashMap<TopicPartition, Option<Uuid>>,
     partition_count: usize,
@@ -93,6 +95,7 @@ impl LogManager {
                 recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT)),
                 log_start_offsets: read_or_empty(&path.join(LOG_START_OFFSET_CHECKPOINT)),
                 cleaner_offsets: read_or_empty(&path.join(CLEANER_OFFSET_CHECKPOINT)),
+                high_watermarks: read_or_empty(&path.join(REPLICATION_OFFSET_CHECKPOINT)),
                 partition_count: found.len(),
                 found,
                 path: path.clone(),
@@ -131,7 +134,8 @@ impl LogManager {
     }
 
     /// Opens (creating if new) the log of `tp`, in the directory that holds
-    /// it or else the least loaded one.
+    /// it or else the least loaded one; with the high watermark last
+    /// checkpointed for it (a follower's starts there).
     pub fn open_log(
         &self,
         tp: &TopicPartition,
@@ -154,6 +158,7 @@ impl LogManager {
         let log_start = dir.log_start_offsets.get(tp).copied().unwrap_or(0);
         let recovery_point = dir.recovery_points.get(tp).copied().unwrap_or(0);
         let cleaner_offset = dir.cleaner_offsets.get(tp).copied().unwrap_or(0);
+        let high_watermark = dir.high_watermarks.get(tp).copied().unwrap_or(0);
         let clean_shutdown = dir.clean_shutdown;
         // Opening may recover (re-read) the whole log: other partitions
         // open beside it (num.recovery.threads.per.data.dir), so not under the lock.
@@ -165,7 +170,10 @@ impl LogManager {
         if checkpoint::read_partition_metadata(&metadata_path).ok().flatten().as_ref() != Some(topic_id) {
             checkpoint::write_partition_metadata(&metadata_path, topic_id)?;
         }
-        Ok((log, report, cleaner_offset))
+        // Never past the log end (records lost to an unclean stop) nor
+        // before its start.
+        let high_watermark = high_watermark.clamp(log.log_start_offset(), log.log_end_offset());
+        Ok((log, report, high_watermark))
     }
 
     /// Forgets a deleted partition's directory and removes it from disk:

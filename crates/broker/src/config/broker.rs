@@ -175,6 +175,11 @@ impl BrokerConfig {
         self.process_roles.iter().any(|r| r == "controller")
     }
 
+    /// A numeric key as set (validated at load), else `default`.
+    pub fn number(&self, key: &str, default: i64) -> i64 {
+        self.raw.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+    }
+
     /// The listener clients are told about: the first advertised listener that
     /// is not a controller listener (validation guarantees there is one on a
     /// node with the broker role; a controller-only node must not ask).

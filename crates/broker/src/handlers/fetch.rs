@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use krabka_log::{FileSlice, LogError};
-use krabka_protocol::fetch_response::{AbortedTransaction, PartitionData};
+use krabka_protocol::fetch_response::{AbortedTransaction, EpochEndOffset, PartitionData};
 use krabka_protocol::fetch_splice::{
     encode_spliced_fetch_response, FramePart, SplicedFetchHeader, SplicedPartition, SplicedTopic,
 };
@@ -39,6 +39,9 @@ struct FetchPlan {
     min_bytes: i32,
     wanted: Vec<SessionPartition>,
     started: Instant,
+    /// A follower's fetch: its broker id and epoch. It reads past the high
+    /// watermark to the log end, and its fetch offsets are its progress.
+    replica: Option<(i32, i64)>,
 }
 
 /// One partition's answer: the response fields plus the records to send.
@@ -68,7 +71,11 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         min_bytes: request.min_bytes,
         wanted,
         started: ctx.started,
+        replica: replica_of(&request, ctx.api_version),
     };
+    if plan.replica.is_some() {
+        plan.record_follower_progress();
+    }
     let (results, bytes, errors) = plan.read();
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     if request.max_wait_ms <= 0 || bytes >= i64::from(plan.min_bytes) || errors || plan.wanted.is_empty() {
@@ -97,7 +104,42 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     }))
 }
 
+/// The follower a fetch comes from, with its broker epoch (-1 before
+/// v15), if it is a replica's (ReplicaState from v15, ReplicaId before).
+fn replica_of(request: &FetchRequest, version: i16) -> Option<(i32, i64)> {
+    let (id, epoch) = if version >= 15 {
+        (request.replica_state.replica_id, request.replica_state.replica_epoch)
+    } else {
+        (request.replica_id, -1)
+    };
+    (id >= 0).then_some((id, epoch))
+}
+
 impl FetchPlan {
+    /// A follower's fetch offsets are its log end: each partition led here
+    /// records it (the high watermark may move), and one that caught up is
+    /// proposed back into the ISR. Once per request, not per re-read.
+    fn record_follower_progress(&self) {
+        let Some((follower, broker_epoch)) = self.replica else { return };
+        let now = crate::clock::now_ms();
+        for wanted in &self.wanted {
+            let Some(partition) = self.broker.replicas.partition(&wanted.topic, wanted.partition) else { continue };
+            if partition.check_leader_epoch(wanted.current_leader_epoch).is_err() {
+                continue;
+            }
+            let log = partition.lock_log();
+            let in_range = (log.log_start_offset()..=log.log_end_offset()).contains(&wanted.fetch_offset);
+            if !in_range || diverging_epoch(&log, wanted).is_some() {
+                continue;
+            }
+            let expanded = partition.record_follower_fetch(&log, follower, broker_epoch, wanted.fetch_offset, now);
+            drop(log);
+            if let Some(isr) = expanded {
+                self.broker.replicas.isr_changes.push(partition, isr);
+            }
+        }
+    }
+
     /// Parks `waiter` on every wanted partition it does not watch yet:
     /// `watched[i]` is the partition watched for `wanted[i]` (a topic
     /// deleted and created again under its name is a new partition).
@@ -161,7 +203,18 @@ impl FetchPlan {
             data.high_watermark = high_watermark;
             data.last_stable_offset = last_stable;
             data.log_start_offset = log.log_start_offset();
-            let upper = if self.read_committed { last_stable } else { high_watermark };
+            if let Some(diverging) = diverging_epoch(&log, wanted) {
+                // The follower's log went another way: it truncates first.
+                data.diverging_epoch = diverging;
+                results.push(PartitionResult { topic_index, data, slice: None });
+                errors = true;
+                continue;
+            }
+            let upper = match (self.replica, self.read_committed) {
+                (Some(_), _) => i64::MAX,
+                (None, true) => last_stable,
+                (None, false) => high_watermark,
+            };
             // KIP-74: the first partition with data returns at least one
             // whole batch, even past the byte limits.
             let min_one_batch = total == 0;
@@ -264,6 +317,21 @@ impl FetchPlan {
         self.broker.metrics.request_completed("Fetch", 0, self.started.elapsed());
         response
     }
+}
+
+/// Where a fetcher's log parts from this one, if it does (KIP-320): the
+/// epoch of its last batch ends here before its fetch offset, or is newer
+/// than any here. Consumers are checked as followers are, as Kafka does.
+fn diverging_epoch(log: &krabka_log::PartitionLog, wanted: &SessionPartition) -> Option<EpochEndOffset> {
+    if wanted.last_fetched_epoch < 0 {
+        return None;
+    }
+    let (epoch, end_offset) = log.end_offset_for_epoch(wanted.last_fetched_epoch)?;
+    (epoch < wanted.last_fetched_epoch || end_offset < wanted.fetch_offset).then(|| EpochEndOffset {
+        epoch,
+        end_offset,
+        ..Default::default()
+    })
 }
 
 impl SplicedPartition for PartitionResult {

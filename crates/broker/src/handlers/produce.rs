@@ -1,7 +1,11 @@
 //! Produce: each partition's record batches are validated and appended by
 //! the log (offsets patched in place, the request's bytes written as they
-//! came), so nothing is copied or allocated per record. On one node the ISR
-//! is this broker alone: acks=all is satisfied once the append returns.
+//! came), so nothing is copied or allocated per record. acks=all is
+//! refused (NOT_ENOUGH_REPLICAS) when the ISR is below
+//! `min.insync.replicas`, and otherwise answered once the high watermark
+//! has passed every append (Kafka's DelayedProduce): at once when the
+//! leader is its only in-sync replica, else when the followers have
+//! fetched it, or REQUEST_TIMED_OUT after the request's timeout.
 
 use krabka_protocol::compression::Compression;
 use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
@@ -11,6 +15,7 @@ use krabka_protocol::ErrorCode;
 use krabka_protocol::{ProduceRequest, ProduceResponse, ResponseBody, Uuid};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
@@ -20,6 +25,7 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 
 use crate::metadata::MetadataImage;
+use crate::replica::purgatory::Waiter;
 use crate::replica::{AppendError, Partition};
 use crate::request::Reply;
 use crate::request::RequestContext;
@@ -30,6 +36,7 @@ struct PendingAppend {
     slot: usize,
     partition: Arc<Partition>,
     records: Bytes,
+    min_insync_replicas: i32,
 }
 
 /// The most a batch may decompress to when the broker rewrites it.
@@ -120,7 +127,11 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         responses.push(response);
     }
     let outcomes = run_appends(&appends, now).await;
-    answer_appends(broker, &appends, outcomes, &mut responses);
+    let replicated_at = answer_appends(broker, &appends, outcomes, &mut responses);
+    if request.acks == -1 {
+        let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
+        await_replication(&appends, &replicated_at, timeout, &mut responses).await;
+    }
     if request.acks == 0 {
         broker.metrics.request_completed("Produce", 0, ctx.started.elapsed());
         return Reply::Nothing;
@@ -209,16 +220,20 @@ fn decide_partition(
         (None, _) if checks.by_id && !target.known => failed(index, ErrorCode::UNKNOWN_TOPIC_ID.code(), None),
         (None, _) if led_elsewhere => failed(index, ErrorCode::NOT_LEADER_OR_FOLLOWER.code(), None),
         (None, _) => failed(index, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), None),
-        (Some(_), _) if checks.acks == -1 && min_isr > 1 => failed(
+        (Some(partition), _) if checks.acks == -1 && (partition.committed_isr().len() as i32) < min_isr => failed(
             index,
             ErrorCode::NOT_ENOUGH_REPLICAS.code(),
             Some(format!(
-                "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {min_isr}"
+                "The size of the current ISR {:?} is insufficient to satisfy the min.isr requirement of {min_isr} for partition {}-{index}",
+                partition.committed_isr(),
+                partition.topic
             )),
         ),
         (Some(_), None) => failed(index, ErrorCode::INVALID_RECORD.code(), Some("no records".into())),
         (Some(partition), Some(records)) => {
-            appends.push(PendingAppend { topic: target.position, slot, partition: partition.clone(), records });
+            let partition = partition.clone();
+            let pending = PendingAppend { topic: target.position, slot, partition, records, min_insync_replicas: min_isr };
+            appends.push(pending);
             failed(index, ErrorCode::UNKNOWN_SERVER_ERROR.code(), None)
         }
     }
@@ -257,15 +272,18 @@ async fn run_appends(appends: &[PendingAppend], now: i64) -> Vec<Result<(AppendI
     outcomes
 }
 
-/// Replaces each queued append's placeholder by its outcome.
+/// Replaces each queued append's placeholder by its outcome; for each
+/// append, the high watermark that replicates it (None if it failed).
 fn answer_appends(
     broker: &Broker,
     appends: &[PendingAppend],
     outcomes: Vec<Result<(AppendInfo, i64), AppendError>>,
     responses: &mut [TopicProduceResponse],
-) {
+) -> Vec<Option<i64>> {
+    let mut replicated_at = Vec::with_capacity(appends.len());
     for (append, outcome) in appends.iter().zip(outcomes) {
         let index = responses[append.topic].partition_responses[append.slot].index;
+        replicated_at.push(outcome.as_ref().ok().map(|(info, _)| info.last_offset + 1));
         let response = match outcome {
             Ok((info, log_start_offset)) => {
                 broker.metrics.bytes_in(&append.partition.topic, append.records.len() as u64);
@@ -291,5 +309,60 @@ fn answer_appends(
             }
         };
         responses[append.topic].partition_responses[append.slot] = response;
+    }
+    replicated_at
+}
+
+/// acks=all: waits until each successful append's partition has a high
+/// watermark at `replicated_at` (its followers have it), then checks the
+/// ISR still meets min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND
+/// if not, as Kafka). A partition no longer led here is
+/// NOT_LEADER_OR_FOLLOWER, and what is not replicated by `timeout`
+/// REQUEST_TIMED_OUT.
+async fn await_replication(
+    appends: &[PendingAppend],
+    replicated_at: &[Option<i64>],
+    timeout: Duration,
+    responses: &mut [TopicProduceResponse],
+) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let waiter = Waiter::new();
+    for append in appends {
+        append.partition.watch(&waiter);
+    }
+    let mut outcome: Vec<Option<i16>> = vec![None; appends.len()];
+    loop {
+        for ((append, required), outcome) in appends.iter().zip(replicated_at).zip(outcome.iter_mut()) {
+            let Some(required) = *required else { continue };
+            if outcome.is_some() {
+                continue;
+            }
+            let partition = &append.partition;
+            if !partition.is_led_here() {
+                *outcome = Some(ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+            } else if partition.high_watermark() >= required {
+                let enough = partition.in_sync_replicas().len() as i32 >= append.min_insync_replicas;
+                let code = if enough { ErrorCode::NONE } else { ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND };
+                *outcome = Some(code.code());
+            }
+        }
+        let waiting = replicated_at.iter().zip(&outcome).any(|(required, done)| required.is_some() && done.is_none());
+        if !waiting {
+            break;
+        }
+        tokio::select! {
+            () = waiter.woken() => {}
+            () = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    for ((append, required), outcome) in appends.iter().zip(replicated_at).zip(outcome) {
+        if required.is_none() {
+            continue;
+        }
+        let code = outcome.unwrap_or(ErrorCode::REQUEST_TIMED_OUT.code());
+        if code != ErrorCode::NONE.code() {
+            let response = &mut responses[append.topic].partition_responses[append.slot];
+            response.error_code = code;
+        }
     }
 }

@@ -13,7 +13,10 @@ use krabka_log::checkpoint::TopicPartition;
 use krabka_log::{LogError, LogManager, PartitionCheckpoint};
 use krabka_protocol::ErrorCode;
 
-use super::partition::{HostedTopic, Partition, ProducePolicy};
+use tokio::sync::Notify;
+
+use super::isr_changes::IsrChangeQueue;
+use super::partition::{HostedTopic, Partition, ProducePolicy, Role};
 use crate::clock::now_ms;
 use crate::config::topic::log_config;
 use crate::config::BrokerConfig;
@@ -41,10 +44,25 @@ impl Hosting {
         }
     }
 
-    fn leads(self, partition: &PartitionImage) -> bool {
+    /// What this broker is for `partition` (one it hosts), `local_id` being
+    /// its id.
+    fn role(self, partition: &PartitionImage, local_id: i32) -> Role {
         match self {
-            Hosting::Everything => true,
-            Hosting::ReplicasOf(id) => partition.leader == id,
+            // Whatever node ids an imported log names, this node is the
+            // partition's only replica.
+            Hosting::Everything => Role::Leader {
+                leader_epoch: partition.leader_epoch,
+                replicas: vec![local_id],
+                isr: vec![local_id],
+                partition_epoch: partition.partition_epoch,
+            },
+            Hosting::ReplicasOf(id) if partition.leader == id => Role::Leader {
+                leader_epoch: partition.leader_epoch,
+                replicas: partition.replicas.clone(),
+                isr: partition.isr.clone(),
+                partition_epoch: partition.partition_epoch,
+            },
+            Hosting::ReplicasOf(_) => Role::Follower { leader: partition.leader, leader_epoch: partition.leader_epoch },
         }
     }
 }
@@ -54,11 +72,45 @@ pub struct ReplicaManager {
     log_manager: LogManager,
     hosting: Hosting,
     topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
+    /// Signalled when partitions may have changed roles: the replica
+    /// fetchers look again at what they follow.
+    roles_changed: Notify,
+    /// ISR changes the leaders here want, for the AlterPartition sender.
+    pub isr_changes: IsrChangeQueue,
 }
 
 impl ReplicaManager {
     pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager, hosting: Hosting) -> Self {
-        ReplicaManager { config, log_manager, hosting, topics: RwLock::new(HashMap::new()) }
+        ReplicaManager {
+            config,
+            log_manager,
+            hosting,
+            topics: RwLock::new(HashMap::new()),
+            roles_changed: Notify::new(),
+            isr_changes: IsrChangeQueue::default(),
+        }
+    }
+
+    /// Resolves when partition roles may have changed since the last call.
+    pub async fn roles_changed(&self) {
+        self.roles_changed.notified().await
+    }
+
+    /// Every hosted partition another broker leads, with its leader.
+    pub fn followed_partitions(&self) -> Vec<(i32, Arc<Partition>)> {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        let hosted = topics.values().flat_map(|t| t.hosted());
+        hosted.filter(|p| !p.is_led_here() && p.leader_id() >= 0).map(|p| (p.leader_id(), p.clone())).collect()
+    }
+
+    /// Every partition led here.
+    pub fn led_partitions(&self) -> Vec<Arc<Partition>> {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        topics.values().flat_map(|t| t.hosted()).filter(|p| p.is_led_here()).cloned().collect()
+    }
+
+    pub fn hosting(&self) -> Hosting {
+        self.hosting
     }
 
     pub fn log_manager(&self) -> &LogManager {
@@ -178,7 +230,7 @@ impl ReplicaManager {
                     log.set_config(config.clone());
                 }
                 drop(log);
-                partition.set_leadership(self.hosting.leads(image), image.leader_epoch)?;
+                partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
             }
             let missing: Vec<i32> = (0..topic.partitions.len())
                 .filter(|&i| slots[i].is_none() && self.hosting.hosts(&topic.partitions[i]))
@@ -200,6 +252,8 @@ impl ReplicaManager {
             debug_assert_eq!(slots.len(), topic.partitions.len());
             topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions: slots, produce }));
         }
+        drop(topics);
+        self.roles_changed.notify_one();
         Ok(())
     }
 
@@ -247,19 +301,15 @@ impl ReplicaManager {
         now: i64,
     ) -> Result<Partition, LogError> {
         let tp = TopicPartition::new(topic.name.clone(), index);
-        let (mut log, report, _) = self.log_manager.open_log(&tp, &topic.id, config, now)?;
+        let (log, report, high_watermark) = self.log_manager.open_log(&tp, &topic.id, config, now)?;
         if report.recovered_segments > 0 || report.truncated_bytes > 0 {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
-        let image = topic.partitions.get(index as usize);
-        let leader_epoch = image.map_or(0, |p| p.leader_epoch);
-        let led_here = image.is_some_and(|p| self.hosting.leads(p));
-        if led_here {
-            // Becoming the leader starts its epoch at the log end (Kafka's
-            // makeLeader), so OffsetForLeaderEpoch knows it before any append.
-            log.assign_leader_epoch(leader_epoch)?;
+        let partition = Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark);
+        if let Some(image) = topic.partitions.get(index as usize) {
+            partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
-        Ok(Partition::hosted(&topic.name, topic.id, index, log, leader_epoch, led_here))
+        Ok(partition)
     }
 
     pub fn write_checkpoints(&self) -> std::io::Result<()> {

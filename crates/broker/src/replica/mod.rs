@@ -1,17 +1,22 @@
 //! The partitions this broker hosts: their logs, high watermarks, leader
-//! epochs and whether they are led here, kept in step with the metadata
-//! image (a node that is its quorum's only voter hosts and leads every
-//! partition; in a shared quorum, those placed on it). Every partition has
-//! one replica, so the high watermark is the log end offset as soon as an
-//! append returns.
+//! epochs and roles, kept in step with the metadata image (a node that is
+//! its quorum's only voter hosts and leads every partition; in a shared
+//! quorum, those placed on it, leading those the image says and following
+//! the others).
 //!
+//! A leader tracks its followers ([`replica_set`]): the high watermark is
+//! the smallest log end offset of the in-sync replicas, and the ISR
+//! changes it wants go to the controller ([`isr_changes`]). A follower's
+//! log is written by the replica fetcher (`crate::replica_fetcher`).
 //! Each partition wakes the requests parked on it ([`purgatory`]) when it
-//! changes in a way that may complete them. Leader and follower roles (and
-//! acks=all waits) are to live here with replication.
+//! changes in a way that may complete them (an append, a high watermark
+//! that moved, a role that changed).
 
+pub mod isr_changes;
 mod manager;
 mod partition;
 pub mod purgatory;
+pub mod replica_set;
 
 pub use manager::{Hosting, ReplicaManager};
-pub use partition::{AppendError, HostedTopic, Partition, ProducePolicy};
+pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};

@@ -12,6 +12,7 @@ use krabka_protocol::compression::Compression;
 use krabka_protocol::{ErrorCode, Uuid};
 
 use super::purgatory::{Waiter, WatchList};
+use super::replica_set::{PendingIsr, ReplicaSet};
 use crate::config::topic::{effective_topic_configs, topic_compression};
 use crate::config::BrokerConfig;
 
@@ -22,41 +23,71 @@ pub struct Partition {
     pub log_dir: PathBuf,
     pub(super) log: Mutex<PartitionLog>,
     pub(super) leader_epoch: AtomicI32,
+    /// The leader the image names (-1: none), this broker or another.
+    leader_id: AtomicI32,
     /// Whether the image names this broker the leader (every partition, on
     /// a single node); a replica whose broker is fenced is led by nobody.
     pub(super) led_here: AtomicBool,
     pub(super) high_watermark: AtomicI64,
+    /// The replicas as the leader tracks them (meaningful while led here).
+    /// Locked after the log, never before it.
+    replica_set: Mutex<ReplicaSet>,
     pub(super) watchers: WatchList,
 }
 
+/// What the image makes this broker for one partition it hosts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The leader, of `replicas` with `isr` at `partition_epoch`.
+    Leader { leader_epoch: i32, replicas: Vec<i32>, isr: Vec<i32>, partition_epoch: i32 },
+    /// A follower of `leader` (-1: nobody leads now).
+    Follower { leader: i32, leader_epoch: i32 },
+}
+
+impl Role {
+    fn leader_epoch(&self) -> i32 {
+        match self {
+            Role::Leader { leader_epoch, .. } | Role::Follower { leader_epoch, .. } => *leader_epoch,
+        }
+    }
+}
+
 impl Partition {
-    /// A partition this node hosts, led here when `led_here`: its high
-    /// watermark starts at the log end (it is its only replica).
+    /// A partition this node hosts as `role` says: a leader's high
+    /// watermark starts where its replicas allow (the log end when it is
+    /// the only one), a follower's at `high_watermark` (the checkpointed
+    /// one).
     pub(super) fn hosted(
         topic: &str,
         topic_id: Uuid,
         index: i32,
         log: PartitionLog,
-        leader_epoch: i32,
-        led_here: bool,
+        local_id: i32,
+        high_watermark: i64,
     ) -> Self {
         let log_dir = log.dir().parent().map(PathBuf::from).unwrap_or_default();
-        let high_watermark = log.log_end_offset();
+        debug_assert!(high_watermark <= log.log_end_offset());
         Partition {
             topic: Arc::from(topic),
             topic_id,
             index,
             log_dir,
             log: Mutex::new(log),
-            leader_epoch: AtomicI32::new(leader_epoch),
-            led_here: AtomicBool::new(led_here),
+            leader_epoch: AtomicI32::new(-1),
+            leader_id: AtomicI32::new(-1),
+            led_here: AtomicBool::new(false),
             high_watermark: AtomicI64::new(high_watermark),
+            replica_set: Mutex::new(ReplicaSet::alone(local_id)),
             watchers: WatchList::default(),
         }
     }
 
     pub fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
         self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_replicas(&self) -> MutexGuard<'_, ReplicaSet> {
+        self.replica_set.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn leader_epoch(&self) -> i32 {
@@ -67,23 +98,162 @@ impl Partition {
         self.led_here.load(Ordering::Acquire)
     }
 
-    /// Follows the image's leadership: leading a new epoch starts it at the
-    /// log end (Kafka's makeLeader), so OffsetForLeaderEpoch knows it
-    /// before any append; the requests parked here are woken to find out.
-    /// Done under the log's lock, which every append holds: an append sees
-    /// the leadership before or after the change, never half of it.
-    pub(super) fn set_leadership(&self, led_here: bool, leader_epoch: i32) -> Result<(), LogError> {
+    /// The leader the image names (-1: none).
+    pub fn leader_id(&self) -> i32 {
+        self.leader_id.load(Ordering::Acquire)
+    }
+
+    /// Follows the image: leading a new epoch starts it at the log end
+    /// (Kafka's makeLeader), so OffsetForLeaderEpoch knows it before any
+    /// append; a follower keeps its log (a diverging fetch truncates it).
+    /// The requests parked here are woken to find out. Done under the
+    /// log's lock, which every append holds: an append sees the role
+    /// before or after the change, never half of it.
+    pub(super) fn set_role(&self, role: Role, now_ms: i64) -> Result<(), LogError> {
         let mut log = self.lock_log();
-        if led_here && leader_epoch != self.leader_epoch() {
+        let leader_epoch = role.leader_epoch();
+        let led_here = matches!(role, Role::Leader { .. });
+        let new_epoch = leader_epoch != self.leader_epoch();
+        if led_here && (new_epoch || !self.is_led_here()) {
             log.assign_leader_epoch(leader_epoch)?;
+        }
+        let mut replica_set = self.lock_replicas();
+        match &role {
+            Role::Leader { replicas, isr, partition_epoch, .. } => {
+                // Followers' progress is this leader epoch's: a new one starts afresh.
+                let previous = (!new_epoch && self.is_led_here()).then_some(&*replica_set);
+                // The controller's answer to an ISR change may come before
+                // the image that carries it: an older image changes nothing.
+                let stale = previous.is_some_and(|p| p.partition_epoch > *partition_epoch);
+                if !stale {
+                    let local_id = replica_set.local_id;
+                    *replica_set = ReplicaSet::led(local_id, replicas, isr, *partition_epoch, now_ms, previous);
+                }
+                self.leader_id.store(replica_set.local_id, Ordering::Release);
+            }
+            Role::Follower { leader, .. } => self.leader_id.store(*leader, Ordering::Release),
         }
         self.leader_epoch.store(leader_epoch, Ordering::Release);
         let changed = self.led_here.swap(led_here, Ordering::AcqRel) != led_here;
+        if led_here {
+            self.advance_high_watermark(&log, &replica_set);
+        } else {
+            // A follower's high watermark is the leader's, never past its own end.
+            let end = log.log_end_offset();
+            self.high_watermark.fetch_min(end, Ordering::AcqRel);
+        }
+        drop(replica_set);
         drop(log);
-        if changed {
+        if changed || new_epoch {
             self.watchers.wake_all();
         }
         Ok(())
+    }
+
+    /// Moves the high watermark to what the in-sync replicas allow; true if
+    /// it moved. Caller holds the log and replica locks.
+    fn advance_high_watermark(&self, log: &PartitionLog, replica_set: &ReplicaSet) -> bool {
+        let current = self.high_watermark();
+        let next = replica_set.high_watermark(log.log_end_offset(), current);
+        debug_assert!(next <= log.log_end_offset(), "high watermark {next} past the log end");
+        self.high_watermark.store(next, Ordering::Release);
+        next != current
+    }
+
+    /// The in-sync replicas as the leader counts them once a record is
+    /// appended (Kafka's maximal ISR: with the members a pending change adds).
+    pub fn in_sync_replicas(&self) -> Vec<i32> {
+        self.lock_replicas().maximal_isr()
+    }
+
+    /// The ISR as the controller committed it, which min.insync.replicas
+    /// is checked against before an acks=all append.
+    pub fn committed_isr(&self) -> Vec<i32> {
+        self.lock_replicas().isr.clone()
+    }
+
+    /// A follower's fetch from `fetch_offset` (the leader's side; the
+    /// caller holds `log`, this partition's): its progress is recorded,
+    /// the high watermark moves if it can (waking what waits on it), and
+    /// an ISR that should take the follower back in is returned, to be
+    /// proposed to the controller. A broker that is not a replica changes
+    /// nothing.
+    pub fn record_follower_fetch(
+        &self,
+        log: &PartitionLog,
+        follower: i32,
+        broker_epoch: i64,
+        fetch_offset: i64,
+        now_ms: i64,
+    ) -> Option<Vec<i32>> {
+        let mut replica_set = self.lock_replicas();
+        if !replica_set.record_fetch(follower, broker_epoch, fetch_offset, log.log_end_offset(), now_ms) {
+            return None;
+        }
+        if self.advance_high_watermark(log, &replica_set) {
+            self.watchers.wake_all();
+        }
+        let epoch_start = log.leader_epochs().entries().last().map_or(0, |e| e.start_offset);
+        replica_set.expanded_isr(follower, self.high_watermark(), epoch_start)
+    }
+
+    /// The ISR without the followers that lag (see
+    /// [`ReplicaSet::shrunk_isr`]), to propose to the controller.
+    pub fn isr_to_shrink(&self, now_ms: i64, lag_ms: i64) -> Option<Vec<i32>> {
+        if !self.is_led_here() {
+            return None;
+        }
+        self.lock_replicas().shrunk_isr(now_ms, lag_ms)
+    }
+
+    /// Marks `isr` sent to the controller; the request it goes in: this
+    /// leader's epoch, the partition epoch it was made against and each
+    /// member's broker epoch. None if a change is pending already or this
+    /// broker no longer leads.
+    pub fn propose_isr(&self, isr: Vec<i32>, now_ms: i64) -> Option<IsrProposal> {
+        let mut replica_set = self.lock_replicas();
+        if !self.is_led_here() || replica_set.pending.is_some() || replica_set.isr == isr {
+            return None;
+        }
+        let proposal = IsrProposal {
+            leader_epoch: self.leader_epoch(),
+            partition_epoch: replica_set.partition_epoch,
+            members: replica_set.broker_epochs(&isr),
+        };
+        replica_set.pending = Some(PendingIsr { isr, sent_ms: now_ms });
+        Some(proposal)
+    }
+
+    /// The controller's answer to a proposed ISR: the committed ISR and
+    /// partition epoch when it took it (for this leader epoch), or only
+    /// the end of the pending change (the image will say what is true).
+    pub fn isr_answered(&self, committed: Option<(Vec<i32>, i32)>, leader_epoch: i32, now_ms: i64) {
+        let log = self.lock_log();
+        let mut replica_set = self.lock_replicas();
+        let current = self.is_led_here() && leader_epoch == self.leader_epoch();
+        match committed {
+            Some((isr, partition_epoch)) if current && partition_epoch > replica_set.partition_epoch => {
+                let replicas = replica_set.replicas.clone();
+                let local_id = replica_set.local_id;
+                let mut next = ReplicaSet::led(local_id, &replicas, &isr, partition_epoch, now_ms, Some(&replica_set));
+                next.pending = None;
+                *replica_set = next;
+            }
+            _ => replica_set.pending = None,
+        }
+        if self.is_led_here() && self.advance_high_watermark(&log, &replica_set) {
+            self.watchers.wake_all();
+        }
+    }
+
+    /// A follower's high watermark, as its leader's fetch response said,
+    /// never past its own log end. Caller holds `log`.
+    pub fn follow_high_watermark(&self, log: &PartitionLog, leader_high_watermark: i64) {
+        debug_assert!(!self.is_led_here());
+        let next = leader_high_watermark.min(log.log_end_offset());
+        if self.high_watermark.swap(next, Ordering::AcqRel) != next {
+            self.watchers.wake_all();
+        }
     }
 
     /// A client's `current_leader_epoch` against ours (-1 skips the check):
@@ -124,12 +294,76 @@ impl Partition {
         }
         let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
         let end = log.log_end_offset();
-        // The ISR is this node alone: what it appended is replicated. The
-        // high watermark never passes the log end, nor moves back.
         debug_assert!(info.last_offset < end, "appended up to {} but the log ends at {end}", info.last_offset);
-        debug_assert!(self.high_watermark() <= end, "high watermark {} past the log end {end}", self.high_watermark());
-        self.high_watermark.store(end, Ordering::Release);
+        // Alone in the ISR, what was appended is replicated at once.
+        self.advance_high_watermark(&log, &self.lock_replicas());
         Ok((info, log.log_start_offset()))
+    }
+
+    /// What a follower fetches from: its log end offset and the epoch of
+    /// its last batch (-1: none), for the leader's divergence check.
+    pub fn fetch_position(&self) -> (i64, i32) {
+        let log = self.lock_log();
+        (log.log_end_offset(), log.leader_epochs().latest_epoch().unwrap_or(-1))
+    }
+
+    /// Batches fetched from the leader from `fetch_offset`, written as they
+    /// came (a follower's append), then the leader's high watermark and log
+    /// start followed. A response to a fetch from another offset (the log
+    /// was truncated since) is dropped: false.
+    pub fn append_from_leader(&self, fetched: &FetchedFromLeader, now_ms: i64) -> Result<bool, AppendError> {
+        let mut log = self.lock_log();
+        if self.is_led_here() {
+            return Err(AppendError::NotLeader);
+        }
+        if log.log_end_offset() != fetched.fetch_offset {
+            return Ok(false);
+        }
+        if !fetched.records.is_empty() {
+            log.append_as_follower(&fetched.records, now_ms)?;
+        }
+        // Kafka's follower moves its log start up to its leader's.
+        let start = fetched.leader_log_start.min(log.log_end_offset());
+        if start > log.log_start_offset() {
+            log.delete_records_before(start, now_ms)?;
+        }
+        self.follow_high_watermark(&log, fetched.leader_high_watermark);
+        drop(log);
+        if !fetched.records.is_empty() {
+            self.watchers.wake_all();
+        }
+        Ok(true)
+    }
+
+    /// Truncates a follower's log to `offset` (it diverged from its
+    /// leader); the high watermark never stays above the end.
+    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let mut log = self.lock_log();
+        if self.is_led_here() {
+            // Led here since the fetch was sent: this log is the truth now.
+            return Ok(());
+        }
+        log.truncate_to(offset, now_ms)?;
+        self.high_watermark.fetch_min(log.log_end_offset(), Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Empties a follower's log to start at `offset` (its leader's log
+    /// start is past its end).
+    pub fn truncate_fully_and_start_at(&self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let mut log = self.lock_log();
+        if self.is_led_here() {
+            return Ok(());
+        }
+        log.truncate_fully_and_start_at(offset, now_ms)?;
+        self.high_watermark.store(offset, Ordering::Release);
+        Ok(())
+    }
+
+    /// The local end offset of `epoch` (the largest epoch at most it, and
+    /// where it ends), for a follower resolving a divergence.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        self.lock_log().end_offset_for_epoch(epoch)
     }
 
     /// Wakes the requests parked on this partition (they read it again).
@@ -161,6 +395,24 @@ impl Partition {
             cleaner_offset: log.cleaner_checkpoint(),
         }
     }
+}
+
+/// One partition's part of a fetch response from the leader.
+pub struct FetchedFromLeader {
+    pub fetch_offset: i64,
+    pub records: Bytes,
+    pub leader_high_watermark: i64,
+    pub leader_log_start: i64,
+}
+
+/// An ISR change to send the controller (AlterPartition), as the
+/// partition's leader made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IsrProposal {
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    /// Each member of the new ISR with the broker epoch it fetched with.
+    pub members: Vec<(i32, i64)>,
 }
 
 /// Why an append as leader failed.

@@ -128,6 +128,14 @@ pub struct GroupDescription {
     pub members: Vec<(String, Option<String>, String, String, Bytes, Bytes)>,
 }
 
+/// One record of `__consumer_offsets` replayed into its shard.
+fn replay_record(index: usize, shard: &mut Shard, offset: i64, key: Bytes, value: Option<Bytes>, now: Time) {
+    match CoordinatorRecord::decode(key, value) {
+        Ok(decoded) => apply(shard, decoded, now),
+        Err(e) => tracing::warn!(partition = index, offset, error = %e, "skipping a group record"),
+    }
+}
+
 impl GroupCoordinator {
     /// `partitions` is the offsets topic's partition count (from the image
     /// when it exists, else `offsets.topic.num.partitions`).
@@ -151,10 +159,25 @@ impl GroupCoordinator {
     /// Replays `__consumer_offsets` into memory (on start). Returns the
     /// number of records read.
     pub fn load(&self, log: &dyn CoordinatorLog, now: Time) -> Result<usize, String> {
-        self.shards.load(log, |index, shard, offset, key, value| match CoordinatorRecord::decode(key, value) {
-            Ok(decoded) => apply(shard, decoded, now),
-            Err(e) => tracing::warn!(partition = index, offset, error = %e, "skipping a group record"),
-        })
+        self.shards.load(log, |index, shard, offset, key, value| replay_record(index, shard, offset, key, value, now))
+    }
+
+    /// Whether this node coordinates the groups of partition `index` (it
+    /// leads it); a partition it has come to lead since it was loaded is
+    /// replayed first, so groups move with leadership and keep every
+    /// committed offset. A partition that cannot be read is not
+    /// coordinated here.
+    pub fn follow_leadership(&self, host: &GroupHost<'_>, index: usize) -> bool {
+        let now = host.now;
+        let replay =
+            |index, shard: &mut Shard, offset, key, value| replay_record(index, shard, offset, key, value, now);
+        match self.shards.load_if_led_anew(index, host.log, replay) {
+            Ok(led) => led,
+            Err(error) => {
+                tracing::error!(partition = index, %error, "could not load a coordinator partition");
+                false
+            }
+        }
     }
 
     /// Appends records to the shard's partition (the caller holds the shard lock).
@@ -335,6 +358,9 @@ impl GroupCoordinator {
     /// Clock work for every group: sessions, rebalance deadlines.
     pub fn tick(&self, host: &GroupHost<'_>) {
         for index in 0..self.shards.len() {
+            if !self.follow_leadership(host, index) {
+                continue;
+            }
             let mut shard = self.shards.lock(index);
             for entry in shard.groups.values_mut() {
                 if entry.group.tick(&self.config.classic, host.now) {
@@ -351,6 +377,9 @@ impl GroupCoordinator {
     /// empty (KIP-211), and groups with nothing left.
     pub fn expire_offsets(&self, host: &GroupHost<'_>) {
         for index in 0..self.shards.len() {
+            if !self.follow_leadership(host, index) {
+                continue;
+            }
             let mut shard = self.shards.lock(index);
             let expired = self.expired_offsets(&shard, host.now.wall_ms);
             if expired.is_empty() {

@@ -24,6 +24,14 @@ fn coordinator() -> GroupCoordinator {
     GroupCoordinator::new(config, 3)
 }
 
+/// A coordinator as a broker starts it: loaded from `log` (empty shards
+/// for an empty log), which it leads.
+fn loaded(log: &MemoryLog) -> GroupCoordinator {
+    let groups = coordinator();
+    groups.load(log, Time::new(0, 0)).unwrap();
+    groups
+}
+
 fn host(log: &MemoryLog, now: Time) -> GroupHost<'_> {
     GroupHost { log, image: Arc::new(MetadataImage::default()), now }
 }
@@ -67,7 +75,7 @@ fn stable_group(groups: &GroupCoordinator, log: &MemoryLog, now: Time) -> String
 #[test]
 fn a_silent_member_expires_on_the_fake_clock_and_the_empty_group_is_persisted() {
     let log = MemoryLog::new(3);
-    let groups = coordinator();
+    let groups = loaded(&log);
     let start = Time::new(1_700_000_000_000, 0);
     let member = stable_group(&groups, &log, start);
     let shard = groups.partition_for("g");
@@ -112,7 +120,7 @@ fn a_restored_member_must_heartbeat_within_its_session_from_the_load() {
 #[test]
 fn nothing_changes_when_the_log_refuses_the_records() {
     let log = MemoryLog::new(3);
-    let groups = coordinator();
+    let groups = loaded(&log);
     let now = Time::new(1_700_000_000_000, 0);
     let offsets = vec![("t".to_string(), 0, 42, -1, None)];
     // Unknown topics are refused before anything is written.
@@ -128,7 +136,7 @@ fn nothing_changes_when_the_log_refuses_the_records() {
 #[test]
 fn offsets_of_an_empty_group_expire_after_the_retention_on_the_fake_clock() {
     let log = MemoryLog::new(3);
-    let groups = coordinator();
+    let groups = loaded(&log);
     let start = Time::new(1_700_000_000_000, 0);
     let image = Arc::new(image_with("t", 2).0);
     let at = |now: Time| GroupHost { log: &log, image: image.clone(), now };
@@ -151,4 +159,31 @@ fn offsets_of_an_empty_group_expire_after_the_retention_on_the_fake_clock() {
     let reloaded = coordinator();
     assert_eq!(reloaded.load(&log, start.plus_ms(70_000)), Ok(3));
     assert!(reloaded.describe_group("g").is_none());
+}
+
+#[test]
+fn a_coordinator_that_comes_to_lead_a_partition_replays_what_its_leader_wrote_meanwhile() {
+    // One log seen by two nodes: A leads its partitions, B follows (its
+    // replica holds what A wrote, its shards do not).
+    let log = MemoryLog::new(3);
+    let now = Time::new(1_700_000_000_000, 0);
+    let (a, b) = (coordinator(), coordinator());
+    let shard = a.partition_for("g");
+    log.set_leader_epoch(shard, None);
+    b.load(&log, now).unwrap();
+    log.set_leader_epoch(shard, Some(0));
+    let member = stable_group(&a, &log, now);
+    assert!(b.describe_group("g").is_none(), "B has not read it");
+    assert!(b.follow_leadership(&host(&log, now), shard), "B leads it at epoch 0, which it was not loaded at");
+    assert_eq!(b.describe_group("g").unwrap().state, "Stable");
+    // Leadership moves to B at a new epoch: B replays the partition.
+    log.set_leader_epoch(shard, Some(1));
+    assert!(b.follow_leadership(&host(&log, now), shard));
+    assert_eq!(b.describe_group("g").unwrap().state, "Stable");
+    assert_eq!(b.heartbeat("g", &member, 1, now.plus_ms(1)), 0, "the member is known to the new coordinator");
+    // A partition nobody here leads is not coordinated, and not ticked.
+    log.set_leader_epoch(shard, None);
+    assert!(!b.follow_leadership(&host(&log, now), shard));
+    b.tick(&host(&log, now.plus_ms(10 * i64::from(SESSION_MS))));
+    assert_eq!(b.describe_group("g").unwrap().state, "Stable", "a partition not led here is left alone");
 }
