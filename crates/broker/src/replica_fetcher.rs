@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::quorum::Channel;
+use crate::replica::divergence::follower_truncation;
 use crate::replica::{FetchedFromLeader, Partition};
 
 /// Fetch v17: topic ids, ReplicaState (v15), ReplicaDirectoryId; spoken by
@@ -274,8 +275,8 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
     match data.error_code {
         0 if data.diverging_epoch.epoch >= 0 && data.diverging_epoch.end_offset >= 0 => {
             let (epoch, leader_end) = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
-            let local_end = partition.end_offset_for_epoch(epoch).map_or(leader_end, |(_, end)| end);
-            let offset = leader_end.min(local_end);
+            let (local, local_log_end) = partition.end_offset_for_epoch(epoch);
+            let offset = follower_truncation(leader_end, local, local_log_end);
             tracing::info!(topic = %partition.topic, partition = partition.index, epoch, offset, "truncating a diverged follower");
             partition.truncate_to(offset, now).map_err(|e| storage_error(&e))
         }

@@ -20,6 +20,7 @@ use krabka_protocol::FetchRequest;
 use crate::broker::Broker;
 use crate::errors::log_error_code;
 use crate::fetch_session::{SessionContext, SessionPartition};
+use crate::replica::divergence::leader_divergence;
 use crate::replica::purgatory::Waiter;
 use crate::replica::Partition;
 use crate::request::RequestContext;
@@ -323,15 +324,9 @@ impl FetchPlan {
 /// epoch of its last batch ends here before its fetch offset, or is newer
 /// than any here. Consumers are checked as followers are, as Kafka does.
 fn diverging_epoch(log: &krabka_log::PartitionLog, wanted: &SessionPartition) -> Option<EpochEndOffset> {
-    if wanted.last_fetched_epoch < 0 {
-        return None;
-    }
-    let (epoch, end_offset) = log.end_offset_for_epoch(wanted.last_fetched_epoch)?;
-    (epoch < wanted.last_fetched_epoch || end_offset < wanted.fetch_offset).then(|| EpochEndOffset {
-        epoch,
-        end_offset,
-        ..Default::default()
-    })
+    let found = (wanted.last_fetched_epoch >= 0).then(|| log.end_offset_for_epoch(wanted.last_fetched_epoch)).flatten();
+    let (epoch, end_offset) = leader_divergence(found, wanted.last_fetched_epoch, wanted.fetch_offset)?;
+    Some(EpochEndOffset { epoch, end_offset, ..Default::default() })
 }
 
 impl SplicedPartition for PartitionResult {

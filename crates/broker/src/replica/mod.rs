@@ -12,6 +12,7 @@
 //! changes in a way that may complete them (an append, a high watermark
 //! that moved, a role that changed).
 
+pub mod divergence;
 pub mod isr_changes;
 mod manager;
 mod partition;

@@ -360,10 +360,11 @@ impl Partition {
         Ok(())
     }
 
-    /// The local end offset of `epoch` (the largest epoch at most it, and
-    /// where it ends), for a follower resolving a divergence.
-    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
-        self.lock_log().end_offset_for_epoch(epoch)
+    /// The local end of `epoch` (the largest epoch at most it, and where
+    /// it ends) and the log end, for a follower resolving a divergence.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (Option<(i32, i64)>, i64) {
+        let log = self.lock_log();
+        (log.end_offset_for_epoch(epoch), log.log_end_offset())
     }
 
     /// Wakes the requests parked on this partition (they read it again).
