@@ -229,7 +229,8 @@ fn fetch_request(
         );
     }
     let request = FetchRequest {
-        replica_id: broker.node_id,
+        // From v15 the replica names itself in ReplicaState only.
+        replica_id: if FETCH_VERSION >= 15 { -1 } else { broker.node_id },
         replica_state: ReplicaState { replica_id: broker.node_id, replica_epoch: broker_epoch, ..Default::default() },
         max_wait_ms: settings.wait_max_ms,
         min_bytes: settings.min_bytes,
