@@ -23,8 +23,8 @@ use tokio::sync::Notify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::quorum::Channel;
-use crate::replica::divergence::follower_truncation;
 use crate::replica::{FetchedFromLeader, Partition};
+use krabka_replication::divergence::follower_truncation;
 
 /// Fetch v17: topic ids, ReplicaState (v15), ReplicaDirectoryId; spoken by
 /// krabka and Kafka 4.x brokers alike.

@@ -20,11 +20,11 @@ use krabka_protocol::FetchRequest;
 use crate::broker::Broker;
 use crate::errors::log_error_code;
 use crate::fetch_session::{SessionContext, SessionPartition};
-use crate::replica::divergence::leader_divergence;
 use crate::replica::purgatory::Waiter;
 use crate::replica::Partition;
 use crate::request::RequestContext;
 use crate::request::{Chunk, Reply, Response};
+use krabka_replication::divergence::leader_divergence;
 
 /// READ_COMMITTED in FetchRequest.isolation_level.
 const READ_COMMITTED: i8 = 1;

@@ -4,7 +4,7 @@
 //! quorum, those placed on it, leading those the image says and following
 //! the others).
 //!
-//! A leader tracks its followers ([`replica_set`]): the high watermark is
+//! A leader tracks its followers (krabka-replication's `ReplicaSet`): the high watermark is
 //! the smallest log end offset of the in-sync replicas, and the ISR
 //! changes it wants go to the controller ([`isr_changes`]). A follower's
 //! log is written by the replica fetcher (`crate::replica_fetcher`).
@@ -12,12 +12,10 @@
 //! changes in a way that may complete them (an append, a high watermark
 //! that moved, a role that changed).
 
-pub mod divergence;
 pub mod isr_changes;
 mod manager;
 mod partition;
 pub mod purgatory;
-pub mod replica_set;
 
 pub use manager::{Hosting, ReplicaManager};
 pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};

@@ -12,9 +12,9 @@ use krabka_protocol::compression::Compression;
 use krabka_protocol::{ErrorCode, Uuid};
 
 use super::purgatory::{Waiter, WatchList};
-use super::replica_set::{PendingIsr, ReplicaSet};
 use crate::config::topic::{effective_topic_configs, topic_compression};
 use crate::config::BrokerConfig;
+use krabka_replication::{PendingIsr, ReplicaSet};
 
 pub struct Partition {
     pub topic: Arc<str>,
