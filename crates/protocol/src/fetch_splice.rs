@@ -13,28 +13,34 @@ use std::marker::PhantomData;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::EncodeError;
-use crate::fetch_response::{EpochEndOffset, LeaderIdAndEpoch, PartitionData, SnapshotId};
+use crate::fetch_response::{EpochEndOffset, LeaderIdAndEpoch, NodeEndpoint, PartitionData, SnapshotId};
 use crate::frame::SIZE_PREFIX_BYTES;
 use crate::generated::{ApiKey, ResponseHeader};
 use crate::message::Message;
-use crate::primitives::{put_array_length, put_string, put_unsigned_varint, put_uuid, EncodeResult};
+use crate::primitives::{
+    put_array, put_array_length, put_string, put_tagged_fields, put_unsigned_varint, put_uuid, EncodeResult,
+};
 use crate::{FetchResponse, Uuid};
 
 /// The first version with a top-level error code and session id.
 const FIRST_SESSION_VERSION: i16 = 7;
 /// The first version that names topics by id instead of by name.
 const FIRST_TOPIC_ID_VERSION: i16 = 13;
+/// The first version with NodeEndpoints (KIP-951).
+const FIRST_NODE_ENDPOINTS_VERSION: i16 = 16;
 /// Headers of a frame rarely pass this: a few dozen bytes per partition.
 const FIRST_BUFFER_BYTES: usize = 256;
 
 /// The response's top-level fields.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SplicedFetchHeader {
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SplicedFetchHeader<'a> {
     pub version: i16,
     pub correlation_id: i32,
     pub throttle_time_ms: i32,
     pub error_code: i16,
     pub session_id: i32,
+    /// The leaders a partition's error names (KIP-951, v16+).
+    pub node_endpoints: &'a [NodeEndpoint],
 }
 
 /// A response topic: by name before v13, by id from v13.
@@ -122,7 +128,14 @@ pub fn encode_spliced_fetch_response<'p, P: SplicedPartition, C>(
     }
     assert!(rest.is_empty(), "fetch response partitions not grouped by topic in topic order");
     if flexible {
-        put_unsigned_varint(&mut frame.buf, 0); // the response's tagged fields
+        // The response's tagged fields: NodeEndpoints is tag 0 from v16.
+        let mut tagged = Vec::new();
+        if version >= FIRST_NODE_ENDPOINTS_VERSION && !header.node_endpoints.is_empty() {
+            let mut data = BytesMut::new();
+            put_array(&mut data, header.node_endpoints, true, |buf, item| item.encode_body(buf, version))?;
+            tagged.push((0, data));
+        }
+        put_tagged_fields(&mut frame.buf, tagged, &[])?;
     }
     frame.finish()
 }
@@ -288,6 +301,7 @@ mod tests {
                     ..Default::default()
                 })
                 .collect(),
+            node_endpoints: if version >= 16 { header.node_endpoints.to_vec() } else { Vec::new() },
             ..Default::default()
         };
         let mut expected = BytesMut::new();
@@ -305,8 +319,21 @@ mod tests {
         let topics =
             [SplicedTopic { name: "alpha", id: Uuid([1; 16]) }, SplicedTopic { name: "beta", id: Uuid([2; 16]) }];
         for version in FetchResponse::MIN_VERSION..=FetchResponse::MAX_VERSION {
-            let header =
-                SplicedFetchHeader { version, correlation_id: 77, throttle_time_ms: 0, error_code: 0, session_id: 9 };
+            let leaders = [NodeEndpoint {
+                node_id: 2,
+                host: "b2".into(),
+                port: 9092,
+                rack: Some("r".into()),
+                ..Default::default()
+            }];
+            let header = SplicedFetchHeader {
+                version,
+                correlation_id: 77,
+                throttle_time_ms: 0,
+                error_code: 0,
+                session_id: 9,
+                node_endpoints: &leaders,
+            };
             let partitions = vec![
                 TestPartition {
                     topic_index: 0,
@@ -392,6 +419,7 @@ mod tests {
                 throttle_time_ms: rng.next_u64() as i32,
                 error_code: rng.next_u64() as i16,
                 session_id: rng.next_u64() as i32,
+                node_endpoints: &[],
             };
             let (ours, _) = spliced(&header, &topics, &partitions);
             assert_eq!(ours, generated(&header, &topics, &partitions), "round {round}, fetch v{version}");

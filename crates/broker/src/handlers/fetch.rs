@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use krabka_log::{FileSlice, LogError};
-use krabka_protocol::fetch_response::{AbortedTransaction, EpochEndOffset, PartitionData};
+use krabka_protocol::fetch_response::{
+    AbortedTransaction, EpochEndOffset, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
 use krabka_protocol::fetch_splice::{
     encode_spliced_fetch_response, FramePart, SplicedFetchHeader, SplicedPartition, SplicedTopic,
 };
@@ -20,12 +22,15 @@ use krabka_protocol::FetchRequest;
 use crate::broker::Broker;
 use crate::errors::log_error_code;
 use crate::fetch_session::{SessionContext, SessionPartition};
+use crate::handlers::leader_hints::LeaderHints;
 use crate::replica::purgatory::Waiter;
 use crate::replica::Partition;
 use crate::request::RequestContext;
 use crate::request::{Chunk, Reply, Response};
 use krabka_replication::divergence::leader_divergence;
 
+/// The first Fetch version whose refused partitions name their leader (KIP-951).
+const LEADER_HINTS_VERSION: i16 = 16;
 /// READ_COMMITTED in FetchRequest.isolation_level.
 const READ_COMMITTED: i8 = 1;
 
@@ -59,7 +64,8 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     let (session, wanted) = match broker.fetch_sessions.admit(&request, by_id, &image) {
         Ok(admitted) => admitted,
         Err(error_code) => {
-            return Reply::Now(encode_response(ctx.api_version, ctx.correlation_id, 0, error_code.code(), &[], &[]));
+            let empty = (&[] as &[SplicedTopic<'_>], &[] as &[NodeEndpoint]);
+            return Reply::Now(encode_response(ctx.api_version, ctx.correlation_id, 0, error_code.code(), empty, &[]));
         }
     };
     let plan = FetchPlan {
@@ -284,6 +290,18 @@ impl FetchPlan {
                 }
             }
         }
+        let mut hints = LeaderHints::new(&self.broker);
+        if self.api_version >= LEADER_HINTS_VERSION {
+            for result in &mut included {
+                let code = result.data.error_code;
+                if code == ErrorCode::NOT_LEADER_OR_FOLLOWER.code() || code == ErrorCode::FENCED_LEADER_EPOCH.code() {
+                    let wanted = &self.wanted[result.topic_index];
+                    let (leader_id, leader_epoch) = hints.leader_of(&wanted.topic, wanted.partition);
+                    result.data.current_leader = LeaderIdAndEpoch { leader_id, leader_epoch, ..Default::default() };
+                }
+            }
+        }
+        let node_endpoints = hints.fetch_endpoints();
         // Group partitions under their topics, in first-seen order.
         let mut topics: Vec<SplicedTopic<'_>> = Vec::new();
         let mut grouped: Vec<PartitionResult> = Vec::with_capacity(included.len());
@@ -307,7 +325,7 @@ impl FetchPlan {
             self.correlation_id,
             session_id,
             ErrorCode::NONE.code(),
-            &topics,
+            (&topics, &node_endpoints),
             &grouped,
         );
         for result in &grouped {
@@ -353,10 +371,11 @@ fn encode_response(
     correlation_id: i32,
     session_id: i32,
     error_code: i16,
-    topics: &[SplicedTopic<'_>],
+    (topics, node_endpoints): (&[SplicedTopic<'_>], &[NodeEndpoint]),
     results: &[PartitionResult],
 ) -> Response {
-    let header = SplicedFetchHeader { version, correlation_id, throttle_time_ms: 0, error_code, session_id };
+    let header =
+        SplicedFetchHeader { version, correlation_id, throttle_time_ms: 0, error_code, session_id, node_endpoints };
     let chunks = encode_spliced_fetch_response(&header, topics, results, |part| match part {
         FramePart::Bytes(bytes) => Chunk::Bytes(bytes),
         FramePart::Records(slice) => Chunk::File(slice.clone()),
@@ -403,7 +422,7 @@ mod tests {
                 partition(0, 1, None),
                 partition(1, 4, Some(slice(150, 150))),
             ];
-            let response = encode_response(version, 77, 9, ErrorCode::NONE.code(), &topics, &results);
+            let response = encode_response(version, 77, 9, ErrorCode::NONE.code(), (&topics, &[]), &results);
             let files = response.chunks.iter().filter(|c| matches!(c, Chunk::File(_))).count();
             assert_eq!(files, 2, "fetch v{version}: one file range per partition with records");
             let mut ours = Vec::new();

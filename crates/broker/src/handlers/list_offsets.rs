@@ -1,7 +1,7 @@
 //! ListOffsets: earliest, latest, max-timestamp and by-timestamp lookups.
 
 use krabka_protocol::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use krabka_protocol::{ListOffsetsRequest, ListOffsetsResponse};
+use krabka_protocol::{ErrorCode, ListOffsetsRequest, ListOffsetsResponse};
 
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
@@ -48,23 +48,39 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
                     let epoch = partition.leader_epoch();
                     let log = partition.lock_log();
                     let high_watermark = partition.high_watermark();
-                    let latest = if request.isolation_level == READ_COMMITTED {
-                        log.last_stable_offset(high_watermark)
-                    } else {
-                        high_watermark
+                    // A replica (a follower, or a debugging tool naming a
+                    // broker) reads to the log end; a client to the high
+                    // watermark or the last stable offset.
+                    let from_replica = request.replica_id >= 0;
+                    let latest = match (from_replica, request.isolation_level == READ_COMMITTED) {
+                        (true, _) => log.log_end_offset(),
+                        (false, true) => log.last_stable_offset(high_watermark),
+                        (false, false) => high_watermark,
                     };
+                    // A new leader whose high watermark has not reached the
+                    // start of its epoch cannot say yet where the committed
+                    // log ends (Kafka's OFFSET_NOT_AVAILABLE, retriable).
+                    let epoch_start = log.leader_epochs().entries().last().map_or(0, |e| e.start_offset);
+                    let not_available = !from_replica && epoch_start > high_watermark;
                     let epoch_of = |offset: i64| {
                         let entries = log.leader_epochs().entries();
                         entries.iter().rev().find(|e| e.start_offset <= offset).map_or(epoch, |e| e.epoch)
                     };
                     let found = match p.timestamp {
-                        LATEST => Ok(Some((-1, latest))),
                         EARLIEST | EARLIEST_LOCAL => Ok(Some((-1, log.log_start_offset()))),
                         // No tiered storage: nothing is tiered or pending upload.
                         LATEST_TIERED | EARLIEST_PENDING_UPLOAD => Ok(None),
+                        _ if not_available => {
+                            out.error_code = ErrorCode::OFFSET_NOT_AVAILABLE.code();
+                            return out;
+                        }
+                        LATEST => Ok(Some((-1, latest))),
                         MAX_TIMESTAMP => log.max_timestamp_offset(),
                         target => log.offset_for_timestamp(target),
                     };
+                    // What a client may not fetch yet is not an answer either.
+                    let by_timestamp = !matches!(p.timestamp, LATEST | EARLIEST | EARLIEST_LOCAL);
+                    let found = found.map(|f| f.filter(|&(_, offset)| !by_timestamp || offset < latest));
                     match found {
                         Ok(Some((timestamp, offset))) => {
                             out.timestamp = timestamp;

@@ -12,6 +12,7 @@ pub mod features;
 pub mod fetch;
 pub mod forwarded;
 pub mod groups;
+pub mod leader_hints;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;

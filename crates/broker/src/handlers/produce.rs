@@ -9,7 +9,7 @@
 
 use krabka_protocol::compression::Compression;
 use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
-use krabka_protocol::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use krabka_protocol::produce_response::{self, LeaderIdAndEpoch, PartitionProduceResponse, TopicProduceResponse};
 use krabka_protocol::records::RecordBatches;
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{ProduceRequest, ProduceResponse, ResponseBody, Uuid};
@@ -24,11 +24,15 @@ use super::recompress::recompress;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 
+use crate::handlers::leader_hints::LeaderHints;
 use crate::metadata::MetadataImage;
 use crate::replica::purgatory::Waiter;
 use crate::replica::{AppendError, Partition};
 use crate::request::Reply;
 use crate::request::RequestContext;
+
+/// The first Produce version whose refused partitions name their leader (KIP-951).
+const LEADER_HINTS_VERSION: i16 = 10;
 
 /// A partition append decided, waiting to run.
 struct PendingAppend {
@@ -143,7 +147,32 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             }
         }
     }
-    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, ..Default::default() })))
+    let node_endpoints =
+        if ctx.api_version >= LEADER_HINTS_VERSION { name_leaders(broker, &image, &mut responses) } else { Vec::new() };
+    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, node_endpoints, ..Default::default() })))
+}
+
+/// KIP-951: each partition refused with NOT_LEADER_OR_FOLLOWER names its
+/// leader; the leaders' endpoints, for the response.
+fn name_leaders(
+    broker: &Broker,
+    image: &MetadataImage,
+    responses: &mut [TopicProduceResponse],
+) -> Vec<produce_response::NodeEndpoint> {
+    let mut hints = LeaderHints::new(broker);
+    for topic in responses {
+        let name = match image.topic_by_id(&topic.topic_id) {
+            Some(t) if topic.name.is_empty() => t.name.clone(),
+            _ => topic.name.clone(),
+        };
+        for p in &mut topic.partition_responses {
+            if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.code() {
+                let (leader_id, leader_epoch) = hints.leader_of(&name, p.index);
+                p.current_leader = LeaderIdAndEpoch { leader_id, leader_epoch, ..Default::default() };
+            }
+        }
+    }
+    hints.produce_endpoints()
 }
 
 /// One topic's answers before any append runs: accepted partitions are
