@@ -127,6 +127,7 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
             worker.replicas.housekeeping(retention, clean, expire_producers);
             if gauges {
                 worker.metrics.publish_partition_states(partition_log_states(&worker.replicas));
+                worker.metrics.publish_replica_counts(worker.replicas.replica_counts());
             }
             if checkpoint {
                 if let Err(e) = worker.replicas.write_checkpoints() {

@@ -44,7 +44,60 @@ pub struct Metrics {
     fetch_wakeups: IntCounter,
     /// What the per-partition log gauges are built from at each scrape.
     partition_states: Arc<Mutex<Vec<PartitionLogState>>>,
+    /// Kafka's ReplicaManager gauges, under the JMX exporter's names.
+    replica_gauges: ReplicaGauges,
     failures: Failures,
+}
+
+/// Counts of the partitions hosted here, as Kafka's ReplicaManager gauges them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaCounts {
+    pub partitions: i64,
+    pub leaders: i64,
+    /// Led here with fewer in-sync replicas than replicas.
+    pub under_replicated: i64,
+    /// Led here with fewer in-sync replicas than min.insync.replicas.
+    pub under_min_isr: i64,
+    /// Led here with exactly min.insync.replicas in sync.
+    pub at_min_isr: i64,
+}
+
+#[derive(Debug)]
+struct ReplicaGauges([IntGauge; 5]);
+
+impl ReplicaGauges {
+    const NAMES: [(&'static str, &'static str); 5] = [
+        ("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker."),
+        ("kafka_server_replicamanager_leadercount", "Partitions this broker leads."),
+        (
+            "kafka_server_replicamanager_underreplicatedpartitions",
+            "Partitions led here with an ISR smaller than their replicas.",
+        ),
+        (
+            "kafka_server_replicamanager_underminisrpartitioncount",
+            "Partitions led here with an ISR below min.insync.replicas.",
+        ),
+        (
+            "kafka_server_replicamanager_atminisrpartitioncount",
+            "Partitions led here with an ISR at min.insync.replicas.",
+        ),
+    ];
+
+    fn new(registry: &Registry) -> Self {
+        ReplicaGauges(Self::NAMES.map(|(name, help)| {
+            let gauge = IntGauge::new(name, help).expect("static gauge");
+            register(registry, gauge.clone());
+            gauge
+        }))
+    }
+
+    fn set(&self, counts: ReplicaCounts) {
+        let values =
+            [counts.partitions, counts.leaders, counts.under_replicated, counts.under_min_isr, counts.at_min_isr];
+        for (gauge, value) in self.0.iter().zip(values) {
+            gauge.set(value);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -98,6 +151,7 @@ impl Metrics {
 
         let (partition_gauges, partition_states) = PartitionLogGauges::new();
         register(&registry, partition_gauges);
+        let replica_gauges = ReplicaGauges::new(&registry);
 
         register(&registry, ProcessCollector::new());
         let failures = Failures::new(&registry);
@@ -116,6 +170,7 @@ impl Metrics {
             connections_rejected,
             fetch_wakeups,
             partition_states,
+            replica_gauges,
             failures,
         }
     }
@@ -187,6 +242,11 @@ impl Metrics {
     /// the last states: a partition no longer hosted drops out).
     pub fn publish_partition_states(&self, states: Vec<PartitionLogState>) {
         *self.partition_states.lock().unwrap_or_else(PoisonError::into_inner) = states;
+    }
+
+    /// The replica manager's partition counts (published with the log states).
+    pub fn publish_replica_counts(&self, counts: ReplicaCounts) {
+        self.replica_gauges.set(counts);
     }
 
     /// Drops every series of a deleted topic: its traffic counters and its partitions' gauges.

@@ -15,6 +15,6 @@ mod profile;
 mod tracing_setup;
 
 pub use failures::FailureKind;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, ReplicaCounts};
 pub use partition_gauges::PartitionLogState;
 pub use tracing_setup::init_tracing;

@@ -21,6 +21,7 @@ use crate::clock::now_ms;
 use crate::config::topic::log_config;
 use crate::config::BrokerConfig;
 use crate::metadata::{MetadataImage, MetadataUpdate, PartitionImage, TopicImage};
+use crate::observability::ReplicaCounts;
 
 /// Threads that flush and seal logs at shutdown.
 const SHUTDOWN_FLUSH_THREADS: usize = 8;
@@ -101,6 +102,28 @@ impl ReplicaManager {
         let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
         let hosted = topics.values().flat_map(|t| t.hosted());
         hosted.filter(|p| !p.is_led_here() && p.leader_id() >= 0).map(|p| (p.leader_id(), p.clone())).collect()
+    }
+
+    /// The partitions hosted and led here, and how many of those led lack
+    /// in-sync replicas (Kafka's ReplicaManager gauges).
+    pub fn replica_counts(&self) -> ReplicaCounts {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        let mut counts = ReplicaCounts::default();
+        for topic in topics.values() {
+            let min_isr = topic.produce.min_insync_replicas as usize;
+            for partition in topic.hosted() {
+                counts.partitions += 1;
+                if !partition.is_led_here() {
+                    continue;
+                }
+                counts.leaders += 1;
+                let (isr, replicas) = partition.isr_and_replica_counts();
+                counts.under_replicated += i64::from(isr < replicas);
+                counts.under_min_isr += i64::from(isr < min_isr);
+                counts.at_min_isr += i64::from(isr == min_isr);
+            }
+        }
+        counts
     }
 
     /// Every partition led here.

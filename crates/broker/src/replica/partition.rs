@@ -166,6 +166,13 @@ impl Partition {
         self.lock_replicas().maximal_isr()
     }
 
+    /// The sizes of the committed ISR and of the replicas, as Kafka's
+    /// under-replicated and min-ISR gauges count them.
+    pub fn isr_and_replica_counts(&self) -> (usize, usize) {
+        let replica_set = self.lock_replicas();
+        (replica_set.isr.len(), replica_set.replicas.len())
+    }
+
     /// The ISR as the controller committed it, which min.insync.replicas
     /// is checked against before an acks=all append.
     pub fn committed_isr(&self) -> Vec<i32> {
