@@ -1,0 +1,124 @@
+//! A leader's answer to a follower's fetch, written to the follower's
+//! partitions: records appended as they came, a divergence truncated
+//! (KIP-320), an offset out of the leader's range resolved.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use krabka_protocol::fetch_response::PartitionData;
+use krabka_protocol::{ErrorCode, FetchResponse, Uuid};
+use krabka_replication::divergence::follower_truncation;
+
+use crate::clock::now_ms;
+use crate::replica::{AppendError, FetchedFromLeader, Partition};
+
+/// What was asked of one partition (or what the fetch session holds of
+/// it), to match its answer with.
+pub(super) struct Sent {
+    pub partition: Arc<Partition>,
+    pub fetch_offset: i64,
+    pub leader_epoch: i32,
+}
+
+/// Writes each partition's answer; the partitions that answered an error,
+/// with it, to be left out of fetches for a backoff.
+pub(super) fn apply_response(sent: &HashMap<(Uuid, i32), Sent>, response: FetchResponse) -> Vec<((Uuid, i32), i16)> {
+    let mut failed = Vec::new();
+    let now = now_ms();
+    for topic in response.responses {
+        for data in topic.partitions {
+            let key = (topic.topic_id, data.partition_index);
+            let Some(sent) = sent.get(&key) else { continue };
+            if let Err(error) = apply_partition(sent, data, now) {
+                failed.push((key, error));
+            }
+        }
+    }
+    failed
+}
+
+/// One partition's answer: records appended, a divergence truncated, an
+/// offset out of range resolved; Err with the error code otherwise.
+fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16> {
+    let partition = &sent.partition;
+    if partition.leader_epoch() != sent.leader_epoch || partition.is_led_here() {
+        // The partition changed hands while the fetch was out: its answer is stale.
+        return Ok(());
+    }
+    let storage_error = |e: &dyn std::fmt::Display| {
+        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "follower write failed");
+        ErrorCode::KAFKA_STORAGE_ERROR.code()
+    };
+    match data.error_code {
+        0 if data.diverging_epoch.epoch >= 0 && data.diverging_epoch.end_offset >= 0 => {
+            let (epoch, leader_end) = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
+            let (local, local_log_end) = partition.end_offset_for_epoch(epoch);
+            let offset = follower_truncation(leader_end, local, local_log_end);
+            tracing::info!(topic = %partition.topic, partition = partition.index, epoch, offset, "truncating a diverged follower");
+            partition.truncate_to(offset, now).map_err(|e| storage_error(&e))
+        }
+        0 => {
+            let fetched = FetchedFromLeader {
+                fetch_offset: sent.fetch_offset,
+                records: whole_batches(data.records.unwrap_or_default()),
+                leader_high_watermark: data.high_watermark,
+                leader_log_start: data.log_start_offset,
+            };
+            match partition.append_from_leader(&fetched, now) {
+                Ok(_) => Ok(()),
+                Err(AppendError::NotLeader) => Ok(()),
+                Err(e) => Err(storage_error(&e)),
+            }
+        }
+        code if code == ErrorCode::OFFSET_OUT_OF_RANGE.code() => {
+            let outcome = if data.log_start_offset > sent.fetch_offset {
+                partition.truncate_fully_and_start_at(data.log_start_offset, now)
+            } else {
+                // Past the leader's end: what it has not got is not committed.
+                partition.truncate_to(data.high_watermark.max(0), now)
+            };
+            outcome.map_err(|e| storage_error(&e))
+        }
+        code => Err(code),
+    }
+}
+
+/// The whole record batches at the front of `records`: a leader may cut
+/// its answer inside the last batch (Kafka's does), which is fetched again.
+fn whole_batches(records: Bytes) -> Bytes {
+    // A batch is its base offset (8 bytes) and length (4), then that many bytes.
+    const HEADER: usize = 12;
+    let mut end = 0;
+    while records.len() >= end + HEADER {
+        let length = i32::from_be_bytes(records[end + 8..end + 12].try_into().expect("four bytes"));
+        let Ok(length) = usize::try_from(length) else { break };
+        if records.len() < end + HEADER + length {
+            break;
+        }
+        end += HEADER + length;
+    }
+    records.slice(..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_cut_short_at_the_end_is_left_for_the_next_fetch() {
+        let batch = |length: i32| {
+            let mut b = vec![0u8; 8];
+            b.extend_from_slice(&length.to_be_bytes());
+            b.extend(std::iter::repeat_n(7u8, length as usize));
+            b
+        };
+        let mut records = batch(20);
+        records.extend(batch(5));
+        let whole = records.len();
+        records.extend(&batch(30)[..25]);
+        assert_eq!(whole_batches(Bytes::from(records.clone())).len(), whole);
+        assert_eq!(whole_batches(Bytes::from(records[..10].to_vec())).len(), 0);
+        assert_eq!(whole_batches(Bytes::new()).len(), 0);
+    }
+}

@@ -1,0 +1,262 @@
+//! Followers copying their leaders (Kafka's ReplicaFetcherManager and
+//! fetcher threads): one fetcher per leader broker, each a task that sends
+//! that broker Fetch requests as a replica (ReplicaState with this broker's
+//! id and epoch, each partition's last fetched epoch) and writes what comes
+//! back as the leader sent it. A diverging epoch in the answer (KIP-320)
+//! truncates the follower's log to where it agrees with the leader's; a
+//! fetch offset below the leader's log start starts the log afresh there.
+//!
+//! The set of fetchers follows the partitions' roles: the replica manager
+//! signals after every metadata change, and the supervisor moves each
+//! followed partition to its leader's fetcher. Each fetcher keeps a fetch
+//! session with its leader ([`session`]); [`apply`] writes the answers.
+
+mod apply;
+mod session;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use krabka_protocol::fetch_request::{FetchPartition, ReplicaState};
+use krabka_protocol::{ApiKey, ErrorCode, FetchRequest, FetchResponse, Uuid};
+use tokio::sync::Notify;
+
+use crate::broker::Broker;
+use crate::quorum::Channel;
+use crate::replica::Partition;
+use apply::{apply_response, Sent};
+use session::{FetchSession, Wanted};
+
+/// Fetch v17: topic ids, ReplicaState (v15), ReplicaDirectoryId; spoken by
+/// krabka and Kafka 4.x brokers alike.
+const FETCH_VERSION: i16 = 17;
+/// Kafka's isolation level for replicas (they read everything).
+const READ_UNCOMMITTED: i8 = 0;
+
+/// The partitions one fetcher follows, shared with its supervisor.
+#[derive(Default)]
+struct Followed {
+    partitions: Mutex<Vec<Arc<Partition>>>,
+    changed: Notify,
+}
+
+struct Fetcher {
+    followed: Arc<Followed>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Keeps one fetcher per leader this broker follows, until shutdown.
+pub async fn run_replica_fetchers(broker: Arc<Broker>) {
+    let mut fetchers: HashMap<i32, Fetcher> = HashMap::new();
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let mut by_leader: HashMap<i32, Vec<Arc<Partition>>> = HashMap::new();
+        for (leader, partition) in broker.replicas.followed_partitions() {
+            by_leader.entry(leader).or_default().push(partition);
+        }
+        fetchers.retain(|leader, fetcher| {
+            let keep = by_leader.contains_key(leader);
+            if !keep {
+                fetcher.task.abort();
+            }
+            keep
+        });
+        for (leader, partitions) in by_leader {
+            let fetcher = fetchers.entry(leader).or_insert_with(|| {
+                let followed = Arc::new(Followed::default());
+                let task = tokio::spawn(fetch_from(broker.clone(), leader, followed.clone()));
+                Fetcher { followed, task }
+            });
+            *fetcher.followed.partitions.lock().unwrap_or_else(|e| e.into_inner()) = partitions;
+            fetcher.followed.changed.notify_one();
+        }
+        tokio::select! {
+            () = broker.replicas.roles_changed() => {}
+            _ = shutdown.wait_for(|stop| *stop) => break,
+        }
+    }
+    for fetcher in fetchers.into_values() {
+        fetcher.task.abort();
+    }
+}
+
+/// Settings of the replica fetchers (Kafka's `replica.*` keys).
+struct FetchSettings {
+    wait_max_ms: i32,
+    min_bytes: i32,
+    response_max_bytes: i32,
+    partition_max_bytes: i32,
+    backoff: Duration,
+    socket_timeout: Duration,
+}
+
+impl FetchSettings {
+    fn of(broker: &Broker) -> Self {
+        let config = &broker.config;
+        let wait_max_ms = config.number("replica.fetch.wait.max.ms", 500).clamp(0, i64::from(i32::MAX)) as i32;
+        let socket_ms = config.number("replica.socket.timeout.ms", 30_000).max(i64::from(wait_max_ms) + 1_000);
+        FetchSettings {
+            wait_max_ms,
+            min_bytes: config.number("replica.fetch.min.bytes", 1).clamp(0, i64::from(i32::MAX)) as i32,
+            response_max_bytes: config
+                .number("replica.fetch.response.max.bytes", 10 << 20)
+                .clamp(0, i64::from(i32::MAX)) as i32,
+            partition_max_bytes: config.number("replica.fetch.max.bytes", 1 << 20).clamp(0, i64::from(i32::MAX)) as i32,
+            backoff: Duration::from_millis(config.number("replica.fetch.backoff.ms", 1_000).max(0) as u64),
+            socket_timeout: Duration::from_millis(socket_ms as u64),
+        }
+    }
+}
+
+/// One fetcher: fetches from `leader` for the partitions `followed` names.
+async fn fetch_from(broker: Arc<Broker>, leader: i32, followed: Arc<Followed>) {
+    let settings = FetchSettings::of(&broker);
+    let mut fetcher = LeaderFetcher {
+        broker,
+        leader,
+        settings,
+        channel: None,
+        delayed: HashMap::new(),
+        session: FetchSession::default(),
+    };
+    loop {
+        let now = Instant::now();
+        fetcher.delayed.retain(|_, until| *until > now);
+        let partitions: Vec<Arc<Partition>> = {
+            let all = followed.partitions.lock().unwrap_or_else(|e| e.into_inner());
+            all.iter().filter(|p| !fetcher.delayed.contains_key(&(p.topic_id, p.index))).cloned().collect()
+        };
+        let Some(broker_epoch) = fetcher.broker.membership.epoch() else {
+            tokio::time::sleep(fetcher.settings.backoff).await;
+            continue;
+        };
+        if partitions.is_empty() {
+            match fetcher.delayed.values().min().copied() {
+                Some(until) => tokio::time::sleep_until(until.into()).await,
+                None => followed.changed.notified().await,
+            }
+            continue;
+        }
+        if let Err(reason) = fetcher.fetch_once(&partitions, broker_epoch).await {
+            tracing::debug!(leader, %reason, "replica fetch failed");
+            tokio::time::sleep(fetcher.settings.backoff).await;
+        }
+    }
+}
+
+/// A fetcher's state: its connection to the leader, its fetch session, and
+/// the partitions left out after an error, until when.
+struct LeaderFetcher {
+    broker: Arc<Broker>,
+    leader: i32,
+    settings: FetchSettings,
+    channel: Option<Channel>,
+    delayed: HashMap<(Uuid, i32), Instant>,
+    session: FetchSession,
+}
+
+impl LeaderFetcher {
+    /// One fetch for `partitions` and its answer written; Err when the
+    /// exchange failed (the connection and the session are dropped).
+    async fn fetch_once(&mut self, partitions: &[Arc<Partition>], broker_epoch: i64) -> Result<(), String> {
+        if self.channel.is_none() {
+            self.session.reset();
+            self.channel = Some(connect(&self.broker, self.leader, self.settings.socket_timeout).await?);
+        }
+        let (request, sent) = self.request(partitions, broker_epoch);
+        let channel = self.channel.as_mut().ok_or("no connection")?;
+        let response = match channel.call::<FetchRequest, FetchResponse>(ApiKey::Fetch, FETCH_VERSION, &request).await {
+            Ok(response) => response,
+            Err(reason) => {
+                self.channel = None;
+                return Err(reason);
+            }
+        };
+        self.session.answered(response.error_code, response.session_id);
+        if response.error_code != ErrorCode::NONE.code() {
+            // A session the leader lost or refused: the next fetch is full.
+            return match response.error_code {
+                code if code == ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code()
+                    || code == ErrorCode::INVALID_FETCH_SESSION_EPOCH.code() =>
+                {
+                    Ok(())
+                }
+                code => Err(format!("the leader refused the fetch with error {code}")),
+            };
+        }
+        for (key, error) in apply_response(&sent, response) {
+            tracing::debug!(leader = self.leader, topic_id = %key.0, partition = key.1, error, "replica fetch error");
+            self.delayed.insert(key, Instant::now() + self.settings.backoff);
+        }
+        Ok(())
+    }
+
+    /// The Fetch for `partitions` (each from its log end, with the epoch
+    /// of its last batch, which the leader checks against its own history;
+    /// in a session only what changed), and what each one asked.
+    fn request(
+        &mut self,
+        partitions: &[Arc<Partition>],
+        broker_epoch: i64,
+    ) -> (FetchRequest, HashMap<(Uuid, i32), Sent>) {
+        let mut wanted = Vec::with_capacity(partitions.len());
+        let mut sent = HashMap::with_capacity(partitions.len());
+        for partition in partitions {
+            let leader_epoch = partition.leader_epoch();
+            let (fetch_offset, last_fetched_epoch) = partition.fetch_position();
+            let log_start_offset = partition.lock_log().log_start_offset();
+            wanted.push(Wanted {
+                topic: partition.topic.to_string(),
+                topic_id: partition.topic_id,
+                fetch: FetchPartition {
+                    partition: partition.index,
+                    current_leader_epoch: leader_epoch,
+                    fetch_offset,
+                    last_fetched_epoch,
+                    log_start_offset,
+                    partition_max_bytes: self.settings.partition_max_bytes,
+                    ..Default::default()
+                },
+            });
+            let key = (partition.topic_id, partition.index);
+            sent.insert(key, Sent { partition: partition.clone(), fetch_offset, leader_epoch });
+        }
+        let session = self.session.next_request(wanted);
+        let settings = &self.settings;
+        let request = FetchRequest {
+            // From v15 the replica names itself in ReplicaState only.
+            replica_id: if FETCH_VERSION >= 15 { -1 } else { self.broker.node_id },
+            replica_state: ReplicaState {
+                replica_id: self.broker.node_id,
+                replica_epoch: broker_epoch,
+                ..Default::default()
+            },
+            max_wait_ms: settings.wait_max_ms,
+            min_bytes: settings.min_bytes,
+            max_bytes: settings.response_max_bytes,
+            isolation_level: READ_UNCOMMITTED,
+            session_id: session.session_id,
+            session_epoch: session.session_epoch,
+            topics: session.topics,
+            forgotten_topics_data: session.forgotten,
+            ..Default::default()
+        };
+        (request, sent)
+    }
+}
+
+/// A connection to `leader`'s inter-broker listener, as the image lists it.
+async fn connect(broker: &Broker, leader: i32, timeout: Duration) -> Result<Channel, String> {
+    let image = broker.metadata.image();
+    let registration = image.brokers.get(&leader).ok_or("the leader is not registered")?;
+    let listener = &broker.config.inter_broker_listener_name;
+    let endpoint = registration
+        .end_points
+        .iter()
+        .find(|e| &e.name == listener)
+        .or_else(|| registration.end_points.first())
+        .ok_or("the leader registered no listener")?;
+    let client_id = format!("broker-{}-fetcher-{leader}", broker.node_id);
+    Channel::connect(&endpoint.host, endpoint.port, timeout, client_id).await
+}
