@@ -48,6 +48,16 @@ struct FetchPlan {
     /// A follower's fetch: its broker id and epoch. It reads past the high
     /// watermark to the log end, and its fetch offsets are its progress.
     replica: Option<(i32, i64)>,
+    /// A consumer that may read from followers (KIP-392, Fetch v11+), and
+    /// its rack when the leader is to point it at a replica in that rack.
+    consumer: Option<ConsumerPlacement>,
+}
+
+/// What KIP-392 knows of a consumer's fetch.
+struct ConsumerPlacement {
+    /// Its `client.rack`, when `replica.selector.class` is the rack-aware
+    /// selector (else None: the leader serves it).
+    rack: Option<String>,
 }
 
 /// One partition's answer: the response fields plus the records to send.
@@ -79,6 +89,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         wanted,
         started: ctx.started,
         replica: replica_of(&request, ctx.api_version),
+        consumer: consumer_placement(broker, &request, ctx.api_version),
     };
     if plan.replica.is_some() {
         plan.record_follower_progress();
@@ -122,7 +133,53 @@ fn replica_of(request: &FetchRequest, version: i16) -> Option<(i32, i64)> {
     (id >= 0).then_some((id, epoch))
 }
 
+/// Kafka's rack-aware selector (`replica.selector.class`), the one it ships.
+const RACK_AWARE_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+/// The first Fetch version with client metadata (rack id): from it a
+/// consumer may read from a follower (KIP-392).
+const FOLLOWER_FETCH_VERSION: i16 = 11;
+
+/// A consumer's fetch from v11: it may read from a follower, and is pointed
+/// at a replica in its rack when the rack-aware selector is configured.
+fn consumer_placement(broker: &Broker, request: &FetchRequest, version: i16) -> Option<ConsumerPlacement> {
+    if version < FOLLOWER_FETCH_VERSION || replica_of(request, version).is_some() {
+        return None;
+    }
+    let selector = broker.config.raw.get("replica.selector.class").map(|c| c.trim());
+    let rack = (selector == Some(RACK_AWARE_SELECTOR) && !request.rack_id.is_empty()).then(|| request.rack_id.clone());
+    Some(ConsumerPlacement { rack })
+}
+
 impl FetchPlan {
+    /// The partition this fetch reads `wanted` from: one led here, or for
+    /// a consumer that may read from followers (KIP-392) one hosted here.
+    fn partition(&self, wanted: &SessionPartition) -> Option<Arc<Partition>> {
+        if wanted.topic.is_empty() {
+            return None;
+        }
+        match self.consumer {
+            Some(_) => self.broker.replicas.hosted_partition(&wanted.topic, wanted.partition),
+            None => self.broker.replicas.partition(&wanted.topic, wanted.partition),
+        }
+    }
+
+    /// The replica a rack-aware consumer should read `partition` (led
+    /// here) from instead, as Kafka's RackAwareReplicaSelector picks it: a
+    /// replica in the consumer's rack that has the fetch offset and is
+    /// caught up, the most advanced one; none when the leader is in that
+    /// rack too.
+    fn preferred_read_replica(&self, partition: &Partition, fetch_offset: i64) -> Option<i32> {
+        let rack = self.consumer.as_ref()?.rack.as_deref()?;
+        let image = self.broker.metadata.image();
+        let in_rack = |id: i32| image.brokers.get(&id).and_then(|b| b.rack.as_deref()) == Some(rack);
+        if in_rack(self.broker.node_id) {
+            return None;
+        }
+        let lag_ms = self.broker.config.number("replica.lag.time.max.ms", 30_000);
+        let candidates = partition.caught_up_followers(fetch_offset, crate::clock::now_ms(), lag_ms);
+        candidates.into_iter().filter(|&(id, _)| in_rack(id)).max_by_key(|&(_, end)| end).map(|(id, _)| id)
+    }
+
     /// A follower's fetch offsets are its log end: each partition led here
     /// records it (the high watermark may move), and one that caught up is
     /// proposed back into the ISR. Once per request, not per re-read.
@@ -155,7 +212,7 @@ impl FetchPlan {
             if wanted.topic.is_empty() {
                 continue;
             }
-            let Some(partition) = self.broker.replicas.partition(&wanted.topic, wanted.partition) else { continue };
+            let Some(partition) = self.partition(wanted) else { continue };
             if watched.as_ref().is_none_or(|w| !Arc::ptr_eq(w, &partition)) {
                 partition.watch(waiter);
                 *watched = Some(partition);
@@ -180,12 +237,7 @@ impl FetchPlan {
                 records: Some(Bytes::new()),
                 ..Default::default()
             };
-            let partition = if wanted.topic.is_empty() {
-                None
-            } else {
-                self.broker.replicas.partition(&wanted.topic, wanted.partition)
-            };
-            let Some(partition) = partition else {
+            let Some(partition) = self.partition(wanted) else {
                 let not_led_here = self.broker.replicas.not_led_here(&wanted.topic, wanted.partition);
                 data.error_code = if not_led_here == ErrorCode::NOT_LEADER_OR_FOLLOWER.code() {
                     not_led_here
@@ -210,6 +262,14 @@ impl FetchPlan {
             data.high_watermark = high_watermark;
             data.last_stable_offset = last_stable;
             data.log_start_offset = log.log_start_offset();
+            if let Some(preferred) =
+                partition.is_led_here().then(|| self.preferred_read_replica(&partition, wanted.fetch_offset)).flatten()
+            {
+                // KIP-392: no records from here; the consumer goes there.
+                data.preferred_read_replica = preferred;
+                results.push(PartitionResult { topic_index, data, slice: None });
+                continue;
+            }
             if let Some(diverging) = diverging_epoch(&log, wanted) {
                 // The follower's log went another way: it truncates first.
                 data.diverging_epoch = diverging;

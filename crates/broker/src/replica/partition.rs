@@ -173,6 +173,17 @@ impl Partition {
         (replica_set.isr.len(), replica_set.replicas.len())
     }
 
+    /// The followers a consumer may be sent to read from `fetch_offset`
+    /// (KIP-392): they have it and were caught up within `lag_ms`; each
+    /// with its log end offset.
+    pub fn caught_up_followers(&self, fetch_offset: i64, now_ms: i64, lag_ms: i64) -> Vec<(i32, i64)> {
+        let replica_set = self.lock_replicas();
+        let followers = replica_set.followers.iter();
+        let caught_up =
+            followers.filter(|(_, f)| f.log_end_offset > fetch_offset && now_ms - f.last_caught_up_ms <= lag_ms);
+        caught_up.map(|(&id, f)| (id, f.log_end_offset)).collect()
+    }
+
     /// The ISR as the controller committed it, which min.insync.replicas
     /// is checked against before an acks=all append.
     pub fn committed_isr(&self) -> Vec<i32> {
