@@ -232,7 +232,7 @@ impl ReplicaManager {
                         tracing::error!(dir = %dir.display(), error = %e, "could not delete partition directory");
                     }
                     // Their next read finds the partition gone and answers.
-                    partition.watchers.wake_all();
+                    partition.stop_hosting();
                 }
                 tracing::info!(topic = %name, "topic deleted");
             }
@@ -246,21 +246,13 @@ impl ReplicaManager {
             let produce = ProducePolicy::of(&self.config, &topic.configs);
             let mut slots = existing.as_ref().map(|h| h.partitions.clone()).unwrap_or_default();
             slots.resize(topic.partitions.len(), None);
-            for (partition, image) in slots.iter().zip(&topic.partitions) {
-                let Some(partition) = partition else { continue };
-                let mut log = partition.lock_log();
-                if *log.config() != config {
-                    log.set_config(config.clone());
-                }
-                drop(log);
-                partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
-            }
+            let moved_off = self.refresh_hosted(&mut slots, topic, &config, now)?;
             let missing: Vec<i32> = (0..topic.partitions.len())
                 .filter(|&i| slots[i].is_none() && self.hosting.hosts(&topic.partitions[i]))
                 .map(|i| i as i32)
                 .collect();
-            let unchanged =
-                existing.as_ref().is_some_and(|h| h.partitions.len() == slots.len() && h.produce == produce);
+            let unchanged = !moved_off
+                && existing.as_ref().is_some_and(|h| h.partitions.len() == slots.len() && h.produce == produce);
             if missing.is_empty() && unchanged {
                 continue;
             }
@@ -278,6 +270,42 @@ impl ReplicaManager {
         drop(topics);
         self.roles_changed.notify_one();
         Ok(())
+    }
+
+    /// Brings the partitions of `topic` hosted here in line with the image:
+    /// configs and roles, and a replica the image no longer places here
+    /// (moved to other brokers) stopped and its log deleted, as Kafka's
+    /// broker deletes a replica removed from the assignment. True if one
+    /// was.
+    fn refresh_hosted(
+        &self,
+        slots: &mut [Option<Arc<Partition>>],
+        topic: &TopicImage,
+        config: &krabka_log::LogConfig,
+        now: i64,
+    ) -> Result<bool, LogError> {
+        let mut moved_off = false;
+        for (slot, image) in slots.iter_mut().zip(&topic.partitions) {
+            let Some(partition) = slot else { continue };
+            if !self.hosting.hosts(image) {
+                let dir = partition.lock_log().dir().to_path_buf();
+                if let Err(e) = self.log_manager.delete_partition_dir(&dir) {
+                    tracing::error!(dir = %dir.display(), error = %e, "could not delete a moved replica");
+                }
+                partition.stop_hosting();
+                tracing::info!(topic = %topic.name, partition = partition.index, "replica moved to other brokers: deleted");
+                *slot = None;
+                moved_off = true;
+                continue;
+            }
+            let mut log = partition.lock_log();
+            if log.config() != config {
+                log.set_config(config.clone());
+            }
+            drop(log);
+            partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
+        }
+        Ok(moved_off)
     }
 
     /// Opens partition logs, recovering them when needed, on up to
@@ -534,6 +562,43 @@ mod tests {
         assert_eq!(p0.leader_epoch(), 2);
         assert_eq!(p0.lock_log().leader_epochs().entries().last().map(|e| (e.epoch, e.start_offset)), Some((2, 1)));
         assert_eq!(replicas.all_partitions().len(), 1);
+    }
+
+    #[test]
+    fn a_follower_follows_its_leader_and_a_replica_moved_away_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut replicas = replica_manager(dir.path());
+        replicas.hosting = Hosting::ReplicasOf(1);
+        let placed = |leader: i32, epoch: i32, replicas: Vec<i32>| PartitionImage {
+            leader,
+            leader_epoch: epoch,
+            partition_epoch: epoch,
+            isr: replicas.clone(),
+            replicas,
+        };
+        let with = |p0: PartitionImage| {
+            let mut image = image(&["t"]);
+            let mut topic = (*image.topics["t"]).clone();
+            topic.partitions = vec![p0];
+            image.topics.insert("t".into(), Arc::new(topic));
+            image
+        };
+        replicas.sync_with_image(&with(placed(2, 0, vec![2, 1]))).unwrap();
+        let followed = replicas.followed_partitions();
+        assert_eq!(followed.iter().map(|(leader, p)| (*leader, p.index)).collect::<Vec<_>>(), vec![(2, 0)]);
+        assert!(replicas.partition("t", 0).is_none(), "a follower does not lead");
+        // Leading it, with 2 following: the high watermark waits for 2.
+        replicas.sync_with_image(&with(placed(1, 1, vec![2, 1]))).unwrap();
+        let p0 = replicas.partition("t", 0).unwrap();
+        p0.append(&one_record(), now_ms()).unwrap();
+        assert_eq!(p0.high_watermark(), 0, "not replicated yet");
+        assert_eq!(p0.in_sync_replicas(), vec![2, 1]);
+        let log_dir = p0.lock_log().dir().to_path_buf();
+        // Moved to broker 3 alone: stopped, its log deleted.
+        replicas.sync_with_image(&with(placed(3, 2, vec![3]))).unwrap();
+        assert!(replicas.hosted_partition("t", 0).is_none());
+        assert!(!p0.is_led_here());
+        assert!(!log_dir.exists(), "{} is deleted", log_dir.display());
     }
 
     /// As a metadata subscriber it acts on the delta: what the delta names

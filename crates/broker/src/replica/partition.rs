@@ -150,6 +150,17 @@ impl Partition {
         Ok(())
     }
 
+    /// This broker stops hosting the partition (deleted, or moved to other
+    /// brokers): it leads and follows nothing, and the requests parked on
+    /// it are woken to find it gone.
+    pub(super) fn stop_hosting(&self) {
+        let log = self.lock_log();
+        self.led_here.store(false, Ordering::Release);
+        self.leader_id.store(-1, Ordering::Release);
+        drop(log);
+        self.watchers.wake_all();
+    }
+
     /// Moves the high watermark to what the in-sync replicas allow; true if
     /// it moved. Caller holds the log and replica locks.
     fn advance_high_watermark(&self, log: &PartitionLog, replica_set: &ReplicaSet) -> bool {
