@@ -245,6 +245,17 @@ impl Broker {
         }
     }
 
+    /// The replicas of `partition` on brokers that are not live (not
+    /// registered, or fenced), as Metadata's OfflineReplicas lists them;
+    /// none on a node that is its quorum's only voter.
+    pub fn offline_replicas(&self, image: &MetadataImage, partition: &crate::metadata::PartitionImage) -> Vec<i32> {
+        if self.metadata.quorum().is_none() {
+            return Vec::new();
+        }
+        let live = |id: &i32| image.brokers.get(id).is_some_and(|b| !b.fenced);
+        partition.replicas.iter().copied().filter(|id| !live(id)).collect()
+    }
+
     /// The broker coordinating `group_id` (Kafka's group coordinator is
     /// the leader of the group's `__consumer_offsets` partition): this one
     /// on a node that is its quorum's only voter; None while that partition

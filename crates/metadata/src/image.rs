@@ -8,14 +8,30 @@ use krabka_protocol::{RegisterBrokerRecord, RegisterControllerRecord, Uuid};
 
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PartitionImage {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
+    /// Eligible Leader Replicas (KIP-966): out of the ISR, yet known to
+    /// hold everything committed, so electable.
+    pub elr: Vec<i32>,
+    /// The ELR members last seen before the ELR emptied (KIP-966).
+    pub last_known_elr: Vec<i32>,
+    /// Kafka's LeaderRecoveryState: 0 recovered, 1 recovering (after an
+    /// unclean election).
+    pub leader_recovery_state: i8,
+    /// A reassignment's replicas being added and removed.
+    pub adding_replicas: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
+    /// Each replica's log directory (KIP-858), as the record names them.
+    pub directories: Vec<Uuid>,
 }
+
+/// A PartitionChangeRecord's LeaderRecoveryState that changes nothing.
+const RECOVERY_STATE_UNCHANGED: i8 = -1;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TopicImage {
@@ -62,6 +78,35 @@ pub struct MetadataImage {
     pub offset: i64,
 }
 
+/// A PartitionChangeRecord's fields onto `partition`, as Kafka's
+/// PartitionRegistration.merge: a field that is absent changes nothing;
+/// the leader -2 means unchanged, any other leader starts a new leader
+/// epoch; every change is a new partition epoch.
+fn apply_partition_change(partition: &mut PartitionImage, r: &krabka_protocol::PartitionChangeRecord) {
+    if r.leader != -2 {
+        partition.leader = r.leader;
+        partition.leader_epoch += 1;
+    }
+    let set = |field: &mut Vec<i32>, value: &Option<Vec<i32>>| {
+        if let Some(value) = value {
+            field.clone_from(value);
+        }
+    };
+    set(&mut partition.isr, &r.isr);
+    set(&mut partition.replicas, &r.replicas);
+    set(&mut partition.adding_replicas, &r.adding_replicas);
+    set(&mut partition.removing_replicas, &r.removing_replicas);
+    set(&mut partition.elr, &r.eligible_leader_replicas);
+    set(&mut partition.last_known_elr, &r.last_known_elr);
+    if let Some(directories) = &r.directories {
+        partition.directories.clone_from(directories);
+    }
+    if r.leader_recovery_state != RECOVERY_STATE_UNCHANGED {
+        partition.leader_recovery_state = r.leader_recovery_state;
+    }
+    partition.partition_epoch += 1;
+}
+
 impl MetadataImage {
     pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
         self.topics.get(name)
@@ -99,6 +144,12 @@ impl MetadataImage {
                     partition_epoch: r.partition_epoch,
                     replicas: r.replicas.clone(),
                     isr: r.isr.clone(),
+                    elr: r.eligible_leader_replicas.clone().unwrap_or_default(),
+                    last_known_elr: r.last_known_elr.clone().unwrap_or_default(),
+                    leader_recovery_state: r.leader_recovery_state,
+                    adding_replicas: r.adding_replicas.clone(),
+                    removing_replicas: r.removing_replicas.clone(),
+                    directories: r.directories.clone(),
                 };
                 if index < topic.partitions.len() {
                     topic.partitions[index] = partition;
@@ -114,18 +165,7 @@ impl MetadataImage {
                 else {
                     return Err(format!("change of unknown partition {} of {}", r.partition_id, topic.name));
                 };
-                // Leader -2 means "unchanged", as in KRaft.
-                if r.leader != -2 {
-                    partition.leader = r.leader;
-                    partition.leader_epoch += 1;
-                }
-                if let Some(isr) = &r.isr {
-                    partition.isr = isr.clone();
-                }
-                if let Some(replicas) = &r.replicas {
-                    partition.replicas = replicas.clone();
-                }
-                partition.partition_epoch += 1;
+                apply_partition_change(partition, r);
             }
             MetadataRecord::Config(r) => {
                 let configs = match r.resource_type {

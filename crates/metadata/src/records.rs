@@ -77,8 +77,24 @@ impl MetadataRecord {
 fn version_of(record: &MetadataRecord) -> (u32, i16) {
     match record {
         MetadataRecord::Topic(_) => (record_type::TOPIC, 0),
-        MetadataRecord::Partition(_) => (record_type::PARTITION, 0),
-        MetadataRecord::PartitionChange(_) => (record_type::PARTITION_CHANGE, 0),
+        // The oldest version that carries what the record holds: v1 adds
+        // log directories (KIP-858), v2 Eligible Leader Replicas (KIP-966).
+        MetadataRecord::Partition(r) => {
+            let version = if r.eligible_leader_replicas.is_some() || r.last_known_elr.is_some() {
+                2
+            } else {
+                i16::from(!r.directories.is_empty())
+            };
+            (record_type::PARTITION, version)
+        }
+        MetadataRecord::PartitionChange(r) => {
+            let version = if r.eligible_leader_replicas.is_some() || r.last_known_elr.is_some() {
+                2
+            } else {
+                i16::from(r.directories.is_some())
+            };
+            (record_type::PARTITION_CHANGE, version)
+        }
         MetadataRecord::Config(_) => (record_type::CONFIG, 0),
         MetadataRecord::ProducerIds(_) => (record_type::PRODUCER_IDS, 0),
         MetadataRecord::RemoveTopic(_) => (record_type::REMOVE_TOPIC, 0),

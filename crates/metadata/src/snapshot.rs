@@ -81,9 +81,16 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
                 topic_id: topic.id,
                 replicas: partition.replicas.clone(),
                 isr: partition.isr.clone(),
+                removing_replicas: partition.removing_replicas.clone(),
+                adding_replicas: partition.adding_replicas.clone(),
                 leader: partition.leader,
+                leader_recovery_state: partition.leader_recovery_state,
                 leader_epoch: partition.leader_epoch,
                 partition_epoch: partition.partition_epoch,
+                directories: partition.directories.clone(),
+                // Written when there are any, as Kafka's PartitionRecord does.
+                eligible_leader_replicas: (!partition.elr.is_empty()).then(|| partition.elr.clone()),
+                last_known_elr: (!partition.last_known_elr.is_empty()).then(|| partition.last_known_elr.clone()),
                 ..Default::default()
             }));
         }
@@ -204,6 +211,53 @@ mod tests {
         assert_eq!(loaded.topics["t"].configs["retention.ms"], "5");
         assert_eq!(loaded.next_producer_id_block, 3000);
         assert_eq!(loaded.features["metadata.version"], 30);
+    }
+
+    #[test]
+    fn replication_state_survives_changes_and_a_snapshot() {
+        let mut image = image();
+        let id = image.topics["t"].id;
+        let dirs = vec![Uuid([7; 16]), Uuid([8; 16]), Uuid([9; 16])];
+        let record = PartitionRecord {
+            partition_id: 3,
+            topic_id: id,
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2, 3],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            directories: dirs.clone(),
+            ..Default::default()
+        };
+        image.apply(&MetadataRecord::Partition(record)).unwrap();
+        // 3 leaves the ISR into the ELR; 2 takes the lead; a reassignment starts.
+        let change = krabka_protocol::PartitionChangeRecord {
+            partition_id: 3,
+            topic_id: id,
+            leader: 2,
+            isr: Some(vec![1, 2]),
+            eligible_leader_replicas: Some(vec![3]),
+            last_known_elr: Some(vec![3]),
+            adding_replicas: Some(vec![4]),
+            leader_recovery_state: -1,
+            ..Default::default()
+        };
+        image.apply(&MetadataRecord::PartitionChange(change)).unwrap();
+        let expected = crate::image::PartitionImage {
+            leader: 2,
+            leader_epoch: 1,
+            partition_epoch: 1,
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2],
+            elr: vec![3],
+            last_known_elr: vec![3],
+            adding_replicas: vec![4],
+            directories: dirs,
+            ..Default::default()
+        };
+        assert_eq!(image.topics["t"].partitions[3], expected);
+        let loaded = decode(encode(&image, 1).unwrap()).unwrap();
+        assert_eq!(loaded.topics["t"].partitions[3], expected, "the snapshot writes it all back");
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
 
 fn describe(
     topic: &TopicImage,
-    _image: &MetadataImage,
+    image: &MetadataImage,
     ctx: &RequestContext<'_>,
     operations: bool,
 ) -> MetadataResponseTopic {
@@ -141,7 +141,7 @@ fn describe(
                 leader_epoch: p.leader_epoch,
                 replica_nodes: p.replicas.clone(),
                 isr_nodes: p.isr.clone(),
-                offline_replicas: Vec::new(),
+                offline_replicas: ctx.broker.offline_replicas(image, p),
                 ..Default::default()
             })
             .collect(),

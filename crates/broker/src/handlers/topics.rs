@@ -328,8 +328,9 @@ pub fn describe_topic_partitions(
                 leader_epoch: p.leader_epoch,
                 replica_nodes: p.replicas.clone(),
                 isr_nodes: p.isr.clone(),
-                eligible_leader_replicas: Some(Vec::new()),
-                last_known_elr: Some(Vec::new()),
+                offline_replicas: broker.offline_replicas(&image, p),
+                eligible_leader_replicas: Some(p.elr.clone()),
+                last_known_elr: Some(p.last_known_elr.clone()),
                 ..Default::default()
             });
         }

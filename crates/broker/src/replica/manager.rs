@@ -470,8 +470,7 @@ mod tests {
     fn image(topics: &[&str]) -> MetadataImage {
         let mut image = MetadataImage::default();
         for name in topics {
-            let partition =
-                PartitionImage { leader: 1, leader_epoch: 0, partition_epoch: 0, replicas: vec![1], isr: vec![1] };
+            let partition = PartitionImage { leader: 1, replicas: vec![1], isr: vec![1], ..Default::default() };
             let topic = TopicImage {
                 name: name.to_string(),
                 id: Uuid([name.as_bytes()[0]; 16]),
@@ -538,6 +537,7 @@ mod tests {
             partition_epoch: epoch,
             replicas: vec![replica],
             isr: vec![replica],
+            ..Default::default()
         };
         let with = |p0: PartitionImage| {
             let mut image = image(&["t"]);
@@ -575,6 +575,7 @@ mod tests {
             partition_epoch: epoch,
             isr: replicas.clone(),
             replicas,
+            ..Default::default()
         };
         let with = |p0: PartitionImage| {
             let mut image = image(&["t"]);
