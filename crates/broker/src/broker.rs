@@ -132,12 +132,9 @@ impl Broker {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "storage loaded"
         );
-        let groups = GroupCoordinator::new(
-            group_config(&config),
-            image
-                .topic(OFFSETS_TOPIC)
-                .map_or(config.offsets_topic_num_partitions.max(1) as usize, |t| t.partitions.len()),
-        );
+        // Sized by the offsets topic when the groups load (after catch-up
+        // in a shared quorum), by this default when it does not exist yet.
+        let groups = GroupCoordinator::new(group_config(&config), config.offsets_topic_num_partitions.max(1) as usize);
         let fetch_sessions = FetchSessionCache::new(config.max_incremental_fetch_session_cache_slots);
         let membership = crate::membership::Membership::new(config.node_id);
         let broker = Arc::new(Broker {
@@ -180,9 +177,10 @@ impl Broker {
     }
 
     fn load_groups(&self, started: Instant) -> anyhow::Result<()> {
+        let partitions = self.metadata.image().topic(OFFSETS_TOPIC).map(|t| t.partitions.len());
         let records = self
             .groups
-            .load(&self.offsets_log, coordinator_time())
+            .load(&self.offsets_log, partitions, coordinator_time())
             .map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
         tracing::info!(records, elapsed_ms = started.elapsed().as_millis() as u64, "groups loaded");
         Ok(())

@@ -18,7 +18,7 @@ pub mod records;
 
 use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, OnceLock};
 
 use bytes::Bytes;
 use krabka_metadata::MetadataImage;
@@ -110,7 +110,13 @@ impl Shard {
 
 pub struct GroupCoordinator {
     config: GroupConfig,
-    shards: Shards<Shard>,
+    /// One shard per `__consumer_offsets` partition, sized when the groups
+    /// are loaded (by the topic's partition count, once the metadata has
+    /// caught up, as Kafka sizes its coordinator) or first used.
+    shards: OnceLock<Shards<Shard>>,
+    /// The count to size by when the topic does not exist:
+    /// `offsets.topic.num.partitions`.
+    default_partitions: usize,
 }
 
 /// One partition of an OffsetCommit: (topic, partition, offset, leader epoch, metadata).
@@ -137,10 +143,14 @@ fn replay_record(index: usize, shard: &mut Shard, offset: i64, key: Bytes, value
 }
 
 impl GroupCoordinator {
-    /// `partitions` is the offsets topic's partition count (from the image
-    /// when it exists, else `offsets.topic.num.partitions`).
+    /// `partitions` is `offsets.topic.num.partitions`, the count to size
+    /// by when the topic does not exist at load.
     pub fn new(config: GroupConfig, partitions: usize) -> Self {
-        GroupCoordinator { config, shards: Shards::new(partitions) }
+        GroupCoordinator { config, shards: OnceLock::new(), default_partitions: partitions }
+    }
+
+    fn shards(&self) -> &Shards<Shard> {
+        self.shards.get_or_init(|| Shards::new(self.default_partitions))
     }
 
     pub fn config(&self) -> &GroupConfig {
@@ -148,18 +158,28 @@ impl GroupCoordinator {
     }
 
     pub fn partition_for(&self, group_id: &str) -> usize {
-        self.shards.index_of(group_id)
+        self.shards().index_of(group_id)
     }
 
     fn shard(&self, group_id: &str) -> (usize, MutexGuard<'_, Shard>) {
         let index = self.partition_for(group_id);
-        (index, self.shards.lock(index))
+        (index, self.shards().lock(index))
     }
 
-    /// Replays `__consumer_offsets` into memory (on start). Returns the
-    /// number of records read.
-    pub fn load(&self, log: &dyn CoordinatorLog, now: Time) -> Result<usize, String> {
-        self.shards.load(log, |index, shard, offset, key, value| replay_record(index, shard, offset, key, value, now))
+    /// Replays `__consumer_offsets` into memory (on start), its shards
+    /// sized by `partitions`, the topic's partition count when it exists.
+    /// Returns the number of records read.
+    pub fn load(&self, log: &dyn CoordinatorLog, partitions: Option<usize>, now: Time) -> Result<usize, String> {
+        let count = partitions.unwrap_or(self.default_partitions).max(1);
+        let shards = self.shards.get_or_init(|| Shards::new(count));
+        if shards.len() != count {
+            tracing::warn!(
+                shards = shards.len(),
+                partitions = count,
+                "group coordinator sized before the offsets topic was known"
+            );
+        }
+        self.shards().load(log, |index, shard, offset, key, value| replay_record(index, shard, offset, key, value, now))
     }
 
     /// Whether this node coordinates the groups of partition `index` (it
@@ -171,7 +191,7 @@ impl GroupCoordinator {
         let now = host.now;
         let replay =
             |index, shard: &mut Shard, offset, key, value| replay_record(index, shard, offset, key, value, now);
-        match self.shards.load_if_led_anew(index, host.log, replay) {
+        match self.shards().load_if_led_anew(index, host.log, replay) {
             Ok(led) => led,
             Err(error) => {
                 tracing::error!(partition = index, %error, "could not load a coordinator partition");
@@ -357,11 +377,11 @@ impl GroupCoordinator {
 
     /// Clock work for every group: sessions, rebalance deadlines.
     pub fn tick(&self, host: &GroupHost<'_>) {
-        for index in 0..self.shards.len() {
+        for index in 0..self.shards().len() {
             if !self.follow_leadership(host, index) {
                 continue;
             }
-            let mut shard = self.shards.lock(index);
+            let mut shard = self.shards().lock(index);
             for entry in shard.groups.values_mut() {
                 if entry.group.tick(&self.config.classic, host.now) {
                     self.persist_group(host, index, &entry.group);
@@ -376,11 +396,11 @@ impl GroupCoordinator {
     /// Removes offsets `offsets.retention.minutes` after their group became
     /// empty (KIP-211), and groups with nothing left.
     pub fn expire_offsets(&self, host: &GroupHost<'_>) {
-        for index in 0..self.shards.len() {
+        for index in 0..self.shards().len() {
             if !self.follow_leadership(host, index) {
                 continue;
             }
-            let mut shard = self.shards.lock(index);
+            let mut shard = self.shards().lock(index);
             let expired = self.expired_offsets(&shard, host.now.wall_ms);
             if expired.is_empty() {
                 continue;
@@ -615,8 +635,8 @@ impl GroupCoordinator {
     /// (group id, protocol type, state name, group type) of every group.
     pub fn list_groups(&self) -> Vec<(String, String, String, &'static str)> {
         let mut out = Vec::new();
-        for index in 0..self.shards.len() {
-            let shard = self.shards.lock(index);
+        for index in 0..self.shards().len() {
+            let shard = self.shards().lock(index);
             for (id, entry) in &shard.groups {
                 match &entry.consumer {
                     Some(consumer) if entry.is_consumer_group() => {

@@ -28,7 +28,7 @@ fn coordinator() -> GroupCoordinator {
 /// for an empty log), which it leads.
 fn loaded(log: &MemoryLog) -> GroupCoordinator {
     let groups = coordinator();
-    groups.load(log, Time::new(0, 0)).unwrap();
+    groups.load(log, None, Time::new(0, 0)).unwrap();
     groups
 }
 
@@ -97,7 +97,7 @@ fn a_silent_member_expires_on_the_fake_clock_and_the_empty_group_is_persisted() 
 
     // A restart replays the log into the same state.
     let reloaded = coordinator();
-    assert_eq!(reloaded.load(&log, start.plus_ms(30_000)), Ok(2));
+    assert_eq!(reloaded.load(&log, None, start.plus_ms(30_000)), Ok(2));
     assert_eq!(reloaded.describe_group("g").unwrap().state, "Empty");
     assert_eq!(reloaded.list_groups(), vec![("g".into(), "consumer".into(), "Empty".into(), "classic")]);
 }
@@ -110,7 +110,7 @@ fn a_restored_member_must_heartbeat_within_its_session_from_the_load() {
     // The broker restarts an hour later; its monotonic clock starts afresh.
     let restart = Time::new(start.wall_ms + 3_600_000, 0);
     let groups = coordinator();
-    groups.load(&log, restart).unwrap();
+    groups.load(&log, None, restart).unwrap();
     groups.tick(&host(&log, restart.plus_ms(i64::from(SESSION_MS) - 1)));
     assert_eq!(groups.heartbeat("g", &member, 1, restart.plus_ms(i64::from(SESSION_MS) - 1)), 0);
     groups.tick(&host(&log, restart.plus_ms(2 * i64::from(SESSION_MS))));
@@ -157,7 +157,7 @@ fn offsets_of_an_empty_group_expire_after_the_retention_on_the_fake_clock() {
 
     // The log says the same: commit, then the offset's and the group's tombstones.
     let reloaded = coordinator();
-    assert_eq!(reloaded.load(&log, start.plus_ms(70_000)), Ok(3));
+    assert_eq!(reloaded.load(&log, None, start.plus_ms(70_000)), Ok(3));
     assert!(reloaded.describe_group("g").is_none());
 }
 
@@ -170,7 +170,7 @@ fn a_coordinator_that_comes_to_lead_a_partition_replays_what_its_leader_wrote_me
     let (a, b) = (coordinator(), coordinator());
     let shard = a.partition_for("g");
     log.set_leader_epoch(shard, None);
-    b.load(&log, now).unwrap();
+    b.load(&log, None, now).unwrap();
     log.set_leader_epoch(shard, Some(0));
     let member = stable_group(&a, &log, now);
     assert!(b.describe_group("g").is_none(), "B has not read it");
