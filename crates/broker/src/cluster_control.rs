@@ -10,13 +10,15 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use krabka_controller::alter_partition::plan_alter_partition;
 use krabka_controller::brokers::{plan_broker_heartbeat, plan_register_broker, BrokerSessions, HeartbeatOutcome};
 use krabka_controller::controllers::plan_register_controller;
 use krabka_controller::producer_ids::plan_allocate_producer_ids_for;
 use krabka_controller::ApiError;
 use krabka_metadata::MetadataImage;
 use krabka_protocol::{
-    AllocateProducerIdsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerRegistrationRequest,
+    AllocateProducerIdsRequest, AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest,
+    BrokerRegistrationRequest, ControllerRegistrationRequest,
 };
 
 use crate::broker::Broker;
@@ -88,6 +90,17 @@ impl ClusterControl {
             })
             .await?;
         Ok(outcome)
+    }
+
+    /// AlterPartition: a leader's ISR changes, committed where accepted;
+    /// each partition's answer.
+    pub async fn alter_partition(
+        &self,
+        request: &AlterPartitionRequest,
+        version: i16,
+    ) -> Result<AlterPartitionResponse, ApiError> {
+        let (_, response) = self.broker.metadata.control(|image| plan_alter_partition(image, request, version)).await?;
+        Ok(response)
     }
 
     /// ControllerRegistration: the controller's listeners and features,

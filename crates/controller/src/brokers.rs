@@ -11,19 +11,20 @@ use std::collections::BTreeMap;
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::register_broker_record::{BrokerEndpoint, BrokerFeature};
 use krabka_protocol::{
-    BrokerHeartbeatRequest, BrokerRegistrationChangeRecord, BrokerRegistrationRequest, ErrorCode,
-    PartitionChangeRecord, RegisterBrokerRecord,
+    BrokerHeartbeatRequest, BrokerRegistrationChangeRecord, BrokerRegistrationRequest, ErrorCode, RegisterBrokerRecord,
 };
 
+use crate::elections::{leader_and_isr_updates, leads_any, Touched};
 use crate::error::ApiError;
 use crate::features::check_registration_features;
+use crate::partition_change::NO_LEADER;
 use krabka_metadata::features::METADATA_VERSION;
 
 /// Kafka's BrokerRegistrationFencingChange values.
 const FENCE: i8 = 1;
 const UNFENCE: i8 = -1;
-/// A partition's leader when none is eligible (Kafka's `NO_LEADER`).
-const NO_LEADER: i32 = -1;
+/// Kafka's BrokerRegistrationInControlledShutdownChange.IN_CONTROLLED_SHUTDOWN.
+const IN_CONTROLLED_SHUTDOWN: i8 = 1;
 
 /// When each broker was last heard of (registered or heartbeat), on the
 /// active controller (Kafka's BrokerHeartbeatManager): a broker not heard
@@ -65,12 +66,11 @@ impl BrokerSessions {
 }
 
 /// The records moving `broker`'s fencing by `fenced` (FENCE or UNFENCE),
-/// with the leadership that follows, as Kafka's controller elects without
-/// Eligible Leader Replicas: a fenced broker leads nothing (its partitions
-/// with no other in-sync replica go leaderless, -1, and keep it in their
-/// ISR), and an unfenced one takes back the leaderless partitions whose ISR
-/// names it. Every replica is on one broker for now, so there is no other
-/// replica to elect.
+/// with the leadership that follows (`elections`): a fenced broker leaves
+/// every ISR (the last member stays without Eligible Leader Replicas) and
+/// its partitions elect another in-sync leader, or none; an unfenced one
+/// may take the partitions left without a leader. As Kafka orders them:
+/// the partitions before a fencing, after an unfencing.
 fn fencing_change(image: &MetadataImage, broker: &RegisterBrokerRecord, fenced: i8) -> Vec<MetadataRecord> {
     let id = broker.broker_id;
     let change = MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
@@ -79,22 +79,31 @@ fn fencing_change(image: &MetadataImage, broker: &RegisterBrokerRecord, fenced: 
         fenced,
         ..Default::default()
     });
-    let (from, to) = if fenced == FENCE { (id, NO_LEADER) } else { (NO_LEADER, id) };
-    let mut records = vec![change];
-    let mut topics: Vec<_> = image.topics.values().collect();
-    topics.sort_by(|a, b| a.name.cmp(&b.name));
-    for topic in topics {
-        for (index, partition) in topic.partitions.iter().enumerate() {
-            if partition.leader == from && partition.isr.contains(&id) {
-                records.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
-                    topic_id: topic.id,
-                    partition_id: index as i32,
-                    leader: to,
-                    ..Default::default()
-                }));
-            }
-        }
+    if fenced == FENCE {
+        let mut records = leader_and_isr_updates(image, id, NO_LEADER, Touched::InIsrOf(id));
+        records.push(change);
+        records
+    } else {
+        let mut records = vec![change];
+        records.extend(leader_and_isr_updates(image, NO_LEADER, id, Touched::Leaderless));
+        records
     }
+}
+
+/// Kafka's controlled shutdown, first step: the broker is marked in
+/// controlled shutdown, leaves every ISR and leads nothing more.
+fn controlled_shutdown_change(image: &MetadataImage, broker: &RegisterBrokerRecord) -> Vec<MetadataRecord> {
+    let id = broker.broker_id;
+    let mut records = Vec::new();
+    if !broker.in_controlled_shutdown {
+        records.push(MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
+            broker_id: id,
+            broker_epoch: broker.broker_epoch,
+            in_controlled_shutdown: IN_CONTROLLED_SHUTDOWN,
+            ..Default::default()
+        }));
+    }
+    records.extend(leader_and_isr_updates(image, id, NO_LEADER, Touched::InIsrOf(id)));
     records
 }
 
@@ -161,7 +170,16 @@ pub fn plan_register_broker(
         log_dirs: request.log_dirs.clone(),
         ..Default::default()
     };
-    Ok((vec![MetadataRecord::RegisterBroker(record)], broker_epoch))
+    // A broker registering again while the image still shows it unfenced
+    // (its session ran out, not yet fenced) leaves its ISRs and
+    // leadership as a fenced one does: the new incarnation starts fenced.
+    let was_active = image.brokers.get(&request.broker_id).is_some_and(|b| !b.fenced);
+    let mut records = vec![MetadataRecord::RegisterBroker(record)];
+    if was_active {
+        let id = request.broker_id;
+        records.extend(leader_and_isr_updates(image, id, NO_LEADER, Touched::InIsrOf(id)));
+    }
+    Ok((records, broker_epoch))
 }
 
 /// What a heartbeat is answered with.
@@ -212,29 +230,68 @@ pub fn check_broker_epoch(
 }
 
 /// BrokerHeartbeat from a registered broker of the epoch it was given
-/// (else STALE_BROKER_EPOCH): it is caught up once it has read the log to
-/// its registration; a caught-up broker that does not ask to be fenced is
-/// unfenced, one that asks to be fenced or to shut down is fenced.
+/// (else STALE_BROKER_EPOCH), as Kafka's heartbeat manager moves its
+/// state: it is caught up once it has read the log to its registration; a
+/// fenced broker caught up and not asking to be fenced is unfenced; one
+/// asking to be fenced is fenced. One asking to shut down is first put in
+/// controlled shutdown while it leads anything (its leadership moves to
+/// other in-sync replicas), then, leading nothing, fenced and told to
+/// shut down.
 pub fn plan_broker_heartbeat(
     image: &MetadataImage,
     request: &BrokerHeartbeatRequest,
 ) -> Result<(Vec<MetadataRecord>, HeartbeatOutcome), ApiError> {
     let broker = check_broker_epoch(image, request.broker_id, request.broker_epoch)?;
     let is_caught_up = request.current_metadata_offset >= broker.broker_epoch;
-    let fence = request.want_fence || request.want_shut_down;
-    let change = match (broker.fenced, fence) {
-        (false, true) => Some(FENCE),
-        (true, false) if is_caught_up => Some(UNFENCE),
-        _ => None,
+    let next = next_state(image, broker, request, is_caught_up);
+    let records = match next {
+        BrokerState::Unfenced if broker.fenced => fencing_change(image, broker, UNFENCE),
+        BrokerState::Fenced | BrokerState::ShutDownNow if !broker.fenced => fencing_change(image, broker, FENCE),
+        BrokerState::ControlledShutdown => controlled_shutdown_change(image, broker),
+        _ => Vec::new(),
     };
-    let is_fenced = match change {
-        Some(change) => change == FENCE,
-        None => broker.fenced,
+    let outcome = HeartbeatOutcome {
+        is_caught_up,
+        is_fenced: matches!(next, BrokerState::Fenced | BrokerState::ShutDownNow),
+        should_shut_down: next == BrokerState::ShutDownNow,
     };
-    let records = change.map(|fenced| fencing_change(image, broker, fenced)).unwrap_or_default();
-    // Nothing leads on a broker but what it hosts alone: it may stop at once.
-    let outcome = HeartbeatOutcome { is_caught_up, is_fenced, should_shut_down: request.want_shut_down };
     Ok((records, outcome))
+}
+
+/// A broker's state as Kafka's heartbeat manager names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BrokerState {
+    Fenced,
+    Unfenced,
+    ControlledShutdown,
+    ShutDownNow,
+}
+
+fn next_state(
+    image: &MetadataImage,
+    broker: &RegisterBrokerRecord,
+    request: &BrokerHeartbeatRequest,
+    is_caught_up: bool,
+) -> BrokerState {
+    let leads = || leads_any(image, broker.broker_id);
+    if broker.fenced {
+        return match (request.want_shut_down, request.want_fence || !is_caught_up) {
+            (true, _) => BrokerState::ShutDownNow,
+            (false, true) => BrokerState::Fenced,
+            (false, false) => BrokerState::Unfenced,
+        };
+    }
+    if broker.in_controlled_shutdown || request.want_shut_down {
+        return match (request.want_fence, leads()) {
+            (true, _) | (false, false) => BrokerState::ShutDownNow,
+            (false, true) => BrokerState::ControlledShutdown,
+        };
+    }
+    if request.want_fence {
+        BrokerState::Fenced
+    } else {
+        BrokerState::Unfenced
+    }
 }
 
 #[cfg(test)]

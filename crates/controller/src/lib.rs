@@ -27,15 +27,18 @@
 //! `configs`, `producer_ids`, `brokers`, `controllers` -> `placement`, `features`,
 //! `budget` -> `error` -> `limits`.
 
+pub mod alter_partition;
 pub mod brokers;
 pub mod budget;
 pub mod configs;
 pub mod controller;
 pub mod controllers;
 pub mod delete_topics;
+pub mod elections;
 pub mod error;
 pub mod features;
 pub mod limits;
+pub mod partition_change;
 pub mod partitions;
 pub mod placement;
 pub mod producer_ids;

@@ -75,16 +75,18 @@ pub fn plan_create_partitions(
 }
 
 /// Where the partitions `topic` adds to its `current` ones go: its manual
-/// assignments (as many as it adds, one replica each, as the partitions it
-/// has), or the placer's choice.
+/// assignments (as many as it adds, with as many replicas as the
+/// partitions it has), or the placer's choice at the topic's replication
+/// factor (its first partition's replica count, as Kafka takes it).
 fn new_partitions(
     image: &MetadataImage,
     placer: &mut Placer,
     topic: &CreatePartitionsTopic,
     current: i32,
 ) -> Result<Vec<PartitionAssignment>, ApiError> {
+    let factor = image.topic(&topic.name).and_then(|t| t.partitions.first()).map_or(1, |p| p.replicas.len());
     let Some(assignments) = &topic.assignments else {
-        return (current..topic.count).map(|_| placer.place(1)).collect();
+        return (current..topic.count).map(|_| placer.place(factor as i16)).collect();
     };
     if assignments.len() as i32 != topic.count - current {
         return Err(ApiError::new(
@@ -97,7 +99,7 @@ fn new_partitions(
         ));
     }
     let numbered = assignments.iter().zip(current..);
-    numbered.map(|(a, index)| placer.assign(image, index, &a.broker_ids, Some(1))).collect()
+    numbered.map(|(a, index)| placer.assign(image, index, &a.broker_ids, Some(factor))).collect()
 }
 
 /// One topic of a CreatePartitions: its id and current partition count, if

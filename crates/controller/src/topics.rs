@@ -64,6 +64,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// A topic to create, validated.
+#[derive(Clone, Debug)]
 pub struct NewTopic {
     pub name: String,
     pub partitions: i32,
@@ -71,6 +72,9 @@ pub struct NewTopic {
     /// A manual assignment's brokers of each partition, in order; empty
     /// when the controller places them.
     pub assignments: Vec<Vec<i32>>,
+    /// Replicas per partition the controller places (a manual
+    /// assignment's own count otherwise).
+    pub replication_factor: i16,
 }
 
 impl NewTopic {
@@ -89,10 +93,11 @@ pub fn topic_records(
     topic: &NewTopic,
 ) -> Result<Vec<MetadataRecord>, ApiError> {
     let mut assignments = Vec::with_capacity(topic.partitions.max(0) as usize);
+    let manual_factor = topic.assignments.first().map(Vec::len);
     for index in 0..topic.partitions {
         let assignment = match topic.assignments.get(index as usize) {
-            Some(brokers) => placer.assign(image, index, brokers, None)?,
-            None => placer.place(1)?,
+            Some(brokers) => placer.assign(image, index, brokers, manual_factor)?,
+            None => placer.place(topic.replication_factor)?,
         };
         assignments.push(assignment);
     }
@@ -113,9 +118,9 @@ pub fn topic_records(
     Ok(records)
 }
 
-/// Validates the replication factor: positive, and 1, since krabka does
-/// not replicate partitions yet.
-pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiError> {
+/// The replication factor asked for (-1 for `default`), if positive; the
+/// brokers that can take it are the placer's to check.
+pub fn check_replication_factor(requested: i16, default: i16) -> Result<i16, ApiError> {
     let factor = if requested == -1 { default } else { requested };
     if factor <= 0 {
         return Err(ApiError::new(
@@ -123,17 +128,7 @@ pub fn check_replication_factor(requested: i16, default: i16) -> Result<(), ApiE
             "Replication factor must be larger than 0, or -1 to use the default value.",
         ));
     }
-    if factor > 1 {
-        return Err(not_replicated(factor as usize));
-    }
-    Ok(())
-}
-
-fn not_replicated(factor: usize) -> ApiError {
-    ApiError::new(
-        ErrorCode::INVALID_REPLICATION_FACTOR.code(),
-        format!("Unable to replicate the partition {factor} time(s): krabka does not replicate partitions yet."),
-    )
+    Ok(factor)
 }
 
 /// The defaults a CreateTopics request falls back on, and who takes the
@@ -172,8 +167,9 @@ pub fn validate_new_topics(
 fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Result<NewTopic, ApiError> {
     validate_topic_name(&topic.name)?;
     let mut assignments = Vec::new();
+    let replication_factor;
     let partitions = if topic.assignments.is_empty() {
-        check_replication_factor(topic.replication_factor, defaults.replication_factor)?;
+        replication_factor = check_replication_factor(topic.replication_factor, defaults.replication_factor)?;
         match topic.num_partitions {
             -1 => defaults.num_partitions,
             n if n <= 0 => {
@@ -186,6 +182,7 @@ fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Resul
         }
     } else {
         assignments = check_assignments(topic)?;
+        replication_factor = assignments.first().map_or(0, |a| a.len() as i16);
         assignments.len() as i32
     };
     let mut configs = BTreeMap::new();
@@ -199,11 +196,11 @@ fn validate_new_topic(topic: &CreatableTopic, defaults: &TopicDefaults) -> Resul
         configs.insert(entry.name.clone(), value.clone());
     }
     validate_topic_configs(&configs).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
-    Ok(NewTopic { name: topic.name.clone(), partitions, configs, assignments })
+    Ok(NewTopic { name: topic.name.clone(), partitions, configs, assignments, replication_factor })
 }
 
-/// Manual assignments, one replica each (krabka does not replicate yet);
-/// the brokers are checked against the image when placed. As Kafka, the
+/// Manual assignments; the brokers (and an equal replica count in every
+/// partition) are checked against the image when placed. As Kafka, the
 /// partitions may come in any order but once each, and must number 0 to
 /// n-1. Returns each partition's brokers, by partition.
 fn check_assignments(topic: &CreatableTopic) -> Result<Vec<Vec<i32>>, ApiError> {
@@ -221,9 +218,6 @@ fn check_assignments(topic: &CreatableTopic) -> Result<Vec<Vec<i32>>, ApiError> 
                 ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(),
                 format!("Found multiple manual partition assignments for partition {index}"),
             ));
-        }
-        if assignment.broker_ids.len() > 1 {
-            return Err(not_replicated(assignment.broker_ids.len()));
         }
         by_partition.insert(index, assignment.broker_ids.clone());
     }
@@ -308,12 +302,14 @@ pub fn plan_internal_topic(
     if image.topic(&topic.name).is_some() {
         return Ok((Vec::new(), ()));
     }
-    if placement == Placement::RegisteredBrokers {
-        check_replication_factor(replication_factor, replication_factor)?;
-    }
+    let replication_factor = match placement {
+        Placement::RegisteredBrokers => check_replication_factor(replication_factor, replication_factor)?,
+        Placement::OnlyNode(_) => 1,
+    };
+    let topic = NewTopic { replication_factor, ..topic.clone() };
     RecordBudget::default().take(topic.record_count())?;
-    tracing::info!(topic = %topic.name, partitions = topic.partitions, "creating internal topic");
-    Ok((topic_records(image, &mut Placer::new(image, placement), topic)?, ()))
+    tracing::info!(topic = %topic.name, partitions = topic.partitions, replication_factor, "creating internal topic");
+    Ok((topic_records(image, &mut Placer::new(image, placement), &topic)?, ()))
 }
 
 /// The records auto-creating the topics of `names` that `image` lacks (a
@@ -323,6 +319,7 @@ pub fn plan_auto_create_topics(
     image: &MetadataImage,
     names: &[String],
     num_partitions: i32,
+    replication_factor: i16,
     placement: Placement,
 ) -> Result<(Vec<MetadataRecord>, ()), ApiError> {
     let names: BTreeSet<&String> = names.iter().filter(|n| image.topic(n).is_none()).collect();
@@ -335,6 +332,7 @@ pub fn plan_auto_create_topics(
             partitions: num_partitions,
             configs: BTreeMap::new(),
             assignments: Vec::new(),
+            replication_factor,
         };
         budget.take(topic.record_count())?;
         records.extend(topic_records(image, &mut placer, &topic)?);

@@ -139,8 +139,13 @@ fn the_commit_backstop_refuses_an_oversized_batch() {
 
 #[test]
 fn topic_records_builds_what_it_is_given_the_callers_budget_it() {
-    let topic =
-        NewTopic { name: "big".into(), partitions: 20_000, configs: Default::default(), assignments: Vec::new() };
+    let topic = NewTopic {
+        name: "big".into(),
+        partitions: 20_000,
+        configs: Default::default(),
+        assignments: Vec::new(),
+        replication_factor: 1,
+    };
     let image = krabka_metadata::MetadataImage::default();
     let mut placer = Placer::new(&image, Placement::OnlyNode(NODE));
     assert_eq!(topic_records(&image, &mut placer, &topic).unwrap().len(), topic.record_count());

@@ -82,6 +82,13 @@ pub struct MetadataImage {
 /// PartitionRegistration.merge: a field that is absent changes nothing;
 /// the leader -2 means unchanged, any other leader starts a new leader
 /// epoch; every change is a new partition epoch.
+impl PartitionImage {
+    /// This partition after `change` (Kafka's PartitionRegistration.merge).
+    pub fn merge(&mut self, change: &krabka_protocol::PartitionChangeRecord) {
+        apply_partition_change(self, change);
+    }
+}
+
 fn apply_partition_change(partition: &mut PartitionImage, r: &krabka_protocol::PartitionChangeRecord) {
     if r.leader != -2 {
         partition.leader = r.leader;

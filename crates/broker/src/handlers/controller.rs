@@ -1,6 +1,6 @@
 //! The controller's own APIs, served on the controller listener to brokers
 //! (their own and other nodes'): BrokerRegistration, BrokerHeartbeat,
-//! AllocateProducerIds and ControllerRegistration, translated to and from
+//! AlterPartition, AllocateProducerIds and ControllerRegistration, translated to and from
 //! the cluster control's calls (NOT_CONTROLLER on a node that does not
 //! lead); DescribeCluster, which lists the registered controllers to
 //! clients bootstrapping from the controllers (KIP-919); and Envelope: a
@@ -19,10 +19,10 @@ use krabka_controller::controllers::CONTROLLER_REGISTRATION_LEVEL;
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
 use krabka_protocol::{
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, ControllerRegistrationRequest,
-    ControllerRegistrationResponse, DescribeClusterRequest, DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse,
-    ErrorCode, RequestBody, ResponseBody,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse,
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    ControllerRegistrationRequest, ControllerRegistrationResponse, DescribeClusterRequest, DescribeClusterResponse,
+    EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody, ResponseBody,
 };
 
 use super::{api_versions, forwarded};
@@ -44,6 +44,9 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                 }
                 RequestBody::BrokerHeartbeat(r) => {
                     Some(ResponseBody::BrokerHeartbeat(Box::new(heartbeat(&control, &r).await)))
+                }
+                RequestBody::AlterPartition(r) => {
+                    Some(ResponseBody::AlterPartition(Box::new(alter_partition(&control, &r, version).await)))
                 }
                 RequestBody::AllocateProducerIds(r) => {
                     Some(ResponseBody::AllocateProducerIds(Box::new(allocate_producer_ids(&control, &r).await)))
@@ -155,6 +158,17 @@ async fn heartbeat(control: &ClusterControl, request: &BrokerHeartbeatRequest) -
             BrokerHeartbeatResponse { is_caught_up, is_fenced, should_shut_down, ..Default::default() }
         }
         Err(e) => BrokerHeartbeatResponse { error_code: e.code, is_fenced: true, ..Default::default() },
+    }
+}
+
+async fn alter_partition(
+    control: &ClusterControl,
+    request: &AlterPartitionRequest,
+    version: i16,
+) -> AlterPartitionResponse {
+    match control.alter_partition(request, version).await {
+        Ok(response) => response,
+        Err(e) => AlterPartitionResponse { error_code: e.code, ..Default::default() },
     }
 }
 

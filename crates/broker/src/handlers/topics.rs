@@ -79,7 +79,7 @@ fn created_topic(ctx: &RequestContext<'_>, image: &MetadataImage, topic: &NewTop
         name: topic.name.clone(),
         topic_id: image.topic(&topic.name).map_or(Uuid::ZERO, |t| t.id),
         num_partitions: topic.partitions,
-        replication_factor: 1,
+        replication_factor: topic.replication_factor,
         configs,
         ..Default::default()
     }
@@ -110,9 +110,9 @@ pub async fn ensure_internal_topic(
         return Ok(());
     }
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let topic = NewTopic { name: name.to_string(), partitions, configs, assignments: Vec::new() };
-    let placement = broker.metadata.placement(broker.node_id);
     let replication_factor = broker.config.offsets_topic_replication_factor;
+    let topic = NewTopic { name: name.to_string(), partitions, configs, assignments: Vec::new(), replication_factor };
+    let placement = broker.metadata.placement(broker.node_id);
     let commit =
         broker.metadata.control(|image| plan_internal_topic(image, &topic, placement, replication_factor)).await;
     if commit.is_err() && broker.metadata.defers_to_another_controller() {
@@ -150,8 +150,12 @@ pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> AutoC
         return AutoCreation::NotCreated;
     }
     let placement = broker.metadata.placement(broker.node_id);
-    let commit =
-        broker.metadata.control(|image| plan_auto_create_topics(image, names, config.num_partitions, placement)).await;
+    let commit = broker
+        .metadata
+        .control(|image| {
+            plan_auto_create_topics(image, names, config.num_partitions, config.default_replication_factor, placement)
+        })
+        .await;
     match commit {
         Ok((image, ())) => AutoCreation::Committed(image.image),
         Err(_) if broker.metadata.defers_to_another_controller() => {
@@ -166,6 +170,7 @@ pub async fn auto_create_topics(broker: &Arc<Broker>, names: &[String]) -> AutoC
                         partitions: broker.config.num_partitions,
                         configs: BTreeMap::new(),
                         assignments: Vec::new(),
+                        replication_factor: broker.config.default_replication_factor,
                     })
                     .collect();
                 let rf = broker.config.default_replication_factor;

@@ -24,7 +24,7 @@ use crate::wire::{api_versions_response, encode_frame, served_range, FORWARDED_A
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// What answers the controller's own APIs (BrokerRegistration,
-/// BrokerHeartbeat, AllocateProducerIds, Envelope, ControllerRegistration,
+/// BrokerHeartbeat, AlterPartition, AllocateProducerIds, Envelope, ControllerRegistration,
 /// DescribeCluster) and the forwardable
 /// client APIs a broker may send it directly (`FORWARDED_APIS`): the broker's, which knows the metadata store. None
 /// for a request it does not answer.
@@ -32,9 +32,10 @@ pub type ControllerHandler =
     Arc<dyn Fn(RequestBody, i16) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
 
 /// The APIs handed to the `ControllerHandler`.
-const CONTROLLER_APIS: [ApiKey; 6] = [
+const CONTROLLER_APIS: [ApiKey; 7] = [
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
+    ApiKey::AlterPartition,
     ApiKey::AllocateProducerIds,
     ApiKey::Envelope,
     ApiKey::ControllerRegistration,

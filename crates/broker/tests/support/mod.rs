@@ -633,12 +633,18 @@ pub fn kafka_cli(tool: &str, args: &[&str]) -> (bool, String) {
 /// 50 bytes to `topic` through `bootstrap`, as an idempotent producer with
 /// acks=all: whether it sent them all, and what it printed.
 pub fn idempotent_perf_producer(bootstrap: &str, topic: &str, records: usize) -> (bool, String) {
+    idempotent_perf_producer_with(bootstrap, topic, records, &[])
+}
+
+/// As `idempotent_perf_producer`, with more producer properties.
+pub fn idempotent_perf_producer_with(bootstrap: &str, topic: &str, records: usize, props: &[&str]) -> (bool, String) {
     let (servers, count) = (format!("bootstrap.servers={bootstrap}"), records.to_string());
     let (ok, printed) = kafka_cli(
         "kafka-producer-perf-test",
         &["--topic", topic, "--num-records", &count, "--record-size", "50", "--throughput", "-1"]
             .into_iter()
             .chain(["--producer-props", &servers, "enable.idempotence=true", "acks=all"])
+            .chain(props.iter().copied())
             .collect::<Vec<_>>(),
     );
     (ok && printed.contains(&format!("{records} records sent")), printed)

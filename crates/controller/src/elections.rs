@@ -1,0 +1,116 @@
+//! Leadership that follows a broker's state, as Kafka's controller moves
+//! it (`generateLeaderAndIsrUpdates`): a broker fenced or shutting down
+//! leaves every ISR it is in (the last member stays when Eligible Leader
+//! Replicas are off) and its partitions elect another leader from the ISR;
+//! a broker unfenced may take the partitions left without a leader. Which
+//! brokers may lead, a topic's `min.insync.replicas` and
+//! `unclean.leader.election.enable`, and whether ELR is on are read from
+//! the image.
+
+use krabka_metadata::{MetadataImage, MetadataRecord, PartitionImage, TopicImage};
+use krabka_protocol::Uuid;
+
+use crate::partition_change::{Election, PartitionChangeBuilder, NO_LEADER, UNASSIGNED_DIRECTORY};
+
+/// Registered, unfenced and not in controlled shutdown: may lead and join an ISR.
+pub fn is_active(image: &MetadataImage, broker_id: i32) -> bool {
+    image.brokers.get(&broker_id).is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+}
+
+/// A topic config's effective value: the topic's own, else the cluster's
+/// dynamic default.
+pub fn topic_config<'a>(image: &'a MetadataImage, topic: &'a TopicImage, key: &str) -> Option<&'a str> {
+    topic.configs.get(key).or_else(|| image.broker_configs.get(key)).map(|v| v.trim())
+}
+
+/// KIP-966 is on once `eligible.leader.replicas.version` is finalized at 1.
+pub fn elr_enabled(image: &MetadataImage) -> bool {
+    image.features.get("eligible.leader.replicas.version").is_some_and(|&level| level >= 1)
+}
+
+/// The election a topic's partitions hold: unclean where it allows it.
+pub fn topic_election(image: &MetadataImage, topic: &TopicImage) -> Election {
+    match topic_config(image, topic, "unclean.leader.election.enable") {
+        Some(v) if v.eq_ignore_ascii_case("true") => Election::Unclean,
+        _ => Election::Online,
+    }
+}
+
+/// The topic's effective `min.insync.replicas` (1 if unset).
+pub fn topic_min_isr(image: &MetadataImage, topic: &TopicImage) -> usize {
+    topic_config(image, topic, "min.insync.replicas").and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
+/// A broker's directory for a replica placed on it anew: its only log
+/// directory, or unassigned when it has several (it names one later).
+pub fn default_directory(image: &MetadataImage, broker_id: i32) -> Uuid {
+    match image.brokers.get(&broker_id).map(|b| b.log_dirs.as_slice()) {
+        Some([only]) => *only,
+        _ => UNASSIGNED_DIRECTORY,
+    }
+}
+
+/// A builder for one partition of `topic`, with the topic's election, its
+/// ELR settings and the image's directories.
+pub fn change_builder<'a, F: Fn(i32) -> bool>(
+    image: &'a MetadataImage,
+    topic: &'a TopicImage,
+    index: i32,
+    partition: &'a PartitionImage,
+    acceptable_leader: F,
+    directory: &'a dyn Fn(i32) -> Uuid,
+) -> PartitionChangeBuilder<'a, F> {
+    PartitionChangeBuilder::new(partition, topic.id, index, acceptable_leader)
+        .election(topic_election(image, topic))
+        .eligible_leader_replicas(elr_enabled(image), topic_min_isr(image, topic))
+        .default_directory(directory)
+}
+
+/// Which partitions a broker's change touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touched {
+    /// Those whose ISR names the broker (it is being fenced or shut down).
+    InIsrOf(i32),
+    /// Those without a leader (a broker is being unfenced).
+    Leaderless,
+}
+
+/// The partition changes that follow `removed` leaving (fenced or in
+/// controlled shutdown) or `added` coming back (unfenced; NO_LEADER for
+/// neither): `removed` leaves the ISRs and may not lead, `added` may lead
+/// although the image still shows it fenced. Topics by name, partitions by
+/// index, so a plan is a pure function of the image.
+pub fn leader_and_isr_updates(
+    image: &MetadataImage,
+    removed: i32,
+    added: i32,
+    touched: Touched,
+) -> Vec<MetadataRecord> {
+    let acceptable = |r: i32| r != removed && (r == added || is_active(image, r));
+    let directory = |r: i32| default_directory(image, r);
+    let mut topics: Vec<&TopicImage> = image.topics.values().map(|t| t.as_ref()).collect();
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut records = Vec::new();
+    for topic in topics {
+        for (index, partition) in topic.partitions.iter().enumerate() {
+            let hit = match touched {
+                Touched::InIsrOf(id) => partition.isr.contains(&id),
+                Touched::Leaderless => partition.leader == NO_LEADER,
+            };
+            if !hit {
+                continue;
+            }
+            let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != removed).collect();
+            let builder = change_builder(image, topic, index as i32, partition, acceptable, &directory);
+            if let Some(change) = builder.target_isr(isr).build() {
+                records.push(MetadataRecord::PartitionChange(change));
+            }
+        }
+    }
+    records
+}
+
+/// Whether `broker_id` leads any partition in `image`.
+pub fn leads_any(image: &MetadataImage, broker_id: i32) -> bool {
+    image.topics.values().any(|t| t.partitions.iter().any(|p| p.leader == broker_id))
+}
