@@ -238,7 +238,7 @@ fn check_describe_quorum(nodes: &[BrokerProcess], controller: usize) {
 #[test]
 fn three_combined_nodes_commit_metadata_through_the_quorum_and_fail_over() {
     // A short session (Kafka's default is 9 s) with heartbeats well within it.
-    // One replica of `__consumer_offsets`: krabka does not replicate yet.
+    // One replica of `__consumer_offsets`, as the partitions here.
     let config =
         ["broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500", "offsets.topic.replication.factor=1"];
     let mut nodes = BrokerProcess::start_cluster(3, &config);

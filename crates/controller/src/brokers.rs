@@ -431,6 +431,43 @@ mod tests {
     }
 
     #[test]
+    fn a_controlled_shutdown_moves_leadership_then_fences_and_lets_the_broker_go() {
+        use krabka_protocol::{PartitionRecord, TopicRecord};
+        let mut image = MetadataImage::default();
+        let topic = TopicRecord { name: "t".into(), topic_id: Uuid([7; 16]), ..Default::default() };
+        let other = RegisterBrokerRecord { broker_id: 3, broker_epoch: 1, fenced: false, ..Default::default() };
+        apply(&mut image, &[MetadataRecord::Topic(topic), MetadataRecord::RegisterBroker(other)]);
+        let sessions = BrokerSessions::new(9_000);
+        let (records, epoch) = plan_register_broker(&image, &registration(1), "cluster", &sessions, 0).unwrap();
+        apply(&mut image, &records);
+        let (records, _) = plan_broker_heartbeat(&image, &heartbeat(epoch, epoch, false)).unwrap();
+        apply(&mut image, &records);
+        let partition = PartitionRecord {
+            topic_id: Uuid([7; 16]),
+            partition_id: 0,
+            replicas: vec![2, 3],
+            isr: vec![2, 3],
+            leader: 2,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            ..Default::default()
+        };
+        apply(&mut image, &[MetadataRecord::Partition(partition)]);
+        let mut leaving = heartbeat(epoch, image.offset, false);
+        leaving.want_shut_down = true;
+        let (records, outcome) = plan_broker_heartbeat(&image, &leaving).unwrap();
+        assert!(!outcome.should_shut_down && !outcome.is_fenced, "it still leads: controlled shutdown first");
+        apply(&mut image, &records);
+        let p = &image.topics["t"].partitions[0];
+        assert_eq!((p.leader, p.isr.clone(), p.leader_epoch), (3, vec![3], 1));
+        assert!(image.brokers[&2].in_controlled_shutdown);
+        let (records, outcome) = plan_broker_heartbeat(&image, &leaving).unwrap();
+        assert!(outcome.should_shut_down && outcome.is_fenced, "leading nothing, it may go");
+        apply(&mut image, &records);
+        assert!(image.brokers[&2].fenced);
+    }
+
+    #[test]
     fn a_session_keeps_the_id_and_its_expiry_fences_the_broker() {
         let mut image = MetadataImage { offset: 9, ..Default::default() };
         let mut sessions = BrokerSessions::new(9_000);

@@ -100,10 +100,12 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::RemoveTopic(_) => (record_type::REMOVE_TOPIC, 0),
         MetadataRecord::FeatureLevel(_) => (record_type::FEATURE_LEVEL, 0),
         // v3 (with log directories) is what Kafka 4.3.1 writes at its
-        // default metadata.version; v0 of the change record is enough for
-        // fencing.
+        // default metadata.version; the change record at v0 for fencing,
+        // v1 when it carries the controlled shutdown (as Kafka writes them).
         MetadataRecord::RegisterBroker(_) => (record_type::REGISTER_BROKER, 3),
-        MetadataRecord::BrokerRegistrationChange(_) => (record_type::BROKER_REGISTRATION_CHANGE, 0),
+        MetadataRecord::BrokerRegistrationChange(r) => {
+            (record_type::BROKER_REGISTRATION_CHANGE, if r.in_controlled_shutdown != 0 { 1 } else { 0 })
+        }
         MetadataRecord::RegisterController(_) => (record_type::REGISTER_CONTROLLER, 0),
         MetadataRecord::UnregisterBroker(_) => (record_type::UNREGISTER_BROKER, 0),
         MetadataRecord::Other { record_type, version, .. } => (*record_type, *version as i16),

@@ -45,9 +45,12 @@ pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -
                         low_watermark: -1,
                         ..Default::default()
                     };
-                    let Some(partition) = broker.replicas.partition(&topic.name, p.partition_index) else {
-                        out.error_code = broker.replicas.not_led_here(&topic.name, p.partition_index);
-                        return out;
+                    let partition = match broker.replicas.leader_partition(&topic.name, p.partition_index, -1) {
+                        Ok(partition) => partition,
+                        Err(code) => {
+                            out.error_code = code;
+                            return out;
+                        }
                     };
                     let high_watermark = partition.high_watermark();
                     let offset = if p.offset == HIGH_WATERMARK { high_watermark } else { p.offset };
@@ -231,9 +234,12 @@ pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRe
                 .iter()
                 .map(|&index| {
                     let mut out = PartitionResponse { partition_index: index, ..Default::default() };
-                    let Some(partition) = broker.replicas.partition(&topic.name, index) else {
-                        out.error_code = broker.replicas.not_led_here(&topic.name, index);
-                        return out;
+                    let partition = match broker.replicas.leader_partition(&topic.name, index, -1) {
+                        Ok(partition) => partition,
+                        Err(code) => {
+                            out.error_code = code;
+                            return out;
+                        }
                     };
                     let log = partition.lock_log();
                     let mut producers: Vec<ProducerState> = log

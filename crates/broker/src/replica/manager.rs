@@ -167,10 +167,14 @@ impl ReplicaManager {
 
     /// The partition a leader-only request names, checked against the
     /// client's `current_leader_epoch`: [`not_led_here`](Self::not_led_here)'s
-    /// error, or the epoch error of [`Partition::check_leader_epoch`].
+    /// error, the epoch error of [`Partition::check_leader_epoch`], or, on a
+    /// follower, NOT_LEADER_OR_FOLLOWER (Kafka checks in that order).
     pub fn leader_partition(&self, topic: &str, index: i32, current_leader_epoch: i32) -> Result<Arc<Partition>, i16> {
         let partition = self.partition(topic, index).ok_or_else(|| self.not_led_here(topic, index))?;
         partition.check_leader_epoch(current_leader_epoch)?;
+        if !partition.is_led_here() {
+            return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+        }
         Ok(partition)
     }
 

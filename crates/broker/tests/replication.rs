@@ -1,0 +1,285 @@
+//! Replicated partitions through broker failures, in a production layout:
+//! three controller-only krabka nodes and three broker-only krabka nodes,
+//! each on a host of its own (a network namespace, `support::netns`). A
+//! topic of three partitions, three replicas each, `min.insync.replicas=2`.
+//!
+//! - Kafka 4.3.1's VerifiableProducer (idempotent, acks=all) writes while
+//!   the leader of partition 0 is killed with SIGKILL: another in-sync
+//!   replica takes over, the killed broker leaves the ISR, and every record
+//!   the producer saw acknowledged is read back at the partition and offset
+//!   it was acknowledged at, none twice, offsets in order (the checker
+//!   below).
+//! - The killed broker restarts, catches up and rejoins the ISR; every
+//!   replica's segments then hold the same bytes.
+//! - A broker stopped with SIGTERM goes through controlled shutdown: its
+//!   leadership moves to other replicas before it exits.
+//! - With one broker gone and another frozen (SIGSTOP) past its session,
+//!   the ISR is one replica: acks=all producers get NOT_ENOUGH_REPLICAS.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
+use support::netns::TestNetwork;
+use support::{repo_root, BrokerProcess, RawClient};
+
+const TOPIC: &str = "replicated";
+/// Broker sessions shorter than Kafka's 9 s default, so fencing is quick.
+const CONFIG: [&str; 4] = [
+    "broker.session.timeout.ms=3000",
+    "broker.heartbeat.interval.ms=500",
+    "replica.lag.time.max.ms=4000",
+    "offsets.topic.replication.factor=2",
+];
+const PATIENCE: Duration = Duration::from_secs(90);
+/// From a leader's kill to its partitions led elsewhere: the session
+/// timeout, a fencing commit, the metadata reaching the brokers; wide for
+/// this shared 2-core machine.
+const FAILOVER_BOUND: Duration = Duration::from_secs(20);
+
+/// Each partition's (leader, replicas, ISR) as the broker at `bootstrap` lists them.
+fn partitions(bootstrap: &str) -> Vec<(i32, Vec<i32>, Vec<i32>)> {
+    let Ok(stream) = std::net::TcpStream::connect(bootstrap) else { return Vec::new() };
+    let request = MetadataRequest { topics: None, ..Default::default() };
+    let answer: MetadataResponse = RawClient::from_stream(stream).request(ApiKey::Metadata, 12, &request);
+    let Some(topic) = answer.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)) else { return Vec::new() };
+    let mut listed: Vec<_> = topic
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, (p.leader_id, p.replica_nodes.clone(), p.isr_nodes.clone())))
+        .collect();
+    listed.sort();
+    listed.into_iter().map(|(_, state)| state).collect()
+}
+
+/// A record the producer saw acknowledged, or the consumer read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Placed {
+    partition: i32,
+    offset: i64,
+    value: String,
+}
+
+/// The value of `"name":` in one JSON line of VerifiableProducer's (flat
+/// objects of numbers, strings and nulls).
+fn json_field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let rest = &line[start..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    Some(rest[..end].trim_matches('"'))
+}
+
+/// Kafka's VerifiableProducer, started in the background: idempotent,
+/// acks=all, `count` records at `rate` per second, each value its number.
+fn start_verifiable_producer(bootstrap: &str, count: usize, rate: usize, dir: &std::path::Path) -> std::process::Child {
+    let config = dir.join("producer.properties");
+    let mut file = std::fs::File::create(&config).unwrap();
+    // Round robin: every partition gets records (sticky batches might skip one).
+    let partitioner = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner";
+    writeln!(file, "enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=120000\n{partitioner}").unwrap();
+    Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
+        .args(["org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap, "--topic", TOPIC])
+        .args(["--max-messages", &count.to_string(), "--throughput", &rate.to_string(), "--acks", "-1"])
+        .args(["--producer.config", config.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start VerifiableProducer")
+}
+
+/// The records a VerifiableProducer's output says were acknowledged.
+fn acknowledged(output: &str) -> Vec<Placed> {
+    output
+        .lines()
+        .filter(|line| json_field(line, "name") == Some("producer_send_success"))
+        .map(|line| Placed {
+            partition: json_field(line, "partition").and_then(|v| v.parse().ok()).expect("partition"),
+            offset: json_field(line, "offset").and_then(|v| v.parse().ok()).expect("offset"),
+            value: json_field(line, "value").expect("value").to_string(),
+        })
+        .collect()
+}
+
+/// Every record of the topic, read back with Kafka's console consumer
+/// from the beginning (`expected` of them, the sum of the log ends).
+fn read_back(bootstrap: &str, expected: usize) -> Vec<Placed> {
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from-beginning", "--timeout-ms", "30000"]
+            .into_iter()
+            .chain(["--max-messages", &expected.to_string()])
+            .chain(["--property", "print.partition=true", "--property", "print.offset=true"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    printed
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let field = |prefix: &str| fields.iter().find_map(|f| f.strip_prefix(prefix)).map(str::to_string);
+            Some(Placed {
+                partition: field("Partition:")?.parse().ok()?,
+                offset: field("Offset:")?.parse().ok()?,
+                value: fields.last()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The checker: every acknowledged record where it was acknowledged, no
+/// value twice (idempotence), offsets rising within each partition.
+fn check(acked: &[Placed], read: &[Placed]) {
+    let at: BTreeMap<(i32, i64), &str> = read.iter().map(|r| ((r.partition, r.offset), r.value.as_str())).collect();
+    let summary = |records: &[Placed]| {
+        let mut ranges: BTreeMap<i32, (usize, i64, i64)> = BTreeMap::new();
+        for r in records {
+            let e = ranges.entry(r.partition).or_insert((0, i64::MAX, -1));
+            *e = (e.0 + 1, e.1.min(r.offset), e.2.max(r.offset));
+        }
+        ranges
+    };
+    eprintln!("acknowledged (count, first, last) by partition: {:?}", summary(acked));
+    eprintln!("read back (count, first, last) by partition: {:?}", summary(read));
+    let lost: Vec<&Placed> =
+        acked.iter().filter(|a| at.get(&(a.partition, a.offset)) != Some(&a.value.as_str())).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged records lost or moved, first {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    let mut values = BTreeSet::new();
+    let duplicates: Vec<&Placed> = read.iter().filter(|r| !values.insert(r.value.clone())).collect();
+    assert!(duplicates.is_empty(), "duplicates: {:?}", &duplicates[..duplicates.len().min(5)]);
+    let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+    for record in read {
+        let previous = last.insert(record.partition, record.offset);
+        assert!(previous.is_none_or(|p| p < record.offset), "offsets out of order at {record:?}");
+    }
+}
+
+/// The bytes of every segment of `TOPIC`-`partition` in a broker's data directory.
+fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
+    let dir = node.data_dir().join(format!("{TOPIC}-{partition}"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
+}
+
+#[test]
+fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
+    // Declared first, so it goes last: the processes stop before their hosts.
+    let network = TestNetwork::create(6);
+    let (_controllers, mut brokers) =
+        BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
+    let id_of = |index: usize| index as i32 + 4;
+    let index_of = |id: i32| (id - 4) as usize;
+    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", TOPIC, "--partitions", "3"]
+            .into_iter()
+            .chain(["--replication-factor", "3", "--config", "min.insync.replicas=2"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    let whole =
+        |listed: &[(i32, Vec<i32>, Vec<i32>)]| listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr.len() == 3);
+    support::wait_for("every partition with three in-sync replicas", PATIENCE, || {
+        whole(&partitions(&brokers[0].bootstrap()))
+    });
+
+    // Kill partition 0's leader while the producer writes.
+    let scratch = tempfile::tempdir().unwrap();
+    let producer = start_verifiable_producer(&bootstrap, 20_000, 2_000, scratch.path());
+    std::thread::sleep(Duration::from_secs(6));
+    let victim = index_of(partitions(&brokers[0].bootstrap())[0].0);
+    let survivor = (victim + 1) % 3;
+    brokers[victim].kill9();
+    let killed_at = Instant::now();
+    support::wait_for("the killed broker's partitions led elsewhere, out of every ISR", FAILOVER_BOUND, || {
+        let listed = partitions(&brokers[survivor].bootstrap());
+        listed.len() == 3
+            && listed
+                .iter()
+                .all(|(leader, _, isr)| *leader >= 0 && *leader != id_of(victim) && !isr.contains(&id_of(victim)))
+    });
+    eprintln!("failover after the leader's SIGKILL: {:?}", killed_at.elapsed());
+    let output = producer.wait_with_output().expect("producer");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let acked = acknowledged(&printed);
+    assert!(
+        acked.len() == 20_000,
+        "every record acknowledged in the end: {} of 20000\n{}",
+        acked.len(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Read back through the survivors, then the killed broker rejoins.
+    let live = |skip: usize| {
+        brokers.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, b)| b.bootstrap()).collect::<Vec<_>>().join(",")
+    };
+    // Each partition's end as its leader gives it (a follower refuses).
+    let ends: Vec<Vec<_>> = brokers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != victim)
+        .map(|(_, b)| support::cluster::latest_offsets(b, TOPIC, 3))
+        .collect();
+    let total: i64 = (0..3)
+        .map(|p| ends.iter().filter(|e| e[p].error_code == 0).map(|e| e[p].offset).max().expect("a leader"))
+        .sum();
+    check(&acked, &read_back(&live(victim), total as usize));
+    brokers[victim].restart();
+    support::wait_for("the restarted broker back in every ISR", PATIENCE, || {
+        whole(&partitions(&brokers[survivor].bootstrap()))
+    });
+    for partition in 0..3 {
+        support::wait_for(&format!("{TOPIC}-{partition}'s replicas to hold the same bytes"), PATIENCE, || {
+            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| segments(b, partition)).collect();
+            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
+        });
+    }
+
+    // Controlled shutdown: leadership moves before the process exits.
+    let leader = index_of(partitions(&brokers[0].bootstrap())[1].0);
+    let other = (leader + 1) % 3;
+    assert!(brokers[leader].stop().success());
+    assert!(
+        brokers[leader].log().contains("the active controller fenced this broker for its shutdown"),
+        "{}",
+        brokers[leader].log()
+    );
+    // Within less than a session: the move, not the session's expiry.
+    support::wait_for("no partition led by the stopped broker", Duration::from_secs(2), || {
+        let listed = partitions(&brokers[other].bootstrap());
+        listed.len() == 3 && listed.iter().all(|(l, _, _)| *l >= 0 && *l != id_of(leader))
+    });
+
+    // One broker stopped, another frozen past its session: one in-sync
+    // replica left, under min.insync.replicas.
+    let frozen = (leader + 2) % 3;
+    brokers[frozen].pause();
+    support::wait_for("every ISR down to the one live broker", FAILOVER_BOUND, || {
+        let listed = partitions(&brokers[other].bootstrap());
+        listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr == &vec![id_of(other)])
+    });
+    let (ok, printed) = support::idempotent_perf_producer_with(
+        &brokers[other].bootstrap(),
+        TOPIC,
+        10,
+        // No retry: the broker's first answer is the producer's error.
+        &["enable.idempotence=false", "retries=0", "delivery.timeout.ms=5000", "request.timeout.ms=4000"],
+    );
+    assert!(!ok && printed.contains("NotEnoughReplicas"), "{printed}");
+    brokers[frozen].resume();
+}
