@@ -13,6 +13,7 @@ use std::time::Duration;
 use krabka_controller::alter_partition::plan_alter_partition;
 use krabka_controller::brokers::{plan_broker_heartbeat, plan_register_broker, BrokerSessions, HeartbeatOutcome};
 use krabka_controller::controllers::plan_register_controller;
+use krabka_controller::elect_leaders::plan_preferred_rebalance;
 use krabka_controller::producer_ids::plan_allocate_producer_ids_for;
 use krabka_controller::ApiError;
 use krabka_metadata::MetadataImage;
@@ -120,9 +121,15 @@ impl ClusterControl {
     }
 
     /// Fences the brokers whose session expired, while this node is the
-    /// active controller; runs until the broker shuts down.
+    /// active controller, and moves leadership back to preferred replicas
+    /// every `leader.imbalance.check.interval.seconds` when
+    /// `auto.leader.rebalance.enable`; runs until the broker shuts down.
     pub async fn fence_expired_sessions(self: Arc<Self>) {
         let mut shutdown = self.broker.shutdown_signal();
+        let config = &self.broker.config;
+        let rebalance = config.raw.get("auto.leader.rebalance.enable").is_none_or(|v| v.trim() != "false");
+        let interval = Duration::from_secs(config.number("leader.imbalance.check.interval.seconds", 300).max(1) as u64);
+        let mut next_rebalance = tokio::time::Instant::now() + interval;
         loop {
             tokio::select! {
                 () = tokio::time::sleep(SESSION_CHECK) => {}
@@ -149,6 +156,20 @@ impl ClusterControl {
                 Ok(_) => {}
                 Err(e) => tracing::debug!(code = e.code, message = %e.message, "fencing expired sessions"),
             }
+            if rebalance && tokio::time::Instant::now() >= next_rebalance {
+                next_rebalance = tokio::time::Instant::now() + interval;
+                self.rebalance_leaders().await;
+            }
+        }
+    }
+
+    /// Kafka's preferred-leader rebalance: every partition whose first
+    /// replica is in its ISR and alive goes back to it.
+    async fn rebalance_leaders(&self) {
+        match self.broker.metadata.control(plan_preferred_rebalance).await {
+            Ok((_, 0)) => {}
+            Ok((_, moved)) => tracing::info!(partitions = moved, "leadership moved back to preferred replicas"),
+            Err(e) => tracing::debug!(code = e.code, message = %e.message, "preferred-leader rebalance"),
         }
     }
 }

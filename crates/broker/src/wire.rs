@@ -14,7 +14,7 @@ use krabka_protocol::{ApiKey, ApiVersionsResponse, Message, ResponseBody, Respon
 /// serves), and the controller listener serves them too (a Kafka broker
 /// forwards only what its controller lists, and sends its own topic
 /// creations there unwrapped).
-pub const FORWARDED_APIS: [ApiKey; 7] = [
+pub const FORWARDED_APIS: [ApiKey; 8] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -22,6 +22,7 @@ pub const FORWARDED_APIS: [ApiKey; 7] = [
     ApiKey::IncrementalAlterConfigs,
     ApiKey::DescribeQuorum,
     ApiKey::UpdateFeatures,
+    ApiKey::ElectLeaders,
 ];
 
 /// DescribeCluster's endpoint types (KIP-919): a broker listener lists the

@@ -10,7 +10,9 @@
 //!   it was acknowledged at, none twice, offsets in order (the checker
 //!   below).
 //! - The killed broker restarts, catches up and rejoins the ISR; every
-//!   replica's segments then hold the same bytes.
+//!   replica's segments then hold the same bytes; Kafka's
+//!   `kafka-leader-election --election-type preferred` gives every
+//!   partition back to its first replica.
 //! - A broker stopped with SIGTERM goes through controlled shutdown: its
 //!   leadership moves to other replicas before it exits.
 //! - With one broker gone and another frozen (SIGSTOP) past its session,
@@ -249,6 +251,18 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
             !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
         });
     }
+
+    // Leadership stayed where the failover put it; Kafka's
+    // kafka-leader-election moves it back to each partition's first replica.
+    let (ok, printed) = support::kafka_cli(
+        "kafka-leader-election",
+        &["--bootstrap-server", &bootstrap, "--election-type", "preferred", "--all-topic-partitions"],
+    );
+    assert!(ok, "{printed}");
+    support::wait_for("every partition led by its first replica", FAILOVER_BOUND, || {
+        let listed = partitions(&brokers[survivor].bootstrap());
+        listed.len() == 3 && listed.iter().all(|(leader, replicas, _)| *leader == replicas[0])
+    });
 
     // Controlled shutdown: leadership moves before the process exits.
     let leader = index_of(partitions(&brokers[0].bootstrap())[1].0);

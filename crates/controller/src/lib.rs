@@ -34,6 +34,7 @@ pub mod configs;
 pub mod controller;
 pub mod controllers;
 pub mod delete_topics;
+pub mod elect_leaders;
 pub mod elections;
 pub mod error;
 pub mod features;

@@ -60,6 +60,7 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         DescribeProducers,
         DescribeTopicPartitions,
         DescribeQuorum,
+        ElectLeaders,
         UpdateFeatures,
         FindCoordinator,
         JoinGroup,

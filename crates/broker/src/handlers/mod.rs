@@ -51,6 +51,7 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
             ResponseBody::IncrementalAlterConfigs(Box::new(configs::incremental_alter(ctx, *r).await))
         }
         RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(ctx, *r).await)),
+        RequestBody::ElectLeaders(r) => ResponseBody::ElectLeaders(Box::new(topics::elect_leaders(ctx, *r).await)),
         RequestBody::UpdateFeatures(r) => {
             ResponseBody::UpdateFeatures(Box::new(features::update_features(ctx, *r).await))
         }

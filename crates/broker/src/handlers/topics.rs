@@ -24,11 +24,14 @@ use crate::config::topic::describe_topic;
 use crate::metadata::MetadataImage;
 use crate::request::RequestContext;
 use krabka_controller::delete_topics::{plan_delete_topics, TopicToDelete};
+use krabka_controller::elect_leaders::plan_elect_leaders;
 use krabka_controller::partitions::plan_create_partitions;
 use krabka_controller::topics::{
     check_replication_factor, plan_auto_create_topics, plan_create_topics, plan_internal_topic,
 };
 use krabka_controller::{ApiError, NewTopic, TopicDefaults};
+use krabka_protocol::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+use krabka_protocol::{ElectLeadersRequest, ElectLeadersResponse};
 
 pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
@@ -281,6 +284,38 @@ pub async fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitio
                     name: t.name.clone(),
                     error_code: e.code,
                     error_message: Some(e.message.clone()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+    }
+}
+
+/// ElectLeaders (forwarded to the active controller): each partition's
+/// election, or the whole request's error on every partition asked for.
+pub async fn elect_leaders(ctx: &RequestContext<'_>, request: ElectLeadersRequest) -> ElectLeadersResponse {
+    match ctx.broker.metadata.control(|image| plan_elect_leaders(image, &request)).await {
+        Ok((_, response)) => response,
+        Err(e) => ElectLeadersResponse {
+            // v0 answers carry the error on each partition only.
+            error_code: if ctx.api_version >= 1 { e.code } else { 0 },
+            replica_election_results: request
+                .topic_partitions
+                .iter()
+                .flatten()
+                .map(|t| ReplicaElectionResult {
+                    topic: t.topic.clone(),
+                    partition_result: t
+                        .partitions
+                        .iter()
+                        .map(|&partition_id| PartitionResult {
+                            partition_id,
+                            error_code: e.code,
+                            error_message: Some(e.message.clone()),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
