@@ -11,9 +11,10 @@
 
 use krabka_protocol::{
     alter_configs_response, create_partitions_response, create_topics_response, delete_topics_response,
-    describe_quorum_response, incremental_alter_configs_response, AlterConfigsResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteTopicsResponse, DescribeQuorumResponse, ErrorCode, IncrementalAlterConfigsResponse,
-    RequestBody, ResponseBody, UpdateFeaturesResponse,
+    describe_quorum_response, elect_leaders_response, incremental_alter_configs_response, AlterConfigsResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse, DescribeQuorumResponse, ElectLeadersRequest,
+    ElectLeadersResponse, ErrorCode, IncrementalAlterConfigsResponse, RequestBody, ResponseBody,
+    UpdateFeaturesResponse,
 };
 
 /// Whether `code` is the error of the response or of any of its parts.
@@ -29,6 +30,10 @@ pub fn mentions(response: &ResponseBody, code: ErrorCode) -> bool {
             r.error_code == code || r.topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code == code)
         }
         ResponseBody::UpdateFeatures(r) => r.error_code == code || r.results.iter().any(|f| f.error_code == code),
+        ResponseBody::ElectLeaders(r) => {
+            r.error_code == code
+                || r.replica_election_results.iter().flat_map(|t| &t.partition_result).any(|p| p.error_code == code)
+        }
         _ => false,
     }
 }
@@ -137,8 +142,40 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
             error_message,
             ..Default::default()
         })),
+        RequestBody::ElectLeaders(r) => {
+            ResponseBody::ElectLeaders(Box::new(elect_leaders_refused(r, error_code, error_message)))
+        }
         _ => return None,
     })
+}
+
+/// An ElectLeaders refused whole: the error on every partition it names
+/// (v0 answers have no top-level error).
+pub fn elect_leaders_refused(
+    request: &ElectLeadersRequest,
+    error_code: i16,
+    error_message: Option<String>,
+) -> ElectLeadersResponse {
+    let replica_election_results = request
+        .topic_partitions
+        .iter()
+        .flatten()
+        .map(|t| elect_leaders_response::ReplicaElectionResult {
+            topic: t.topic.clone(),
+            partition_result: t
+                .partitions
+                .iter()
+                .map(|&partition_id| elect_leaders_response::PartitionResult {
+                    partition_id,
+                    error_code,
+                    error_message: error_message.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    ElectLeadersResponse { replica_election_results, ..Default::default() }
 }
 
 /// DeleteTopics names its topics by name (v0-5) or by state (v6+).
@@ -180,6 +217,14 @@ mod tests {
             })),
             RequestBody::DescribeQuorum(Box::default()),
             RequestBody::UpdateFeatures(Box::default()),
+            RequestBody::ElectLeaders(Box::new(ElectLeadersRequest {
+                topic_partitions: Some(vec![krabka_protocol::elect_leaders_request::TopicPartitions {
+                    topic: "t".into(),
+                    partitions: vec![0],
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            })),
         ];
         assert_eq!(requests.len(), crate::wire::FORWARDED_APIS.len());
         for request in &requests {

@@ -30,7 +30,6 @@ use krabka_controller::topics::{
     check_replication_factor, plan_auto_create_topics, plan_create_topics, plan_internal_topic,
 };
 use krabka_controller::{ApiError, NewTopic, TopicDefaults};
-use krabka_protocol::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use krabka_protocol::{ElectLeadersRequest, ElectLeadersResponse};
 
 pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
@@ -297,30 +296,7 @@ pub async fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitio
 pub async fn elect_leaders(ctx: &RequestContext<'_>, request: ElectLeadersRequest) -> ElectLeadersResponse {
     match ctx.broker.metadata.control(|image| plan_elect_leaders(image, &request)).await {
         Ok((_, response)) => response,
-        Err(e) => ElectLeadersResponse {
-            // v0 answers carry the error on each partition only.
-            error_code: if ctx.api_version >= 1 { e.code } else { 0 },
-            replica_election_results: request
-                .topic_partitions
-                .iter()
-                .flatten()
-                .map(|t| ReplicaElectionResult {
-                    topic: t.topic.clone(),
-                    partition_result: t
-                        .partitions
-                        .iter()
-                        .map(|&partition_id| PartitionResult {
-                            partition_id,
-                            error_code: e.code,
-                            error_message: Some(e.message.clone()),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        },
+        Err(e) => super::forwarded::elect_leaders_refused(&request, e.code, Some(e.message)),
     }
 }
 
