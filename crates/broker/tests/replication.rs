@@ -177,6 +177,59 @@ fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
     files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
 }
 
+/// Moves `moved`-0 from brokers 4, 5 to 5, 6 while it holds records.
+fn reassign_with_kafkas_tool(brokers: &[BrokerProcess], bootstrap: &str, scratch: &std::path::Path) {
+    let create = ["--create", "--topic", "moved", "--replica-assignment", "4:5", "--config", "min.insync.replicas=1"];
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", bootstrap].into_iter().chain(create).collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    let (ok, printed) = support::idempotent_perf_producer(bootstrap, "moved", 500);
+    assert!(ok, "{printed}");
+    let plan = scratch.join("reassignment.json");
+    std::fs::write(&plan, r#"{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[5,6]}]}"#).unwrap();
+    let tool = |action: &str, extra: &[&str]| {
+        let args = ["--bootstrap-server", bootstrap, "--reassignment-json-file", plan.to_str().unwrap(), action];
+        support::kafka_cli(
+            "kafka-reassign-partitions",
+            &args.into_iter().chain(extra.iter().copied()).collect::<Vec<_>>(),
+        )
+    };
+    let (ok, printed) = tool("--execute", &[]);
+    assert!(ok && printed.contains("Successfully started partition reassignment"), "{printed}");
+    support::wait_for("the reassignment to complete", PATIENCE, || {
+        let (ok, printed) = tool("--verify", &["--preserve-throttles"]);
+        ok && printed.contains("Reassignment of partition moved-0 is completed")
+    });
+    let request = MetadataRequest { topics: None, ..Default::default() };
+    let answer: MetadataResponse = RawClient::connect(&brokers[1].bootstrap()).request(ApiKey::Metadata, 12, &request);
+    let moved = answer.topics.iter().find(|t| t.name.as_deref() == Some("moved")).expect("moved listed");
+    let p = &moved.partitions[0];
+    assert_eq!((p.replica_nodes.clone(), sorted(p.isr_nodes.clone())), (vec![5, 6], vec![5, 6]), "{p:?}");
+    support::wait_for("broker 4 to drop its copy", PATIENCE, || !brokers[0].data_dir().join("moved-0").exists());
+    let copy = |b: &BrokerProcess| {
+        let dir = b.data_dir().join("moved-0");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        files.sort();
+        files.iter().flat_map(|f| std::fs::read(f).unwrap()).collect::<Vec<u8>>()
+    };
+    support::wait_for("brokers 5 and 6 to hold the same bytes", PATIENCE, || {
+        let (five, six) = (copy(&brokers[1]), copy(&brokers[2]));
+        !five.is_empty() && five == six
+    });
+}
+
+fn sorted(mut ids: Vec<i32>) -> Vec<i32> {
+    ids.sort_unstable();
+    ids
+}
+
 #[test]
 fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     // Declared first, so it goes last: the processes stop before their hosts.
@@ -263,6 +316,11 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
         let listed = partitions(&brokers[survivor].bootstrap());
         listed.len() == 3 && listed.iter().all(|(leader, replicas, _)| *leader == replicas[0])
     });
+
+    // Reassignment: a two-replica topic moves from brokers 4 and 5 to 5
+    // and 6 with Kafka's kafka-reassign-partitions; broker 6 catches up,
+    // joins the ISR, broker 4 leaves and drops its copy.
+    reassign_with_kafkas_tool(&brokers, &bootstrap, scratch.path());
 
     // Controlled shutdown: leadership moves before the process exits.
     let leader = index_of(partitions(&brokers[0].bootstrap())[1].0);

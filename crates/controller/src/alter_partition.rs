@@ -157,36 +157,11 @@ fn validate(
 mod tests {
     use super::*;
     use krabka_protocol::alter_partition_request::TopicData;
-    use krabka_protocol::{PartitionRecord, RegisterBrokerRecord, TopicRecord, Uuid};
 
-    const TOPIC: Uuid = Uuid([7; 16]);
+    use crate::test_images::TOPIC;
 
     fn image() -> MetadataImage {
-        let mut image = MetadataImage::default();
-        for id in 1..=3 {
-            let broker = RegisterBrokerRecord {
-                broker_id: id,
-                broker_epoch: 10 * id as i64,
-                fenced: false,
-                ..Default::default()
-            };
-            image.apply(&MetadataRecord::RegisterBroker(broker)).unwrap();
-        }
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord { name: "t".into(), topic_id: TOPIC, ..Default::default() }))
-            .unwrap();
-        let partition = PartitionRecord {
-            topic_id: TOPIC,
-            partition_id: 0,
-            replicas: vec![1, 2, 3],
-            isr: vec![1, 2, 3],
-            leader: 1,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            ..Default::default()
-        };
-        image.apply(&MetadataRecord::Partition(partition)).unwrap();
-        image
+        crate::test_images::one_partition(3, &[], &[1, 2, 3], 1)
     }
 
     fn request(isr: &[(i32, i64)], leader_epoch: i32, partition_epoch: i32) -> AlterPartitionRequest {

@@ -133,28 +133,9 @@ pub fn plan_preferred_rebalance(image: &MetadataImage) -> Result<(Vec<MetadataRe
 mod tests {
     use super::*;
     use krabka_protocol::elect_leaders_request::TopicPartitions;
-    use krabka_protocol::{PartitionRecord, RegisterBrokerRecord, TopicRecord, Uuid};
 
     fn image(leader: i32, fenced: &[i32]) -> MetadataImage {
-        let mut image = MetadataImage::default();
-        for id in 1..=3 {
-            let broker = RegisterBrokerRecord { broker_id: id, fenced: fenced.contains(&id), ..Default::default() };
-            image.apply(&MetadataRecord::RegisterBroker(broker)).unwrap();
-        }
-        let topic = TopicRecord { name: "t".into(), topic_id: Uuid([7; 16]), ..Default::default() };
-        image.apply(&MetadataRecord::Topic(topic)).unwrap();
-        let partition = PartitionRecord {
-            topic_id: Uuid([7; 16]),
-            partition_id: 0,
-            replicas: vec![1, 2, 3],
-            isr: vec![1, 2, 3],
-            leader,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            ..Default::default()
-        };
-        image.apply(&MetadataRecord::Partition(partition)).unwrap();
-        image
+        crate::test_images::one_partition(3, fenced, &[1, 2, 3], leader)
     }
 
     fn preferred(partitions: Option<Vec<i32>>) -> ElectLeadersRequest {

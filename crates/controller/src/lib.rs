@@ -43,6 +43,9 @@ pub mod partition_change;
 pub mod partitions;
 pub mod placement;
 pub mod producer_ids;
+pub mod reassignment;
+#[cfg(test)]
+mod test_images;
 pub mod topics;
 pub mod update_features;
 

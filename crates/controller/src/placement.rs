@@ -103,34 +103,8 @@ impl Placer {
         brokers: &[i32],
         factor: Option<usize>,
     ) -> Result<PartitionAssignment, ApiError> {
+        check_manual_assignment(image, self.placement, brokers, factor)?;
         let refused = |message: String| Err(ApiError::new(ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(), message));
-        if brokers.is_empty() {
-            return refused("The manual partition assignment includes an empty replica list.".into());
-        }
-        let mut sorted = brokers.to_vec();
-        sorted.sort_unstable();
-        let registered = |id: &i32| match self.placement {
-            Placement::OnlyNode(node) => *id == node,
-            Placement::RegisteredBrokers => image.brokers.contains_key(id),
-        };
-        if let Some(missing) = sorted.iter().find(|id| !registered(id)) {
-            return refused(format!(
-                "The manual partition assignment includes broker {missing}, but no such broker is registered."
-            ));
-        }
-        if let Some(twice) = sorted.windows(2).find(|w| w[0] == w[1]) {
-            return refused(format!(
-                "The manual partition assignment includes the broker {} more than once.",
-                twice[0]
-            ));
-        }
-        if let Some(factor) = factor.filter(|&f| f != brokers.len()) {
-            return refused(format!(
-                "The manual partition assignment includes a partition with {} replica(s), but this is not \
-                 consistent with previous partitions, which have {factor} replica(s).",
-                brokers.len()
-            ));
-        }
         let active = |id: &&i32| match self.placement {
             Placement::OnlyNode(_) => true,
             Placement::RegisteredBrokers => image.brokers.get(id).is_some_and(|b| !b.fenced),
@@ -144,6 +118,43 @@ impl Placer {
         };
         Ok(PartitionAssignment { replicas: brokers.to_vec(), isr, leader })
     }
+}
+
+/// A manual assignment's brokers, as Kafka checks them
+/// (`validateManualPartitionAssignment`): some, each registered, none
+/// twice, and `factor` of them when given.
+pub fn check_manual_assignment(
+    image: &MetadataImage,
+    placement: Placement,
+    brokers: &[i32],
+    factor: Option<usize>,
+) -> Result<(), ApiError> {
+    let refused = |message: String| Err(ApiError::new(ErrorCode::INVALID_REPLICA_ASSIGNMENT.code(), message));
+    if brokers.is_empty() {
+        return refused("The manual partition assignment includes an empty replica list.".into());
+    }
+    let mut sorted = brokers.to_vec();
+    sorted.sort_unstable();
+    let registered = |id: &i32| match placement {
+        Placement::OnlyNode(node) => *id == node,
+        Placement::RegisteredBrokers => image.brokers.contains_key(id),
+    };
+    if let Some(missing) = sorted.iter().find(|id| !registered(id)) {
+        return refused(format!(
+            "The manual partition assignment includes broker {missing}, but no such broker is registered."
+        ));
+    }
+    if let Some(twice) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return refused(format!("The manual partition assignment includes the broker {} more than once.", twice[0]));
+    }
+    if let Some(factor) = factor.filter(|&f| f != brokers.len()) {
+        return refused(format!(
+            "The manual partition assignment includes a partition with {} replica(s), but this is not \
+             consistent with previous partitions, which have {factor} replica(s).",
+            brokers.len()
+        ));
+    }
+    Ok(())
 }
 
 fn alone_on(node: i32) -> PartitionAssignment {

@@ -61,6 +61,8 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         DescribeTopicPartitions,
         DescribeQuorum,
         ElectLeaders,
+        AlterPartitionReassignments,
+        ListPartitionReassignments,
         UpdateFeatures,
         FindCoordinator,
         JoinGroup,

@@ -30,6 +30,10 @@ pub fn mentions(response: &ResponseBody, code: ErrorCode) -> bool {
             r.error_code == code || r.topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code == code)
         }
         ResponseBody::UpdateFeatures(r) => r.error_code == code || r.results.iter().any(|f| f.error_code == code),
+        ResponseBody::AlterPartitionReassignments(r) => {
+            r.error_code == code || r.responses.iter().flat_map(|t| &t.partitions).any(|p| p.error_code == code)
+        }
+        ResponseBody::ListPartitionReassignments(r) => r.error_code == code,
         ResponseBody::ElectLeaders(r) => {
             r.error_code == code
                 || r.replica_election_results.iter().flat_map(|t| &t.partition_result).any(|p| p.error_code == code)
@@ -145,6 +149,21 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
         RequestBody::ElectLeaders(r) => {
             ResponseBody::ElectLeaders(Box::new(elect_leaders_refused(r, error_code, error_message)))
         }
+        RequestBody::AlterPartitionReassignments(r) => {
+            ResponseBody::AlterPartitionReassignments(Box::new(krabka_protocol::AlterPartitionReassignmentsResponse {
+                allow_replication_factor_change: r.allow_replication_factor_change,
+                error_code,
+                error_message,
+                ..Default::default()
+            }))
+        }
+        RequestBody::ListPartitionReassignments(_) => {
+            ResponseBody::ListPartitionReassignments(Box::new(krabka_protocol::ListPartitionReassignmentsResponse {
+                error_code,
+                error_message,
+                ..Default::default()
+            }))
+        }
         _ => return None,
     })
 }
@@ -217,6 +236,8 @@ mod tests {
             })),
             RequestBody::DescribeQuorum(Box::default()),
             RequestBody::UpdateFeatures(Box::default()),
+            RequestBody::AlterPartitionReassignments(Box::default()),
+            RequestBody::ListPartitionReassignments(Box::default()),
             RequestBody::ElectLeaders(Box::new(ElectLeadersRequest {
                 topic_partitions: Some(vec![krabka_protocol::elect_leaders_request::TopicPartitions {
                     topic: "t".into(),

@@ -52,6 +52,12 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
         }
         RequestBody::DescribeQuorum(r) => ResponseBody::DescribeQuorum(Box::new(admin::describe_quorum(ctx, *r).await)),
         RequestBody::ElectLeaders(r) => ResponseBody::ElectLeaders(Box::new(topics::elect_leaders(ctx, *r).await)),
+        RequestBody::AlterPartitionReassignments(r) => {
+            ResponseBody::AlterPartitionReassignments(Box::new(topics::alter_partition_reassignments(ctx, *r).await))
+        }
+        RequestBody::ListPartitionReassignments(r) => {
+            ResponseBody::ListPartitionReassignments(Box::new(topics::list_partition_reassignments(ctx, *r).await))
+        }
         RequestBody::UpdateFeatures(r) => {
             ResponseBody::UpdateFeatures(Box::new(features::update_features(ctx, *r).await))
         }

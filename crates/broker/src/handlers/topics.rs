@@ -26,10 +26,17 @@ use crate::request::RequestContext;
 use krabka_controller::delete_topics::{plan_delete_topics, TopicToDelete};
 use krabka_controller::elect_leaders::plan_elect_leaders;
 use krabka_controller::partitions::plan_create_partitions;
+use krabka_controller::reassignment::{
+    list_partition_reassignments as list_partition_reassignments_of, plan_alter_partition_reassignments,
+};
 use krabka_controller::topics::{
     check_replication_factor, plan_auto_create_topics, plan_create_topics, plan_internal_topic,
 };
 use krabka_controller::{ApiError, NewTopic, TopicDefaults};
+use krabka_protocol::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+};
 use krabka_protocol::{ElectLeadersRequest, ElectLeadersResponse};
 
 pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
@@ -297,6 +304,43 @@ pub async fn elect_leaders(ctx: &RequestContext<'_>, request: ElectLeadersReques
     match ctx.broker.metadata.control(|image| plan_elect_leaders(image, &request)).await {
         Ok((_, response)) => response,
         Err(e) => super::forwarded::elect_leaders_refused(&request, e.code, Some(e.message)),
+    }
+}
+
+/// AlterPartitionReassignments (forwarded to the active controller).
+pub async fn alter_partition_reassignments(
+    ctx: &RequestContext<'_>,
+    request: AlterPartitionReassignmentsRequest,
+) -> AlterPartitionReassignmentsResponse {
+    match ctx.broker.metadata.control(|image| plan_alter_partition_reassignments(image, &request)).await {
+        Ok((_, response)) => response,
+        Err(e) => AlterPartitionReassignmentsResponse {
+            allow_replication_factor_change: request.allow_replication_factor_change,
+            error_code: e.code,
+            error_message: Some(e.message),
+            ..Default::default()
+        },
+    }
+}
+
+/// ListPartitionReassignments, from the active controller's image (a
+/// read through the quorum, so it sees every reassignment committed).
+pub async fn list_partition_reassignments(
+    ctx: &RequestContext<'_>,
+    request: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse {
+    let listed = ctx
+        .broker
+        .metadata
+        .control(|image| Ok::<_, ApiError>((Vec::new(), list_partition_reassignments_of(image, &request))))
+        .await;
+    match listed {
+        Ok((_, response)) => response,
+        Err(e) => ListPartitionReassignmentsResponse {
+            error_code: e.code,
+            error_message: Some(e.message),
+            ..Default::default()
+        },
     }
 }
 
