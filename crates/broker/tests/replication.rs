@@ -77,16 +77,27 @@ fn json_field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
 
 /// Kafka's VerifiableProducer, started in the background: idempotent,
 /// acks=all, `count` records at `rate` per second, each value its number.
-fn start_verifiable_producer(bootstrap: &str, count: usize, rate: usize, dir: &std::path::Path) -> std::process::Child {
-    let config = dir.join("producer.properties");
+/// Values are the record's number, after `prefix.` when given.
+fn start_verifiable_producer(
+    bootstrap: &str,
+    count: usize,
+    rate: usize,
+    prefix: Option<u32>,
+    dir: &std::path::Path,
+) -> std::process::Child {
+    let config = dir.join(format!("producer-{}.properties", prefix.unwrap_or(0)));
     let mut file = std::fs::File::create(&config).unwrap();
-    // Round robin: every partition gets records (sticky batches might skip one).
+    // Round robin: every partition gets records (sticky batches might skip
+    // one); requests to a leader cut off time out in 5 s, then go elsewhere.
     let partitioner = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner";
     writeln!(file, "enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=120000\n{partitioner}").unwrap();
+    writeln!(file, "request.timeout.ms=5000\nmetadata.max.age.ms=2000").unwrap();
+    let prefix = prefix.map(|p| vec!["--value-prefix".to_string(), p.to_string()]).unwrap_or_default();
     Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
         .args(["org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap, "--topic", TOPIC])
         .args(["--max-messages", &count.to_string(), "--throughput", &rate.to_string(), "--acks", "-1"])
         .args(["--producer.config", config.to_str().unwrap()])
+        .args(prefix)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -131,6 +142,19 @@ fn read_back(bootstrap: &str, expected: usize) -> Vec<Placed> {
             })
         })
         .collect()
+}
+
+/// Every record of the topic, read through the brokers but `skip`, up
+/// to each partition's end as its leader gives it (a follower refuses).
+fn read_all(brokers: &[BrokerProcess], skip: Option<usize>) -> Vec<Placed> {
+    let live: Vec<&BrokerProcess> =
+        brokers.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, b)| b).collect();
+    let ends: Vec<Vec<_>> = live.iter().map(|b| support::cluster::latest_offsets(b, TOPIC, 3)).collect();
+    let total: i64 = (0..3)
+        .map(|p| ends.iter().filter(|e| e[p].error_code == 0).map(|e| e[p].offset).max().expect("a leader"))
+        .sum();
+    let bootstrap = live.iter().map(|b| b.bootstrap()).collect::<Vec<_>>().join(",");
+    read_back(&bootstrap, total as usize)
 }
 
 /// The checker: every acknowledged record where it was acknowledged, no
@@ -255,7 +279,7 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
 
     // Kill partition 0's leader while the producer writes.
     let scratch = tempfile::tempdir().unwrap();
-    let producer = start_verifiable_producer(&bootstrap, 20_000, 2_000, scratch.path());
+    let producer = start_verifiable_producer(&bootstrap, 20_000, 2_000, None, scratch.path());
     std::thread::sleep(Duration::from_secs(6));
     let victim = index_of(partitions(&brokers[0].bootstrap())[0].0);
     let survivor = (victim + 1) % 3;
@@ -280,20 +304,7 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     );
 
     // Read back through the survivors, then the killed broker rejoins.
-    let live = |skip: usize| {
-        brokers.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, b)| b.bootstrap()).collect::<Vec<_>>().join(",")
-    };
-    // Each partition's end as its leader gives it (a follower refuses).
-    let ends: Vec<Vec<_>> = brokers
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != victim)
-        .map(|(_, b)| support::cluster::latest_offsets(b, TOPIC, 3))
-        .collect();
-    let total: i64 = (0..3)
-        .map(|p| ends.iter().filter(|e| e[p].error_code == 0).map(|e| e[p].offset).max().expect("a leader"))
-        .sum();
-    check(&acked, &read_back(&live(victim), total as usize));
+    check(&acked, &read_all(&brokers, Some(victim)));
     brokers[victim].restart();
     support::wait_for("the restarted broker back in every ISR", PATIENCE, || {
         whole(&partitions(&brokers[survivor].bootstrap()))
@@ -316,6 +327,34 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
         let listed = partitions(&brokers[survivor].bootstrap());
         listed.len() == 3 && listed.iter().all(|(leader, replicas, _)| *leader == replicas[0])
     });
+
+    // The leader of partition 1 is cut off from every other host while
+    // the producer goes on writing to it (the test's own address still
+    // reaches it): its high watermark cannot move, so nothing it takes
+    // alone is acknowledged; the controller fences it, another replica
+    // leads, and once healed it truncates what it took alone.
+    let isolated = index_of(partitions(&brokers[0].bootstrap())[1].0);
+    let producer = start_verifiable_producer(&bootstrap, 10_000, 2_000, Some(2), scratch.path());
+    std::thread::sleep(Duration::from_secs(3));
+    network.isolate(3 + isolated);
+    let watcher = (isolated + 1) % 3;
+    support::wait_for("the isolated leader's partitions led elsewhere", FAILOVER_BOUND, || {
+        let listed = partitions(&brokers[watcher].bootstrap());
+        listed.len() == 3 && listed.iter().all(|(leader, _, _)| *leader >= 0 && *leader != id_of(isolated))
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    network.heal(3 + isolated);
+    let output = producer.wait_with_output().expect("producer");
+    let mut also = acknowledged(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(also.len(), 10_000, "{}", String::from_utf8_lossy(&output.stderr));
+    support::wait_for("the healed broker back in every ISR", PATIENCE, || {
+        whole(&partitions(&brokers[watcher].bootstrap()))
+    });
+    let mut every = acked.clone();
+    every.append(&mut also);
+    check(&every, &read_all(&brokers, None));
+    let truncations = brokers[isolated].log().matches("truncating a diverged follower").count();
+    eprintln!("the isolated leader truncated {truncations} diverged partition tails after the heal");
 
     // Reassignment: a two-replica topic moves from brokers 4 and 5 to 5
     // and 6 with Kafka's kafka-reassign-partitions; broker 6 catches up,
