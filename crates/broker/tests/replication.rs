@@ -35,7 +35,7 @@ const CONFIG: [&str; 4] = [
     "broker.session.timeout.ms=3000",
     "broker.heartbeat.interval.ms=500",
     "replica.lag.time.max.ms=4000",
-    "offsets.topic.replication.factor=2",
+    "offsets.topic.replication.factor=3",
 ];
 const PATIENCE: Duration = Duration::from_secs(90);
 /// From a leader's kill to its partitions led elsewhere: the session
@@ -201,6 +201,56 @@ fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
     files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
 }
 
+/// The group's coordinator (its broker id), as `kafka-consumer-groups` names it.
+fn coordinator_of(bootstrap: &str, group: &str) -> Option<i32> {
+    let (_, printed) = support::kafka_cli(
+        "kafka-consumer-groups",
+        &["--bootstrap-server", bootstrap, "--describe", "--group", group, "--state"],
+    );
+    let line = printed.lines().find(|l| l.starts_with(group))?;
+    line.split('(').nth(1)?.split(')').next()?.trim().parse().ok()
+}
+
+/// The offsets `group` committed on `TOPIC`, summed over its partitions.
+fn committed_offsets(bootstrap: &str, group: &str) -> Option<i64> {
+    let (ok, printed) =
+        support::kafka_cli("kafka-consumer-groups", &["--bootstrap-server", bootstrap, "--describe", "--group", group]);
+    let rows: Vec<i64> = printed
+        .lines()
+        .filter(|l| l.starts_with(group) && l.contains(TOPIC))
+        .filter_map(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .collect();
+    (ok && rows.len() == 3).then(|| rows.iter().sum())
+}
+
+fn committed_offsets_survive_their_coordinator(brokers: &mut [BrokerProcess], bootstrap: &str) {
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", bootstrap, "--topic", TOPIC, "--group", "readers", "--from-beginning"]
+            .into_iter()
+            .chain(["--max-messages", "1000", "--timeout-ms", "30000"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok && printed.contains("Processed a total of 1000 messages"), "{printed}");
+    let before = committed_offsets(bootstrap, "readers").expect("committed offsets");
+    assert!(before >= 1000, "the group committed what it read: {before}");
+    let coordinator = coordinator_of(bootstrap, "readers").expect("a coordinator");
+    let index = (coordinator - 4) as usize;
+    brokers[index].kill9();
+    let others = brokers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != index)
+        .map(|(_, b)| b.bootstrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    support::wait_for("another broker to coordinate the group with its offsets", FAILOVER_BOUND * 2, || {
+        coordinator_of(&others, "readers").is_some_and(|c| c != coordinator)
+            && committed_offsets(&others, "readers") == Some(before)
+    });
+    brokers[index].restart();
+}
+
 /// Moves `moved`-0 from brokers 4, 5 to 5, 6 while it holds records.
 fn reassign_with_kafkas_tool(brokers: &[BrokerProcess], bootstrap: &str, scratch: &std::path::Path) {
     let create = ["--create", "--topic", "moved", "--replica-assignment", "4:5", "--config", "min.insync.replicas=1"];
@@ -277,6 +327,14 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
         whole(&partitions(&brokers[0].bootstrap()))
     });
 
+    // A first consumer creates `__consumer_offsets`, three replicas per
+    // partition, while every broker is up.
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", &bootstrap, "--topic", TOPIC, "--group", "warm-up", "--timeout-ms", "2000"],
+    );
+    assert!(ok || printed.contains("Processed a total of 0 messages"), "{printed}");
+
     // Kill partition 0's leader while the producer writes.
     let scratch = tempfile::tempdir().unwrap();
     let producer = start_verifiable_producer(&bootstrap, 20_000, 2_000, None, scratch.path());
@@ -327,6 +385,12 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
         let listed = partitions(&brokers[survivor].bootstrap());
         listed.len() == 3 && listed.iter().all(|(leader, replicas, _)| *leader == replicas[0])
     });
+
+    // Committed offsets survive their coordinator: a group commits, the
+    // broker leading its `__consumer_offsets` partition is killed, and the
+    // new leader's coordinator has every offset.
+    committed_offsets_survive_their_coordinator(&mut brokers, &bootstrap);
+    support::wait_for("every ISR whole again", PATIENCE, || whole(&partitions(&brokers[survivor].bootstrap())));
 
     // The leader of partition 1 is cut off from every other host while
     // the producer goes on writing to it (the test's own address still
