@@ -10,16 +10,28 @@
 //! leader sent them), and Kafka's console consumer reads every record back
 //! through Kafka's broker.
 //!
-//! Not here yet: a divergence forced between the two (a leader killed with
-//! records its followers did not have), and Kafka controllers over krabka
-//! brokers; see docs/compatibility.md.
+//!
+//! Then a divergence is forced each way: the leader takes records with
+//! acks=1 while its followers are frozen (SIGSTOP), is killed with
+//! SIGKILL, a follower of the other kind takes over and gets other records
+//! at the same offsets, and the old leader restarts and must truncate its
+//! tail: Kafka's broker following a krabka leader (partition 0), a krabka
+//! broker following Kafka's (partition 1). Afterwards every replica of the
+//! partition holds the same bytes again.
+//!
+//! Not here yet: Kafka controllers over krabka brokers with several
+//! replicas; see docs/compatibility.md.
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
+use bytes::Bytes;
+use krabka_protocol::compression::Compression;
+use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
+use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse};
 use support::{free_port, BrokerProcess, KafkaNode, RawClient, TEST_CLUSTER_ID};
 
 const KAFKA_ID: i32 = 4;
@@ -60,9 +72,46 @@ fn segments(log_dir: &Path, partition: i32) -> Vec<u8> {
     files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
 }
 
+/// Whether `bytes` hold `what`.
+fn holds(bytes: &[u8], what: &str) -> bool {
+    bytes.windows(what.len()).any(|w| w == what.as_bytes())
+}
+
+/// `count` records of `tag` in one batch.
+fn batch(tag: &str, count: u32) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for i in 0..count {
+        let value = format!("{tag}-{i}");
+        let record =
+            NewRecord { timestamp_ms: 1_700_000_000_000, key: None, value: Some(value.as_bytes()), headers: &[] };
+        builder.append(&record).expect("append");
+    }
+    builder.build().expect("build").into_bytes()
+}
+
+/// One Produce of `records` to `TOPIC`-`partition` at `bootstrap`: its error code.
+fn produce(bootstrap: &str, partition: i32, acks: i16, records: Bytes) -> i16 {
+    let request = ProduceRequest {
+        acks,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: TOPIC.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(records),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: ProduceResponse = RawClient::connect(bootstrap).request(ApiKey::Produce, 11, &request);
+    response.responses[0].partition_responses[0].error_code
+}
+
 #[test]
 fn krabka_and_kafka_brokers_replicate_each_others_partitions() {
-    let nodes = BrokerProcess::start_cluster(3, &CONFIG);
+    let mut nodes = BrokerProcess::start_cluster(3, &CONFIG);
     let voters: Vec<String> =
         nodes.iter().enumerate().map(|(i, node)| format!("{}@127.0.0.1:{}", i + 1, node.controller_port)).collect();
     let dir = tempfile::tempdir().unwrap();
@@ -118,5 +167,69 @@ fn krabka_and_kafka_brokers_replicate_each_others_partitions() {
             .collect::<Vec<_>>(),
     );
     assert!(ok && printed.contains(&format!("Processed a total of {RECORDS} messages")), "{printed}\n{}", kafka_log());
+
+    // Kafka leads partition 0 (4:1:2) and takes records alone (its krabka
+    // followers frozen for less than their session), then dies; krabka
+    // broker 1 takes over and writes others at those offsets; Kafka's
+    // broker comes back as a follower and truncates.
+    let watch = nodes[2].bootstrap();
+    let dirs: Vec<(i32, PathBuf)> = vec![
+        (1, nodes[0].data_dir()),
+        (2, nodes[1].data_dir()),
+        (3, nodes[2].data_dir()),
+        (KAFKA_ID, dir.path().join("logs")),
+    ];
+    let led_by =
+        |leader: i32, partition: usize| partitions(&watch, TOPIC).get(partition).is_some_and(|(l, _, _)| *l == leader);
+    let in_sync = |partition: usize| partitions(&watch, TOPIC).get(partition).is_some_and(|(_, _, isr)| isr.len() == 3);
+    let same_bytes = |partition: usize| {
+        let copies: Vec<Vec<u8>> =
+            dirs.iter().map(|(_, d)| segments(d, partition as i32)).filter(|c| !c.is_empty()).collect();
+        copies.len() == 3 && copies.iter().all(|c| *c == copies[0])
+    };
+    let mut kafka = kafka;
+    nodes[0].pause();
+    nodes[1].pause();
+    // Fetches already parked at the leader are answered empty after
+    // replica.fetch.wait.max.ms (500 ms): none may carry what follows.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(produce(&kafka_bootstrap, 0, 1, batch("kafka-alone", 20)), 0);
+    kafka.kill9();
+    nodes[0].resume();
+    nodes[1].resume();
+    support::wait_for("krabka broker 1 to lead partition 0", PATIENCE, || led_by(1, 0));
+    assert_eq!(produce(&nodes[0].bootstrap(), 0, -1, batch("after-kafka", 30)), 0);
+    let kafka = KafkaNode::start_broker(dir.path(), KAFKA_ID, port, &voters.join(","), TEST_CLUSTER_ID, &extra);
+    support::wait_for("Kafka's broker back in partition 0's ISR", PATIENCE, || in_sync(0));
+    support::wait_for("partition 0's replicas to hold the same bytes", PATIENCE, || same_bytes(0));
+    // Kafka's broker dropped what it took alone and has the new leader's records.
+    let kafka_copy = segments(&dirs[3].1, 0);
+    assert!(
+        !holds(&kafka_copy, "kafka-alone") && holds(&kafka_copy, "after-kafka"),
+        "Kafka's broker truncated its tail"
+    );
+
+    // krabka broker 1 leads partition 1 (1:4:3) and takes records alone,
+    // then dies; Kafka's broker takes over, and krabka broker 1 comes back
+    // as its follower and truncates.
+    support::wait_for("krabka broker 1 to lead partition 1", PATIENCE, || led_by(1, 1));
+    kafka.pause();
+    nodes[2].pause();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(produce(&nodes[0].bootstrap(), 1, 1, batch("krabka-alone", 20)), 0);
+    nodes[0].kill9();
+    kafka.resume();
+    nodes[2].resume();
+    support::wait_for("Kafka's broker to lead partition 1", PATIENCE, || led_by(KAFKA_ID, 1));
+    assert_eq!(produce(&kafka_bootstrap, 1, -1, batch("after-krabka", 30)), 0);
+    nodes[0].restart();
+    support::wait_for("krabka broker 1 back in partition 1's ISR", PATIENCE, || in_sync(1));
+    support::wait_for("partition 1's replicas to hold the same bytes", PATIENCE, || same_bytes(1));
+    let krabka_copy = segments(&dirs[0].1, 1);
+    assert!(!holds(&krabka_copy, "krabka-alone") && holds(&krabka_copy, "after-krabka"), "krabka broker 1 truncated");
+    assert!(
+        nodes[0].log().contains("truncating a diverged follower"),
+        "krabka broker 1 truncated on a diverging epoch"
+    );
     drop(kafka);
 }

@@ -73,10 +73,14 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
         }
         code if code == ErrorCode::OFFSET_OUT_OF_RANGE.code() => {
             let outcome = if data.log_start_offset > sent.fetch_offset {
-                partition.truncate_fully_and_start_at(data.log_start_offset, now)
+                let offset = data.log_start_offset;
+                tracing::info!(topic = %partition.topic, partition = partition.index, offset, "follower behind the leader's log start: starting over there");
+                partition.truncate_fully_and_start_at(offset, now)
             } else {
                 // Past the leader's end: what it has not got is not committed.
-                partition.truncate_to(data.high_watermark.max(0), now)
+                let offset = data.high_watermark.max(0);
+                tracing::info!(topic = %partition.topic, partition = partition.index, offset, "follower past the leader's log end: truncating to its high watermark");
+                partition.truncate_to(offset, now)
             };
             outcome.map_err(|e| storage_error(&e))
         }

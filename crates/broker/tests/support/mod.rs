@@ -529,6 +529,22 @@ impl Drop for KafkaNode {
 }
 
 impl KafkaNode {
+    /// SIGSTOP: the JVM freezes, its sockets open, until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        assert_eq!(unsafe { libc::kill(self.0.id() as i32, libc::SIGSTOP) }, 0, "SIGSTOP");
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&self) {
+        assert_eq!(unsafe { libc::kill(self.0.id() as i32, libc::SIGCONT) }, 0, "SIGCONT");
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill9(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+
     /// A controller (node `id`) listening on `port`; `extra` adds config
     /// lines.
     pub fn start_controller(dir: &Path, id: i32, port: u16, voters: &str, cluster_id: &str, extra: &str) -> Self {
