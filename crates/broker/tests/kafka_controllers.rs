@@ -10,7 +10,9 @@
 //! leading again with every acknowledged record), and a clean stop is a
 //! controlled shutdown Kafka's controller grants. DescribeQuorum through
 //! krabka is forwarded to Kafka's controller, which lists krabka as an
-//! observer.
+//! observer. A second test runs three krabka brokers under Kafka's
+//! controllers with three replicas per partition, through a leader's
+//! SIGKILL.
 
 mod support;
 
@@ -170,4 +172,105 @@ fn a_krabka_broker_registers_with_kafka_controllers_and_leads_what_they_place_on
     let stopped = broker.stop();
     assert!(stopped.success(), "{}", logs(&broker));
     assert!(broker.log().contains("the active controller fenced this broker for its shutdown"), "{}", logs(&broker));
+}
+
+/// Each partition of `topic` as `broker` lists it: (leader, ISR).
+fn leaders_and_isrs(broker: &BrokerProcess, topic: &str) -> Vec<(i32, Vec<i32>)> {
+    let answer = metadata(broker);
+    let Some(found) = answer.topics.iter().find(|t| t.name.as_deref() == Some(topic)) else { return Vec::new() };
+    let mut listed: Vec<_> =
+        found.partitions.iter().map(|p| (p.partition_index, (p.leader_id, p.isr_nodes.clone()))).collect();
+    listed.sort();
+    listed.into_iter().map(|(_, state)| state).collect()
+}
+
+/// The bytes of `topic`-`partition`'s segments in a broker's data directory.
+fn segment_bytes(broker: &BrokerProcess, topic: &str, partition: i32) -> Vec<u8> {
+    let dir = broker.data_dir().join(format!("{topic}-{partition}"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
+}
+
+/// Three krabka brokers under three Kafka 4.3.1 controllers replicate a
+/// topic of three replicas (`min.insync.replicas=2`, acks=all): Kafka's
+/// controller takes their ISR changes (AlterPartition with broker epochs),
+/// elects another krabka replica when the leader of a partition is killed
+/// with SIGKILL, nothing acknowledged is lost, and once the killed broker
+/// is back every replica holds the same bytes.
+#[test]
+fn krabka_brokers_replicate_under_kafka_controllers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
+    let voters = ports.iter().map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect::<Vec<_>>().join(",");
+    let controller_dir = |id: i32| dir.path().join(format!("controller-{id}"));
+    let _controllers: Vec<KafkaNode> = ports
+        .iter()
+        .map(|(&id, &port)| {
+            std::fs::create_dir_all(controller_dir(id)).unwrap();
+            KafkaNode::start_controller(&controller_dir(id), id, port, &voters, CLUSTER_ID, SESSION)
+        })
+        .collect();
+    let config = ["broker.heartbeat.interval.ms=500", "offsets.topic.replication.factor=3"];
+    let mut brokers: Vec<BrokerProcess> =
+        (4..=6).map(|id| BrokerProcess::start_broker_only(id, &voters, CLUSTER_ID, &config)).collect();
+    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+    support::wait_for("the three krabka brokers unfenced", PATIENCE, || metadata(&brokers[0]).brokers.len() == 3);
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", "rf3", "--partitions", "3"]
+            .into_iter()
+            .chain(["--replication-factor", "3", "--config", "min.insync.replicas=2"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    let whole = |broker: &BrokerProcess| {
+        let listed = leaders_and_isrs(broker, "rf3");
+        listed.len() == 3 && listed.iter().all(|(leader, isr)| *leader >= 4 && isr.len() == 3)
+    };
+    support::wait_for("every partition with three in-sync krabka replicas", PATIENCE, || whole(&brokers[0]));
+    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, "rf3", 3000);
+    assert!(ok, "{printed}");
+
+    // The leader of partition 0 dies: Kafka's controller elects another.
+    let victim = (leaders_and_isrs(&brokers[0], "rf3")[0].0 - 4) as usize;
+    let survivor = (victim + 1) % 3;
+    brokers[victim].kill9();
+    support::wait_for("Kafka's controller to move the killed broker's leadership", PATIENCE, || {
+        let listed = leaders_and_isrs(&brokers[survivor], "rf3");
+        let killed = victim as i32 + 4;
+        listed.len() == 3
+            && listed.iter().all(|(leader, isr)| *leader >= 4 && *leader != killed && !isr.contains(&killed))
+    });
+    let live = brokers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != victim)
+        .map(|(_, b)| b.bootstrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    let (ok, printed) = support::idempotent_perf_producer(&live, "rf3", 1000);
+    assert!(ok, "acks=all with two in-sync replicas of three: {printed}");
+    let (ok, printed) = support::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", &live, "--topic", "rf3", "--from-beginning", "--max-messages", "4000"]
+            .into_iter()
+            .chain(["--timeout-ms", "30000"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok && printed.contains("Processed a total of 4000 messages"), "{printed}");
+
+    // Back, it catches up and rejoins; the replicas end byte-identical.
+    brokers[victim].restart();
+    support::wait_for("the restarted broker back in every ISR", PATIENCE, || whole(&brokers[survivor]));
+    for partition in 0..3 {
+        support::wait_for(&format!("rf3-{partition}'s replicas to hold the same bytes"), PATIENCE, || {
+            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| segment_bytes(b, "rf3", partition)).collect();
+            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
+        });
+    }
 }
