@@ -458,3 +458,85 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     assert!(!ok && printed.contains("NotEnoughReplicas"), "{printed}");
     brokers[frozen].resume();
 }
+
+/// The long fault workload (`KRABKA_LONG_TESTS=1`; `KRABKA_FAULT_ROUNDS`,
+/// default 20): rounds of a seeded fault (`KRABKA_FAULT_SEED`) while
+/// Kafka's VerifiableProducer writes 4,000 records: a broker killed with
+/// SIGKILL and restarted, one frozen past its session and resumed, one
+/// cut off from every other host and healed, one stopped with SIGTERM and
+/// restarted. After each round every ISR must be whole again; at the end
+/// the checker reads everything back and every partition's replicas hold
+/// the same bytes.
+#[test]
+fn long_fault_rounds_lose_nothing_acknowledged() {
+    if std::env::var("KRABKA_LONG_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: the long fault workload runs with KRABKA_LONG_TESTS=1");
+        return;
+    }
+    let rounds: u64 = std::env::var("KRABKA_FAULT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let mut seed: u64 = std::env::var("KRABKA_FAULT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let mut next = move |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let network = TestNetwork::create(6);
+    let (_controllers, mut brokers) =
+        BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
+    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", TOPIC, "--partitions", "3"]
+            .into_iter()
+            .chain(["--replication-factor", "3", "--config", "min.insync.replicas=2"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    let whole =
+        |listed: &[(i32, Vec<i32>, Vec<i32>)]| listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr.len() == 3);
+    let scratch = tempfile::tempdir().unwrap();
+    let mut acked = Vec::new();
+    for round in 0..rounds {
+        let watcher = |brokers: &[BrokerProcess]| brokers.iter().map(|b| partitions(&b.bootstrap())).find(|l| whole(l));
+        support::wait_for("every ISR whole", PATIENCE, || watcher(&brokers).is_some());
+        let producer = start_verifiable_producer(&bootstrap, 4_000, 2_000, Some(round as u32 + 1), scratch.path());
+        std::thread::sleep(Duration::from_millis(500 + next(1_000)));
+        let target = next(3) as usize;
+        let fault = next(4);
+        match fault {
+            0 => {
+                brokers[target].kill9();
+                std::thread::sleep(Duration::from_secs(4));
+                brokers[target].restart();
+            }
+            1 => {
+                brokers[target].pause();
+                std::thread::sleep(Duration::from_secs(5));
+                brokers[target].resume();
+            }
+            2 => {
+                network.isolate(3 + target);
+                std::thread::sleep(Duration::from_secs(5));
+                network.heal(3 + target);
+            }
+            _ => {
+                assert!(brokers[target].stop().success());
+                std::thread::sleep(Duration::from_secs(2));
+                brokers[target].restart();
+            }
+        }
+        let output = producer.wait_with_output().expect("producer");
+        let mut these = acknowledged(&String::from_utf8_lossy(&output.stdout));
+        eprintln!("round {round}: fault {fault} on broker {}, {} acknowledged", target + 4, these.len());
+        assert_eq!(these.len(), 4_000, "round {round}: {}", String::from_utf8_lossy(&output.stderr));
+        acked.append(&mut these);
+    }
+    support::wait_for("every ISR whole at the end", PATIENCE, || whole(&partitions(&brokers[0].bootstrap())));
+    check(&acked, &read_all(&brokers, None));
+    for partition in 0..3 {
+        support::wait_for(&format!("{TOPIC}-{partition}'s replicas to hold the same bytes"), PATIENCE, || {
+            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| segments(b, partition)).collect();
+            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
+        });
+    }
+    eprintln!("{rounds} rounds: {} acknowledged records checked", acked.len());
+}
