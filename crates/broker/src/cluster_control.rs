@@ -116,7 +116,7 @@ impl ClusterControl {
     /// the metadata log for the registered broker that asks.
     pub async fn allocate_producer_ids(&self, request: &AllocateProducerIdsRequest) -> Result<Range<i64>, ApiError> {
         let (_, block) = self.broker.metadata.control(|image| plan_allocate_producer_ids_for(image, request)).await?;
-        tracing::debug!(broker = request.broker_id, ?block, "producer ids reserved");
+        tracing::info!(broker = request.broker_id, ?block, "producer ids reserved");
         Ok(block)
     }
 

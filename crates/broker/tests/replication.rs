@@ -308,7 +308,7 @@ fn sorted(mut ids: Vec<i32>) -> Vec<i32> {
 fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     // Declared first, so it goes last: the processes stop before their hosts.
     let network = TestNetwork::create(6);
-    let (_controllers, mut brokers) =
+    let (controllers, mut brokers) =
         BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
     let id_of = |index: usize| index as i32 + 4;
     let index_of = |id: i32| (id - 4) as usize;
@@ -480,7 +480,7 @@ fn long_fault_rounds_lose_nothing_acknowledged() {
         (seed >> 33) % n
     };
     let network = TestNetwork::create(6);
-    let (_controllers, mut brokers) =
+    let (controllers, mut brokers) =
         BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
     let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
     let (ok, printed) = support::kafka_cli(
@@ -527,7 +527,26 @@ fn long_fault_rounds_lose_nothing_acknowledged() {
         let output = producer.wait_with_output().expect("producer");
         let mut these = acknowledged(&String::from_utf8_lossy(&output.stdout));
         eprintln!("round {round}: fault {fault} on broker {}, {} acknowledged", target + 4, these.len());
-        assert_eq!(these.len(), 4_000, "round {round}: {}", String::from_utf8_lossy(&output.stderr));
+        if these.len() != 4_000 {
+            let reserved: Vec<String> = controllers
+                .iter()
+                .flat_map(|c| {
+                    c.log().lines().filter(|l| l.contains("producer ids")).map(String::from).collect::<Vec<_>>()
+                })
+                .collect();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let errors: Vec<&str> = stderr
+                .lines()
+                .filter(|l| !l.contains("NOT_LEADER") && !l.contains("invalid metadata"))
+                .take(20)
+                .collect();
+            panic!(
+                "round {round}: {} of 4000 acknowledged\n{}\n{}",
+                these.len(),
+                reserved.join("\n"),
+                errors.join("\n")
+            );
+        }
         acked.append(&mut these);
     }
     support::wait_for("every ISR whole at the end", PATIENCE, || whole(&partitions(&brokers[0].bootstrap())));
