@@ -308,7 +308,7 @@ fn sorted(mut ids: Vec<i32>) -> Vec<i32> {
 fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     // Declared first, so it goes last: the processes stop before their hosts.
     let network = TestNetwork::create(6);
-    let (controllers, mut brokers) =
+    let (_controllers, mut brokers) =
         BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
     let id_of = |index: usize| index as i32 + 4;
     let index_of = |id: i32| (id - 4) as usize;
