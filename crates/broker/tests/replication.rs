@@ -464,7 +464,8 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
 /// Kafka's VerifiableProducer writes 4,000 records: a broker killed with
 /// SIGKILL and restarted, one frozen past its session and resumed, one
 /// cut off from every other host and healed, one stopped with SIGTERM and
-/// restarted. After each round every ISR must be whole again; at the end
+/// restarted, the active controller killed with SIGKILL and restarted, two
+/// brokers killed in turn, a rolling restart of every broker. After each round every ISR must be whole again; at the end
 /// the checker reads everything back and every partition's replicas hold
 /// the same bytes.
 #[test]
@@ -480,7 +481,7 @@ fn long_fault_rounds_lose_nothing_acknowledged() {
         (seed >> 33) % n
     };
     let network = TestNetwork::create(6);
-    let (controllers, mut brokers) =
+    let (mut controllers, mut brokers) =
         BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
     let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
     let (ok, printed) = support::kafka_cli(
@@ -501,7 +502,16 @@ fn long_fault_rounds_lose_nothing_acknowledged() {
         let producer = start_verifiable_producer(&bootstrap, 4_000, 2_000, Some(round as u32 + 1), scratch.path());
         std::thread::sleep(Duration::from_millis(500 + next(1_000)));
         let target = next(3) as usize;
-        let fault = next(4);
+        let fault = next(7);
+        let wait_whole = |brokers: &[BrokerProcess]| {
+            support::wait_for("every ISR whole within the round", PATIENCE, || {
+                brokers.iter().any(|b| {
+                    // A broker just restarted may close a connection while it starts.
+                    let listed = std::panic::catch_unwind(|| partitions(&b.bootstrap())).unwrap_or_default();
+                    whole(&listed)
+                })
+            })
+        };
         match fault {
             0 => {
                 brokers[target].kill9();
@@ -518,10 +528,38 @@ fn long_fault_rounds_lose_nothing_acknowledged() {
                 std::thread::sleep(Duration::from_secs(5));
                 network.heal(3 + target);
             }
-            _ => {
+            3 => {
                 assert!(brokers[target].stop().success());
                 std::thread::sleep(Duration::from_secs(2));
                 brokers[target].restart();
+            }
+            4 => {
+                // The active controller dies; the other two elect one.
+                let answer = support::cluster::describe_quorum(&brokers[target].bootstrap());
+                let leader = answer.topics[0].partitions[0].leader_id;
+                assert!((1..=3).contains(&leader), "an active controller: {answer:?}");
+                controllers[(leader - 1) as usize].kill9();
+                std::thread::sleep(Duration::from_secs(3));
+                controllers[(leader - 1) as usize].restart();
+            }
+            5 => {
+                // Two brokers in turn: the second dies once the first is back in sync.
+                brokers[target].kill9();
+                std::thread::sleep(Duration::from_secs(4));
+                brokers[target].restart();
+                wait_whole(&brokers);
+                let second = (target + 1) % 3;
+                brokers[second].kill9();
+                std::thread::sleep(Duration::from_secs(4));
+                brokers[second].restart();
+            }
+            _ => {
+                // A rolling restart: each broker stopped cleanly and back in sync before the next.
+                for i in 0..3 {
+                    assert!(brokers[i].stop().success());
+                    brokers[i].restart();
+                    wait_whole(&brokers);
+                }
             }
         }
         let output = producer.wait_with_output().expect("producer");
