@@ -40,6 +40,9 @@ pub async fn send_isr_changes(broker: Arc<Broker>) {
         if proposed.is_empty() {
             continue;
         }
+        for (partition, _, isr) in &proposed {
+            tracing::debug!(topic = %partition.topic, partition = partition.index, ?isr, "proposing an ISR change");
+        }
         let answered = send(&broker, &proposed).await;
         let now = now_ms();
         for (partition, proposal, _) in &proposed {

@@ -20,16 +20,15 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
 use support::netns::TestNetwork;
-use support::{repo_root, BrokerProcess, RawClient};
+use support::replicated::{
+    acknowledged, check, create_topic, partitions, read_all, segments, start_verifiable_producer, TOPIC,
+};
+use support::{BrokerProcess, RawClient};
 
-const TOPIC: &str = "replicated";
 /// Broker sessions shorter than Kafka's 9 s default, so fencing is quick.
 const CONFIG: [&str; 4] = [
     "broker.session.timeout.ms=3000",
@@ -42,164 +41,6 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// timeout, a fencing commit, the metadata reaching the brokers; wide for
 /// this shared 2-core machine.
 const FAILOVER_BOUND: Duration = Duration::from_secs(20);
-
-/// Each partition's (leader, replicas, ISR) as the broker at `bootstrap` lists them.
-fn partitions(bootstrap: &str) -> Vec<(i32, Vec<i32>, Vec<i32>)> {
-    let Ok(stream) = std::net::TcpStream::connect(bootstrap) else { return Vec::new() };
-    let request = MetadataRequest { topics: None, ..Default::default() };
-    let answer: MetadataResponse = RawClient::from_stream(stream).request(ApiKey::Metadata, 12, &request);
-    let Some(topic) = answer.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)) else { return Vec::new() };
-    let mut listed: Vec<_> = topic
-        .partitions
-        .iter()
-        .map(|p| (p.partition_index, (p.leader_id, p.replica_nodes.clone(), p.isr_nodes.clone())))
-        .collect();
-    listed.sort();
-    listed.into_iter().map(|(_, state)| state).collect()
-}
-
-/// A record the producer saw acknowledged, or the consumer read.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Placed {
-    partition: i32,
-    offset: i64,
-    value: String,
-}
-
-/// The value of `"name":` in one JSON line of VerifiableProducer's (flat
-/// objects of numbers, strings and nulls).
-fn json_field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    let start = line.find(&format!("\"{name}\":"))? + name.len() + 3;
-    let rest = &line[start..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    Some(rest[..end].trim_matches('"'))
-}
-
-/// Kafka's VerifiableProducer, started in the background: idempotent,
-/// acks=all, `count` records at `rate` per second, each value its number.
-/// Values are the record's number, after `prefix.` when given.
-fn start_verifiable_producer(
-    bootstrap: &str,
-    count: usize,
-    rate: usize,
-    prefix: Option<u32>,
-    dir: &std::path::Path,
-) -> std::process::Child {
-    let config = dir.join(format!("producer-{}.properties", prefix.unwrap_or(0)));
-    let mut file = std::fs::File::create(&config).unwrap();
-    // Round robin: every partition gets records (sticky batches might skip
-    // one); requests to a leader cut off time out in 5 s, then go elsewhere.
-    let partitioner = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner";
-    writeln!(file, "enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=120000\n{partitioner}").unwrap();
-    writeln!(file, "request.timeout.ms=5000\nmetadata.max.age.ms=2000").unwrap();
-    let prefix = prefix.map(|p| vec!["--value-prefix".to_string(), p.to_string()]).unwrap_or_default();
-    Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
-        .args(["org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap, "--topic", TOPIC])
-        .args(["--max-messages", &count.to_string(), "--throughput", &rate.to_string(), "--acks", "-1"])
-        .args(["--producer.config", config.to_str().unwrap()])
-        .args(prefix)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start VerifiableProducer")
-}
-
-/// The records a VerifiableProducer's output says were acknowledged.
-fn acknowledged(output: &str) -> Vec<Placed> {
-    output
-        .lines()
-        .filter(|line| json_field(line, "name") == Some("producer_send_success"))
-        .map(|line| Placed {
-            partition: json_field(line, "partition").and_then(|v| v.parse().ok()).expect("partition"),
-            offset: json_field(line, "offset").and_then(|v| v.parse().ok()).expect("offset"),
-            value: json_field(line, "value").expect("value").to_string(),
-        })
-        .collect()
-}
-
-/// Every record of the topic, read back with Kafka's console consumer
-/// from the beginning (`expected` of them, the sum of the log ends).
-fn read_back(bootstrap: &str, expected: usize) -> Vec<Placed> {
-    let (ok, printed) = support::kafka_cli(
-        "kafka-console-consumer",
-        &["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from-beginning", "--timeout-ms", "30000"]
-            .into_iter()
-            .chain(["--max-messages", &expected.to_string()])
-            .chain(["--property", "print.partition=true", "--property", "print.offset=true"])
-            .collect::<Vec<_>>(),
-    );
-    assert!(ok, "{printed}");
-    printed
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            let field = |prefix: &str| fields.iter().find_map(|f| f.strip_prefix(prefix)).map(str::to_string);
-            Some(Placed {
-                partition: field("Partition:")?.parse().ok()?,
-                offset: field("Offset:")?.parse().ok()?,
-                value: fields.last()?.to_string(),
-            })
-        })
-        .collect()
-}
-
-/// Every record of the topic, read through the brokers but `skip`, up
-/// to each partition's end as its leader gives it (a follower refuses).
-fn read_all(brokers: &[BrokerProcess], skip: Option<usize>) -> Vec<Placed> {
-    let live: Vec<&BrokerProcess> =
-        brokers.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, b)| b).collect();
-    let ends: Vec<Vec<_>> = live.iter().map(|b| support::cluster::latest_offsets(b, TOPIC, 3)).collect();
-    let total: i64 = (0..3)
-        .map(|p| ends.iter().filter(|e| e[p].error_code == 0).map(|e| e[p].offset).max().expect("a leader"))
-        .sum();
-    let bootstrap = live.iter().map(|b| b.bootstrap()).collect::<Vec<_>>().join(",");
-    read_back(&bootstrap, total as usize)
-}
-
-/// The checker: every acknowledged record where it was acknowledged, no
-/// value twice (idempotence), offsets rising within each partition.
-fn check(acked: &[Placed], read: &[Placed]) {
-    let at: BTreeMap<(i32, i64), &str> = read.iter().map(|r| ((r.partition, r.offset), r.value.as_str())).collect();
-    let summary = |records: &[Placed]| {
-        let mut ranges: BTreeMap<i32, (usize, i64, i64)> = BTreeMap::new();
-        for r in records {
-            let e = ranges.entry(r.partition).or_insert((0, i64::MAX, -1));
-            *e = (e.0 + 1, e.1.min(r.offset), e.2.max(r.offset));
-        }
-        ranges
-    };
-    eprintln!("acknowledged (count, first, last) by partition: {:?}", summary(acked));
-    eprintln!("read back (count, first, last) by partition: {:?}", summary(read));
-    let lost: Vec<&Placed> =
-        acked.iter().filter(|a| at.get(&(a.partition, a.offset)) != Some(&a.value.as_str())).collect();
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged records lost or moved, first {:?}",
-        lost.len(),
-        &lost[..lost.len().min(5)]
-    );
-    let mut values = BTreeSet::new();
-    let duplicates: Vec<&Placed> = read.iter().filter(|r| !values.insert(r.value.clone())).collect();
-    assert!(duplicates.is_empty(), "duplicates: {:?}", &duplicates[..duplicates.len().min(5)]);
-    let mut last: BTreeMap<i32, i64> = BTreeMap::new();
-    for record in read {
-        let previous = last.insert(record.partition, record.offset);
-        assert!(previous.is_none_or(|p| p < record.offset), "offsets out of order at {record:?}");
-    }
-}
-
-/// The bytes of every segment of `TOPIC`-`partition` in a broker's data directory.
-fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
-    let dir = node.data_dir().join(format!("{TOPIC}-{partition}"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
-}
 
 /// The group's coordinator (its broker id), as `kafka-consumer-groups` names it.
 fn coordinator_of(bootstrap: &str, group: &str) -> Option<i32> {
@@ -313,14 +154,7 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     let id_of = |index: usize| index as i32 + 4;
     let index_of = |id: i32| (id - 4) as usize;
     let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
-    let (ok, printed) = support::kafka_cli(
-        "kafka-topics",
-        &["--bootstrap-server", &bootstrap, "--create", "--topic", TOPIC, "--partitions", "3"]
-            .into_iter()
-            .chain(["--replication-factor", "3", "--config", "min.insync.replicas=2"])
-            .collect::<Vec<_>>(),
-    );
-    assert!(ok, "{printed}");
+    create_topic(&bootstrap);
     let whole =
         |listed: &[(i32, Vec<i32>, Vec<i32>)]| listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr.len() == 3);
     support::wait_for("every partition with three in-sync replicas", PATIENCE, || {
@@ -457,143 +291,4 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
     );
     assert!(!ok && printed.contains("NotEnoughReplicas"), "{printed}");
     brokers[frozen].resume();
-}
-
-/// The long fault workload (`KRABKA_LONG_TESTS=1`; `KRABKA_FAULT_ROUNDS`,
-/// default 20): rounds of a seeded fault (`KRABKA_FAULT_SEED`) while
-/// Kafka's VerifiableProducer writes 4,000 records: a broker killed with
-/// SIGKILL and restarted, one frozen past its session and resumed, one
-/// cut off from every other host and healed, one stopped with SIGTERM and
-/// restarted, the active controller killed with SIGKILL and restarted, two
-/// brokers killed in turn, a rolling restart of every broker. After each round every ISR must be whole again; at the end
-/// the checker reads everything back and every partition's replicas hold
-/// the same bytes.
-#[test]
-fn long_fault_rounds_lose_nothing_acknowledged() {
-    if std::env::var("KRABKA_LONG_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: the long fault workload runs with KRABKA_LONG_TESTS=1");
-        return;
-    }
-    let rounds: u64 = std::env::var("KRABKA_FAULT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
-    let mut seed: u64 = std::env::var("KRABKA_FAULT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let mut next = move |n: u64| {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % n
-    };
-    let network = TestNetwork::create(6);
-    let (mut controllers, mut brokers) =
-        BrokerProcess::start_split_cluster_on(&network.hosts()[..3], &network.hosts()[3..], &CONFIG);
-    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
-    let (ok, printed) = support::kafka_cli(
-        "kafka-topics",
-        &["--bootstrap-server", &bootstrap, "--create", "--topic", TOPIC, "--partitions", "3"]
-            .into_iter()
-            .chain(["--replication-factor", "3", "--config", "min.insync.replicas=2"])
-            .collect::<Vec<_>>(),
-    );
-    assert!(ok, "{printed}");
-    let whole =
-        |listed: &[(i32, Vec<i32>, Vec<i32>)]| listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr.len() == 3);
-    let scratch = tempfile::tempdir().unwrap();
-    let mut acked = Vec::new();
-    for round in 0..rounds {
-        let watcher = |brokers: &[BrokerProcess]| brokers.iter().map(|b| partitions(&b.bootstrap())).find(|l| whole(l));
-        support::wait_for("every ISR whole", PATIENCE, || watcher(&brokers).is_some());
-        let producer = start_verifiable_producer(&bootstrap, 4_000, 2_000, Some(round as u32 + 1), scratch.path());
-        std::thread::sleep(Duration::from_millis(500 + next(1_000)));
-        let target = next(3) as usize;
-        let fault = next(7);
-        let wait_whole = |brokers: &[BrokerProcess]| {
-            support::wait_for("every ISR whole within the round", PATIENCE, || {
-                brokers.iter().any(|b| {
-                    // A broker just restarted may close a connection while it starts.
-                    let listed = std::panic::catch_unwind(|| partitions(&b.bootstrap())).unwrap_or_default();
-                    whole(&listed)
-                })
-            })
-        };
-        match fault {
-            0 => {
-                brokers[target].kill9();
-                std::thread::sleep(Duration::from_secs(4));
-                brokers[target].restart();
-            }
-            1 => {
-                brokers[target].pause();
-                std::thread::sleep(Duration::from_secs(5));
-                brokers[target].resume();
-            }
-            2 => {
-                network.isolate(3 + target);
-                std::thread::sleep(Duration::from_secs(5));
-                network.heal(3 + target);
-            }
-            3 => {
-                assert!(brokers[target].stop().success());
-                std::thread::sleep(Duration::from_secs(2));
-                brokers[target].restart();
-            }
-            4 => {
-                // The active controller dies; the other two elect one.
-                let answer = support::cluster::describe_quorum(&brokers[target].bootstrap());
-                let leader = answer.topics[0].partitions[0].leader_id;
-                assert!((1..=3).contains(&leader), "an active controller: {answer:?}");
-                controllers[(leader - 1) as usize].kill9();
-                std::thread::sleep(Duration::from_secs(3));
-                controllers[(leader - 1) as usize].restart();
-            }
-            5 => {
-                // Two brokers in turn: the second dies once the first is back in sync.
-                brokers[target].kill9();
-                std::thread::sleep(Duration::from_secs(4));
-                brokers[target].restart();
-                wait_whole(&brokers);
-                let second = (target + 1) % 3;
-                brokers[second].kill9();
-                std::thread::sleep(Duration::from_secs(4));
-                brokers[second].restart();
-            }
-            _ => {
-                // A rolling restart: each broker stopped cleanly and back in sync before the next.
-                for i in 0..3 {
-                    assert!(brokers[i].stop().success());
-                    brokers[i].restart();
-                    wait_whole(&brokers);
-                }
-            }
-        }
-        let output = producer.wait_with_output().expect("producer");
-        let mut these = acknowledged(&String::from_utf8_lossy(&output.stdout));
-        eprintln!("round {round}: fault {fault} on broker {}, {} acknowledged", target + 4, these.len());
-        if these.len() != 4_000 {
-            let reserved: Vec<String> = controllers
-                .iter()
-                .flat_map(|c| {
-                    c.log().lines().filter(|l| l.contains("producer ids")).map(String::from).collect::<Vec<_>>()
-                })
-                .collect();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let errors: Vec<&str> = stderr
-                .lines()
-                .filter(|l| !l.contains("NOT_LEADER") && !l.contains("invalid metadata"))
-                .take(20)
-                .collect();
-            panic!(
-                "round {round}: {} of 4000 acknowledged\n{}\n{}",
-                these.len(),
-                reserved.join("\n"),
-                errors.join("\n")
-            );
-        }
-        acked.append(&mut these);
-    }
-    support::wait_for("every ISR whole at the end", PATIENCE, || whole(&partitions(&brokers[0].bootstrap())));
-    check(&acked, &read_all(&brokers, None));
-    for partition in 0..3 {
-        support::wait_for(&format!("{TOPIC}-{partition}'s replicas to hold the same bytes"), PATIENCE, || {
-            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| segments(b, partition)).collect();
-            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
-        });
-    }
-    eprintln!("{rounds} rounds: {} acknowledged records checked", acked.len());
 }

@@ -366,6 +366,12 @@ impl PartitionLog {
     /// Removes every offset >= `offset` (a follower diverged from its leader).
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<u64, LogError> {
         if offset >= self.log_end_offset() {
+            // No record goes, but an epoch may: a broker that became leader
+            // recorded its epoch's start at its log end, then lost the lead
+            // before appending anything. Its new leader never had that
+            // epoch, so as the last fetched epoch it would diverge on every
+            // fetch (Kafka's truncateTo drops it the same way).
+            self.leader_epochs.truncate_from_end(self.log_end_offset())?;
             return Ok(0);
         }
         if offset <= self.log_start_offset {

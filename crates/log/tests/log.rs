@@ -356,6 +356,24 @@ fn truncation_for_replication() {
     assert_eq!(log.log_end_offset(), 1002);
 }
 
+/// A broker that led without appending anything (its epoch starts at its
+/// log end) and then follows: truncating to its end drops that epoch, so
+/// its next fetch names the epoch its records carry.
+#[test]
+fn truncating_to_the_end_drops_an_epoch_that_holds_no_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), small_segments(), true);
+    for i in 0..5 {
+        log.append_as_leader(&batch(&values(i..i + 1), NOW, Compression::None), 2, NOW).unwrap();
+    }
+    log.assign_leader_epoch(3).unwrap();
+    assert_eq!(log.leader_epochs().latest_epoch(), Some(3));
+    assert_eq!(log.truncate_to(5, NOW).unwrap(), 0);
+    assert_eq!(log.log_end_offset(), 5);
+    assert_eq!(log.leader_epochs().latest_epoch(), Some(2), "epoch 3 held nothing");
+    assert_eq!(log.end_offset_for_epoch(2), Some((2, 5)));
+}
+
 #[test]
 fn retention_by_bytes_time_and_delete_records() {
     let dir = tempfile::tempdir().unwrap();

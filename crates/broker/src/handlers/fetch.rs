@@ -189,11 +189,13 @@ impl FetchPlan {
         for wanted in &self.wanted {
             let Some(partition) = self.broker.replicas.partition(&wanted.topic, wanted.partition) else { continue };
             if partition.check_leader_epoch(wanted.current_leader_epoch).is_err() {
+                tracing::trace!(topic = %partition.topic, partition = partition.index, follower, epoch = wanted.current_leader_epoch, "follower fetch with another leader epoch");
                 continue;
             }
             let log = partition.lock_log();
             let in_range = (log.log_start_offset()..=log.log_end_offset()).contains(&wanted.fetch_offset);
             if !in_range || diverging_epoch(&log, wanted).is_some() {
+                tracing::trace!(topic = %partition.topic, partition = partition.index, follower, in_range, offset = wanted.fetch_offset, "follower fetch out of range or diverging");
                 continue;
             }
             let expanded = partition.record_follower_fetch(&log, follower, broker_epoch, wanted.fetch_offset, now);

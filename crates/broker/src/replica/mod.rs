@@ -13,6 +13,7 @@
 //! that moved, a role that changed).
 
 pub mod isr_changes;
+mod log_dir_failure;
 mod manager;
 mod partition;
 pub mod purgatory;

@@ -321,12 +321,19 @@ impl Partition {
         if !self.is_led_here() {
             return Err(AppendError::NotLeader);
         }
-        let info = log.append_as_leader(records, self.leader_epoch(), now_ms)?;
+        let appended = log.append_as_leader(records, self.leader_epoch(), now_ms);
+        let info = self.unless_disk_failed(appended)?;
         let end = log.log_end_offset();
         debug_assert!(info.last_offset < end, "appended up to {} but the log ends at {end}", info.last_offset);
         // Alone in the ISR, what was appended is replicated at once.
         self.advance_high_watermark(&log, &self.lock_replicas());
         Ok((info, log.log_start_offset()))
+    }
+
+    /// `result`, unless a write failed on the disk: then the broker halts
+    /// (`log_dir_failure`).
+    fn unless_disk_failed<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
+        super::log_dir_failure::check(result, &self.log_dir, &self.topic, self.index)
     }
 
     /// What a follower fetches from: its log end offset and the epoch of
@@ -349,12 +356,12 @@ impl Partition {
             return Ok(false);
         }
         if !fetched.records.is_empty() {
-            log.append_as_follower(&fetched.records, now_ms)?;
+            self.unless_disk_failed(log.append_as_follower(&fetched.records, now_ms))?;
         }
         // Kafka's follower moves its log start up to its leader's.
         let start = fetched.leader_log_start.min(log.log_end_offset());
         if start > log.log_start_offset() {
-            log.delete_records_before(start, now_ms)?;
+            self.unless_disk_failed(log.delete_records_before(start, now_ms))?;
         }
         self.follow_high_watermark(&log, fetched.leader_high_watermark);
         drop(log);
@@ -372,7 +379,7 @@ impl Partition {
             // Led here since the fetch was sent: this log is the truth now.
             return Ok(());
         }
-        log.truncate_to(offset, now_ms)?;
+        self.unless_disk_failed(log.truncate_to(offset, now_ms))?;
         self.high_watermark.fetch_min(log.log_end_offset(), Ordering::AcqRel);
         Ok(())
     }
@@ -384,7 +391,7 @@ impl Partition {
         if self.is_led_here() {
             return Ok(());
         }
-        log.truncate_fully_and_start_at(offset, now_ms)?;
+        self.unless_disk_failed(log.truncate_fully_and_start_at(offset, now_ms))?;
         self.high_watermark.store(offset, Ordering::Release);
         Ok(())
     }
@@ -404,7 +411,7 @@ impl Partition {
     /// DeleteRecords: moves the log start to `offset` (returns the new low
     /// watermark) and wakes the fetches parked below it, now out of range.
     pub fn delete_records_before(&self, offset: i64, now_ms: i64) -> Result<i64, LogError> {
-        let low_watermark = self.lock_log().delete_records_before(offset, now_ms)?;
+        let low_watermark = self.unless_disk_failed(self.lock_log().delete_records_before(offset, now_ms))?;
         self.watchers.wake_all();
         Ok(low_watermark)
     }

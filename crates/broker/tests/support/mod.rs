@@ -17,6 +17,7 @@ use krabka_protocol::{ApiKey, Message};
 
 pub mod cluster;
 pub mod netns;
+pub mod replicated;
 
 pub use netns::Host;
 

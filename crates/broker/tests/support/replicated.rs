@@ -1,0 +1,188 @@
+//! What the replication tests share: Kafka's VerifiableProducer writing
+//! to a replicated topic, the records it saw acknowledged, a read-back of
+//! the whole topic, and the checker that compares the two.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
+
+use super::{repo_root, BrokerProcess, RawClient};
+
+/// The topic the replication tests write: three partitions, three replicas.
+pub const TOPIC: &str = "replicated";
+
+/// Each partition's (leader, replicas, ISR) as the broker at `bootstrap` lists them.
+pub fn partitions(bootstrap: &str) -> Vec<(i32, Vec<i32>, Vec<i32>)> {
+    let Ok(stream) = std::net::TcpStream::connect(bootstrap) else { return Vec::new() };
+    let request = MetadataRequest { topics: None, ..Default::default() };
+    let answer: MetadataResponse = RawClient::from_stream(stream).request(ApiKey::Metadata, 12, &request);
+    let Some(topic) = answer.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)) else { return Vec::new() };
+    let mut listed: Vec<_> = topic
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, (p.leader_id, p.replica_nodes.clone(), p.isr_nodes.clone())))
+        .collect();
+    listed.sort();
+    listed.into_iter().map(|(_, state)| state).collect()
+}
+
+/// Creates `TOPIC` with Kafka's `kafka-topics`: three partitions, three
+/// replicas, `min.insync.replicas=2`.
+pub fn create_topic(bootstrap: &str) {
+    let (ok, printed) = super::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", bootstrap, "--create", "--topic", TOPIC, "--partitions", "3"]
+            .into_iter()
+            .chain(["--replication-factor", "3", "--config", "min.insync.replicas=2"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+}
+
+/// A record the producer saw acknowledged, or the consumer read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Placed {
+    pub partition: i32,
+    pub offset: i64,
+    pub value: String,
+}
+
+/// The value of `"name":` in one JSON line of VerifiableProducer's (flat
+/// objects of numbers, strings and nulls).
+pub fn json_field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let rest = &line[start..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    Some(rest[..end].trim_matches('"'))
+}
+
+/// Kafka's VerifiableProducer, started in the background: idempotent,
+/// acks=all, `count` records at `rate` per second, each value its number.
+/// Values are the record's number, after `prefix.` when given.
+pub fn start_verifiable_producer(
+    bootstrap: &str,
+    count: usize,
+    rate: usize,
+    prefix: Option<u32>,
+    dir: &std::path::Path,
+) -> std::process::Child {
+    let config = dir.join(format!("producer-{}.properties", prefix.unwrap_or(0)));
+    let mut file = std::fs::File::create(&config).unwrap();
+    // Round robin: every partition gets records (sticky batches might skip
+    // one); requests to a leader cut off time out in 5 s, then go elsewhere.
+    // 30 s to deliver is several times the longest fault's unavailability
+    // (a session of 3 s, then an election), and bounds a round that gives
+    // records up (see fault_rounds.rs, KAFKA-14359).
+    let partitioner = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner";
+    writeln!(file, "enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=30000\n{partitioner}").unwrap();
+    writeln!(file, "request.timeout.ms=5000\nmetadata.max.age.ms=2000").unwrap();
+    let prefix = prefix.map(|p| vec!["--value-prefix".to_string(), p.to_string()]).unwrap_or_default();
+    Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
+        .args(["org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap, "--topic", TOPIC])
+        .args(["--max-messages", &count.to_string(), "--throughput", &rate.to_string(), "--acks", "-1"])
+        .args(["--producer.config", config.to_str().unwrap()])
+        .args(prefix)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start VerifiableProducer")
+}
+
+/// The records a VerifiableProducer's output says were acknowledged.
+pub fn acknowledged(output: &str) -> Vec<Placed> {
+    output
+        .lines()
+        .filter(|line| json_field(line, "name") == Some("producer_send_success"))
+        .map(|line| Placed {
+            partition: json_field(line, "partition").and_then(|v| v.parse().ok()).expect("partition"),
+            offset: json_field(line, "offset").and_then(|v| v.parse().ok()).expect("offset"),
+            value: json_field(line, "value").expect("value").to_string(),
+        })
+        .collect()
+}
+
+/// Every record of the topic, read back with Kafka's console consumer
+/// from the beginning (`expected` of them, the sum of the log ends).
+pub fn read_back(bootstrap: &str, expected: usize) -> Vec<Placed> {
+    let (ok, printed) = super::kafka_cli(
+        "kafka-console-consumer",
+        &["--bootstrap-server", bootstrap, "--topic", TOPIC, "--from-beginning", "--timeout-ms", "30000"]
+            .into_iter()
+            .chain(["--max-messages", &expected.to_string()])
+            .chain(["--property", "print.partition=true", "--property", "print.offset=true"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    printed
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let field = |prefix: &str| fields.iter().find_map(|f| f.strip_prefix(prefix)).map(str::to_string);
+            Some(Placed {
+                partition: field("Partition:")?.parse().ok()?,
+                offset: field("Offset:")?.parse().ok()?,
+                value: fields.last()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Every record of the topic, read through the brokers but `skip`, up
+/// to each partition's end as its leader gives it (a follower refuses).
+pub fn read_all(brokers: &[BrokerProcess], skip: Option<usize>) -> Vec<Placed> {
+    let live: Vec<&BrokerProcess> =
+        brokers.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, b)| b).collect();
+    let ends: Vec<Vec<_>> = live.iter().map(|b| super::cluster::latest_offsets(b, TOPIC, 3)).collect();
+    let total: i64 = (0..3)
+        .map(|p| ends.iter().filter(|e| e[p].error_code == 0).map(|e| e[p].offset).max().expect("a leader"))
+        .sum();
+    let bootstrap = live.iter().map(|b| b.bootstrap()).collect::<Vec<_>>().join(",");
+    read_back(&bootstrap, total as usize)
+}
+
+/// The checker: every acknowledged record where it was acknowledged, no
+/// value twice (idempotence), offsets rising within each partition.
+pub fn check(acked: &[Placed], read: &[Placed]) {
+    let at: BTreeMap<(i32, i64), &str> = read.iter().map(|r| ((r.partition, r.offset), r.value.as_str())).collect();
+    let summary = |records: &[Placed]| {
+        let mut ranges: BTreeMap<i32, (usize, i64, i64)> = BTreeMap::new();
+        for r in records {
+            let e = ranges.entry(r.partition).or_insert((0, i64::MAX, -1));
+            *e = (e.0 + 1, e.1.min(r.offset), e.2.max(r.offset));
+        }
+        ranges
+    };
+    eprintln!("acknowledged (count, first, last) by partition: {:?}", summary(acked));
+    eprintln!("read back (count, first, last) by partition: {:?}", summary(read));
+    let lost: Vec<&Placed> =
+        acked.iter().filter(|a| at.get(&(a.partition, a.offset)) != Some(&a.value.as_str())).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged records lost or moved, first {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    let mut values = BTreeSet::new();
+    let duplicates: Vec<&Placed> = read.iter().filter(|r| !values.insert(r.value.clone())).collect();
+    assert!(duplicates.is_empty(), "duplicates: {:?}", &duplicates[..duplicates.len().min(5)]);
+    let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+    for record in read {
+        let previous = last.insert(record.partition, record.offset);
+        assert!(previous.is_none_or(|p| p < record.offset), "offsets out of order at {record:?}");
+    }
+}
+
+/// The bytes of every segment of `TOPIC`-`partition` in a broker's data directory.
+pub fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
+    let dir = node.data_dir().join(format!("{TOPIC}-{partition}"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
+}
