@@ -30,7 +30,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -114,9 +114,13 @@ fn move_onto_small_disk(broker: &mut BrokerProcess, disks: &mut SmallDisks) {
     broker.restart();
 }
 
+/// A topic with a replica on every broker, written to when a broker with
+/// a full disk has not halted after 10 s (the round's producer was done).
+const PROBE: &str = "disk-probe";
+
 /// Fills the broker's disk: its next write fails and it halts; then the
 /// filler goes and the broker starts again.
-fn fill_disk(broker: &mut BrokerProcess) {
+fn fill_disk(broker: &mut BrokerProcess, bootstrap: &str) {
     let filler = broker.data_dir().join("filler");
     // dd stops at ENOSPC (and fails, as expected).
     let _ = Command::new("dd")
@@ -124,7 +128,15 @@ fn fill_disk(broker: &mut BrokerProcess) {
         .arg(format!("of={}", filler.display()))
         .args(["bs=1M", "status=none"])
         .status();
-    support::wait_for("the broker with a full disk to halt", PATIENCE, || !broker.is_running());
+    let filled = Instant::now();
+    support::wait_for("the broker with a full disk to halt", PATIENCE, || {
+        if filled.elapsed() > Duration::from_secs(10) {
+            // Nothing wrote to it since: write. Whether this succeeds
+            // depends on when the broker halts.
+            let _ = support::idempotent_perf_producer(bootstrap, PROBE, 200);
+        }
+        !broker.is_running()
+    });
     let log = broker.log();
     assert!(log.contains("a write to its log directory failed"), "{}", &log[log.len().saturating_sub(4000)..]);
     std::fs::remove_file(&filler).unwrap();
@@ -214,29 +226,41 @@ impl Cluster {
                     wait_whole(brokers, "every ISR whole before the next restart");
                 }
             }
-            Fault::DiskFull => fill_disk(&mut brokers[target]),
+            Fault::DiskFull => {
+                let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+                fill_disk(&mut brokers[target], &bootstrap)
+            }
         }
     }
 
-    /// Keeps a failed round's producer output where `KRABKA_FAULT_KEEP` says
-    /// (the nodes' logs follow when the test fails, `Drop`).
-    fn keep_evidence(&self, output: &std::process::Output) {
-        let Ok(dir) = std::env::var("KRABKA_FAULT_KEEP") else { return };
-        let dir = Path::new(&dir);
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("producer.out"), &output.stdout).unwrap();
-        std::fs::write(dir.join("producer.err"), &output.stderr).unwrap();
+    /// Keeps each round's producer output where `KRABKA_FAULT_KEEP` says
+    /// (the nodes' logs and data follow when the test fails, `Drop`).
+    fn keep_evidence(&self, round: u64, output: &std::process::Output) {
+        let Some(dir) = kept_dir() else { return };
+        std::fs::write(dir.join(format!("producer-{round}.out")), &output.stdout).unwrap();
+        std::fs::write(dir.join(format!("producer-{round}.err")), &output.stderr).unwrap();
     }
+}
+
+/// `KRABKA_FAULT_KEEP`, created.
+fn kept_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var("KRABKA_FAULT_KEEP").ok()?);
+    std::fs::create_dir_all(&dir).unwrap();
+    Some(dir)
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let Ok(dir) = std::env::var("KRABKA_FAULT_KEEP") else { return };
-        if std::thread::panicking() {
-            let dir = Path::new(&dir);
-            let _ = std::fs::create_dir_all(dir);
-            for (i, node) in self.controllers.iter().chain(&self.brokers).enumerate() {
-                let _ = std::fs::write(dir.join(format!("node-{}.log", i + 1)), node.log());
+        let Some(dir) = kept_dir().filter(|_| std::thread::panicking()) else { return };
+        for (i, node) in self.controllers.iter().chain(&self.brokers).enumerate() {
+            let _ = std::fs::write(dir.join(format!("node-{}.log", i + 1)), node.log());
+        }
+        for (i, broker) in self.brokers.iter().enumerate() {
+            for partition in 0..3 {
+                let from = broker.data_dir().join(format!("{TOPIC}-{partition}"));
+                let to = dir.join(format!("broker-{}", i + 4));
+                let _ = std::fs::create_dir_all(&to);
+                let _ = Command::new("cp").arg("-a").arg(&from).arg(&to).status();
             }
         }
     }
@@ -420,6 +444,11 @@ fn fault_rounds_lose_nothing_acknowledged() {
     let mut cluster = Cluster::start();
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap);
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap, "--create", "--topic", PROBE, "--replication-factor", "3"],
+    );
+    assert!(ok, "{printed}");
     let reader = GroupReader::start(&bootstrap);
     let scratch = tempfile::tempdir().unwrap();
     let (mut acked, mut given_up, mut by_fault) = (Vec::new(), 0, BTreeMap::<String, (u64, usize)>::new());
@@ -442,8 +471,8 @@ fn fault_rounds_lose_nothing_acknowledged() {
         cluster.strike(fault, target);
         wait_whole(&cluster.brokers, "every ISR whole within the round");
         let output = producer.wait_with_output().expect("producer");
+        cluster.keep_evidence(round, &output);
         let outcome = round_outcome(round, &output).unwrap_or_else(|e| {
-            cluster.keep_evidence(&output);
             panic!(
                 "{e}\n{}",
                 String::from_utf8_lossy(&output.stderr)
