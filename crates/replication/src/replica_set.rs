@@ -111,10 +111,23 @@ impl ReplicaSet {
         isr
     }
 
+    /// Whether the committed ISR is smaller than `min_insync_replicas`
+    /// (capped at the replica count, Kafka's effectiveMinIsr).
+    pub fn under_min_isr(&self, min_insync_replicas: usize) -> bool {
+        self.isr.len() < min_insync_replicas.min(self.replicas.len())
+    }
+
     /// The high watermark the in-sync replicas allow: the smallest log end
     /// offset among them (the leader's being `leader_end`). A member that
-    /// has not fetched yet holds it where it is (`current`).
-    pub fn high_watermark(&self, leader_end: i64, current: i64) -> i64 {
+    /// has not fetched yet holds it where it is (`current`). Under
+    /// `min_insync_replicas` it stays where it is (KIP-966's strict min
+    /// ISR, as Kafka 4's leader: a record is committed only once that many
+    /// replicas have it, which is what lets a replica out of the ISR be
+    /// eligible to lead).
+    pub fn high_watermark(&self, leader_end: i64, current: i64, min_insync_replicas: usize) -> i64 {
+        if self.under_min_isr(min_insync_replicas) {
+            return current.min(leader_end);
+        }
         let mut hw = leader_end;
         for id in self.maximal_isr() {
             if id == self.local_id {
@@ -199,14 +212,36 @@ mod tests {
     #[test]
     fn the_high_watermark_is_the_smallest_in_sync_log_end_and_waits_for_members_not_heard_of() {
         let mut set = three(0);
-        assert_eq!(set.high_watermark(10, 0), 0, "followers not heard of hold it");
+        assert_eq!(set.high_watermark(10, 0, 1), 0, "followers not heard of hold it");
         set.record_fetch(2, 5, 10, 10, 1);
-        assert_eq!(set.high_watermark(10, 0), 0);
+        assert_eq!(set.high_watermark(10, 0, 1), 0);
         set.record_fetch(3, 5, 7, 10, 1);
-        assert_eq!(set.high_watermark(10, 0), 7);
-        assert_eq!(set.high_watermark(10, 8), 8, "never moves back");
+        assert_eq!(set.high_watermark(10, 0, 1), 7);
+        assert_eq!(set.high_watermark(10, 8, 1), 8, "never moves back");
         set.isr = vec![1, 2];
-        assert_eq!(set.high_watermark(10, 7), 10, "out of the ISR, not counted");
+        assert_eq!(set.high_watermark(10, 7, 1), 10, "out of the ISR, not counted");
+    }
+
+    #[test]
+    fn under_min_insync_replicas_the_high_watermark_stays_where_it_is() {
+        let mut set = three(0);
+        set.record_fetch(2, 5, 10, 10, 1);
+        set.record_fetch(3, 5, 10, 10, 1);
+        set.isr = vec![1];
+        assert!(set.under_min_isr(2));
+        assert_eq!(set.high_watermark(12, 6, 2), 6, "the leader alone commits nothing");
+        assert_eq!(set.high_watermark(12, 6, 1), 12, "min.insync.replicas=1 lets it alone");
+        set.isr = vec![1, 2];
+        assert_eq!(set.high_watermark(12, 6, 2), 10, "two in sync: the smaller end");
+        // min.insync.replicas above the replica count counts as the count.
+        set.isr = vec![1, 2, 3];
+        assert!(!set.under_min_isr(5));
+        assert_eq!(set.high_watermark(12, 6, 5), 10);
+        // A pending expansion counts toward the high watermark, not toward
+        // min.insync.replicas: only a committed ISR does (Kafka's isUnderMinIsr).
+        set.isr = vec![1];
+        set.pending = Some(PendingIsr { isr: vec![1, 2], sent_ms: 1 });
+        assert_eq!(set.high_watermark(12, 6, 2), 6);
     }
 
     #[test]

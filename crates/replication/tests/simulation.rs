@@ -267,7 +267,7 @@ impl Sim {
     fn advance_high_watermark(&mut self) {
         let Some(leader) = self.leader() else { return };
         let (epoch, set) = leader.leading.as_ref().expect("leads");
-        let hw = set.high_watermark(leader.log_end(), leader.high_watermark);
+        let hw = set.high_watermark(leader.log_end(), leader.high_watermark, MIN_ISR);
         debug_assert!(hw >= leader.high_watermark);
         leader.high_watermark = hw;
         let (id, epoch) = (leader.id, *epoch);

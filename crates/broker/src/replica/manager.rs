@@ -250,7 +250,7 @@ impl ReplicaManager {
             let produce = ProducePolicy::of(&self.config, &topic.configs);
             let mut slots = existing.as_ref().map(|h| h.partitions.clone()).unwrap_or_default();
             slots.resize(topic.partitions.len(), None);
-            let moved_off = self.refresh_hosted(&mut slots, topic, &config, now)?;
+            let moved_off = self.refresh_hosted(&mut slots, topic, &config, produce.min_insync_replicas, now)?;
             let missing: Vec<i32> = (0..topic.partitions.len())
                 .filter(|&i| slots[i].is_none() && self.hosting.hosts(&topic.partitions[i]))
                 .map(|i| i as i32)
@@ -286,6 +286,7 @@ impl ReplicaManager {
         slots: &mut [Option<Arc<Partition>>],
         topic: &TopicImage,
         config: &krabka_log::LogConfig,
+        min_insync_replicas: i32,
         now: i64,
     ) -> Result<bool, LogError> {
         let mut moved_off = false;
@@ -307,6 +308,7 @@ impl ReplicaManager {
                 log.set_config(config.clone());
             }
             drop(log);
+            partition.set_min_insync_replicas(min_insync_replicas);
             partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
         Ok(moved_off)
@@ -361,6 +363,7 @@ impl ReplicaManager {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
         let partition = Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark);
+        partition.set_min_insync_replicas(ProducePolicy::of(&self.config, &topic.configs).min_insync_replicas);
         if let Some(image) = topic.partitions.get(index as usize) {
             partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }

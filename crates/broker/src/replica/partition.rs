@@ -3,7 +3,7 @@
 //! topic's configs.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -29,6 +29,9 @@ pub struct Partition {
     /// a single node); a replica whose broker is fenced is led by nobody.
     pub(super) led_here: AtomicBool,
     pub(super) high_watermark: AtomicI64,
+    /// The topic's effective `min.insync.replicas`: under it (committed
+    /// ISR) the leader's high watermark does not move (strict min ISR).
+    min_insync_replicas: AtomicUsize,
     /// The replicas as the leader tracks them (meaningful while led here).
     /// Locked after the log, never before it.
     replica_set: Mutex<ReplicaSet>,
@@ -77,6 +80,7 @@ impl Partition {
             leader_id: AtomicI32::new(-1),
             led_here: AtomicBool::new(false),
             high_watermark: AtomicI64::new(high_watermark),
+            min_insync_replicas: AtomicUsize::new(1),
             replica_set: Mutex::new(ReplicaSet::alone(local_id)),
             watchers: WatchList::default(),
         }
@@ -161,11 +165,28 @@ impl Partition {
         self.watchers.wake_all();
     }
 
+    /// The topic's `min.insync.replicas` changed (or is first known): a
+    /// lower one may let the high watermark move, waking what waits on it.
+    pub(super) fn set_min_insync_replicas(&self, min_insync_replicas: i32) {
+        let log = self.lock_log();
+        let replica_set = self.lock_replicas();
+        let value = usize::try_from(min_insync_replicas).unwrap_or(1).max(1);
+        let moved = self.min_insync_replicas.swap(value, Ordering::AcqRel) != value
+            && self.is_led_here()
+            && self.advance_high_watermark(&log, &replica_set);
+        drop(replica_set);
+        drop(log);
+        if moved {
+            self.watchers.wake_all();
+        }
+    }
+
     /// Moves the high watermark to what the in-sync replicas allow; true if
     /// it moved. Caller holds the log and replica locks.
     fn advance_high_watermark(&self, log: &PartitionLog, replica_set: &ReplicaSet) -> bool {
         let current = self.high_watermark();
-        let next = replica_set.high_watermark(log.log_end_offset(), current);
+        let min_isr = self.min_insync_replicas.load(Ordering::Acquire);
+        let next = replica_set.high_watermark(log.log_end_offset(), current, min_isr);
         debug_assert!(next <= log.log_end_offset(), "high watermark {next} past the log end");
         self.high_watermark.store(next, Ordering::Release);
         next != current
