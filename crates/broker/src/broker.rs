@@ -176,6 +176,30 @@ impl Broker {
         self.load_groups(started)
     }
 
+    /// Waits until the image shows this broker registered (at the epoch its
+    /// registration got) and unfenced, as Kafka's broker does before it
+    /// enables request processing: a client's first Metadata answer then
+    /// lists this broker and a controller. Before that a client would learn
+    /// a cluster without brokers (librdkafka's admin client waits for a
+    /// controller until its request times out). Only a node sharing a
+    /// metadata quorum registers; a single node has nothing to wait for.
+    pub async fn wait_until_unfenced(&self) {
+        if self.metadata.quorum().is_none() {
+            return;
+        }
+        let started = Instant::now();
+        loop {
+            let image = self.metadata.image();
+            let registered = image.brokers.get(&self.node_id);
+            let epoch = self.membership.epoch();
+            if registered.is_some_and(|b| !b.fenced && Some(b.broker_epoch) == epoch) {
+                tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "unfenced by the controller");
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     fn load_groups(&self, started: Instant) -> anyhow::Result<()> {
         let partitions = self.metadata.image().topic(OFFSETS_TOPIC).map(|t| t.partitions.len());
         let records = self

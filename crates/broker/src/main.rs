@@ -93,6 +93,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if broker.metadata.quorum().is_none() {
         broker.metadata.finalize_features().await.context("finalizing the feature levels")?;
     }
+    tokio::select! {
+        () = broker.wait_until_unfenced() => {}
+        _ = shutdown.wait_for(|stop| *stop) => return broker.close().await,
+    }
     let listener = socket.listen(backlog).with_context(|| format!("listening on {address}"))?;
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;

@@ -70,6 +70,14 @@ fn records_of(nodes: &[BrokerProcess], topic: &str, partitions: i32) -> i64 {
     (0..nodes.len()).flat_map(led).map(|p| p.offset).sum()
 }
 
+/// The end offset of the snapshot a node's log says it installed from its
+/// leader.
+fn installed_snapshot_end(log: &str) -> i64 {
+    let line = log.lines().find(|l| l.contains("metadata log replaced by the leader's snapshot")).expect("installed");
+    let field = line.split_whitespace().find_map(|w| w.strip_prefix("end_offset=")).expect("end_offset field");
+    field.trim_matches(|c: char| !c.is_ascii_digit()).parse().expect("an offset")
+}
+
 #[test]
 fn a_node_behind_the_leaders_log_start_fetches_its_snapshot_and_a_restart_loads_its_own() {
     let config = ["metadata.log.max.record.bytes.between.snapshots=1024", "metadata.max.retention.bytes=0"];
@@ -101,10 +109,13 @@ fn a_node_behind_the_leaders_log_start_fetches_its_snapshot_and_a_restart_loads_
     let log = nodes[lagging].log()[before..].to_string();
     assert!(log.contains("metadata log replaced by the leader's snapshot"), "{log}");
     assert!(log.contains("metadata image loaded from a snapshot"), "{log}");
-    let fetched = *snapshots(&nodes[lagging]).last().expect("the fetched snapshot is stored");
+    // The node may have taken snapshots of its own since: the one it
+    // fetched is the one its log says it installed.
+    let installed = installed_snapshot_end(&log);
     let bases = segment_bases(&metadata_dir(&nodes[lagging]));
-    assert!(bases.iter().all(|&b| b >= fetched.end_offset), "its log starts at the snapshot: {bases:?}");
-    assert!(fetched.end_offset > lagging_end, "{fetched:?} after {lagging_end}");
+    assert!(bases.iter().all(|&b| b >= installed), "its log starts at the snapshot {installed}: {bases:?}");
+    assert!(installed > lagging_end, "{installed} after {lagging_end}");
+    let fetched = *snapshots(&nodes[lagging]).iter().find(|s| s.end_offset >= installed).expect("a snapshot is stored");
     // Copied first: the node's next snapshot may replace it meanwhile.
     let copy = tempfile::tempdir().unwrap();
     let file = copy.path().join(fetched.file_name());
