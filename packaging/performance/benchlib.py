@@ -129,10 +129,11 @@ def write_config(path, port, controller_port, data_dir):
         )
 
 
-def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0):
+def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0, replication_factor=1):
     """Creates {name: partitions} with confluent-kafka's AdminClient and waits
-    until every partition has a leader. retry_seconds > 0 retries failed
-    creations that long (a broker still starting); 0 fails at once."""
+    until every partition has a leader and every replica in sync.
+    retry_seconds > 0 retries failed creations that long (a broker still
+    starting); 0 fails at once."""
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -142,7 +143,7 @@ def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0):
     retrying = False
     while pending:
         futures = admin.create_topics(
-            [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in pending.items()],
+            [NewTopic(name, num_partitions=n, replication_factor=replication_factor) for name, n in pending.items()],
             operation_timeout=60,
             request_timeout=120,
         )
@@ -168,10 +169,13 @@ def create_topics(bootstrap, topics, admin_config=None, retry_seconds=0):
         if all(
             name in metadata.topics
             and len(metadata.topics[name].partitions) == n
-            and all(p.leader >= 0 for p in metadata.topics[name].partitions.values())
+            and all(
+                p.leader >= 0 and len(p.isrs) == replication_factor
+                for p in metadata.topics[name].partitions.values()
+            )
             for name, n in topics.items()
         ):
             return
         if time.monotonic() > deadline:
-            raise BenchError(f"topics {sorted(topics)} have partitions without a leader")
+            raise BenchError(f"topics {sorted(topics)} have partitions without a leader or a whole ISR")
         time.sleep(0.05)

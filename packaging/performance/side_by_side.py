@@ -146,27 +146,35 @@ class CpuAccount:
 
 
 class Sampler:
-    """Samples a broker's process tree every 250 ms; keeps the peak RSS and
-    every (time, cpu, rss) sample. CPU comes from `account` when given."""
+    """Samples the brokers' process trees every 250 ms; keeps each broker's
+    peak RSS and every (time, cpu, rss) sample (cpu summed over the brokers,
+    rss of the largest). CPU comes from `account` when given."""
 
-    def __init__(self, pid, account=None):
-        self.pid = pid
+    def __init__(self, pids, account=None):
+        self.pids = list(pids)
         self.account = account
         self.samples = []
-        self.peak_rss = 0
+        self.peak_rss_by_pid = dict.fromkeys(self.pids, 0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
+    @property
+    def peak_rss(self):
+        """The largest broker's peak: with several brokers, RSS per broker."""
+        return max(self.peak_rss_by_pid.values())
+
     def _reading(self):
-        cpu, rss = tree_reading(self.pid)
-        return (self.account.seconds() if self.account else cpu), rss
+        readings = {pid: tree_reading(pid) for pid in self.pids}
+        cpu = sum(c for c, _ in readings.values())
+        return (self.account.seconds() if self.account else cpu), {pid: r for pid, (_, r) in readings.items()}
 
     def _loop(self):
         while True:
             cpu, rss = self._reading()
-            self.samples.append((time.monotonic(), cpu, rss))
-            self.peak_rss = max(self.peak_rss, rss)
+            self.samples.append((time.monotonic(), cpu, max(rss.values())))
+            for pid, value in rss.items():
+                self.peak_rss_by_pid[pid] = max(self.peak_rss_by_pid[pid], value)
             if self._stop.wait(SAMPLE_SECONDS):
                 return
 
@@ -205,36 +213,68 @@ def wait_port(port, proc, log_path, timeout=120):
     raise BenchError(f"broker not listening on {port} after {timeout} s; see {log_path}")
 
 
+# Both sides' nodes share it (a multi-node cluster needs one; fixed so the
+# runs are alike).
+CLUSTER_ID = "cUJ4RmWlRQ2v8ZxmbsMFaw"
+
+
 class Side:
-    """One broker implementation: how to start it on a fresh data directory."""
+    """One broker implementation: how to start it on a fresh data directory,
+    as one combined node or as a cluster of combined nodes."""
 
     def __init__(self, kind, label, binary_sha256, start):
         self.kind, self.label, self.binary_sha256 = kind, label, binary_sha256
         self._start = start
 
-    def start(self, workdir, cpus, log_path, account=None):
-        port, controller_port = free_port(), free_port()
-        while controller_port == port:
-            controller_port = free_port()
-        log = open(log_path, "w")
-        command, env = self._start(workdir, port, controller_port)
-        log.write(f"$ {shlex.join(command)}\n")
-        log.flush()
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            preexec_fn=pinned(cpus, account),
-        )
-        log.close()
-        wait_port(port, proc, log_path)
-        return proc, f"127.0.0.1:{port}"
+    def start(self, workdir, cpus, log_path, account=None, nodes=1):
+        """Starts `nodes` combined broker+controller nodes (ids 1..nodes, all
+        of them voters) and waits until each listens; returns the processes
+        and the bootstrap list. `log_path` gets a node suffix when nodes > 1."""
+        ports = []
+        while len(ports) < 2 * nodes:
+            port = free_port()
+            if port not in ports:
+                ports.append(port)
+        voters = ",".join(f"{i + 1}@127.0.0.1:{ports[2 * i + 1]}" for i in range(nodes))
+        started = []
+        for i in range(nodes):
+            port, controller_port = ports[2 * i], ports[2 * i + 1]
+            overrides = cluster_overrides(i + 1, voters) if nodes > 1 else []
+            node_dir = workdir if nodes == 1 else os.path.join(workdir, f"node-{i + 1}")
+            os.makedirs(node_dir, exist_ok=True)
+            node_log = log_path if nodes == 1 else log_path.replace(".log", f"-{i + 1}.log")
+            log = open(node_log, "w")
+            command, env = self._start(node_dir, port, controller_port, overrides)
+            log.write(f"$ {shlex.join(command)}\n")
+            log.flush()
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=pinned(cpus, account),
+            )
+            log.close()
+            started.append((proc, port, node_log))
+        for proc, port, node_log in started:
+            wait_port(port, proc, node_log)
+        return [proc for proc, _, _ in started], ",".join(f"127.0.0.1:{port}" for _, port, _ in started)
+
+
+def cluster_overrides(node_id, voters):
+    """A node of a replicated cluster: its id, the voters, and Kafka's
+    production settings for acknowledged writes (RF3 topics, two in sync)."""
+    return [
+        f"node.id={node_id}",
+        f"controller.quorum.voters={voters}",
+        "offsets.topic.replication.factor=3",
+        "min.insync.replicas=2",
+    ]
 
 
 def krabka_side(label, broker_bin, format_bin):
-    def start(workdir, port, controller_port):
+    def start(workdir, port, controller_port, overrides):
         data = os.path.join(workdir, "data")
         config = os.path.join(workdir, "server.properties")
         write_config(config, port, controller_port, data)
@@ -242,8 +282,11 @@ def krabka_side(label, broker_bin, format_bin):
             # As tools/kafka-reference/run-kafka configures Kafka: the
             # workload's consumer joins without the 3 s default delay.
             f.write("group.initial.rebalance.delay.ms=0\n")
-        run([format_bin, "format", "-c", config])
-        return [broker_bin, config], dict(os.environ, KRABKA_LOG="warn")
+            # Later lines win, as in Kafka's server.properties.
+            f.writelines(f"{kv}\n" for kv in overrides)
+        run([format_bin, "format", "-c", config, "--cluster-id", CLUSTER_ID])
+        # KRABKA_BENCH_LOG: the brokers' log filter when diagnosing a run.
+        return [broker_bin, config], dict(os.environ, KRABKA_LOG=os.environ.get("KRABKA_BENCH_LOG", "warn"))
 
     return Side("krabka", label, sha256(broker_bin), start)
 
@@ -252,9 +295,9 @@ def kafka_side(repo):
     script = os.path.join(repo, "tools", "kafka-reference", "run-kafka")
     libs = os.path.join(repo, "target", "kafka-4.3.1", "libs")
 
-    def start(workdir, port, controller_port):
-        env = dict(os.environ, KAFKA_HEAP_OPTS="-Xms1g -Xmx1g", KAFKA_LOG_LEVEL="WARN")
-        return [script, os.path.join(workdir, "kafka"), str(port), str(controller_port)], env
+    def start(workdir, port, controller_port, overrides):
+        env = dict(os.environ, KAFKA_HEAP_OPTS="-Xms1g -Xmx1g", KAFKA_LOG_LEVEL="WARN", KAFKA_CLUSTER_ID=CLUSTER_ID)
+        return [script, os.path.join(workdir, "kafka"), str(port), str(controller_port)] + overrides, env
 
     return Side("kafka", "kafka 4.3.1", classpath_digest(libs), start)
 
@@ -269,16 +312,22 @@ def classpath_digest(libs):
     return digest.hexdigest()
 
 
-def stop_broker(proc, timeout=60):
-    if proc.poll() is not None:
-        return proc.returncode
-    proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
+def stop_brokers(procs, timeout=60):
+    """SIGTERM to every node at once (one at a time, the last ones would wait
+    for a quorum already gone), then their exit codes (None: killed)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    codes = []
+    for proc in procs:
+        try:
+            codes.append(proc.wait(max(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            codes.append(None)
+    return codes
 
 
 # --------------------------------------------------------------------------
@@ -336,6 +385,12 @@ class Workload:
 # --------------------------------------------------------------------------
 # One trial
 
+def cell_label(name, replication_factor):
+    """The contract's cell name; with RF3 a cell of its own (`-rf3`), since
+    its figures are not comparable with the RF1 cell's."""
+    return name if replication_factor == 1 else f"{name}-rf{replication_factor}"
+
+
 def cell_records(cell, scale):
     if cell["load"] == "rate":
         return max(1000, int(cell["target_records_per_second"] * RATE_SECONDS * scale))
@@ -353,13 +408,14 @@ def run_trial(args, side, cell, round_no, workload, logs):
     records = cell_records(cell, args.scale)
     rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
     account = CpuAccount(tag) if CpuAccount.available() else None
-    proc, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account)
+    rf = args.replication_factor
+    procs, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account, nodes=rf)
     sampler = None
     try:
         warm = cell["load"] != "idle_to_burst"
         topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
-        create_topics(bootstrap, {t: cell["partitions"] for t in topics}, retry_seconds=90)
-        sampler = Sampler(proc.pid, account)
+        create_topics(bootstrap, {t: cell["partitions"] for t in topics}, retry_seconds=90, replication_factor=rf)
+        sampler = Sampler([p.pid for p in procs], account)
         if warm and args.warmup:
             warm_records = max(100, min(records, WARMUP_BYTES // cell["record_bytes"]))
             warmup = workload.run(bootstrap, f"warmup-{name}", cell, warm_records, 0, workload_log)
@@ -374,7 +430,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
     finally:
         if sampler:
             sampler.stop()
-        code = stop_broker(proc)
+        codes = stop_brokers(procs)
         if account:
             account.remove()
         if not args.keep:
@@ -383,7 +439,8 @@ def run_trial(args, side, cell, round_no, workload, logs):
     cpu = cpu_after - cpu_before
     return {
         "round": round_no,
-        "cell": name,
+        "cell": cell_label(name, rf),
+        "replication_factor": rf,
         "side": side.kind,
         "label": side.label,
         "binary_sha256": side.binary_sha256,
@@ -409,7 +466,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
         "workload_wall_seconds": round(wall, 2),
         "client_cpu_cores": round(result.get("client_cpu_cores", float("nan")), 2),
         "client_process_cores": round(result["client_process_cores"], 2),
-        "broker_exit": code,
+        "broker_exit": codes[0] if len(codes) == 1 else " ".join(map(str, codes)),
         "samples": len(sampler.samples),
     }
 
@@ -418,7 +475,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
 # Reports
 
 CSV_FIELDS = [
-    "round", "order", "cell", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
+    "round", "order", "cell", "replication_factor", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
     "payload", "target_rate", "records_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
     "peak_rss_bytes", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "e2e_p50_ms", "e2e_p99_ms",
     "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "client_cpu_cores", "client_process_cores", "broker_exit", "samples",
@@ -468,13 +525,22 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         "",
         "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios. "
         "Client cores: the workload JVM's CPU time over the produce window (1.00 = its CPU was saturated).",
+    ]
+    if args.replication_factor > 1:
+        out += [
+            "",
+            f"Replication factor {args.replication_factor}, min.insync.replicas=2, acks=all: each side is "
+            f"{args.replication_factor} combined broker+controller nodes on the broker CPUs. CPU per record is "
+            "the nodes' total; peak RSS is the largest node's.",
+        ]
+    out += [
         "",
         "| cell | records/s cand | records/s ref | ratio | CPU µs/rec cand | ref | ratio "
         "| peak RSS MiB cand | ref | ratio | p99 ms cand | ref | ratio | client cores cand / ref | errors/dup/missing |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for cell in cells:
-        name = cell["name"]
+        name = cell_label(cell["name"], args.replication_factor)
         bad = sum(r["errors"] + r["duplicates"] + r["missing"] for r in rows if r["cell"] == name)
         cols = [name]
         for metric, fmt, div in (
@@ -554,6 +620,14 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep data directories")
     parser.add_argument("--java", default=os.environ.get("JAVA", "java"))
     parser.add_argument("--client-heap", default="2g")
+    parser.add_argument(
+        "--replication-factor",
+        type=int,
+        choices=[1, 3],
+        default=1,
+        help="3: each side is three combined nodes (all on --broker-cpus, one CPU account), topics RF3 with "
+        "min.insync.replicas=2; cells are named CELL-rf3 and the record is record-rf3.json",
+    )
     args = parser.parse_args()
 
     repo = os.path.abspath(args.repo)
@@ -606,6 +680,7 @@ def main():
         "broker_cpu_clock": "cpuacct cgroup (ns)" if CpuAccount.available() else "proc utime+stime (clock ticks)",
         "nofile": nofile,
         "contract_sha256": contract_sha,
+        "replication_factor": args.replication_factor,
     }
     meta["builds"] = record_builds(repo, args, broker_bin, format_bin)
     say(f"output in {out}; candidate {candidate.label} ({candidate.binary_sha256[:12]}), reference {reference.label}")
@@ -635,7 +710,9 @@ def main():
     summary = summary_markdown(args, rows, cells, candidate, reference, meta)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(summary)
-    with open(os.path.join(out, "record.json"), "w") as f:
+    # parse-benches judges the contract's RF1 cells; an RF3 record is kept beside it.
+    record_name = "record.json" if args.replication_factor == 1 else f"record-rf{args.replication_factor}.json"
+    with open(os.path.join(out, record_name), "w") as f:
         json.dump(performance_record(args.mode, contract_sha, candidate, reference, rows), f, indent=1)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
