@@ -103,7 +103,8 @@ impl Broker {
             let metadata_clean = log_manager.was_clean_shutdown(&config.metadata_log_dir);
             MetadataStore::open(&config.metadata_log_dir, snapshot_every_bytes, metadata_clean, now_ms())
                 .context("opening the metadata log")?
-        };
+        }
+        .with_defaults(config.controller_defaults());
         let image = metadata.image();
         // In a shared quorum the image starts empty: what is stray is known
         // only once it has caught up (`catch_up_metadata`).
@@ -326,7 +327,10 @@ impl Broker {
         // partition log after the logs were sealed.
         self.metadata.close().context("closing the metadata log")?;
         self.replicas.shutdown().context("closing partition logs")?;
-        self.replicas.log_manager().mark_clean_shutdown().context("writing the clean-shutdown marker")?;
+        // The epoch goes in the marker: registering with it next time tells
+        // the controller nothing unflushed was lost (KIP-966).
+        let epoch = self.membership.epoch().unwrap_or(-1);
+        self.replicas.log_manager().mark_clean_shutdown(epoch).context("writing the clean-shutdown marker")?;
         tracing::info!("clean shutdown complete");
         Ok(())
     }

@@ -40,6 +40,7 @@ pub async fn run(broker: Arc<Broker>) {
         return;
     }
     let mut shutdown = broker.shutdown_signal();
+    let mut last_reason = String::new();
     loop {
         let session = async {
             let mut channel = active_controller::connect(&broker, "lifecycle").await?;
@@ -50,7 +51,14 @@ pub async fn run(broker: Arc<Broker>) {
             _ = shutdown.wait_for(|stop| *stop) => return,
         };
         if let Err(reason) = outcome {
-            tracing::debug!(%reason, "broker registration: trying again");
+            // Each new reason once at INFO (a restarted broker waits out its
+            // old session's DUPLICATE_BROKER_REGISTRATION, every 200 ms).
+            if reason != last_reason {
+                tracing::info!(%reason, "broker registration: trying again");
+            } else {
+                tracing::debug!(%reason, "broker registration: trying again");
+            }
+            last_reason = reason;
         }
         tokio::time::sleep(RETRY).await;
     }
@@ -158,7 +166,9 @@ async fn register(broker: &Broker, channel: &mut Channel, incarnation_id: Uuid) 
             })
             .collect(),
         log_dirs: broker.log_dir_ids.clone(),
-        previous_broker_epoch: -1,
+        // The epoch of the last clean shutdown (-1 after a crash): a
+        // controller with ELR on drops an unclean one from the ELRs.
+        previous_broker_epoch: broker.replicas.log_manager().previous_broker_epoch(),
         ..Default::default()
     };
     let response: BrokerRegistrationResponse =

@@ -38,17 +38,10 @@ use std::time::{Duration, Instant};
 use support::netns::TestNetwork;
 use support::replicated::{
     acknowledged, check, create_topic, json_field, partitions, read_all, segments, start_verifiable_producer, Placed,
-    TOPIC,
+    QUICK_FAILOVER as CONFIG, TOPIC,
 };
 use support::{repo_root, BrokerProcess};
 
-/// Broker sessions shorter than Kafka's 9 s default, so fencing is quick.
-const CONFIG: [&str; 4] = [
-    "broker.session.timeout.ms=3000",
-    "broker.heartbeat.interval.ms=500",
-    "replica.lag.time.max.ms=4000",
-    "offsets.topic.replication.factor=3",
-];
 const PATIENCE: Duration = Duration::from_secs(90);
 const RECORDS_PER_ROUND: usize = 4_000;
 const GROUP: &str = "fault-readers";

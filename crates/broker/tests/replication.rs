@@ -25,17 +25,11 @@ use std::time::{Duration, Instant};
 use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
 use support::netns::TestNetwork;
 use support::replicated::{
-    acknowledged, check, create_topic, partitions, read_all, segments, start_verifiable_producer, TOPIC,
+    acknowledged, check, create_topic, partitions, read_all, segments, start_verifiable_producer,
+    QUICK_FAILOVER as CONFIG, TOPIC,
 };
 use support::{BrokerProcess, RawClient};
 
-/// Broker sessions shorter than Kafka's 9 s default, so fencing is quick.
-const CONFIG: [&str; 4] = [
-    "broker.session.timeout.ms=3000",
-    "broker.heartbeat.interval.ms=500",
-    "replica.lag.time.max.ms=4000",
-    "offsets.topic.replication.factor=3",
-];
 const PATIENCE: Duration = Duration::from_secs(90);
 /// From a leader's kill to its partitions led elsewhere: the session
 /// timeout, a fencing commit, the metadata reaching the brokers; wide for

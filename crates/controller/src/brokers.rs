@@ -14,7 +14,7 @@ use krabka_protocol::{
     BrokerHeartbeatRequest, BrokerRegistrationChangeRecord, BrokerRegistrationRequest, ErrorCode, RegisterBrokerRecord,
 };
 
-use crate::elections::{leader_and_isr_updates, leads_any, Touched};
+use crate::elections::{leader_and_isr_updates, leads_any, unclean_shutdown_updates, Touched};
 use crate::error::ApiError;
 use crate::features::check_registration_features;
 use crate::partition_change::NO_LEADER;
@@ -173,10 +173,18 @@ pub fn plan_register_broker(
     // A broker registering again while the image still shows it unfenced
     // (its session ran out, not yet fenced) leaves its ISRs and
     // leadership as a fenced one does: the new incarnation starts fenced.
-    let was_active = image.brokers.get(&request.broker_id).is_some_and(|b| !b.fenced);
+    let existing = image.brokers.get(&request.broker_id);
+    let was_active = existing.is_some_and(|b| !b.fenced);
+    // A new incarnation whose last clean shutdown was not at the epoch the
+    // image holds (or that had none) may have lost unflushed records.
+    let unclean = existing
+        .is_none_or(|b| b.incarnation_id != request.incarnation_id && b.broker_epoch != request.previous_broker_epoch);
     let mut records = vec![MetadataRecord::RegisterBroker(record)];
-    if was_active {
-        let id = request.broker_id;
+    let id = request.broker_id;
+    let unclean_updates = if unclean { unclean_shutdown_updates(image, id) } else { Vec::new() };
+    if !unclean_updates.is_empty() {
+        records.extend(unclean_updates);
+    } else if was_active {
         records.extend(leader_and_isr_updates(image, id, NO_LEADER, Touched::InIsrOf(id)));
     }
     Ok((records, broker_epoch))
@@ -332,7 +340,7 @@ mod tests {
         use crate::features::plan_bootstrap_features;
         use krabka_protocol::broker_registration_request::Feature;
         let mut image = MetadataImage::default();
-        let bootstrap = plan_bootstrap_features(&image);
+        let bootstrap = plan_bootstrap_features(&image, Default::default());
         apply(&mut image, &bootstrap);
         let sessions = BrokerSessions::new(9_000);
         let refused_on = |image: &MetadataImage, request: &BrokerRegistrationRequest| {
@@ -354,11 +362,12 @@ mod tests {
             max_supported_version: max,
             ..Default::default()
         };
-        request.features = vec![range("group.version", 0, 1)];
+        let elr = range("eligible.leader.replicas.version", 0, 1);
+        request.features = vec![range("group.version", 0, 1), elr.clone()];
         assert_eq!(refused(&request), ErrorCode::INVALID_REGISTRATION.code(), "no metadata.version");
-        request.features = vec![range("metadata.version", 7, 21), range("group.version", 0, 1)];
+        request.features = vec![range("metadata.version", 7, 21), range("group.version", 0, 1), elr.clone()];
         assert_eq!(refused(&request), ErrorCode::UNSUPPORTED_VERSION.code(), "metadata.version 30 unsupported");
-        request.features = vec![range("metadata.version", 7, 30), range("group.version", 0, 1)];
+        request.features = vec![range("metadata.version", 7, 30), range("group.version", 0, 1), elr];
         let (records, _) = plan_register_broker(&image, &request, "cluster", &sessions, 0).unwrap();
         apply(&mut image, &records);
         let mut other = registration(2);
@@ -507,5 +516,43 @@ mod tests {
         apply(&mut image, &records);
         assert!(outcome.is_fenced && image.brokers[&2].fenced);
         assert!(plan_register_broker(&image, &registration(2), "cluster", &sessions, 2_000).is_ok());
+    }
+
+    /// Brokers 3, 2 and 1 of t-0 (replicas [1, 2, 3], min ISR 2, ELR on)
+    /// fenced in turn: 2 and 1 stay eligible; then broker 2 registers
+    /// anew after a shutdown that was clean (`previous`: its epoch) or not.
+    fn elr_after_three_fencings(previous_epoch: i64) -> MetadataImage {
+        use crate::features::ELR_VERSION;
+        use crate::test_images::one_partition;
+        let mut image = one_partition(3, &[], &[1, 2, 3], 1);
+        image.features.insert(ELR_VERSION.into(), 1);
+        image.broker_configs.insert("min.insync.replicas".into(), "2".into());
+        for id in [3, 2, 1] {
+            let broker = image.brokers[&id].clone();
+            let records = fencing_change(&image, &broker, FENCE);
+            apply(&mut image, &records);
+        }
+        let t0 = &image.topics["t"].partitions[0];
+        assert_eq!((t0.leader, t0.isr.as_slice(), t0.elr.as_slice()), (-1, &[][..], &[2, 1][..]), "{t0:?}");
+        let mut request = registration(9);
+        request.previous_broker_epoch = previous_epoch;
+        let (records, epoch) =
+            plan_register_broker(&image, &request, "cluster", &BrokerSessions::new(9_000), 0).unwrap();
+        apply(&mut image, &records);
+        let (records, _) = plan_broker_heartbeat(&image, &heartbeat(epoch, image.offset, false)).unwrap();
+        apply(&mut image, &records);
+        image
+    }
+
+    #[test]
+    fn an_eligible_replica_back_from_a_clean_shutdown_leads_and_one_from_a_crash_does_not() {
+        let image = elr_after_three_fencings(20);
+        let t0 = &image.topics["t"].partitions[0];
+        assert_eq!((t0.leader, t0.isr.as_slice()), (2, &[2][..]), "elected from the ELR: {t0:?}");
+        let image = elr_after_three_fencings(-1);
+        let t0 = &image.topics["t"].partitions[0];
+        assert_eq!(t0.leader, -1, "an unclean shutdown drops it from the ELR: {t0:?}");
+        assert_eq!(t0.elr, [1]);
+        assert!(!t0.last_known_elr.contains(&2), "{t0:?}");
     }
 }

@@ -88,23 +88,52 @@ pub fn leader_and_isr_updates(
 ) -> Vec<MetadataRecord> {
     let acceptable = |r: i32| r != removed && (r == added || is_active(image, r));
     let directory = |r: i32| default_directory(image, r);
+    let mut records = Vec::new();
+    for (topic, index, partition) in partitions_by_topic_name(image) {
+        let hit = match touched {
+            Touched::InIsrOf(id) => partition.isr.contains(&id),
+            Touched::Leaderless => partition.leader == NO_LEADER,
+        };
+        if !hit {
+            continue;
+        }
+        let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != removed).collect();
+        let builder = change_builder(image, topic, index, partition, acceptable, &directory);
+        if let Some(change) = builder.target_isr(isr).build() {
+            records.push(MetadataRecord::PartitionChange(change));
+        }
+    }
+    records
+}
+
+/// Every partition with its topic and index, topics by name and
+/// partitions by index, so a plan is a pure function of the image.
+fn partitions_by_topic_name(image: &MetadataImage) -> Vec<(&TopicImage, i32, &PartitionImage)> {
     let mut topics: Vec<&TopicImage> = image.topics.values().map(|t| t.as_ref()).collect();
     topics.sort_by(|a, b| a.name.cmp(&b.name));
+    topics.into_iter().flat_map(|t| t.partitions.iter().enumerate().map(move |(i, p)| (t, i as i32, p))).collect()
+}
+
+/// A broker registering anew after an unclean shutdown, ELR being on
+/// (Kafka's `handleBrokerUncleanShutdown`): it may have lost records it
+/// held unflushed, so it leaves every ISR and ELR naming it and may not
+/// be elected by these changes; it comes back through the ISR once its
+/// leaders see it caught up.
+pub fn unclean_shutdown_updates(image: &MetadataImage, broker_id: i32) -> Vec<MetadataRecord> {
+    if !elr_enabled(image) {
+        return Vec::new();
+    }
+    let acceptable = |r: i32| r != broker_id && is_active(image, r);
+    let directory = |r: i32| default_directory(image, r);
     let mut records = Vec::new();
-    for topic in topics {
-        for (index, partition) in topic.partitions.iter().enumerate() {
-            let hit = match touched {
-                Touched::InIsrOf(id) => partition.isr.contains(&id),
-                Touched::Leaderless => partition.leader == NO_LEADER,
-            };
-            if !hit {
-                continue;
-            }
-            let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != removed).collect();
-            let builder = change_builder(image, topic, index as i32, partition, acceptable, &directory);
-            if let Some(change) = builder.target_isr(isr).build() {
-                records.push(MetadataRecord::PartitionChange(change));
-            }
+    for (topic, index, partition) in partitions_by_topic_name(image) {
+        if !partition.isr.contains(&broker_id) && !partition.elr.contains(&broker_id) {
+            continue;
+        }
+        let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != broker_id).collect();
+        let builder = change_builder(image, topic, index, partition, acceptable, &directory);
+        if let Some(change) = builder.unclean_shutdown_replicas(vec![broker_id]).target_isr(isr).build() {
+            records.push(MetadataRecord::PartitionChange(change));
         }
     }
     records

@@ -4,33 +4,85 @@
 //! levels finalized in the image.
 
 use krabka_metadata::features::METADATA_VERSION;
+use krabka_metadata::records::CONFIG_RESOURCE_BROKER;
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::broker_registration_request::Feature;
-use krabka_protocol::{ErrorCode, FeatureLevelRecord};
+use krabka_protocol::{ConfigRecord, ErrorCode, FeatureLevelRecord};
 
 use crate::error::ApiError;
 
+const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+
+/// The Eligible Leader Replicas feature (KIP-966).
+pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
+
 /// What a krabka controller finalizes in a log that has no
-/// metadata.version yet: Kafka 4.3.1's metadata.version (4.3-IV0), and
-/// of the other features only those krabka implements: group.version 1
-/// (KIP-848 consumer groups). No transaction, share, streams or Eligible
-/// Leader Replica levels: krabka's controller does not do them.
-pub const BOOTSTRAP_FEATURES: [(&str, i16); 2] = [(METADATA_VERSION, 30), ("group.version", 1)];
+/// metadata.version yet: Kafka 4.3.1's metadata.version (4.3-IV0), and of
+/// the other features those krabka implements at the levels Kafka 4.3.1
+/// formats a new cluster with: group.version 1 (KIP-848 consumer groups)
+/// and eligible.leader.replicas.version 1 (KIP-966). No transaction,
+/// share or streams levels: krabka's controller does not do them.
+pub const BOOTSTRAP_FEATURES: [(&str, i16); 3] = [(METADATA_VERSION, 30), ("group.version", 1), (ELR_VERSION, 1)];
+
+/// What the controller's own static config (server.properties) gives the
+/// metadata: the cluster-wide `min.insync.replicas` that enabling ELR
+/// records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControllerDefaults {
+    pub min_insync_replicas: i32,
+}
+
+impl Default for ControllerDefaults {
+    fn default() -> Self {
+        ControllerDefaults { min_insync_replicas: 1 }
+    }
+}
 
 /// The records finalizing `BOOTSTRAP_FEATURES`, when `image` has no
 /// metadata.version (a new log, or one krabka wrote before it finalized
 /// features); none otherwise. Kafka's controller writes its bootstrap
-/// levels first, so readers know how the records after them read.
-pub fn plan_bootstrap_features(image: &MetadataImage) -> Vec<MetadataRecord> {
+/// levels first, so readers know how the records after them read; then,
+/// ELR being on, the records that keep it safe (`elr_safety_records`).
+pub fn plan_bootstrap_features(image: &MetadataImage, defaults: ControllerDefaults) -> Vec<MetadataRecord> {
     if image.features.contains_key(METADATA_VERSION) {
         return Vec::new();
     }
-    BOOTSTRAP_FEATURES
+    let mut records: Vec<MetadataRecord> = BOOTSTRAP_FEATURES
         .iter()
         .map(|&(name, feature_level)| {
             MetadataRecord::FeatureLevel(FeatureLevelRecord { name: name.into(), feature_level, ..Default::default() })
         })
-        .collect()
+        .collect();
+    records.extend(elr_safety_records(image, defaults.min_insync_replicas));
+    records
+}
+
+/// What Kafka's controller writes when ELR gets enabled: elections read
+/// `min.insync.replicas` from the metadata (the controller cannot see a
+/// broker's server.properties), so the cluster-wide value is recorded
+/// from the controller's static config unless one is recorded already,
+/// and per-broker values, which the controller cannot apply to a
+/// partition spread over brokers, are removed.
+pub fn elr_safety_records(image: &MetadataImage, static_min_insync_replicas: i32) -> Vec<MetadataRecord> {
+    let record = |resource_name: &str, value: Option<String>| {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: CONFIG_RESOURCE_BROKER,
+            resource_name: resource_name.to_string(),
+            name: MIN_INSYNC_REPLICAS.to_string(),
+            value,
+            ..Default::default()
+        })
+    };
+    let mut records = Vec::new();
+    if !image.broker_configs.contains_key(MIN_INSYNC_REPLICAS) {
+        records.push(record("", Some(static_min_insync_replicas.to_string())));
+    }
+    for (broker, configs) in &image.per_broker_configs {
+        if configs.contains_key(MIN_INSYNC_REPLICAS) {
+            records.push(record(broker, None));
+        }
+    }
+    records
 }
 
 /// Whether a broker supporting `features` may register with the levels
@@ -81,7 +133,7 @@ mod tests {
 
     fn bootstrapped() -> MetadataImage {
         let mut image = MetadataImage::default();
-        for record in plan_bootstrap_features(&image) {
+        for record in plan_bootstrap_features(&image, ControllerDefaults::default()) {
             image.apply(&record).unwrap();
         }
         image
@@ -92,7 +144,31 @@ mod tests {
         let image = bootstrapped();
         assert_eq!(image.features[METADATA_VERSION], 30);
         assert_eq!(image.features["group.version"], 1);
-        assert!(plan_bootstrap_features(&image).is_empty());
+        assert_eq!(image.features[ELR_VERSION], 1, "as Kafka 4.3.1 formats a new cluster");
+        assert_eq!(image.broker_configs["min.insync.replicas"], "1");
+        assert!(plan_bootstrap_features(&image, ControllerDefaults::default()).is_empty());
+    }
+
+    #[test]
+    fn enabling_elr_records_the_cluster_min_isr_once_and_drops_per_broker_values() {
+        let mut image = MetadataImage::default();
+        let per_broker = |broker: &str, value: Option<&str>| {
+            MetadataRecord::Config(ConfigRecord {
+                resource_type: CONFIG_RESOURCE_BROKER,
+                resource_name: broker.into(),
+                name: MIN_INSYNC_REPLICAS.into(),
+                value: value.map(String::from),
+                ..Default::default()
+            })
+        };
+        image.apply(&per_broker("2", Some("3"))).unwrap();
+        let records = elr_safety_records(&image, 2);
+        assert_eq!(records, vec![per_broker("", Some("2")), per_broker("2", None)]);
+        for record in &records {
+            image.apply(record).unwrap();
+        }
+        assert_eq!(image.broker_configs[MIN_INSYNC_REPLICAS], "2");
+        assert!(elr_safety_records(&image, 3).is_empty(), "a recorded cluster value stays");
     }
 
     #[test]
@@ -118,7 +194,8 @@ mod tests {
         let e =
             check_registration_features(&image, &[feature(METADATA_VERSION, 7, 30), feature("x", 1, 2)]).unwrap_err();
         assert_eq!(e.code, ErrorCode::UNSUPPORTED_VERSION.code());
-        let e = check_registration_features(&image, &[feature("group.version", 0, 1)]).unwrap_err();
+        let without_metadata_version = [feature("group.version", 0, 1), feature(ELR_VERSION, 0, 1)];
+        let e = check_registration_features(&image, &without_metadata_version).unwrap_err();
         assert_eq!(e.code, ErrorCode::INVALID_REGISTRATION.code());
     }
 }

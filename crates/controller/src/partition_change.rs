@@ -203,12 +203,14 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
     }
 
     /// KIP-966's balanced recovery: with no ISR and no ELR left, the last
-    /// leader (kept alone in the last known ELR) may lead again.
+    /// leader (kept alone in the last known ELR) may lead again, if it may
+    /// lead at all (alive; not the broker back from an unclean shutdown).
     fn may_elect_last_known_leader(&self) -> bool {
         self.elr_enabled
             && self.target_elr.is_empty()
             && self.target_isr.is_empty()
             && self.partition.last_known_elr.len() == 1
+            && (self.acceptable_leader)(self.partition.last_known_elr[0])
     }
 
     fn try_election(&mut self, record: &mut PartitionChangeRecord) {
@@ -436,6 +438,21 @@ mod tests {
         // 2 leaves the ISR; the ISR is empty, so 1 (in the ELR) leads alone.
         assert_eq!((record.leader, record.isr), (1, Some(vec![1])));
         assert_eq!(record.eligible_leader_replicas, Some(vec![2]));
+    }
+
+    #[test]
+    fn balanced_recovery_elects_the_last_known_leader_only_if_it_may_lead() {
+        let mut p = partition(&[1, 2, 3], &[], NO_LEADER);
+        p.last_known_elr = vec![1];
+        let elr = |acceptable: &'static [i32]| {
+            PartitionChangeBuilder::new(&p, Uuid([1; 16]), 0, alive(acceptable))
+                .eligible_leader_replicas(true, 2)
+                .build()
+        };
+        let record = elr(&[1, 2]).unwrap();
+        assert_eq!((record.leader, record.isr, record.leader_recovery_state), (1, Some(vec![1]), RECOVERING));
+        // Broker 1 back from an unclean shutdown (or not alive): no leader.
+        assert!(elr(&[2, 3]).is_none_or(|r| r.leader == NO_LEADER_CHANGE || r.leader == NO_LEADER));
     }
 
     #[test]

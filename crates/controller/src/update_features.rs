@@ -26,6 +26,7 @@ use krabka_protocol::{ErrorCode, FeatureLevelRecord};
 
 use crate::controllers::CONTROLLER_REGISTRATION_LEVEL;
 use crate::error::ApiError;
+use crate::features::{elr_safety_records, ControllerDefaults, ELR_VERSION};
 
 /// The levels krabka's controller can run a cluster at (Kafka's
 /// `QuorumFeatures` local ranges): what it implements. It registers
@@ -35,7 +36,7 @@ pub const CONTROLLER_FEATURES: [(&str, i16, i16); 7] = [
     (KRAFT_VERSION, 0, 1),
     ("transaction.version", 0, 0),
     ("group.version", 0, 1),
-    ("eligible.leader.replicas.version", 0, 0),
+    (ELR_VERSION, 0, 1),
     ("share.version", 0, 0),
     ("streams.version", 0, 0),
 ];
@@ -73,12 +74,14 @@ pub struct FeatureUpdate {
 
 /// The quorum a feature update runs against: the voters that must support
 /// a new level besides this controller (`node_id`; empty for a node that
-/// is its quorum's only voter), and the raft log's `kraft.version`.
+/// is its quorum's only voter), the raft log's `kraft.version`, and what
+/// this controller's static config gives a feature being enabled.
 #[derive(Clone, Copy, Debug)]
 pub struct QuorumFeatures<'a> {
     pub node_id: i32,
     pub voters: &'a [i32],
     pub kraft_version: i16,
+    pub defaults: ControllerDefaults,
 }
 
 /// The records of `updates` (none when validating only), and the
@@ -103,6 +106,10 @@ pub fn plan_update_features(
         let record =
             FeatureLevelRecord { name: update.name.clone(), feature_level: update.level, ..Default::default() };
         records.push(MetadataRecord::FeatureLevel(record));
+        let elr_was_off = image.features.get(ELR_VERSION).is_none_or(|&level| level < 1);
+        if update.name == ELR_VERSION && update.level >= 1 && elr_was_off {
+            records.extend(elr_safety_records(image, quorum.defaults.min_insync_replicas));
+        }
     }
     if validate_only {
         records.clear();
@@ -238,7 +245,12 @@ mod tests {
         vec![FeatureUpdate { name: name.into(), level, upgrade_type }]
     }
 
-    const ALONE: QuorumFeatures<'static> = QuorumFeatures { node_id: 1, voters: &[], kraft_version: 0 };
+    const ALONE: QuorumFeatures<'static> = QuorumFeatures {
+        node_id: 1,
+        voters: &[],
+        kraft_version: 0,
+        defaults: ControllerDefaults { min_insync_replicas: 1 },
+    };
 
     fn refusal(updates: &[FeatureUpdate]) -> String {
         let e = plan_update_features(&image(), ALONE, updates, false).unwrap_err();
@@ -411,5 +423,29 @@ mod tests {
         let e = check_metadata_version(29, 32, UpgradeType::Upgrade).unwrap_err();
         assert_eq!(e.code, ErrorCode::INVALID_UPDATE_VERSION.code());
         assert_eq!(e.message, "Invalid metadata.version 32. Valid versions are from 7 to 31.");
+    }
+
+    #[test]
+    fn enabling_elr_records_the_cluster_min_isr_as_kafka_does() {
+        let mut image = image();
+        let elr = BrokerFeature {
+            name: ELR_VERSION.into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+            ..Default::default()
+        };
+        image.brokers.get_mut(&4).unwrap().features.push(elr);
+        let quorum = QuorumFeatures { defaults: ControllerDefaults { min_insync_replicas: 2 }, ..ALONE };
+        let enable = update(ELR_VERSION, 1, UpgradeType::Upgrade);
+        let (records, _) = plan_update_features(&image, quorum, &enable, false).unwrap();
+        assert_eq!(records.len(), 2, "{records:?}");
+        assert!(
+            matches!(&records[1], MetadataRecord::Config(c)
+                if c.resource_name.is_empty() && c.name == "min.insync.replicas" && c.value.as_deref() == Some("2")),
+            "{records:?}"
+        );
+        image.features.insert(ELR_VERSION.into(), 1);
+        let (records, _) = plan_update_features(&image, quorum, &enable, false).unwrap();
+        assert_eq!(records.len(), 1, "already on: the level only");
     }
 }

@@ -30,6 +30,9 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 struct LogDir {
     path: PathBuf,
     clean_shutdown: bool,
+    /// The broker epoch the clean-shutdown marker names (-1 when it names
+    /// none, as a broker that never registered writes it).
+    clean_shutdown_epoch: i64,
     recovery_points: BTreeMap<TopicPartition, i64>,
     log_start_offsets: BTreeMap<TopicPartition, i64>,
     cleaner_offsets: BTreeMap<TopicPartition, i64>,
@@ -66,6 +69,14 @@ fn read_or_empty(path: &Path) -> BTreeMap<TopicPartition, i64> {
     }
 }
 
+/// The broker epoch in a clean-shutdown marker (Kafka's JSON,
+/// `{"version":0,"brokerEpoch":N}`); -1 when it is unreadable or names
+/// none (the marker still says the segments are trustworthy).
+fn read_marker_epoch(marker: &Path) -> i64 {
+    let parsed = std::fs::read(marker).ok().and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    parsed.and_then(|v| v.get("brokerEpoch").and_then(serde_json::Value::as_i64)).unwrap_or(-1)
+}
+
 impl LogManager {
     /// Reads every log directory's checkpoints and marker, then removes the
     /// marker: from now on a crash must be treated as unclean.
@@ -77,6 +88,7 @@ impl LogManager {
             std::fs::create_dir_all(path)?;
             let marker = path.join(CLEAN_SHUTDOWN_FILE);
             let clean_shutdown = marker.exists();
+            let clean_shutdown_epoch = if clean_shutdown { read_marker_epoch(&marker) } else { -1 };
             let mut found = HashMap::new();
             for entry in std::fs::read_dir(path)? {
                 let entry = entry?;
@@ -92,6 +104,7 @@ impl LogManager {
             }
             dirs.push(LogDir {
                 clean_shutdown,
+                clean_shutdown_epoch,
                 recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT)),
                 log_start_offsets: read_or_empty(&path.join(LOG_START_OFFSET_CHECKPOINT)),
                 cleaner_offsets: read_or_empty(&path.join(CLEANER_OFFSET_CHECKPOINT)),
@@ -112,6 +125,20 @@ impl LogManager {
     pub fn was_clean_shutdown(&self, dir: &Path) -> bool {
         let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
         dirs.iter().any(|d| d.path == dir && d.clean_shutdown)
+    }
+
+    /// The broker epoch of the last clean shutdown, sent as the
+    /// registration's `PreviousBrokerEpoch` (KIP-966): a controller takes a
+    /// broker registering with any other value for one that may have lost
+    /// unflushed records, and drops it from its Eligible Leader Replicas.
+    /// -1 unless every log directory was shut down cleanly.
+    pub fn previous_broker_epoch(&self) -> i64 {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        if dirs.iter().all(|d| d.clean_shutdown) {
+            dirs.iter().map(|d| d.clean_shutdown_epoch).max().unwrap_or(-1)
+        } else {
+            -1
+        }
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
@@ -239,13 +266,39 @@ impl LogManager {
     }
 
     /// Marks every directory cleanly shut down (after all logs are closed).
-    pub fn mark_clean_shutdown(&self) -> io::Result<()> {
+    pub fn mark_clean_shutdown(&self, broker_epoch: i64) -> io::Result<()> {
+        let content = format!("{{\"version\":0,\"brokerEpoch\":{broker_epoch}}}");
         for path in self.log_dirs() {
             let marker = path.join(CLEAN_SHUTDOWN_FILE);
-            std::fs::write(&marker, b"{\"version\":0,\"brokerEpoch\":0}")?;
+            std::fs::write(&marker, content.as_bytes())?;
             std::fs::File::open(&marker)?.sync_all()?;
             fsync_dir(&path)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clean_shutdown_marker_carries_the_broker_epoch_to_one_restart() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let manager = LogManager::open(&dirs, &[]).unwrap();
+        assert_eq!(manager.previous_broker_epoch(), -1, "never shut down cleanly");
+        manager.mark_clean_shutdown(42).unwrap();
+        let marker = std::fs::read_to_string(dirs[0].join(CLEAN_SHUTDOWN_FILE)).unwrap();
+        assert_eq!(marker, r#"{"version":0,"brokerEpoch":42}"#, "Kafka's format");
+        let reopened = LogManager::open(&dirs, &[]).unwrap();
+        assert_eq!(reopened.previous_broker_epoch(), 42);
+        assert_eq!(LogManager::open(&dirs, &[]).unwrap().previous_broker_epoch(), -1, "a crash after that start");
+        // One directory without its marker: not clean.
+        reopened.mark_clean_shutdown(43).unwrap();
+        std::fs::remove_file(dirs[1].join(CLEAN_SHUTDOWN_FILE)).unwrap();
+        assert_eq!(LogManager::open(&dirs, &[]).unwrap().previous_broker_epoch(), -1);
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 }

@@ -14,6 +14,12 @@
 //! the high watermark. At the end every broker restarts and the logs
 //! converge to the same records. A failure names its seed.
 //!
+//! Every seed runs twice: without and with Eligible Leader Replicas
+//! (KIP-966, on as in a new cluster: the controller may elect from the
+//! ELR when the ISR is empty, and a restart is clean, registering with
+//! its last broker epoch, or unclean, three times in four and once in
+//! four, which takes the broker out of every ELR).
+//!
 //! `SEEDS` seeds run in the test command; `KRABKA_LONG_TESTS=1` runs
 //! 100,000 (`KRABKA_SIM_SEEDS` overrides either).
 
@@ -129,11 +135,17 @@ struct Sim {
     acked: Vec<Acked>,
     /// Follower truncations after a diverging epoch.
     truncations: u64,
+    /// Eligible Leader Replicas on.
+    elr: bool,
+    /// Restarts that registered as after an unclean shutdown.
+    unclean_restarts: u64,
+    /// Leaders elected from the ELR (the ISR empty).
+    elr_elections: u64,
     seed: u64,
 }
 
 impl Sim {
-    fn new(seed: u64) -> Self {
+    fn new(seed: u64, elr: bool) -> Self {
         let mut sim = Sim {
             rng: Rng(seed),
             now: 0,
@@ -144,10 +156,19 @@ impl Sim {
             waiting: Vec::new(),
             acked: Vec::new(),
             truncations: 0,
+            elr,
+            unclean_restarts: 0,
+            elr_elections: 0,
             seed,
         };
+        if elr {
+            // As a new cluster's bootstrap leaves them (krabka-controller's
+            // `plan_bootstrap_features` with min.insync.replicas 2).
+            sim.image.features.insert("eligible.leader.replicas.version".into(), 1);
+            sim.image.broker_configs.insert("min.insync.replicas".into(), MIN_ISR.to_string());
+        }
         for id in BROKERS {
-            sim.start(id);
+            sim.start(id, true);
         }
         let topic = TopicRecord { name: "t".into(), topic_id: TOPIC_ID, ..Default::default() };
         let partition = PartitionRecord {
@@ -175,6 +196,11 @@ impl Sim {
     /// Applies committed records, then lets every broker follow the image.
     fn commit(&mut self, records: Vec<MetadataRecord>) {
         for record in &records {
+            if let MetadataRecord::PartitionChange(change) = record {
+                let before = self.partition();
+                let from_elr = before.isr.is_empty() && before.elr.contains(&change.leader);
+                self.elr_elections += u64::from(from_elr);
+            }
             self.image.apply(record).unwrap_or_else(|e| panic!("seed {}: {e}", self.seed));
             self.image.offset += 1;
         }
@@ -210,15 +236,19 @@ impl Sim {
         }
     }
 
-    /// A broker process starts: registers (a new broker epoch) and, caught
-    /// up, is unfenced by its first heartbeat.
-    fn start(&mut self, id: i32) {
+    /// A broker process starts: registers (a new broker epoch; after a
+    /// `clean` shutdown with its last one) and, caught up, is unfenced by
+    /// its first heartbeat.
+    fn start(&mut self, id: i32, clean: bool) {
         self.broker(id).alive = true;
         let incarnation = Uuid([(self.rng.next() % 250) as u8 + 1; 16]);
+        let previous_broker_epoch = if clean { self.broker(id).broker_epoch } else { -1 };
+        self.unclean_restarts += u64::from(!clean);
         let request = BrokerRegistrationRequest {
             broker_id: id,
             cluster_id: CLUSTER.into(),
             incarnation_id: incarnation,
+            previous_broker_epoch,
             ..Default::default()
         };
         let (records, epoch) = plan_register_broker(&self.image, &request, CLUSTER, &self.sessions, self.now)
@@ -404,7 +434,10 @@ impl Sim {
                     .filter(|&id| !self.brokers[(id - 1) as usize].alive && self.image.brokers[&id].fenced)
                     .collect();
                 if let Some(&id) = fenced.first() {
-                    self.start(id);
+                    // The log survives either way (a flushed one); an
+                    // unclean restart only costs the broker its ELR places.
+                    let clean = !self.elr || self.rng.below(4) != 0;
+                    self.start(id, clean);
                 }
             }
             _ => {}
@@ -442,14 +475,15 @@ impl Sim {
         }
     }
 
-    /// Every broker back, fetching until the logs are one.
-    fn converge(&mut self) {
+    /// Every broker back, fetching until the logs are one; false when the
+    /// partition is left without a leader (ELR after unclean restarts).
+    fn converge(&mut self) -> bool {
         for id in BROKERS {
             if !self.broker(id).alive {
                 while !self.image.brokers[&id].fenced {
                     self.tick();
                 }
-                self.start(id);
+                self.start(id, true);
             }
         }
         for _ in 0..200 {
@@ -460,6 +494,11 @@ impl Sim {
             self.check();
         }
         let leader = self.partition().leader;
+        if leader < 0 && self.elr && self.unclean_restarts > 0 {
+            // Every eligible replica came back from an unclean shutdown:
+            // as in Kafka, only an unclean election would give it a leader.
+            return false;
+        }
         assert!(leader >= 0, "seed {}: no leader with every broker back", self.seed);
         let logs: Vec<&Vec<(i32, u64)>> = self.brokers.iter().map(|b| &b.log).collect();
         let states: Vec<String> = self
@@ -485,6 +524,7 @@ impl Sim {
             states.join("\n")
         );
         assert_eq!(self.partition().isr.len(), 3, "seed {}: ISR not whole again", self.seed);
+        true
     }
 }
 
@@ -501,25 +541,36 @@ fn seeds() -> u64 {
 
 #[test]
 fn no_acknowledged_record_is_lost_through_crashes_fencing_and_elections() {
+    for elr in [false, true] {
+        run_seeds(elr);
+    }
+}
+
+fn run_seeds(elr: bool) {
     let (mut acked, mut crashes, mut truncations, mut elections) = (0usize, 0u64, 0u64, 0i64);
+    let (mut unclean, mut leaderless, mut from_elr) = (0u64, 0u64, 0u64);
     let first: u64 = std::env::var("KRABKA_SIM_FIRST_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     for seed in first..first + seeds() {
-        let mut sim = Sim::new(seed);
+        let mut sim = Sim::new(seed, elr);
         for _ in 0..STEPS {
             sim.step();
         }
         crashes += sim.brokers.iter().filter(|b| !b.alive).count() as u64;
-        sim.converge();
+        leaderless += u64::from(!sim.converge());
         acked += sim.acked.len();
         truncations += sim.truncations;
         elections += i64::from(sim.partition().leader_epoch);
+        unclean += sim.unclean_restarts;
+        from_elr += sim.elr_elections;
     }
     eprintln!(
-        "{} seeds: {acked} acknowledged records checked, {elections} leader elections, {truncations} divergent \
-         tails truncated, {crashes} brokers down at the end of a run",
-        seeds()
+        "{} seeds (ELR {}): {acked} acknowledged records checked, {elections} leader elections, {truncations} \
+         divergent tails truncated, {crashes} brokers down at the end of a run, {unclean} unclean restarts, \
+         {from_elr} leaders elected from the ELR, {leaderless} runs left without a leader",
+        seeds(),
+        if elr { "on" } else { "off" }
     );
     // One seed may see no failover; a run of them must.
-    let exercised = acked > 0 && elections > 0 && truncations > 0;
+    let exercised = acked > 0 && elections > 0 && truncations > 0 && (!elr || (unclean > 0 && from_elr > 0));
     assert!(exercised || seeds() < 100, "the simulation did not exercise failover");
 }

@@ -12,6 +12,7 @@ use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
 use super::listeners::{Listener, Listeners};
 use super::quorum::QuorumConfig;
 use super::topic_keys::broker_topic_defaults;
+use krabka_controller::features::ControllerDefaults;
 use krabka_log::config_values::split_list;
 use krabka_log::config_values::ConfigError;
 
@@ -168,6 +169,14 @@ impl BrokerConfig {
     /// no clients and hosts no partitions).
     pub fn is_broker(&self) -> bool {
         self.process_roles.iter().any(|r| r == "broker")
+    }
+
+    /// What this node's static config gives a controller bootstrapping a
+    /// new metadata log (or enabling ELR): `min.insync.replicas`.
+    pub fn controller_defaults(&self) -> ControllerDefaults {
+        let min_insync_replicas =
+            self.topic_defaults.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        ControllerDefaults { min_insync_replicas }
     }
 
     /// Whether the node has the controller role.

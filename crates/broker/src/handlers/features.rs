@@ -70,6 +70,7 @@ async fn plan_and_commit(
         node_id: broker.node_id,
         voters: &voters,
         kraft_version: quorum.map_or(0, |q| q.kraft_version()),
+        defaults: broker.config.controller_defaults(),
     };
     // Without kraft.version in the updates there is nothing for raft to do
     // first: one plan, committed as it is made.

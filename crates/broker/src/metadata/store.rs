@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use krabka_controller::features::plan_bootstrap_features;
+use krabka_controller::features::{plan_bootstrap_features, ControllerDefaults};
 use krabka_controller::{Commit, Controller, Placement};
 use krabka_log::{open_replicated_log, LogConfig, PartitionLog};
 use krabka_metadata::features::METADATA_VERSION;
@@ -38,6 +38,8 @@ pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
 pub struct MetadataStore {
     writer: Writer,
     publisher: Arc<MetadataPublisher>,
+    /// What this node's static config gives a new log's bootstrap records.
+    defaults: ControllerDefaults,
 }
 
 enum Writer {
@@ -85,7 +87,11 @@ impl MetadataStore {
             "metadata image loaded"
         );
         let publisher = Arc::new(MetadataPublisher::new(image));
-        Ok(MetadataStore { writer: Writer::Single(Box::new(Mutex::new(controller))), publisher })
+        Ok(MetadataStore {
+            writer: Writer::Single(Box::new(Mutex::new(controller))),
+            publisher,
+            defaults: ControllerDefaults::default(),
+        })
     }
 
     /// Joins the multi-voter quorum `setup` describes (starting its driver
@@ -102,7 +108,14 @@ impl MetadataStore {
         let publisher = Arc::new(MetadataPublisher::new(Arc::new(MetadataImage::default())));
         let writer = QuorumWriter::start(Arc::new(quorum), committed, Arc::clone(&publisher), policy, timeout)
             .map_err(|e| MetadataError::Log(e.into()))?;
-        Ok(MetadataStore { writer: Writer::Quorum(writer), publisher })
+        Ok(MetadataStore { writer: Writer::Quorum(writer), publisher, defaults: ControllerDefaults::default() })
+    }
+
+    /// What this node's static config gives the records that bootstrap a
+    /// new log (the cluster's `min.insync.replicas`, ELR being on).
+    pub fn with_defaults(mut self, defaults: ControllerDefaults) -> Self {
+        self.defaults = defaults;
+        self
     }
 
     /// The quorum this node is a member or observer of, if it is not its
@@ -184,7 +197,8 @@ impl MetadataStore {
         if self.image().features.contains_key(METADATA_VERSION) {
             return Ok(());
         }
-        self.commit_plan(|image| Ok::<_, MetadataError>((plan_bootstrap_features(image), ()))).await?;
+        let defaults = self.defaults;
+        self.commit_plan(|image| Ok::<_, MetadataError>((plan_bootstrap_features(image, defaults), ()))).await?;
         Ok(())
     }
 

@@ -10,6 +10,15 @@ use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
 
 use super::{repo_root, BrokerProcess, RawClient};
 
+/// Broker sessions shorter than Kafka's 9 s default, so fencing is
+/// quick; `__consumer_offsets` replicated like the topic.
+pub const QUICK_FAILOVER: [&str; 4] = [
+    "broker.session.timeout.ms=3000",
+    "broker.heartbeat.interval.ms=500",
+    "replica.lag.time.max.ms=4000",
+    "offsets.topic.replication.factor=3",
+];
+
 /// The topic the replication tests write: three partitions, three replicas.
 pub const TOPIC: &str = "replicated";
 
