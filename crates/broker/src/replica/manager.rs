@@ -247,7 +247,7 @@ impl ReplicaManager {
         for topic in touched.into_iter().filter_map(|name| image.topics.get(name)) {
             let existing = topics.get(&topic.name).cloned();
             let config = log_config(&self.config, &topic.configs);
-            let produce = ProducePolicy::of(&self.config, &topic.configs);
+            let produce = ProducePolicy::of(&self.config, &image.broker_configs, &topic.configs);
             let mut slots = existing.as_ref().map(|h| h.partitions.clone()).unwrap_or_default();
             slots.resize(topic.partitions.len(), None);
             let moved_off = self.refresh_hosted(&mut slots, topic, &config, produce.min_insync_replicas, now)?;
@@ -260,7 +260,8 @@ impl ReplicaManager {
             if missing.is_empty() && unchanged {
                 continue;
             }
-            to_open.extend(missing.iter().map(|&index| (&**topic, index, config.clone())));
+            let min_isr = produce.min_insync_replicas;
+            to_open.extend(missing.iter().map(|&index| (&**topic, index, config.clone(), min_isr)));
             growing.push((topic, slots, missing, produce));
         }
         let mut opened = self.open_partitions(to_open, now)?.into_iter();
@@ -320,7 +321,7 @@ impl ReplicaManager {
     /// the order asked.
     fn open_partitions(
         &self,
-        wanted: Vec<(&TopicImage, i32, krabka_log::LogConfig)>,
+        wanted: Vec<(&TopicImage, i32, krabka_log::LogConfig, i32)>,
         now: i64,
     ) -> Result<Vec<Partition>, LogError> {
         let threads = (self.config.num_recovery_threads_per_data_dir.max(1) * self.config.log_dirs.len().max(1))
@@ -328,7 +329,7 @@ impl ReplicaManager {
         if threads <= 1 {
             return wanted
                 .into_iter()
-                .map(|(topic, index, config)| self.open_partition(topic, index, config, now))
+                .map(|(topic, index, config, min_isr)| self.open_partition(topic, index, config, min_isr, now))
                 .collect();
         }
         let next = AtomicUsize::new(0);
@@ -338,8 +339,8 @@ impl ReplicaManager {
             for _ in 0..threads {
                 scope.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((topic, index, config)) = wanted.get(i) else { break };
-                    let result = self.open_partition(topic, *index, config.clone(), now);
+                    let Some((topic, index, config, min_isr)) = wanted.get(i) else { break };
+                    let result = self.open_partition(topic, *index, config.clone(), *min_isr, now);
                     *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
                 });
             }
@@ -355,6 +356,7 @@ impl ReplicaManager {
         topic: &TopicImage,
         index: i32,
         config: krabka_log::LogConfig,
+        min_insync_replicas: i32,
         now: i64,
     ) -> Result<Partition, LogError> {
         let tp = TopicPartition::new(topic.name.clone(), index);
@@ -363,7 +365,7 @@ impl ReplicaManager {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
         let partition = Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark);
-        partition.set_min_insync_replicas(ProducePolicy::of(&self.config, &topic.configs).min_insync_replicas);
+        partition.set_min_insync_replicas(min_insync_replicas);
         if let Some(image) = topic.partitions.get(index as usize) {
             partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
@@ -515,6 +517,22 @@ mod tests {
         assert_eq!(waiter.wakeups(), 0);
         a.append(&records, now_ms()).unwrap();
         assert_eq!(waiter.wakeups(), 1);
+    }
+
+    #[test]
+    fn min_insync_replicas_comes_from_the_topic_then_the_cluster_then_server_properties() {
+        let dir = tempfile::tempdir().unwrap();
+        let replicas = replica_manager(dir.path());
+        let mut image = image(&["a", "b"]);
+        let min_isr = |replicas: &ReplicaManager, name: &str| replicas.topic(name).unwrap().produce.min_insync_replicas;
+        replicas.sync_with_image(&image).unwrap();
+        assert_eq!(min_isr(&replicas, "a"), 1, "server.properties' (Kafka's default)");
+        image.broker_configs.insert("min.insync.replicas".into(), "2".into());
+        let mut b = (*image.topics["b"]).clone();
+        b.configs.insert("min.insync.replicas".into(), "3".into());
+        image.topics.insert("b".into(), Arc::new(b));
+        replicas.sync_with_image(&image).unwrap();
+        assert_eq!((min_isr(&replicas, "a"), min_isr(&replicas, "b")), (2, 3));
     }
 
     #[test]

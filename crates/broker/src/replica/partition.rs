@@ -522,18 +522,28 @@ impl HostedTopic {
 /// rather than on every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProducePolicy {
-    /// `min.insync.replicas` (override, broker key or default).
+    /// `min.insync.replicas`: the topic's override, else the cluster-wide
+    /// dynamic value (which a new cluster records, ELR being on, and the
+    /// controller's elections read), else the broker key or the default.
     pub min_insync_replicas: i32,
     /// The codec `compression.type` forces, None for `producer`.
     pub forced_codec: Option<Compression>,
 }
 
 impl ProducePolicy {
-    pub(super) fn of(broker: &BrokerConfig, overrides: &std::collections::BTreeMap<String, String>) -> Self {
+    pub(super) fn of(
+        broker: &BrokerConfig,
+        cluster: &std::collections::BTreeMap<String, String>,
+        overrides: &std::collections::BTreeMap<String, String>,
+    ) -> Self {
         let effective = effective_topic_configs(broker, overrides);
-        ProducePolicy {
-            min_insync_replicas: effective.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(1),
-            forced_codec: topic_compression(broker, overrides).forced_codec(),
-        }
+        let parsed = |v: &String| v.trim().parse().ok();
+        let min_insync_replicas = overrides
+            .get("min.insync.replicas")
+            .and_then(parsed)
+            .or_else(|| cluster.get("min.insync.replicas").and_then(parsed))
+            .or_else(|| effective.get("min.insync.replicas").and_then(parsed))
+            .unwrap_or(1);
+        ProducePolicy { min_insync_replicas, forced_codec: topic_compression(broker, overrides).forced_codec() }
     }
 }
