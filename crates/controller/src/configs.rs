@@ -9,9 +9,10 @@ use krabka_log::topic_config::validate_topic_configs;
 use krabka_metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::{alter_configs_request, incremental_alter_configs_request};
-use krabka_protocol::{AlterConfigsRequest, ConfigRecord, ErrorCode, IncrementalAlterConfigsRequest};
+use krabka_protocol::{AlterConfigsRequest, ClearElrRecord, ConfigRecord, ErrorCode, IncrementalAlterConfigsRequest};
 
 use crate::budget::RecordBudget;
+use crate::elections::elr_enabled;
 use crate::error::ApiError;
 
 /// One resource's answer: an error code and message (`NONE` and no message
@@ -68,9 +69,11 @@ fn plan_alter(
                     ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                     format!("Topic {name} does not exist."),
                 )),
-                Some(topic) => {
-                    change(index, &topic.configs).and_then(|wanted| topic_config_records(name, &topic.configs, &wanted))
-                }
+                Some(topic) => change(index, &topic.configs).and_then(|wanted| {
+                    let mut records = topic_config_records(name, &topic.configs, &wanted)?;
+                    records.extend(clear_elr_if_min_isr_changed(image, name, &topic.configs, &wanted));
+                    Ok(records)
+                }),
             },
             CONFIG_RESOURCE_BROKER => Err(ApiError::new(
                 ErrorCode::INVALID_REQUEST.code(),
@@ -92,6 +95,21 @@ fn plan_alter(
         }
     }
     Ok((records, outcomes))
+}
+
+/// Kafka's `createClearElrRecordsAsNeeded`: the ELR were chosen under the
+/// old `min.insync.replicas` (a replica outside the ISR is eligible only
+/// while the high watermark could not pass it), so a topic whose value
+/// changes, ELR being on, starts without any.
+fn clear_elr_if_min_isr_changed(
+    image: &MetadataImage,
+    topic: &str,
+    current: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> Option<MetadataRecord> {
+    let key = "min.insync.replicas";
+    (elr_enabled(image) && current.get(key) != wanted.get(key))
+        .then(|| MetadataRecord::ClearElr(ClearElrRecord { topic_name: topic.to_string(), ..Default::default() }))
 }
 
 /// The topic configs after a change, validated, as records: a value for
@@ -185,6 +203,7 @@ fn edited_list(existing: &str, value: &str, append: bool) -> String {
 mod tests {
     use super::*;
     use incremental_alter_configs_request::AlterableConfig;
+    use std::sync::Arc;
 
     fn op(name: &str, config_operation: i8, value: Option<&str>) -> AlterableConfig {
         AlterableConfig { name: name.into(), config_operation, value: value.map(String::from), ..Default::default() }
@@ -221,5 +240,35 @@ mod tests {
         assert_eq!(values, [("retention.ms".to_string(), Some("6".to_string())), ("a.b".to_string(), None)]);
         let bad = BTreeMap::from([("retention.ms".to_string(), "x".to_string())]);
         assert_eq!(topic_config_records("t", &current, &bad).unwrap_err().code, ErrorCode::INVALID_CONFIG.code());
+    }
+
+    #[test]
+    fn changing_a_topics_min_isr_clears_its_elr_when_elr_is_on() {
+        use crate::test_images::one_partition;
+        let mut image = one_partition(3, &[], &[1, 2, 3], 1);
+        let t0 = Arc::make_mut(image.topics.get_mut("t").unwrap());
+        t0.partitions[0].elr = vec![2];
+        let epoch = t0.partitions[0].partition_epoch;
+        let request = IncrementalAlterConfigsRequest {
+            resources: vec![incremental_alter_configs_request::AlterConfigsResource {
+                resource_type: CONFIG_RESOURCE_TOPIC,
+                resource_name: "t".into(),
+                configs: vec![op("min.insync.replicas", OP_SET, Some("1"))],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let (records, _) = plan_incremental_alter_configs(&image, &request).unwrap();
+        assert_eq!(records.len(), 1, "ELR off: the config only");
+        image.features.insert("eligible.leader.replicas.version".into(), 1);
+        let (records, _) = plan_incremental_alter_configs(&image, &request).unwrap();
+        assert!(matches!(&records[1], MetadataRecord::ClearElr(c) if c.topic_name == "t"), "{records:?}");
+        for record in &records {
+            image.apply(record).unwrap();
+        }
+        let p = &image.topics["t"].partitions[0];
+        assert!(p.elr.is_empty() && p.partition_epoch == epoch + 1, "{p:?}");
+        let decoded = MetadataRecord::decode(records[1].encode()).unwrap();
+        assert_eq!(decoded, records[1], "ClearElrRecord v0 as Kafka frames it");
     }
 }

@@ -39,6 +39,7 @@ enum Change {
     TopicDeleted { id: Uuid, name: String },
     PartitionAdded { id: Uuid, partition: i32 },
     PartitionChanged { id: Uuid, partition: i32 },
+    PartitionsChanged(Vec<(Uuid, i32)>),
     TopicConfig { name: String },
     BrokerConfig { key: String },
     ProducerIds { next: i64 },
@@ -72,6 +73,13 @@ impl Change {
                 _ => Change::Nothing,
             },
             MetadataRecord::ProducerIds(r) => Change::ProducerIds { next: r.next_producer_id },
+            MetadataRecord::ClearElr(r) => Change::PartitionsChanged(
+                image
+                    .partitions_with_elr(&r.topic_name)
+                    .into_iter()
+                    .map(|(name, index)| (image.topics[&name].id, index as i32))
+                    .collect(),
+            ),
             // Nobody follows broker registrations by delta yet: readers look
             // them up in the image.
             MetadataRecord::RegisterBroker(_)
@@ -162,6 +170,11 @@ impl MetadataDelta {
                 // A partition new in this delta is reported as new only.
                 if !self.new_partitions.get(&id).is_some_and(|p| p.contains(&partition)) {
                     self.changed_partitions.entry(id).or_default().insert(partition);
+                }
+            }
+            Change::PartitionsChanged(partitions) => {
+                for (id, partition) in partitions {
+                    self.note(Change::PartitionChanged { id, partition });
                 }
             }
             Change::TopicConfig { name } => {

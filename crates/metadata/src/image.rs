@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use krabka_protocol::{RegisterBrokerRecord, RegisterControllerRecord, Uuid};
+use krabka_protocol::{PartitionChangeRecord, RegisterBrokerRecord, RegisterControllerRecord, Uuid};
 
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
@@ -115,6 +115,20 @@ fn apply_partition_change(partition: &mut PartitionImage, r: &krabka_protocol::P
 }
 
 impl MetadataImage {
+    /// The partitions (topic name, index) of `topic` (every topic when
+    /// empty) whose ELR or last known ELR is not empty: what a
+    /// ClearElrRecord changes.
+    pub fn partitions_with_elr(&self, topic: &str) -> Vec<(String, usize)> {
+        let topics = self.topics.values().filter(|t| topic.is_empty() || t.name == topic);
+        topics
+            .flat_map(|t| {
+                let with_elr =
+                    t.partitions.iter().enumerate().filter(|(_, p)| !p.elr.is_empty() || !p.last_known_elr.is_empty());
+                with_elr.map(|(i, _)| (t.name.clone(), i)).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
         self.topics.get(name)
     }
@@ -188,6 +202,21 @@ impl MetadataImage {
                     Some(value) => configs.insert(r.name.clone(), value.clone()),
                     None => configs.remove(&r.name),
                 };
+            }
+            MetadataRecord::ClearElr(r) => {
+                // As Kafka's image replays it: a change emptying both lists
+                // (a new partition epoch) for each partition that has either.
+                let cleared = PartitionChangeRecord {
+                    leader: -2,
+                    leader_recovery_state: RECOVERY_STATE_UNCHANGED,
+                    eligible_leader_replicas: Some(Vec::new()),
+                    last_known_elr: Some(Vec::new()),
+                    ..Default::default()
+                };
+                for (name, index) in self.partitions_with_elr(&r.topic_name) {
+                    let topic = Arc::make_mut(self.topics.get_mut(&name).expect("listed"));
+                    apply_partition_change(&mut topic.partitions[index], &cleared);
+                }
             }
             MetadataRecord::ProducerIds(r) => self.next_producer_id_block = r.next_producer_id,
             MetadataRecord::RemoveTopic(r) => {

@@ -6,9 +6,9 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
-    BrokerRegistrationChangeRecord, ConfigRecord, FeatureLevelRecord, Message, NoOpRecord, PartitionChangeRecord,
-    PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveTopicRecord, TopicRecord,
-    UnregisterBrokerRecord,
+    BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord, FeatureLevelRecord, Message, NoOpRecord,
+    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord,
+    RemoveTopicRecord, TopicRecord, UnregisterBrokerRecord,
 };
 
 /// The frame version Kafka writes before every metadata record.
@@ -32,6 +32,7 @@ mod record_type {
     pub const REMOVE_TOPIC: u32 = 9;
     pub const FEATURE_LEVEL: u32 = 12;
     pub const REGISTER_CONTROLLER: u32 = 27;
+    pub const CLEAR_ELR: u32 = 28;
 }
 
 /// ConfigRecord resource types (Kafka's ConfigResource.Type ids).
@@ -51,6 +52,10 @@ pub enum MetadataRecord {
     BrokerRegistrationChange(BrokerRegistrationChangeRecord),
     RegisterController(RegisterControllerRecord),
     UnregisterBroker(UnregisterBrokerRecord),
+    /// Empties the ELR and last known ELR of a topic's partitions (every
+    /// topic's when the name is empty), after its min.insync.replicas
+    /// changed (KIP-966).
+    ClearElr(ClearElrRecord),
     /// A record type krabka does not apply itself (ACLs, quotas, SCRAM
     /// credentials, delegation tokens, a newer version's): `raw` is the
     /// whole record as it arrived, written back as it was.
@@ -108,6 +113,7 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         }
         MetadataRecord::RegisterController(_) => (record_type::REGISTER_CONTROLLER, 0),
         MetadataRecord::UnregisterBroker(_) => (record_type::UNREGISTER_BROKER, 0),
+        MetadataRecord::ClearElr(_) => (record_type::CLEAR_ELR, 0),
         MetadataRecord::Other { record_type, version, .. } => (*record_type, *version as i16),
     }
 }
@@ -145,6 +151,7 @@ impl MetadataRecord {
             MetadataRecord::BrokerRegistrationChange(r) => r.encode(&mut buf, version),
             MetadataRecord::RegisterController(r) => r.encode(&mut buf, version),
             MetadataRecord::UnregisterBroker(r) => r.encode(&mut buf, version),
+            MetadataRecord::ClearElr(r) => r.encode(&mut buf, version),
             MetadataRecord::Other { .. } => unreachable!("written as it arrived"),
         };
         // Records are built by krabka from valid values: failing to encode one
@@ -181,6 +188,7 @@ impl MetadataRecord {
             record_type::UNREGISTER_BROKER => {
                 UnregisterBrokerRecord::decode(buf, v).map(MetadataRecord::UnregisterBroker)
             }
+            record_type::CLEAR_ELR => ClearElrRecord::decode(buf, v).map(MetadataRecord::ClearElr),
             _ => return Ok(MetadataRecord::Other { record_type, version, raw }),
         };
         record.map_err(|e| format!("metadata record type {record_type} v{version}: {e}"))
