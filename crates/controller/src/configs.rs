@@ -1,11 +1,14 @@
-//! AlterConfigs and IncrementalAlterConfigs for topics: the overrides a
-//! request leaves, validated as a whole, and the `ConfigRecord`s that set
-//! and clear them. Dynamic broker configs are refused (server.properties
-//! is the broker's only config).
+//! AlterConfigs and IncrementalAlterConfigs: the configs a request leaves
+//! a topic or a broker resource with, validated as a whole, and the
+//! `ConfigRecord`s that set and clear them. Broker resources are the
+//! cluster-wide dynamic default (an empty name) and one broker's dynamic
+//! configs (its id); which broker keys may change at runtime and their
+//! values are the receiving broker's to check, as Kafka's
+//! `ConfigAdminManager` does before it forwards the request.
 
 use std::collections::BTreeMap;
 
-use krabka_log::topic_config::validate_topic_configs;
+use krabka_log::topic_config::{validate_topic_configs, MIN_INSYNC_REPLICAS};
 use krabka_metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::{alter_configs_request, incremental_alter_configs_request};
@@ -75,10 +78,9 @@ fn plan_alter(
                     Ok(records)
                 }),
             },
-            CONFIG_RESOURCE_BROKER => Err(ApiError::new(
-                ErrorCode::INVALID_REQUEST.code(),
-                "Dynamic broker configs are not supported; set them in server.properties",
-            )),
+            CONFIG_RESOURCE_BROKER => broker_resource_configs(image, name).and_then(|current| {
+                change(index, current).and_then(|wanted| broker_config_records(image, name, current, &wanted))
+            }),
             other => {
                 Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), format!("Unsupported resource type {other}")))
             }
@@ -107,9 +109,76 @@ fn clear_elr_if_min_isr_changed(
     current: &BTreeMap<String, String>,
     wanted: &BTreeMap<String, String>,
 ) -> Option<MetadataRecord> {
-    let key = "min.insync.replicas";
+    let key = MIN_INSYNC_REPLICAS;
     (elr_enabled(image) && current.get(key) != wanted.get(key))
         .then(|| MetadataRecord::ClearElr(ClearElrRecord { topic_name: topic.to_string(), ..Default::default() }))
+}
+
+/// A broker resource's dynamic configs: the cluster-wide default's (an
+/// empty name) or one broker's (its id, registered or not, as Kafka's
+/// controller allows).
+fn broker_resource_configs<'a>(image: &'a MetadataImage, name: &str) -> Result<&'a BTreeMap<String, String>, ApiError> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    if name.is_empty() {
+        return Ok(&image.broker_configs);
+    }
+    match name.parse::<i32>() {
+        Ok(id) if id >= 0 => Ok(image.per_broker_configs.get(name).unwrap_or(&NONE)),
+        _ => Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), format!("Invalid broker name {name}"))),
+    }
+}
+
+/// A broker resource's dynamic configs after a change, as records, with
+/// Kafka's ELR rules: with ELR on, elections read `min.insync.replicas`
+/// from the cluster-wide value alone, so no broker may have its own and
+/// the cluster's may change (its ELRs then cleared everywhere, chosen as
+/// they were under the old value) but not go.
+fn broker_config_records(
+    image: &MetadataImage,
+    name: &str,
+    current: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> Result<Vec<MetadataRecord>, ApiError> {
+    let key = MIN_INSYNC_REPLICAS;
+    let min_isr_changes = current.get(key) != wanted.get(key);
+    if elr_enabled(image) && min_isr_changes {
+        let refusal = match (name.is_empty(), wanted.get(key)) {
+            (false, _) => Some("Broker-level min.insync.replicas cannot be altered while ELR is enabled."),
+            (true, None) => Some("Cluster-level min.insync.replicas cannot be removed while ELR is enabled."),
+            (true, Some(_)) => None,
+        };
+        if let Some(message) = refusal {
+            return Err(ApiError::new(ErrorCode::INVALID_CONFIG.code(), message));
+        }
+    }
+    let mut records = config_records(CONFIG_RESOURCE_BROKER, name, current, wanted);
+    if elr_enabled(image) && min_isr_changes {
+        records.push(MetadataRecord::ClearElr(ClearElrRecord { topic_name: String::new(), ..Default::default() }));
+    }
+    Ok(records)
+}
+
+/// The records that take a resource's configs from `current` to `wanted`:
+/// a value for each new or changed one, a null for each removed one.
+fn config_records(
+    resource_type: i8,
+    resource_name: &str,
+    current: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> Vec<MetadataRecord> {
+    let record = |name: &str, value: Option<&String>| {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type,
+            resource_name: resource_name.to_string(),
+            name: name.to_string(),
+            value: value.cloned(),
+            ..Default::default()
+        })
+    };
+    let mut records: Vec<MetadataRecord> =
+        wanted.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| record(k, Some(v))).collect();
+    records.extend(current.keys().filter(|k| !wanted.contains_key(*k)).map(|k| record(k, None)));
+    records
 }
 
 /// The topic configs after a change, validated, as records: a value for
@@ -120,19 +189,7 @@ pub fn topic_config_records(
     wanted: &BTreeMap<String, String>,
 ) -> Result<Vec<MetadataRecord>, ApiError> {
     validate_topic_configs(wanted).map_err(|e| ApiError::new(ErrorCode::INVALID_CONFIG.code(), e.to_string()))?;
-    let record = |name: &str, value: Option<&String>| {
-        MetadataRecord::Config(ConfigRecord {
-            resource_type: CONFIG_RESOURCE_TOPIC,
-            resource_name: topic.to_string(),
-            name: name.to_string(),
-            value: value.cloned(),
-            ..Default::default()
-        })
-    };
-    let mut records: Vec<MetadataRecord> =
-        wanted.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| record(k, Some(v))).collect();
-    records.extend(current.keys().filter(|k| !wanted.contains_key(*k)).map(|k| record(k, None)));
-    Ok(records)
+    Ok(config_records(CONFIG_RESOURCE_TOPIC, topic, current, wanted))
 }
 
 /// AlterConfigs' whole new set of overrides; a null value is refused.
@@ -270,5 +327,63 @@ mod tests {
         assert!(p.elr.is_empty() && p.partition_epoch == epoch + 1, "{p:?}");
         let decoded = MetadataRecord::decode(records[1].encode()).unwrap();
         assert_eq!(decoded, records[1], "ClearElrRecord v0 as Kafka frames it");
+    }
+
+    fn broker_request(name: &str, configs: Vec<AlterableConfig>) -> IncrementalAlterConfigsRequest {
+        IncrementalAlterConfigsRequest {
+            resources: vec![incremental_alter_configs_request::AlterConfigsResource {
+                resource_type: CONFIG_RESOURCE_BROKER,
+                resource_name: name.into(),
+                configs,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn broker_resources_follow_kafkas_elr_rules() {
+        use crate::test_images::one_partition;
+        let mut image = one_partition(3, &[], &[1, 2, 3], 1);
+        Arc::make_mut(image.topics.get_mut("t").unwrap()).partitions[0].elr = vec![2];
+        let outcome = |image: &MetadataImage, name: &str, config: AlterableConfig| {
+            plan_incremental_alter_configs(image, &broker_request(name, vec![config])).unwrap()
+        };
+        // ELR off: a broker's own min.insync.replicas is a config like any.
+        let (records, outcomes) = outcome(&image, "2", op(MIN_INSYNC_REPLICAS, OP_SET, Some("2")));
+        assert_eq!(outcomes, [(0, None)]);
+        assert!(
+            matches!(&records[..], [MetadataRecord::Config(c)] if c.resource_name == "2" && c.resource_type == CONFIG_RESOURCE_BROKER)
+        );
+
+        image.features.insert("eligible.leader.replicas.version".into(), 1);
+        image.broker_configs.insert(MIN_INSYNC_REPLICAS.into(), "2".into());
+        let (records, outcomes) = outcome(&image, "2", op(MIN_INSYNC_REPLICAS, OP_SET, Some("2")));
+        assert!(records.is_empty());
+        assert_eq!(outcomes[0].0, ErrorCode::INVALID_CONFIG.code());
+        assert_eq!(
+            outcomes[0].1.as_deref(),
+            Some("Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        );
+        let (_, outcomes) = outcome(&image, "", op(MIN_INSYNC_REPLICAS, OP_DELETE, None));
+        assert_eq!(
+            outcomes[0].1.as_deref(),
+            Some("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+        );
+        let (_, outcomes) = outcome(&image, "x", op("log.retention.ms", OP_SET, Some("1")));
+        assert_eq!(outcomes[0], (ErrorCode::INVALID_REQUEST.code(), Some("Invalid broker name x".into())));
+
+        // The cluster's value changes: every ELR is cleared (an empty topic name).
+        let (records, outcomes) = outcome(&image, "", op(MIN_INSYNC_REPLICAS, OP_SET, Some("3")));
+        assert_eq!(outcomes, [(0, None)]);
+        assert!(matches!(&records[1], MetadataRecord::ClearElr(c) if c.topic_name.is_empty()), "{records:?}");
+        for record in &records {
+            image.apply(record).unwrap();
+        }
+        assert_eq!(image.broker_configs[MIN_INSYNC_REPLICAS], "3");
+        assert!(image.topics["t"].partitions[0].elr.is_empty());
+        // Another key of the cluster's leaves the ELRs alone.
+        let (records, _) = outcome(&image, "", op("log.retention.ms", OP_SET, Some("1000")));
+        assert_eq!(records.len(), 1);
     }
 }

@@ -7,9 +7,11 @@
 //! `unclean.leader.election.enable`, and whether ELR is on are read from
 //! the image.
 
+use krabka_log::topic_config::MIN_INSYNC_REPLICAS;
 use krabka_metadata::{MetadataImage, MetadataRecord, PartitionImage, TopicImage};
 use krabka_protocol::Uuid;
 
+use crate::features::ELR_VERSION;
 use crate::partition_change::{Election, PartitionChangeBuilder, NO_LEADER, UNASSIGNED_DIRECTORY};
 
 /// Registered, unfenced and not in controlled shutdown: may lead and join an ISR.
@@ -25,7 +27,7 @@ pub fn topic_config<'a>(image: &'a MetadataImage, topic: &'a TopicImage, key: &s
 
 /// KIP-966 is on once `eligible.leader.replicas.version` is finalized at 1.
 pub fn elr_enabled(image: &MetadataImage) -> bool {
-    image.features.get("eligible.leader.replicas.version").is_some_and(|&level| level >= 1)
+    image.features.get(ELR_VERSION).is_some_and(|&level| level >= 1)
 }
 
 /// The election a topic's partitions hold: unclean where it allows it.
@@ -38,7 +40,7 @@ pub fn topic_election(image: &MetadataImage, topic: &TopicImage) -> Election {
 
 /// The topic's effective `min.insync.replicas` (1 if unset).
 pub fn topic_min_isr(image: &MetadataImage, topic: &TopicImage) -> usize {
-    topic_config(image, topic, "min.insync.replicas").and_then(|v| v.parse().ok()).unwrap_or(1)
+    topic_config(image, topic, MIN_INSYNC_REPLICAS).and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 /// A broker's directory for a replica placed on it anew: its only log

@@ -3,6 +3,7 @@
 //! the check of a registering broker's supported ranges against the
 //! levels finalized in the image.
 
+use krabka_log::topic_config::MIN_INSYNC_REPLICAS;
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_metadata::records::CONFIG_RESOURCE_BROKER;
 use krabka_metadata::{MetadataImage, MetadataRecord};
@@ -10,8 +11,6 @@ use krabka_protocol::broker_registration_request::Feature;
 use krabka_protocol::{ConfigRecord, ErrorCode, FeatureLevelRecord};
 
 use crate::error::ApiError;
-
-const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
 /// The Eligible Leader Replicas feature (KIP-966).
 pub const ELR_VERSION: &str = "eligible.leader.replicas.version";

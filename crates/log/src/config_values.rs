@@ -35,6 +35,9 @@ pub enum ConfigType {
     List,
     Class,
     Password,
+    /// A key no table declares: a custom dynamic broker config, which Kafka
+    /// keeps without knowing it and describes as UNKNOWN and sensitive.
+    Unknown,
 }
 
 /// The validator of one key, beyond its type.
@@ -94,7 +97,7 @@ pub fn canonical(key: &str, ty: ConfigType, check: Check, value: &str) -> Result
             check_list(&entries, check).map_err(invalid)?;
             Ok(entries.join(","))
         }
-        ConfigType::String | ConfigType::Class | ConfigType::Password => {
+        ConfigType::String | ConfigType::Class | ConfigType::Password | ConfigType::Unknown => {
             if let Check::OneOf(allowed) = check {
                 if !allowed.contains(&trimmed) {
                     return Err(invalid(format!("value must be one of: {}", allowed.join(", "))));

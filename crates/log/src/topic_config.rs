@@ -20,6 +20,10 @@ const LONG_MAX: &str = "9223372036854775807";
 /// `compression.type`'s values (a topic's, and the broker's default).
 pub const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 /// `cleanup.policy`'s entries.
+/// The topic config (and broker key) that acks=all needs in the ISR, which
+/// the controller reads too (elections, ELR).
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+
 pub const CLEANUP_POLICIES: &[&str] = &["compact", "delete"];
 /// `message.timestamp.type`'s values.
 pub const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];

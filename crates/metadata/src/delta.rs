@@ -27,7 +27,8 @@ pub struct MetadataDelta {
     pub changed_partitions: BTreeMap<Uuid, BTreeSet<i32>>,
     /// Topics (by name) whose config overrides changed.
     pub changed_topic_configs: BTreeSet<String>,
-    /// Dynamic broker config keys that were set or removed.
+    /// Dynamic broker config keys that were set or removed, the cluster's
+    /// default or any broker's own.
     pub changed_broker_configs: BTreeSet<String>,
     /// The new start of the next producer-id block, when a block was taken.
     pub next_producer_id_block: Option<i64>,
@@ -92,6 +93,11 @@ impl Change {
     }
 }
 
+/// The keys whose values differ between two config maps.
+fn changed_keys(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> BTreeSet<String> {
+    old.keys().chain(new.keys()).filter(|k| old.get(*k) != new.get(*k)).cloned().collect()
+}
+
 impl MetadataDelta {
     /// The delta from an empty image to `image`: everything in it is new.
     /// A subscriber that joins late starts from this.
@@ -126,9 +132,15 @@ impl MetadataDelta {
                 delta.changed_topic_configs.insert(topic.name.clone());
             }
         }
-        let keys = old.broker_configs.keys().chain(new.broker_configs.keys());
-        delta.changed_broker_configs =
-            keys.filter(|k| old.broker_configs.get(*k) != new.broker_configs.get(*k)).cloned().collect();
+        delta.changed_broker_configs = changed_keys(&old.broker_configs, &new.broker_configs);
+        let brokers = old.per_broker_configs.keys().chain(new.per_broker_configs.keys());
+        for broker in brokers {
+            let (before, after) = (old.per_broker_configs.get(broker), new.per_broker_configs.get(broker));
+            if before != after {
+                let none = BTreeMap::new();
+                delta.changed_broker_configs.extend(changed_keys(before.unwrap_or(&none), after.unwrap_or(&none)));
+            }
+        }
         if new.next_producer_id_block != old.next_producer_id_block {
             delta.next_producer_id_block = Some(new.next_producer_id_block);
         }

@@ -105,8 +105,9 @@ pub fn random_request(api_key: ApiKey, version: i16, rng: &mut Rng, bounded_stat
 
 /// Adjusts the few fields that make the broker wait (long polls, rebalance
 /// timeouts): a wait of i32::MAX ms is valid, but no test can sit it out.
-/// With `bounded_state` (the fuzzer), requests that would create topics only
-/// validate, so that the broker's memory measures leaks, not new topics.
+/// With `bounded_state` (the fuzzer), requests that would create topics or
+/// change configs only validate, so that the broker's memory measures
+/// leaks, not new topics, and its probe is not refused by a config.
 fn tame(body: &mut RequestBody, version: i16, bounded_state: bool) {
     match body {
         RequestBody::Fetch(r) => r.max_wait_ms = r.max_wait_ms.min(200),
@@ -120,6 +121,10 @@ fn tame(body: &mut RequestBody, version: i16, bounded_state: bool) {
         RequestBody::ConsumerGroupHeartbeat(r) => r.rebalance_timeout_ms = r.rebalance_timeout_ms.min(1_000),
         RequestBody::CreateTopics(r) if bounded_state => r.validate_only = true,
         RequestBody::CreatePartitions(r) if bounded_state => r.validate_only = true,
+        // Dynamic broker configs (a cluster-wide min.insync.replicas, tiny
+        // segments) would change what the fuzzer's integrity probe measures.
+        RequestBody::AlterConfigs(r) if bounded_state => r.validate_only = true,
+        RequestBody::IncrementalAlterConfigs(r) if bounded_state => r.validate_only = true,
         // Before v4 every Metadata request may create topics (the field is v4+).
         RequestBody::Metadata(r) if bounded_state && version >= 4 => r.allow_auto_topic_creation = false,
         _ => {}

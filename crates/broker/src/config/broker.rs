@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use super::broker_keys::{broker_key, KeyValues, BROKER_KEYS};
 use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
+use super::dynamic::{dynamic_entry, DynamicConfigs};
 use super::listeners::{Listener, Listeners};
 use super::quorum::QuorumConfig;
 use super::topic_keys::broker_topic_defaults;
@@ -201,26 +202,40 @@ impl BrokerConfig {
     }
 
     /// The broker's configs for DescribeConfigs on its BROKER resource: every
-    /// known key, sorted by name, read-only unless Kafka can change it at runtime.
-    pub fn describe(&self) -> Vec<ConfigEntry> {
-        let values = KeyValues::lossy(&self.raw);
+    /// known key, sorted by name, read-only unless Kafka can change it at
+    /// runtime, with the dynamic configs applied (and the custom keys set
+    /// among them, as Kafka lists them too).
+    pub fn describe(&self, dynamic: &DynamicConfigs) -> Vec<ConfigEntry> {
+        let values = self.values_under(dynamic);
+        let layers = dynamic.layers(&self.raw);
         let mut keys: Vec<_> = BROKER_KEYS.iter().collect();
         keys.sort_by_key(|key| key.name);
-        keys.into_iter()
-            .map(|key| {
-                let sensitive = key.sensitive();
-                let synonyms = broker_synonyms(key.name, &self.raw, sensitive);
-                ConfigEntry {
-                    name: key.name.to_string(),
-                    value: if sensitive { None } else { values.get(key.name).map(str::to_string) },
-                    source: synonyms.first().map_or(ConfigSource::Default, |s| s.2),
-                    read_only: !key.dynamic,
-                    sensitive,
-                    config_type: key.ty,
-                    synonyms,
-                }
-            })
-            .collect()
+        let known = keys.into_iter().map(|key| {
+            let sensitive = key.sensitive();
+            let synonyms = broker_synonyms(key.name, &layers, sensitive);
+            ConfigEntry {
+                name: key.name.to_string(),
+                value: if sensitive { None } else { values.get(key.name).map(str::to_string) },
+                source: synonyms.first().map_or(ConfigSource::Default, |s| s.2),
+                read_only: !key.dynamic,
+                sensitive,
+                config_type: key.ty,
+                synonyms,
+            }
+        });
+        let custom =
+            [(dynamic.own, ConfigSource::DynamicBroker), (dynamic.cluster, ConfigSource::DynamicDefaultBroker)]
+                .into_iter()
+                .flat_map(|(keys, source)| keys.iter().map(move |(name, value)| (name, value, source)))
+                .filter(|(name, _, _)| broker_key(name).is_none());
+        let mut custom: Vec<ConfigEntry> =
+            custom.map(|(name, value, source)| dynamic_entry(name, value, source)).collect();
+        // A broker's own value of a key shadows the cluster's (a stable sort).
+        custom.sort_by(|a, b| a.name.cmp(&b.name));
+        custom.dedup_by(|later, first| later.name == first.name);
+        let mut entries: Vec<ConfigEntry> = known.chain(custom).collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        entries
     }
 
     /// Whether `name` is a broker key krabka knows (and so describes).

@@ -8,9 +8,8 @@
 //! synonyms at all and reports DEFAULT_CONFIG even though the hours apply; we
 //! reproduce that so tools comparing against Kafka see the same answer.
 
-use std::collections::BTreeMap;
-
 use super::broker_keys::broker_key;
+use super::dynamic::Layer;
 use krabka_log::config_values::ConfigType;
 
 /// Where a described value comes from, most specific first (Kafka's
@@ -67,11 +66,15 @@ fn synonym_group(name: &str) -> Vec<&str> {
     }
 }
 
-/// The synonyms of broker key `name` given the properties the broker started with.
-pub(crate) fn broker_synonyms(name: &str, raw: &BTreeMap<String, String>, sensitive: bool) -> Vec<Synonym> {
+/// The synonyms of broker key `name` given where broker keys are set
+/// (`layers`, most specific first: a broker's dynamic configs, the
+/// cluster's, server.properties).
+pub(crate) fn broker_synonyms(name: &str, layers: &[Layer<'_>], sensitive: bool) -> Vec<Synonym> {
     let group = synonym_group(name);
     let shown = |value: &str| (!sensitive).then(|| value.to_string());
-    let set = group.iter().filter_map(|n| raw.get(*n).map(|v| (n.to_string(), shown(v), ConfigSource::StaticBroker)));
+    let set = layers.iter().flat_map(|&(keys, source)| {
+        group.iter().filter_map(move |n| keys.get(*n).map(|v| (n.to_string(), shown(v), source)))
+    });
     let defaults = group.iter().filter_map(|n| {
         let default = broker_key(n)?.default?;
         Some((n.to_string(), shown(default), ConfigSource::Default))
@@ -82,9 +85,14 @@ pub(crate) fn broker_synonyms(name: &str, raw: &BTreeMap<String, String>, sensit
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn broker_synonyms(name: &str, raw: &BTreeMap<String, String>, sensitive: bool) -> Vec<Synonym> {
+        super::broker_synonyms(name, &[(raw, ConfigSource::StaticBroker)], sensitive)
     }
 
     #[test]
@@ -107,5 +115,24 @@ mod tests {
         );
         let hidden = broker_synonyms("ssl.key.password", &raw(&[("ssl.key.password", "secret")]), true);
         assert_eq!(hidden, [("ssl.key.password".into(), None, ConfigSource::StaticBroker)]);
+    }
+
+    #[test]
+    fn dynamic_layers_come_first_as_in_kafka() {
+        // Kafka 4.3.1, `log.retention.ms` set as the cluster's default:
+        // {DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=100000, DEFAULT_CONFIG:log.retention.hours=168}
+        let (own, cluster, file) = (raw(&[]), raw(&[("log.retention.ms", "100000")]), raw(&[]));
+        let layers = [
+            (&own, ConfigSource::DynamicBroker),
+            (&cluster, ConfigSource::DynamicDefaultBroker),
+            (&file, ConfigSource::StaticBroker),
+        ];
+        assert_eq!(
+            super::broker_synonyms("log.retention.ms", &layers, false),
+            [
+                ("log.retention.ms".into(), Some("100000".into()), ConfigSource::DynamicDefaultBroker),
+                ("log.retention.hours".into(), Some("168".into()), ConfigSource::Default),
+            ]
+        );
     }
 }

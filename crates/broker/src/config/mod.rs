@@ -10,13 +10,17 @@
 //! (`topic_config`, `config_values`): a topic config is a setting of the
 //! topic's logs, and the controller validates them without the broker.
 //!
-//! Imports point one way, from the top down: `topic` -> `broker` ->
+//! `dynamic` lays the dynamic broker configs of the metadata log (the
+//! cluster's default, a broker's own) over server.properties.
+//!
+//! Imports point one way, from the top down: `topic` -> `dynamic` -> `broker` ->
 //! `listeners`, `quorum` (the KRaft voters and timers), `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
 //! `broker_keys` -> krabka-log's `topic_config` -> `config_values`.
 
 pub mod broker;
 mod broker_keys;
 mod describe;
+pub mod dynamic;
 mod listeners;
 mod quorum;
 pub mod topic;
@@ -24,6 +28,7 @@ mod topic_keys;
 
 pub use broker::BrokerConfig;
 pub use describe::{ConfigEntry, ConfigSource};
+pub use dynamic::DynamicConfigs;
 pub use krabka_log::config_values::{ConfigError, ConfigType};
 pub use listeners::Listener;
 pub use quorum::{QuorumConfig, VoterAddress};

@@ -17,6 +17,7 @@ pub use krabka_log::topic_config::{is_topic_config, validate_topic_config, valid
 
 use super::broker::BrokerConfig;
 use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
+use super::dynamic::DynamicConfigs;
 
 /// `compression.type` of a topic: what the broker stores batches as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,27 +32,34 @@ pub enum TopicCompression {
 }
 
 /// Every topic config's effective value (canonical text) for a topic with
-/// these overrides. An override that does not parse is ignored: overrides are
-/// validated when they are set, so that only happens to hand-built maps.
+/// these overrides over the broker-level `defaults` (`BrokerConfig::
+/// topic_defaults_under`). An override that does not parse is ignored:
+/// overrides are validated when they are set, so that only happens to
+/// hand-built maps.
 pub fn effective_topic_configs(
-    broker: &BrokerConfig,
+    defaults: &BTreeMap<String, String>,
     overrides: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     TOPIC_KEYS
         .iter()
         .map(|key| {
             let from_override = overrides.get(key.name).and_then(|value| key.canonical(value).ok());
-            let value = from_override
-                .or_else(|| broker.topic_defaults.get(key.name).cloned())
-                .unwrap_or_else(|| key.default.to_string());
+            let value =
+                from_override.or_else(|| defaults.get(key.name).cloned()).unwrap_or_else(|| key.default.to_string());
             (key.name.to_string(), value)
         })
         .collect()
 }
 
-/// The `LogConfig` of a topic: overrides over server.properties over Kafka's defaults.
-pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> LogConfig {
-    let configs = effective_topic_configs(broker, overrides);
+/// The `LogConfig` of a topic: overrides over the broker-level `defaults`
+/// (dynamic configs, server.properties, Kafka's defaults); the broker's own
+/// settings of its logs (the cleaner's buffer, producer expiry) from `broker`.
+pub fn log_config(
+    broker: &BrokerConfig,
+    defaults: &BTreeMap<String, String>,
+    overrides: &BTreeMap<String, String>,
+) -> LogConfig {
+    let configs = effective_topic_configs(defaults, overrides);
     let text = |name: &str| configs.get(name).map(String::as_str);
     let int = |name: &str, fallback: i64| int_or(text(name), fallback);
     let defaults = LogConfig::default();
@@ -109,8 +117,11 @@ impl TopicCompression {
 }
 
 /// The effective `compression.type` of a topic.
-pub fn topic_compression(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> TopicCompression {
-    match effective_topic_configs(broker, overrides).get("compression.type").map(String::as_str) {
+pub fn topic_compression(
+    defaults: &BTreeMap<String, String>,
+    overrides: &BTreeMap<String, String>,
+) -> TopicCompression {
+    match effective_topic_configs(defaults, overrides).get("compression.type").map(String::as_str) {
         Some("uncompressed") => TopicCompression::Uncompressed,
         Some("gzip") => TopicCompression::Gzip,
         Some("snappy") => TopicCompression::Snappy,
@@ -121,10 +132,15 @@ pub fn topic_compression(broker: &BrokerConfig, overrides: &BTreeMap<String, Str
 }
 
 /// DescribeConfigs for a TOPIC resource: every topic config, sorted by name,
-/// with Kafka's synonyms (the override, then the broker keys set in
-/// server.properties, then their defaults).
-pub fn describe_topic(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
-    let configs = effective_topic_configs(broker, overrides);
+/// with Kafka's synonyms (the override, then the broker keys set as dynamic
+/// configs and in server.properties, then their defaults).
+pub fn describe_topic(
+    broker: &BrokerConfig,
+    dynamic: &DynamicConfigs,
+    overrides: &BTreeMap<String, String>,
+) -> Vec<ConfigEntry> {
+    let configs = effective_topic_configs(&broker.topic_defaults_under(dynamic), overrides);
+    let layers = dynamic.layers(&broker.raw);
     TOPIC_KEYS
         .iter()
         .map(|key| {
@@ -134,7 +150,7 @@ pub fn describe_topic(broker: &BrokerConfig, overrides: &BTreeMap<String, String
                 synonyms.push((key.name.to_string(), value.clone(), ConfigSource::DynamicTopic));
             }
             if let Some((broker_key, _)) = key.broker.first() {
-                synonyms.extend(broker_synonyms(broker_key, &broker.raw, false));
+                synonyms.extend(broker_synonyms(broker_key, &layers, false));
             }
             ConfigEntry {
                 name: key.name.to_string(),

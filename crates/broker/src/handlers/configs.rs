@@ -1,6 +1,7 @@
-//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics
-//! (stored as ConfigRecords in the metadata log) and the broker (its static
-//! configuration; dynamic broker configs are refused).
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and
+//! brokers: topic overrides and dynamic broker configs are ConfigRecords in
+//! the metadata log; a broker describes itself with them over its
+//! server.properties.
 
 use krabka_protocol::ErrorCode;
 
@@ -12,7 +13,9 @@ use krabka_protocol::{
     DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 
+use crate::config::dynamic::{check_dynamic_update, describe_cluster_default};
 use crate::config::topic::describe_topic;
+use crate::config::DynamicConfigs;
 use crate::config::{ConfigEntry, ConfigType};
 use crate::metadata::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use crate::metadata::MetadataUpdate;
@@ -31,6 +34,7 @@ fn config_type_code(config_type: ConfigType) -> i8 {
         ConfigType::List => 7,
         ConfigType::Class => 8,
         ConfigType::Password => 9,
+        ConfigType::Unknown => 0,
     }
 }
 
@@ -64,6 +68,7 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
     let broker = ctx.broker;
     let image = broker.metadata.image();
     let synonyms = request.include_synonyms && ctx.api_version >= 1;
+    let dynamic = DynamicConfigs::of(&image, broker.node_id);
     let results = request
         .resources
         .into_iter()
@@ -75,17 +80,18 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
             };
             let entries = match resource.resource_type {
                 CONFIG_RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
-                    Some(topic) => describe_topic(&broker.config, &topic.configs),
+                    Some(topic) => describe_topic(&broker.config, &dynamic, &topic.configs),
                     None => {
                         result.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code();
                         result.error_message = Some(format!("Topic {} does not exist.", resource.resource_name));
                         return result;
                     }
                 },
-                CONFIG_RESOURCE_BROKER
-                    if resource.resource_name.is_empty() || resource.resource_name == broker.node_id.to_string() =>
-                {
-                    broker.config.describe()
+                CONFIG_RESOURCE_BROKER if resource.resource_name.is_empty() => {
+                    describe_cluster_default(&image.broker_configs)
+                }
+                CONFIG_RESOURCE_BROKER if resource.resource_name == broker.node_id.to_string() => {
+                    broker.config.describe(&dynamic)
                 }
                 CONFIG_RESOURCE_BROKER => {
                     result.error_code = ErrorCode::INVALID_REQUEST.code();
@@ -109,26 +115,68 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
     DescribeConfigsResponse { results, ..Default::default() }
 }
 
-/// Each resource's (type, name, error code, message), from the controller's
-/// outcomes, or the commit's error for every resource.
-fn outcomes(
-    resources: Vec<(i8, String)>,
-    commit: Result<(MetadataUpdate, Vec<ConfigOutcome>), ApiError>,
-) -> Vec<(i8, String, i16, Option<String>)> {
-    let outcomes = match commit {
-        // The replica manager follows the commit (a metadata subscriber).
-        Ok((_, outcomes)) => outcomes,
-        Err(e) => resources.iter().map(|_| (e.code, Some(e.message.clone()))).collect(),
-    };
-    resources.into_iter().zip(outcomes).map(|((t, n), (c, m))| (t, n, c, m)).collect()
+/// Kafka's broker checks the keys and values of BROKER resources before
+/// the controller sees them (its `ConfigAdminManager`): the refusal of
+/// each resource, None for those that go on to the controller.
+fn broker_refusals<'r, I>(resources: impl Iterator<Item = (i8, I)>) -> Vec<Option<ApiError>>
+where
+    I: Iterator<Item = (&'r str, Option<&'r str>)>,
+{
+    resources
+        .map(|(resource_type, changes)| {
+            (resource_type == CONFIG_RESOURCE_BROKER).then(|| check_dynamic_update(changes).err()).flatten()
+        })
+        .collect()
 }
 
-pub async fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> AlterConfigsResponse {
+/// The request's resources with those refused left out.
+fn kept<T>(resources: Vec<T>, refusals: &[Option<ApiError>]) -> Vec<T> {
+    resources.into_iter().zip(refusals).filter(|(_, r)| r.is_none()).map(|(resource, _)| resource).collect()
+}
+
+/// Each resource's (type, name, error code, message): its refusal here,
+/// else the controller's outcome (the controller saw only the resources
+/// not refused, in order), or the commit's error.
+fn outcomes(
+    resources: Vec<(i8, String)>,
+    refusals: Vec<Option<ApiError>>,
+    commit: Result<(MetadataUpdate, Vec<ConfigOutcome>), ApiError>,
+) -> Vec<(i8, String, i16, Option<String>)> {
+    let planned = refusals.iter().filter(|r| r.is_none()).count();
+    let decided: Vec<ConfigOutcome> = match commit {
+        // The replica manager follows the commit (a metadata subscriber).
+        Ok((_, outcomes)) => outcomes,
+        Err(e) => (0..planned).map(|_| (e.code, Some(e.message.clone()))).collect(),
+    };
+    debug_assert_eq!(decided.len(), planned, "one outcome per resource planned");
+    let mut decided = decided.into_iter();
+    let mut outcome = |refusal: Option<ApiError>| match refusal {
+        Some(e) => (e.code, Some(e.message)),
+        None => decided.next().unwrap_or((ErrorCode::UNKNOWN_SERVER_ERROR.code(), None)),
+    };
+    resources
+        .into_iter()
+        .zip(refusals)
+        .map(|((resource_type, name), refusal)| {
+            let (code, message) = outcome(refusal);
+            (resource_type, name, code, message)
+        })
+        .collect()
+}
+
+pub async fn alter(ctx: &RequestContext<'_>, mut request: AlterConfigsRequest) -> AlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
+    let refusals = broker_refusals(
+        request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())))),
+    );
+    request.resources = kept(std::mem::take(&mut request.resources), &refusals);
     // Legacy AlterConfigs replaces the whole set of overrides.
     let commit = ctx.broker.metadata.control(|image| plan_alter_configs(image, &request)).await;
-    let outcomes = outcomes(resources, commit);
+    let outcomes = outcomes(resources, refusals, commit);
     AlterConfigsResponse {
         responses: outcomes
             .into_iter()
@@ -148,12 +196,19 @@ pub async fn alter(ctx: &RequestContext<'_>, request: AlterConfigsRequest) -> Al
 
 pub async fn incremental_alter(
     ctx: &RequestContext<'_>,
-    request: IncrementalAlterConfigsRequest,
+    mut request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
+    let refusals = broker_refusals(request.resources.iter().map(|r| {
+        // DELETE (1) removes a key; the other operations leave a value.
+        let changes =
+            r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref().filter(|_| c.config_operation != 1)));
+        (r.resource_type, changes)
+    }));
+    request.resources = kept(std::mem::take(&mut request.resources), &refusals);
     let commit = ctx.broker.metadata.control(|image| plan_incremental_alter_configs(image, &request)).await;
-    let outcomes = outcomes(resources, commit);
+    let outcomes = outcomes(resources, refusals, commit);
     IncrementalAlterConfigsResponse {
         responses: outcomes
             .into_iter()

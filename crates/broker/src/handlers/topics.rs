@@ -21,6 +21,7 @@ use krabka_protocol::{
 use crate::active_controller;
 use crate::broker::Broker;
 use crate::config::topic::describe_topic;
+use crate::config::DynamicConfigs;
 use crate::metadata::MetadataImage;
 use crate::request::RequestContext;
 use krabka_controller::delete_topics::{plan_delete_topics, TopicToDelete};
@@ -72,7 +73,8 @@ pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsReques
 /// configs from v5 on.
 fn created_topic(ctx: &RequestContext<'_>, image: &MetadataImage, topic: &NewTopic) -> CreatableTopicResult {
     let configs = (ctx.api_version >= 5).then(|| {
-        describe_topic(&ctx.broker.config, &topic.configs)
+        let dynamic = DynamicConfigs::of(image, ctx.broker.node_id);
+        describe_topic(&ctx.broker.config, &dynamic, &topic.configs)
             .into_iter()
             .map(|e| CreatableTopicConfigs {
                 name: e.name,

@@ -19,7 +19,7 @@ use super::isr_changes::IsrChangeQueue;
 use super::partition::{HostedTopic, Partition, ProducePolicy, Role};
 use crate::clock::now_ms;
 use crate::config::topic::log_config;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, DynamicConfigs};
 use crate::metadata::{MetadataImage, MetadataUpdate, PartitionImage, TopicImage};
 use crate::observability::ReplicaCounts;
 
@@ -244,10 +244,11 @@ impl ReplicaManager {
         // New partitions are opened together, in parallel, then installed.
         let mut to_open = Vec::new();
         let mut growing = Vec::new();
+        let defaults = self.config.topic_defaults_under(&DynamicConfigs::of(image, self.config.node_id));
         for topic in touched.into_iter().filter_map(|name| image.topics.get(name)) {
             let existing = topics.get(&topic.name).cloned();
-            let config = log_config(&self.config, &topic.configs);
-            let produce = ProducePolicy::of(&self.config, &image.broker_configs, &topic.configs);
+            let config = log_config(&self.config, &defaults, &topic.configs);
+            let produce = ProducePolicy::of(&defaults, &topic.configs);
             let mut slots = existing.as_ref().map(|h| h.partitions.clone()).unwrap_or_default();
             slots.resize(topic.partitions.len(), None);
             let moved_off = self.refresh_hosted(&mut slots, topic, &config, produce.min_insync_replicas, now)?;

@@ -13,7 +13,7 @@ use krabka_protocol::{ErrorCode, Uuid};
 
 use super::purgatory::{Waiter, WatchList};
 use crate::config::topic::{effective_topic_configs, topic_compression};
-use crate::config::BrokerConfig;
+use krabka_log::topic_config::MIN_INSYNC_REPLICAS;
 use krabka_replication::{PendingIsr, ReplicaSet};
 
 pub struct Partition {
@@ -522,28 +522,26 @@ impl HostedTopic {
 /// rather than on every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProducePolicy {
-    /// `min.insync.replicas`: the topic's override, else the cluster-wide
-    /// dynamic value (which a new cluster records, ELR being on, and the
-    /// controller's elections read), else the broker key or the default.
+    /// `min.insync.replicas`: the topic's override, else the dynamic broker
+    /// configs' (the cluster-wide value a new cluster records, ELR being
+    /// on, which the controller's elections read), else the broker key or
+    /// the default.
     pub min_insync_replicas: i32,
     /// The codec `compression.type` forces, None for `producer`.
     pub forced_codec: Option<Compression>,
 }
 
 impl ProducePolicy {
+    /// `defaults` are the broker-level topic defaults in effect
+    /// (`BrokerConfig::topic_defaults_under`): the dynamic configs the
+    /// controller reads too (the cluster's `min.insync.replicas`, which a
+    /// new cluster records with ELR on) over server.properties.
     pub(super) fn of(
-        broker: &BrokerConfig,
-        cluster: &std::collections::BTreeMap<String, String>,
+        defaults: &std::collections::BTreeMap<String, String>,
         overrides: &std::collections::BTreeMap<String, String>,
     ) -> Self {
-        let effective = effective_topic_configs(broker, overrides);
-        let parsed = |v: &String| v.trim().parse().ok();
-        let min_insync_replicas = overrides
-            .get("min.insync.replicas")
-            .and_then(parsed)
-            .or_else(|| cluster.get("min.insync.replicas").and_then(parsed))
-            .or_else(|| effective.get("min.insync.replicas").and_then(parsed))
-            .unwrap_or(1);
-        ProducePolicy { min_insync_replicas, forced_codec: topic_compression(broker, overrides).forced_codec() }
+        let effective = effective_topic_configs(defaults, overrides);
+        let min_insync_replicas = effective.get(MIN_INSYNC_REPLICAS).and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        ProducePolicy { min_insync_replicas, forced_codec: topic_compression(defaults, overrides).forced_codec() }
     }
 }

@@ -220,7 +220,7 @@ fn log_dirs_and_krabka_keys() {
 #[test]
 fn describe_reports_sources_and_read_only() {
     let c = config(&[("num.io.threads", "16"), ("ssl.key.password", "secret"), ("log.retention.hours", "24")]);
-    let entries = c.describe();
+    let entries = c.describe(&crate::config::DynamicConfigs::none());
     assert!(entries.windows(2).all(|w| w[0].name < w[1].name));
     let entry = |name: &str| entries.iter().find(|e| e.name == name).unwrap().clone();
 

@@ -18,41 +18,56 @@ fn broker(extra: &[(&str, &str)]) -> BrokerConfig {
 
 #[test]
 fn log_config_defaults_match_the_log_crate() {
-    assert_eq!(log_config(&broker(&[]), &BTreeMap::new()), LogConfig::default());
+    assert_eq!(log_config(&broker(&[]), &broker(&[]).topic_defaults, &BTreeMap::new()), LogConfig::default());
 }
 
 #[test]
 fn log_config_overrides_win_over_broker_over_kafka() {
     let broker =
         broker(&[("log.retention.hours", "1"), ("log.segment.bytes", "1048576"), ("message.max.bytes", "2000")]);
-    let config = log_config(&broker, &map(&[("retention.ms", "5000"), ("cleanup.policy", "compact, delete")]));
+    let config = log_config(
+        &broker,
+        &broker.topic_defaults,
+        &map(&[("retention.ms", "5000"), ("cleanup.policy", "compact, delete")]),
+    );
     assert_eq!(config.retention_ms, 5000, "topic override");
     assert_eq!(config.segment_bytes, 1_048_576, "broker key");
     assert_eq!(config.max_message_bytes, 2000, "broker key under another name");
     assert_eq!(config.segment_index_bytes, 10 * 1024 * 1024, "Kafka default");
     assert_eq!(config.cleanup_policy, CleanupPolicy::CompactDelete);
-    assert_eq!(log_config(&broker, &BTreeMap::new()).retention_ms, 3_600_000);
+    assert_eq!(log_config(&broker, &broker.topic_defaults, &BTreeMap::new()).retention_ms, 3_600_000);
 
-    let config = log_config(&broker, &map(&[("message.timestamp.type", "LogAppendTime"), ("cleanup.policy", "")]));
+    let config = log_config(
+        &broker,
+        &broker.topic_defaults,
+        &map(&[("message.timestamp.type", "LogAppendTime"), ("cleanup.policy", "")]),
+    );
     assert_eq!(config.timestamp_policy, TimestampPolicy::LogAppendTime);
     assert_eq!((config.retention_ms, config.retention_bytes), (-1, -1), "no cleanup policy keeps everything");
-    let compacted = log_config(&broker, &map(&[("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.1")]));
+    let compacted = log_config(
+        &broker,
+        &broker.topic_defaults,
+        &map(&[("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.1")]),
+    );
     assert_eq!(compacted.cleanup_policy, CleanupPolicy::Compact);
     assert_eq!(compacted.min_cleanable_dirty_ratio, 0.1);
 }
 
 #[test]
 fn compression_follows_the_same_precedence() {
-    assert_eq!(topic_compression(&broker(&[]), &BTreeMap::new()), TopicCompression::Producer);
+    assert_eq!(topic_compression(&broker(&[]).topic_defaults, &BTreeMap::new()), TopicCompression::Producer);
     let zstd_broker = broker(&[("compression.type", "zstd")]);
-    assert_eq!(topic_compression(&zstd_broker, &BTreeMap::new()), TopicCompression::Zstd);
-    assert_eq!(topic_compression(&zstd_broker, &map(&[("compression.type", "lz4")])), TopicCompression::Lz4);
+    assert_eq!(topic_compression(&zstd_broker.topic_defaults, &BTreeMap::new()), TopicCompression::Zstd);
+    assert_eq!(
+        topic_compression(&zstd_broker.topic_defaults, &map(&[("compression.type", "lz4")])),
+        TopicCompression::Lz4
+    );
 }
 
 #[test]
 fn describe_topic_reports_sources_and_synonyms() {
     let broker = broker(&[("log.segment.bytes", "1048576"), ("log.retention.hours", "1")]);
-    let entries = describe_topic(&broker, &map(&[("cleanup.policy", "compact, delete")]));
+    let entries = describe_topic(&broker, &DynamicConfigs::none(), &map(&[("cleanup.policy", "compact, delete")]));
     assert_eq!(entries.len(), TOPIC_KEYS.len());
     let entry = |name: &str| entries.iter().find(|e| e.name == name).unwrap().clone();
     assert!(entries.iter().all(|e| !e.read_only && !e.sensitive));
