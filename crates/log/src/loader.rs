@@ -174,12 +174,12 @@ fn recover_if_needed(
     progress: &mut Progress,
 ) -> Result<(), LogError> {
     let base = segment.base_offset();
-    let index_broken = segment.quick_check_indexes().is_err();
-    if !needs_recovery && !index_broken {
+    let index_problem = segment.quick_check_indexes().err();
+    if !needs_recovery && index_problem.is_none() {
         return Ok(());
     }
-    if index_broken {
-        warn!(partition = %partition, base, "rebuilding a corrupt index");
+    if let Some(problem) = &index_problem {
+        warn!(partition = %partition, base, %problem, "rebuilding a corrupt index");
     }
     progress.report.recovered_segments += 1;
     progress.first_recovered.get_or_insert(base);

@@ -203,8 +203,8 @@ impl BrokerConfig {
 
     /// The broker's configs for DescribeConfigs on its BROKER resource: every
     /// known key, sorted by name, read-only unless Kafka can change it at
-    /// runtime, with the dynamic configs applied (and the custom keys set
-    /// among them, as Kafka lists them too).
+    /// runtime, with the dynamic configs applied, and the keys set only
+    /// dynamically (replication throttles, custom keys) as Kafka lists them.
     pub fn describe(&self, dynamic: &DynamicConfigs) -> Vec<ConfigEntry> {
         let values = self.values_under(dynamic);
         let layers = dynamic.layers(&self.raw);

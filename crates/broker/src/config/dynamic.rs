@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use krabka_controller::ApiError;
-use krabka_log::config_values::canonical;
+use krabka_log::config_values::{canonical, Check};
 use krabka_log::topic_config::TOPIC_KEYS;
 use krabka_metadata::MetadataImage;
 use krabka_protocol::ErrorCode;
@@ -66,10 +66,26 @@ impl<'a> DynamicConfigs<'a> {
 /// One place broker keys are set, and the source DescribeConfigs names.
 pub(crate) type Layer<'a> = (&'a BTreeMap<String, String>, ConfigSource);
 
+/// Keys that exist only as dynamic broker configs (Kafka's
+/// `DynamicConfig.Broker`, not in its server.properties table): the
+/// replication throttles of a reassignment, with their types. The
+/// alter-log-dirs one bounds moves between a broker's own log directories,
+/// which krabka does not make: there is nothing for it to hold back.
+const DYNAMIC_ONLY: &[(&str, ConfigType, Check)] = &[
+    ("follower.replication.throttled.rate", ConfigType::Long, Check::AtLeast(0)),
+    ("leader.replication.throttled.rate", ConfigType::Long, Check::AtLeast(0)),
+    ("replica.alter.log.dirs.io.max.bytes.per.second", ConfigType::Long, Check::AtLeast(0)),
+];
+
+fn dynamic_only(name: &str) -> Option<(ConfigType, Check)> {
+    DYNAMIC_ONLY.iter().find(|(key, _, _)| *key == name).map(|&(_, ty, check)| (ty, check))
+}
+
 /// Whether krabka applies broker key `name` at runtime: a topic config's
-/// broker-level default.
+/// broker-level default, or a replication throttle.
 fn applied_at_runtime(name: &str) -> bool {
-    TOPIC_KEYS.iter().any(|key| key.broker.iter().any(|(broker_name, _)| *broker_name == name))
+    dynamic_only(name).is_some()
+        || TOPIC_KEYS.iter().any(|key| key.broker.iter().any(|(broker_name, _)| *broker_name == name))
 }
 
 /// Checks the keys a BROKER resource would set (with their values) or
@@ -88,8 +104,9 @@ pub fn check_dynamic_update<'k>(changes: impl IntoIterator<Item = (&'k str, Opti
         return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), message));
     }
     for (name, value) in changes {
-        let (Some(key), Some(value)) = (broker_key(name), value) else { continue };
-        if let Err(e) = canonical(key.name, key.ty, key.check, value) {
+        let typed = broker_key(name).map(|key| (key.ty, key.check)).or_else(|| dynamic_only(name));
+        let (Some((ty, check)), Some(value)) = (typed, value) else { continue };
+        if let Err(e) = canonical(name, ty, check, value) {
             let reason = match e {
                 krabka_log::config_values::ConfigError::Invalid { reason, .. } => capitalized(&reason),
                 other => other.to_string(),
@@ -151,7 +168,8 @@ pub fn describe_cluster_default(cluster: &BTreeMap<String, String>) -> Vec<Confi
 /// which Kafka treats as sensitive.
 pub(crate) fn dynamic_entry(name: &str, value: &str, source: ConfigSource) -> ConfigEntry {
     let key = broker_key(name);
-    let sensitive = key.is_none_or(|k| k.sensitive());
+    let config_type = key.map(|k| k.ty).or_else(|| dynamic_only(name).map(|(ty, _)| ty)).unwrap_or(ConfigType::Unknown);
+    let sensitive = matches!(config_type, ConfigType::Password | ConfigType::Unknown);
     let shown = (!sensitive).then(|| value.to_string());
     ConfigEntry {
         name: name.to_string(),
@@ -159,7 +177,7 @@ pub(crate) fn dynamic_entry(name: &str, value: &str, source: ConfigSource) -> Co
         source,
         read_only: key.is_some_and(|k| !k.dynamic),
         sensitive,
-        config_type: key.map_or(ConfigType::Unknown, |k| k.ty),
+        config_type,
         synonyms: vec![(name.to_string(), shown, source)],
     }
 }
@@ -205,6 +223,12 @@ mod tests {
     fn only_runtime_keys_change_and_values_parse_as_their_type() {
         assert!(check_dynamic_update([("log.retention.ms", Some("100")), ("foo.bar", Some("x"))]).is_ok());
         assert!(check_dynamic_update([("min.insync.replicas", None)]).is_ok());
+        assert!(check_dynamic_update([("leader.replication.throttled.rate", Some("1000"))]).is_ok());
+        let rate = check_dynamic_update([("follower.replication.throttled.rate", Some("x"))]).unwrap_err();
+        assert_eq!(
+            rate.message,
+            "Invalid value x for configuration follower.replication.throttled.rate: Not a number of type LONG"
+        );
         let fixed = check_dynamic_update([("broker.id", Some("5")), ("num.io.threads", Some("4"))]).unwrap_err();
         assert_eq!(fixed.code, ErrorCode::INVALID_REQUEST.code());
         assert_eq!(fixed.message, "Cannot update these configs dynamically: [broker.id, num.io.threads]");

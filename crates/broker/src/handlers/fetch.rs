@@ -180,6 +180,35 @@ impl FetchPlan {
         candidates.into_iter().filter(|&(id, _)| in_rack(id)).max_by_key(|&(_, end)| end).map(|(id, _)| id)
     }
 
+    /// Whether a reassignment's throttle holds `partition` back from
+    /// `follower` (Kafka's shouldLeaderThrottle): a throttled replica, a
+    /// follower outside the ISR, the leader's rate over its bound.
+    fn held_back(&self, partition: &Partition, follower: i32) -> bool {
+        if !partition.leader_throttled() || partition.committed_isr().contains(&follower) {
+            return false;
+        }
+        let quota = &self.broker.replicas.throttles.leader;
+        quota.lock().unwrap_or_else(|e| e.into_inner()).is_exceeded(crate::clock::now_ms())
+    }
+
+    /// The bytes of throttled partitions a replica fetch sends count
+    /// against the leader's rate (in-sync followers' too, as Kafka counts).
+    fn record_throttled_bytes(&self, results: &[PartitionResult]) {
+        if self.replica.is_none() {
+            return;
+        }
+        let throttled = results.iter().filter_map(|r| {
+            let slice = r.slice.as_ref()?;
+            let partition = self.partition(&self.wanted[r.topic_index])?;
+            partition.leader_throttled().then_some(u64::from(slice.length))
+        });
+        let bytes: u64 = throttled.sum();
+        if bytes > 0 {
+            let quota = &self.broker.replicas.throttles.leader;
+            quota.lock().unwrap_or_else(|e| e.into_inner()).record(bytes, crate::clock::now_ms());
+        }
+    }
+
     /// A follower's fetch offsets are its log end: each partition led here
     /// records it (the high watermark may move), and one that caught up is
     /// proposed back into the ISR. Once per request, not per re-read.
@@ -198,6 +227,7 @@ impl FetchPlan {
                 tracing::trace!(topic = %partition.topic, partition = partition.index, follower, in_range, offset = wanted.fetch_offset, "follower fetch out of range or diverging");
                 continue;
             }
+            tracing::debug!(topic = %partition.topic, partition = partition.index, follower, offset = wanted.fetch_offset, leader_end = log.log_end_offset(), "follower fetch");
             let expanded = partition.record_follower_fetch(&log, follower, broker_epoch, wanted.fetch_offset, now);
             drop(log);
             if let Some(isr) = expanded {
@@ -279,6 +309,12 @@ impl FetchPlan {
                 errors = true;
                 continue;
             }
+            if self.replica.is_some_and(|(follower, _)| self.held_back(&partition, follower)) {
+                // KIP-73: nothing of a throttled partition for a follower
+                // outside the ISR while the leader's rate is over its bound.
+                results.push(PartitionResult { topic_index, data, slice: None });
+                continue;
+            }
             let upper = match (self.replica, self.read_committed) {
                 (Some(_), _) => i64::MAX,
                 (None, true) => last_stable,
@@ -324,6 +360,7 @@ impl FetchPlan {
     /// an incremental session), remembers what the session told the client,
     /// and encodes the frame.
     fn finish(&self, results: Vec<PartitionResult>) -> Response {
+        self.record_throttled_bytes(&results);
         let mut included = Vec::with_capacity(results.len());
         match &self.session {
             SessionContext::Sessionless => included = results,

@@ -132,6 +132,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     }
     let outcomes = run_appends(&appends, now).await;
     let replicated_at = answer_appends(broker, &appends, outcomes, &mut responses);
+    tracing::debug!(acks = request.acks, ?replicated_at, "produce appended");
     if request.acks == -1 {
         let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
         await_replication(&appends, &replicated_at, timeout, &mut responses).await;
@@ -396,6 +397,10 @@ async fn await_replication(
             continue;
         }
         let code = outcome.unwrap_or(ErrorCode::REQUEST_TIMED_OUT.code());
+        if outcome.is_none() {
+            let partition = &append.partition;
+            tracing::debug!(topic = %partition.topic, partition = partition.index, required, high_watermark = partition.high_watermark(), "acks=all produce timed out");
+        }
         if code != ErrorCode::NONE.code() {
             let response = &mut responses[append.topic].partition_responses[append.slot];
             response.error_code = code;

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 
 use super::isr_changes::IsrChangeQueue;
 use super::partition::{HostedTopic, Partition, ProducePolicy, Role};
+use super::throttles::{mark_throttled, ReplicationThrottles};
 use crate::clock::now_ms;
 use crate::config::topic::log_config;
 use crate::config::{BrokerConfig, DynamicConfigs};
@@ -78,10 +79,13 @@ pub struct ReplicaManager {
     roles_changed: Notify,
     /// ISR changes the leaders here want, for the AlterPartition sender.
     pub isr_changes: IsrChangeQueue,
+    /// A reassignment's replication throttles (KIP-73).
+    pub throttles: ReplicationThrottles,
 }
 
 impl ReplicaManager {
     pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager, hosting: Hosting) -> Self {
+        let throttles = ReplicationThrottles::new(&config);
         ReplicaManager {
             config,
             log_manager,
@@ -89,6 +93,7 @@ impl ReplicaManager {
             topics: RwLock::new(HashMap::new()),
             roles_changed: Notify::new(),
             isr_changes: IsrChangeQueue::default(),
+            throttles,
         }
     }
 
@@ -244,7 +249,9 @@ impl ReplicaManager {
         // New partitions are opened together, in parallel, then installed.
         let mut to_open = Vec::new();
         let mut growing = Vec::new();
-        let defaults = self.config.topic_defaults_under(&DynamicConfigs::of(image, self.config.node_id));
+        let dynamic = DynamicConfigs::of(image, self.config.node_id);
+        self.throttles.set_bounds(&self.config, &dynamic);
+        let defaults = self.config.topic_defaults_under(&dynamic);
         for topic in touched.into_iter().filter_map(|name| image.topics.get(name)) {
             let existing = topics.get(&topic.name).cloned();
             let config = log_config(&self.config, &defaults, &topic.configs);
@@ -271,6 +278,7 @@ impl ReplicaManager {
                 slots[index as usize] = opened.next().map(Arc::new);
             }
             debug_assert_eq!(slots.len(), topic.partitions.len());
+            mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
             topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions: slots, produce }));
         }
         drop(topics);
@@ -313,6 +321,7 @@ impl ReplicaManager {
             partition.set_min_insync_replicas(min_insync_replicas);
             partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
+        mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
         Ok(moved_off)
     }
 

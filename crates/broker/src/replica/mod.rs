@@ -17,6 +17,7 @@ mod log_dir_failure;
 mod manager;
 mod partition;
 pub mod purgatory;
+pub mod throttles;
 
 pub use manager::{Hosting, ReplicaManager};
 pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};

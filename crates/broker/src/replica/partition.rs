@@ -36,6 +36,12 @@ pub struct Partition {
     /// Locked after the log, never before it.
     replica_set: Mutex<ReplicaSet>,
     pub(super) watchers: WatchList,
+    /// Whether a reassignment's throttle (KIP-73) holds this replica back:
+    /// as leader, sending it to followers outside the ISR; as follower,
+    /// fetching it while outside the ISR (the topic's
+    /// `leader.`/`follower.replication.throttled.replicas` name it).
+    leader_throttled: AtomicBool,
+    follower_throttled: AtomicBool,
 }
 
 /// What the image makes this broker for one partition it hosts.
@@ -83,7 +89,26 @@ impl Partition {
             min_insync_replicas: AtomicUsize::new(1),
             replica_set: Mutex::new(ReplicaSet::alone(local_id)),
             watchers: WatchList::default(),
+            leader_throttled: AtomicBool::new(false),
+            follower_throttled: AtomicBool::new(false),
         }
+    }
+
+    /// The topic's throttled-replica lists name this replica (leader side,
+    /// follower side).
+    pub(super) fn set_throttled(&self, leader: bool, follower: bool) {
+        self.leader_throttled.store(leader, Ordering::Relaxed);
+        self.follower_throttled.store(follower, Ordering::Relaxed);
+    }
+
+    /// Whether the leader throttles what it sends followers of this partition.
+    pub fn leader_throttled(&self) -> bool {
+        self.leader_throttled.load(Ordering::Relaxed)
+    }
+
+    /// Whether this follower throttles what it fetches of this partition.
+    pub fn follower_throttled(&self) -> bool {
+        self.follower_throttled.load(Ordering::Relaxed)
     }
 
     pub fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
@@ -253,7 +278,14 @@ impl Partition {
         if !self.is_led_here() {
             return None;
         }
-        self.lock_replicas().shrunk_isr(now_ms, lag_ms)
+        let replica_set = self.lock_replicas();
+        // What the leader knows of its followers, for a diagnosis when
+        // acks=all waits (`KRABKA_LOG=krabka_broker::replica=debug`).
+        tracing::debug!(
+            topic = %self.topic, partition = self.index, high_watermark = self.high_watermark(),
+            replicas = ?*replica_set, "leader's view of its replicas"
+        );
+        replica_set.shrunk_isr(now_ms, lag_ms)
     }
 
     /// Marks `isr` sent to the controller; the request it goes in: this

@@ -21,6 +21,18 @@ pub(super) struct Sent {
     pub leader_epoch: i32,
 }
 
+/// The record bytes `response` brings for partitions this follower
+/// throttles, which count against its rate (Kafka counts them in sync or not).
+pub(super) fn throttled_bytes(sent: &HashMap<(Uuid, i32), Sent>, response: &FetchResponse) -> u64 {
+    let partitions = response.responses.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p)));
+    partitions
+        .filter(|(topic_id, p)| {
+            sent.get(&(*topic_id, p.partition_index)).is_some_and(|s| s.partition.follower_throttled())
+        })
+        .map(|(_, p)| p.records.as_ref().map_or(0, |r| r.len() as u64))
+        .sum()
+}
+
 /// Writes each partition's answer; the partitions that answered an error,
 /// with it, to be left out of fetches for a backoff.
 pub(super) fn apply_response(sent: &HashMap<(Uuid, i32), Sent>, response: FetchResponse) -> Vec<((Uuid, i32), i16)> {
@@ -65,7 +77,9 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
                 leader_high_watermark: data.high_watermark,
                 leader_log_start: data.log_start_offset,
             };
-            match partition.append_from_leader(&fetched, now) {
+            let appended = partition.append_from_leader(&fetched, now);
+            tracing::debug!(topic = %partition.topic, partition = partition.index, offset = fetched.fetch_offset, bytes = fetched.records.len(), ?appended, "follower fetched");
+            match appended {
                 Ok(_) => Ok(()),
                 Err(AppendError::NotLeader) => Ok(()),
                 Err(e) => Err(storage_error(&e)),

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 use crate::broker::Broker;
 use crate::quorum::Channel;
 use crate::replica::Partition;
-use apply::{apply_response, Sent};
+use apply::{apply_response, throttled_bytes, Sent};
 use session::{FetchSession, Wanted};
 
 /// Fetch v17: topic ids, ReplicaState (v15), ReplicaDirectoryId; spoken by
@@ -138,6 +138,12 @@ async fn fetch_from(broker: Arc<Broker>, leader: i32, followed: Arc<Followed>) {
             }
             continue;
         }
+        let partitions = fetcher.unthrottled(partitions);
+        if partitions.is_empty() {
+            // Every partition waits for the follower's rate to fall.
+            tokio::time::sleep(fetcher.settings.backoff).await;
+            continue;
+        }
         if let Err(reason) = fetcher.fetch_once(&partitions, broker_epoch).await {
             tracing::debug!(leader, %reason, "replica fetch failed");
             tokio::time::sleep(fetcher.settings.backoff).await;
@@ -185,11 +191,36 @@ impl LeaderFetcher {
                 code => Err(format!("the leader refused the fetch with error {code}")),
             };
         }
+        let throttled = throttled_bytes(&sent, &response);
+        if throttled > 0 {
+            let quota = &self.broker.replicas.throttles.follower;
+            quota.lock().unwrap_or_else(|e| e.into_inner()).record(throttled, crate::clock::now_ms());
+        }
         for (key, error) in apply_response(&sent, response) {
             tracing::debug!(leader = self.leader, topic_id = %key.0, partition = key.1, error, "replica fetch error");
             self.delayed.insert(key, Instant::now() + self.settings.backoff);
         }
         Ok(())
+    }
+
+    /// `partitions` without those a reassignment's throttle holds back
+    /// (Kafka's shouldFollowerThrottle): throttled replicas outside the
+    /// ISR, while this follower's rate is over its bound.
+    fn unthrottled(&self, partitions: Vec<Arc<Partition>>) -> Vec<Arc<Partition>> {
+        if !partitions.iter().any(|p| p.follower_throttled()) {
+            return partitions;
+        }
+        let quota = &self.broker.replicas.throttles.follower;
+        if !quota.lock().unwrap_or_else(|e| e.into_inner()).is_exceeded(crate::clock::now_ms()) {
+            return partitions;
+        }
+        let image = self.broker.metadata.image();
+        let node_id = self.broker.node_id;
+        let in_isr = |p: &Partition| {
+            let topic = image.topic_by_id(&p.topic_id);
+            topic.and_then(|t| t.partitions.get(p.index as usize)).is_some_and(|i| i.isr.contains(&node_id))
+        };
+        partitions.into_iter().filter(|p| !p.follower_throttled() || in_isr(p)).collect()
     }
 
     /// The Fetch for `partitions` (each from its log end, with the epoch

@@ -67,6 +67,36 @@ pub fn json_field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     Some(rest[..end].trim_matches('"'))
 }
 
+/// A VerifiableProducer running in the background, its output read as it
+/// comes. Left unread, its stdout pipe fills at 64 KiB (about 470
+/// acknowledgements) and the producer's callbacks, which print them, block
+/// its network thread: it sends nothing more until the pipe is drained
+/// (every stall of 30-40 s seen in the fault rounds was this).
+pub struct VerifiableProducer {
+    child: std::process::Child,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+}
+
+impl VerifiableProducer {
+    /// Waits for the producer to finish; everything it printed.
+    pub fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        let status = self.child.wait()?;
+        let stdout = self.stdout.join().unwrap_or_default();
+        let stderr = self.stderr.join().unwrap_or_default();
+        Ok(std::process::Output { status, stdout, stderr })
+    }
+}
+
+/// Reads `pipe` to its end on a thread of its own.
+fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
 /// Kafka's VerifiableProducer, started in the background: idempotent,
 /// acks=all, `count` records at `rate` per second, each value its number.
 /// Values are the record's number, after `prefix.` when given.
@@ -76,7 +106,7 @@ pub fn start_verifiable_producer(
     rate: usize,
     prefix: Option<u32>,
     dir: &std::path::Path,
-) -> std::process::Child {
+) -> VerifiableProducer {
     let config = dir.join(format!("producer-{}.properties", prefix.unwrap_or(0)));
     let mut file = std::fs::File::create(&config).unwrap();
     // Round robin: every partition gets records (sticky batches might skip
@@ -88,7 +118,7 @@ pub fn start_verifiable_producer(
     writeln!(file, "enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=30000\n{partitioner}").unwrap();
     writeln!(file, "request.timeout.ms=5000\nmetadata.max.age.ms=2000").unwrap();
     let prefix = prefix.map(|p| vec!["--value-prefix".to_string(), p.to_string()]).unwrap_or_default();
-    Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
+    let mut child = Command::new(repo_root().join("tools/kafka-reference/kafka-cli"))
         .args(["org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap, "--topic", TOPIC])
         .args(["--max-messages", &count.to_string(), "--throughput", &rate.to_string(), "--acks", "-1"])
         .args(["--producer.config", config.to_str().unwrap()])
@@ -97,7 +127,10 @@ pub fn start_verifiable_producer(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start VerifiableProducer")
+        .expect("start VerifiableProducer");
+    let stdout = drain(child.stdout.take().expect("piped"));
+    let stderr = drain(child.stderr.take().expect("piped"));
+    VerifiableProducer { child, stdout, stderr }
 }
 
 /// The records a VerifiableProducer's output says were acknowledged.
