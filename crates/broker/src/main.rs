@@ -38,6 +38,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let (config, warnings) = load_config(&cli).context("invalid configuration")?;
     observability::init_tracing(&config.log_level, config.log_format_json)?;
+    krabka_broker::replica::halt_on_sigbus();
     for warning in warnings {
         tracing::warn!("{warning}");
     }

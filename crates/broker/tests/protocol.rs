@@ -170,6 +170,21 @@ fn api_versions_lists_served_apis_and_answers_unknown_versions_with_v0() {
     assert!(!response.api_keys.is_empty());
 }
 
+/// A fault in a memory-mapped index write (a full disk) arrives as
+/// SIGBUS: the broker halts with status 1 and says why, as for a failed
+/// write, instead of dying without a word.
+#[test]
+fn a_sigbus_halts_the_broker_with_a_reason() {
+    let mut broker = BrokerProcess::start(&[]);
+    let pid = broker.pid().expect("running");
+    let sent = std::process::Command::new("kill").args(["-BUS", &pid.to_string()]).status().unwrap();
+    assert!(sent.success());
+    support::wait_for("the broker to halt", Duration::from_secs(10), || !broker.is_running());
+    let status = broker.stop();
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    assert!(broker.log().contains("SIGBUS, a write through a memory-mapped index failed"), "{}", broker.log());
+}
+
 #[test]
 fn produce_and_fetch_survive_sigterm_and_sigkill_restarts() {
     let mut broker = BrokerProcess::start(&[]);

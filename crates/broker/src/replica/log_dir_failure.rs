@@ -28,3 +28,29 @@ pub fn check<T>(result: Result<T, LogError>, log_dir: &Path, topic: &str, partit
     }
     result
 }
+
+/// A write through a memory-mapped index (the offset and time indexes are
+/// preallocated sparse files) to a disk with no room left, or a failing
+/// one, raises SIGBUS instead of returning an error, which would kill the
+/// broker without a word. It halts as for any failed write, saying why
+/// first (Kafka's JVM turns the same fault into an InternalError that
+/// takes the log directory offline).
+pub fn halt_on_sigbus() {
+    extern "C" fn on_sigbus(_: libc::c_int) {
+        // Only async-signal-safe calls here: write(2) and _exit(2).
+        const MESSAGE: &[u8] = b"ERROR shutting down the broker: SIGBUS, a write through a memory-mapped index \
+failed (a full or failing log directory; Kafka halts when all its log dirs have failed)\n";
+        unsafe {
+            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+            libc::_exit(1);
+        }
+    }
+    // SAFETY: installs a handler that only calls async-signal-safe functions.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigbus as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        let installed = libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+        debug_assert_eq!(installed, 0, "sigaction(SIGBUS)");
+    }
+}

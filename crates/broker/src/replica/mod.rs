@@ -19,5 +19,6 @@ mod partition;
 pub mod purgatory;
 pub mod throttles;
 
+pub use log_dir_failure::halt_on_sigbus;
 pub use manager::{Hosting, ReplicaManager};
 pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};
