@@ -262,8 +262,7 @@ impl MetadataStore {
                 // Flush, snapshot producer state and trim the indexes, as for any log.
                 controller.voter_mut().log_mut().prepare_clean_shutdown(now_ms())?;
             }
-            // The driver flushes what it appends; the log is checked from
-            // its start when it opens again (it is small).
+            // The driver closes the log when it stops (flushed, indexes trimmed).
             Writer::Quorum(writer) => writer.stop(),
         }
         Ok(())

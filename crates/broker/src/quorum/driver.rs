@@ -339,6 +339,11 @@ impl Driver {
         if let Err(e) = self.perform(actions) {
             tracing::warn!(error = %e, "resigning the metadata quorum's lead failed");
         }
+        // As Kafka closes its metadata log: flushed, the active segment's
+        // indexes trimmed, so that the next start finds them whole.
+        if let Err(e) = self.node.into_log().close(crate::clock::now_ms()) {
+            tracing::warn!(error = %e, "closing the metadata log failed");
+        }
     }
 
     fn on_event(&mut self, event: Event) -> Result<(), LogError> {
