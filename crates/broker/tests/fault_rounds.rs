@@ -9,7 +9,9 @@
 //! stopped with SIGTERM and restarted; the active controller killed with
 //! SIGKILL and restarted; two brokers killed in turn; a rolling restart of
 //! every broker; a broker whose disk fills (its data directory on a small
-//! tmpfs, filled up: it halts as Kafka's does, is given room and restarts).
+//! tmpfs, filled up: it halts as Kafka's does, is given room and restarts);
+//! a broker restarted with its wall clock skewed (libfaketime: two hours
+//! ahead or half an hour behind) for part of the round.
 //! A consumer group (Kafka's VerifiableConsumer, committing after every
 //! poll) reads all along. Each round ends with every ISR whole again.
 //!
@@ -18,9 +20,9 @@
 //! handed that are no longer there (or hold something else), committed
 //! group offsets lost, replicas whose segments differ.
 //!
-//! The test command runs three rounds of each fault (24), a cut-off
+//! The test command runs three rounds of each fault (27), a cut-off
 //! striking once the producer's first records are replicated; with
-//! `KRABKA_LONG_TESTS=1`, 100 of each (800), every fault 0.5-1.5 s after
+//! `KRABKA_LONG_TESTS=1`, 100 of each (900), every fault 0.5-1.5 s after
 //! the producer starts. `KRABKA_FAULT_ROUNDS` and
 //! `KRABKA_FAULT_SEED` (targets and timing) override; `KRABKA_FAULT_ONLY=N`
 //! repeats fault N, and `KRABKA_FAULT_KEEP=DIR` keeps the producer's output
@@ -56,9 +58,10 @@ enum Fault {
     KillTwoInTurn,
     RollingRestart,
     DiskFull,
+    ClockSkew,
 }
 
-const FAULTS: [Fault; 8] = [
+const FAULTS: [Fault; 9] = [
     Fault::Kill9,
     Fault::Freeze,
     Fault::CutOff,
@@ -67,6 +70,7 @@ const FAULTS: [Fault; 8] = [
     Fault::KillTwoInTurn,
     Fault::RollingRestart,
     Fault::DiskFull,
+    Fault::ClockSkew,
 ];
 
 /// The cluster under test and what the faults need of it.
@@ -134,6 +138,35 @@ fn fill_disk(broker: &mut BrokerProcess, bootstrap: &str) {
     assert!(log.contains("a write to its log directory failed"), "{}", &log[log.len().saturating_sub(4000)..]);
     std::fs::remove_file(&filler).unwrap();
     broker.restart_after_exit();
+}
+
+/// The broker's log is stamped by its own wall clock: its last line is
+/// about `offset_s` seconds off the real time (libfaketime took hold).
+fn assert_clock_skewed(broker: &BrokerProcess, offset_s: i64) {
+    let log = broker.log();
+    let last = log.lines().rev().find_map(|line| epoch_seconds(line.get(..19)?)).expect("a timestamped line");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let skew = last - now;
+    assert!(
+        (skew - offset_s).abs() < 120,
+        "clock {skew} s off, expected {offset_s}: {}",
+        &log[log.len().saturating_sub(2000)..]
+    );
+}
+
+/// Seconds since the epoch of a UTC `YYYY-MM-DDTHH:MM:SS` (the days from
+/// the civil date as in Howard Hinnant's algorithm).
+fn epoch_seconds(text: &str) -> Option<i64> {
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
 }
 
 fn whole(listed: &[(i32, Vec<i32>, Vec<i32>)]) -> bool {
@@ -218,6 +251,22 @@ impl Cluster {
                     brokers[i].restart();
                     wait_whole(brokers, "every ISR whole before the next restart");
                 }
+            }
+            Fault::ClockSkew => {
+                // Restarted with its wall clock off, both ways by turns
+                // (within Kafka's message.timestamp.after.max.ms of 1 h),
+                // for 6 s of the round, then set right again.
+                let ahead = target.is_multiple_of(2);
+                let offset = if ahead { "+2h" } else { "-30m" };
+                let broker = &mut brokers[target];
+                assert!(broker.stop().success());
+                broker.skew_clock(Some(offset));
+                broker.restart();
+                assert_clock_skewed(broker, if ahead { 7_200 } else { -1_800 });
+                std::thread::sleep(Duration::from_secs(6));
+                assert!(broker.stop().success());
+                broker.skew_clock(None);
+                broker.restart();
             }
             Fault::DiskFull => {
                 let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");

@@ -29,6 +29,8 @@ pub struct BrokerProcess {
     pub controller_port: u16,
     child: Option<Child>,
     extra: Vec<String>,
+    /// Environment the next start gives the process (a skewed clock).
+    env: Vec<(String, String)>,
     pub log_path: PathBuf,
     /// Where it runs: loopback, or a test host of its own.
     pub host: Host,
@@ -100,7 +102,16 @@ impl BrokerProcess {
                 std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
                 let log_path = dir.path().join("broker.log");
                 let extra = extra.iter().map(|s| s.to_string()).collect();
-                BrokerProcess { dir, port: 0, controller_port, child: None, extra, log_path, host: host.clone() }
+                BrokerProcess {
+                    dir,
+                    port: 0,
+                    controller_port,
+                    child: None,
+                    extra,
+                    env: Vec::new(),
+                    log_path,
+                    host: host.clone(),
+                }
             })
             .collect();
         let launched: Vec<_> = nodes.iter_mut().map(|node| node.launch()).collect();
@@ -138,7 +149,16 @@ impl BrokerProcess {
             std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
             let log_path = dir.path().join("broker.log");
             let extra = extra.iter().map(|s| s.to_string()).collect();
-            BrokerProcess { dir, port: 0, controller_port, child: None, extra, log_path, host: host.clone() }
+            BrokerProcess {
+                dir,
+                port: 0,
+                controller_port,
+                child: None,
+                extra,
+                env: Vec::new(),
+                log_path,
+                host: host.clone(),
+            }
         };
         let mut controllers: Vec<Self> = controller_hosts
             .iter()
@@ -243,8 +263,16 @@ impl BrokerProcess {
         std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
         let log_path = dir.path().join("broker.log");
         let extra = extra.iter().map(|s| s.to_string()).collect();
-        let mut broker =
-            BrokerProcess { dir, port: 0, controller_port: 0, child: None, extra, log_path, host: Host::loopback() };
+        let mut broker = BrokerProcess {
+            dir,
+            port: 0,
+            controller_port: 0,
+            child: None,
+            extra,
+            env: Vec::new(),
+            log_path,
+            host: Host::loopback(),
+        };
         broker.spawn();
         broker
     }
@@ -296,6 +324,7 @@ impl BrokerProcess {
         for extra in &self.extra {
             command.arg("--override").arg(extra);
         }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
         let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn krabka-broker");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
@@ -436,6 +465,20 @@ impl BrokerProcess {
             let _ = child.wait();
         }
         self.spawn();
+    }
+
+    /// From its next start on, the process's wall clock is `offset` off
+    /// (libfaketime, e.g. "+2h" or "-30m"; None: the real clock). Its
+    /// monotonic clock stays true, as a skewed host's does.
+    pub fn skew_clock(&mut self, offset: Option<&str>) {
+        self.env = match offset {
+            Some(offset) => vec![
+                ("LD_PRELOAD".into(), "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1".into()),
+                ("FAKETIME".into(), offset.into()),
+                ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
+            ],
+            None => Vec::new(),
+        };
     }
 
     pub fn is_running(&mut self) -> bool {
