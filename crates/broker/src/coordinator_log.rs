@@ -11,6 +11,7 @@ use krabka_protocol::records::{RecordBatch, RecordBatches};
 use krabka_protocol::ErrorCode;
 
 use crate::replica::{AppendError, Hosting, ReplicaManager};
+use crate::replica_fetcher::whole_batches;
 
 /// How much of a partition one replay read takes.
 const REPLAY_READ_BYTES: u32 = 4 * 1024 * 1024;
@@ -56,11 +57,18 @@ impl CoordinatorLog for TopicLog {
         while offset < end {
             let read = log.read(offset, REPLAY_READ_BYTES, end, true).map_err(|e| e.to_string())?;
             let Some(slice) = read.slice else { break };
-            let bytes = slice.read_to_bytes().map_err(|e| e.to_string())?;
+            // A read ends inside a batch when the partition holds more than
+            // one read: only the whole batches are replayed, and the next
+            // read starts at the cut one (the first is always whole).
+            let bytes = whole_batches(slice.read_to_bytes().map_err(|e| e.to_string())?);
+            let before = offset;
             for batch in RecordBatches::new(bytes) {
                 let batch = batch.map_err(|e| e.to_string())?;
                 offset = batch.next_offset();
                 visit(batch)?;
+            }
+            if offset == before {
+                return Err(format!("no whole record batch at offset {offset}"));
             }
         }
         Ok(())

@@ -332,6 +332,28 @@ fn leaving_empties_the_group_and_deleting_drops_its_offsets(a: &mut RawClient, a
     assert_eq!(gone.groups[0].error_code, 69, "GROUP_ID_NOT_FOUND");
 }
 
+/// A `__consumer_offsets` partition larger than one replay read (4 MiB):
+/// the broker loads it whole at its next start (a read ending inside a
+/// batch once stopped the start with "record batch truncated").
+#[test]
+fn a_coordinator_partition_larger_than_one_read_loads_at_restart() {
+    let mut broker = BrokerProcess::start(&FAST_GROUPS);
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut admin, "bulky", 1);
+    find_coordinator(&mut admin, broker.port);
+    // About 1,300 commits of 4,000 bytes of metadata each: over 5 MiB, in
+    // batches of a little over 4 KiB, so a 4 MiB read ends inside one.
+    let metadata = "m".repeat(4_000);
+    for offset in 0..1_300 {
+        assert_eq!(commit(&mut admin, "", -1, "bulky", &[(0, offset)], &metadata), vec![0]);
+    }
+    assert!(broker.stop().success());
+    broker.restart();
+    let mut admin = RawClient::connect(&broker.bootstrap());
+    find_coordinator(&mut admin, broker.port);
+    assert_eq!(fetch_offsets(&mut admin, "bulky", &[0]), vec![1_299], "{}", broker.log());
+}
+
 #[test]
 fn committed_offsets_survive_restarts_even_mid_rebalance() {
     let mut broker = BrokerProcess::start(&FAST_GROUPS);

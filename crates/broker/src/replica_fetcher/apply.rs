@@ -103,8 +103,9 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
 }
 
 /// The whole record batches at the front of `records`: a leader may cut
-/// its answer inside the last batch (Kafka's does), which is fetched again.
-fn whole_batches(records: Bytes) -> Bytes {
+/// its answer inside the last batch (Kafka's does), which is fetched again;
+/// a read of a log with a byte limit may end inside one the same way.
+pub(crate) fn whole_batches(records: Bytes) -> Bytes {
     // A batch is its base offset (8 bytes) and length (4), then that many bytes.
     const HEADER: usize = 12;
     let mut end = 0;
