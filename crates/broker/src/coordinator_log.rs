@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use krabka_coordinator::CoordinatorLog;
-use krabka_protocol::records::{RecordBatch, RecordBatches};
+use krabka_protocol::records::{whole_batches, RecordBatch, RecordBatches};
 use krabka_protocol::ErrorCode;
 
 use crate::replica::{AppendError, Hosting, ReplicaManager};
-use crate::replica_fetcher::whole_batches;
 
 /// How much of a partition one replay read takes.
 const REPLAY_READ_BYTES: u32 = 4 * 1024 * 1024;

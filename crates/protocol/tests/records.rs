@@ -5,8 +5,8 @@
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::{self, Compression, CompressionError};
 use krabka_protocol::records::{
-    crc32c, crc32c_append, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut,
-    RecordBatches, RecordError, TimestampType, BATCH_HEADER_BYTES,
+    crc32c, crc32c_append, whole_batches, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder,
+    RecordBatchMut, RecordBatches, RecordError, TimestampType, BATCH_HEADER_BYTES,
 };
 use proptest::prelude::*;
 
@@ -353,6 +353,25 @@ fn splitting_yields_each_batch_then_stops_at_a_partial_one() {
     assert_eq!(batches.remaining().len(), 30);
     assert_eq!(batches.next(), None);
     assert_eq!(RecordBatches::new(Bytes::new()).count(), 0);
+}
+
+#[test]
+fn whole_batches_drop_a_partial_batch_at_the_end_and_keep_anything_else() {
+    let a = one_batch(Compression::None, 0, &[b"a"]);
+    let b = one_batch(Compression::Lz4, 1, &[b"b", b"bb"]);
+    let mut joined = BytesMut::new();
+    joined.extend_from_slice(a.as_bytes());
+    joined.extend_from_slice(b.as_bytes());
+    let whole = joined.len();
+    joined.extend_from_slice(&a.as_bytes()[..30]);
+    let joined = joined.freeze();
+    assert_eq!(whole_batches(joined.clone()), joined.slice(..whole));
+    assert_eq!(whole_batches(joined.slice(..10)), Bytes::new());
+    assert_eq!(whole_batches(Bytes::new()), Bytes::new());
+    // Not a partial batch but a corrupt one: left whole for the log to refuse.
+    let mut corrupt = BytesMut::from(&joined[..whole]);
+    corrupt[a.size_bytes() + 16] = 7;
+    assert_eq!(whole_batches(corrupt.clone().freeze()), corrupt.freeze());
 }
 
 // ---------------------------------------------------------------- properties

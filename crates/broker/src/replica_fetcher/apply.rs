@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use krabka_protocol::fetch_response::PartitionData;
+use krabka_protocol::records::whole_batches;
 use krabka_protocol::{ErrorCode, FetchResponse, Uuid};
 use krabka_replication::divergence::follower_truncation;
 
@@ -99,45 +99,5 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
             outcome.map_err(|e| storage_error(&e))
         }
         code => Err(code),
-    }
-}
-
-/// The whole record batches at the front of `records`: a leader may cut
-/// its answer inside the last batch (Kafka's does), which is fetched again;
-/// a read of a log with a byte limit may end inside one the same way.
-pub(crate) fn whole_batches(records: Bytes) -> Bytes {
-    // A batch is its base offset (8 bytes) and length (4), then that many bytes.
-    const HEADER: usize = 12;
-    let mut end = 0;
-    while records.len() >= end + HEADER {
-        let length = i32::from_be_bytes(records[end + 8..end + 12].try_into().expect("four bytes"));
-        let Ok(length) = usize::try_from(length) else { break };
-        if records.len() < end + HEADER + length {
-            break;
-        }
-        end += HEADER + length;
-    }
-    records.slice(..end)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_batch_cut_short_at_the_end_is_left_for_the_next_fetch() {
-        let batch = |length: i32| {
-            let mut b = vec![0u8; 8];
-            b.extend_from_slice(&length.to_be_bytes());
-            b.extend(std::iter::repeat_n(7u8, length as usize));
-            b
-        };
-        let mut records = batch(20);
-        records.extend(batch(5));
-        let whole = records.len();
-        records.extend(&batch(30)[..25]);
-        assert_eq!(whole_batches(Bytes::from(records.clone())).len(), whole);
-        assert_eq!(whole_batches(Bytes::from(records[..10].to_vec())).len(), 0);
-        assert_eq!(whole_batches(Bytes::new()).len(), 0);
     }
 }

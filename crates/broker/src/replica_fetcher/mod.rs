@@ -25,7 +25,6 @@ use tokio::sync::Notify;
 use crate::broker::Broker;
 use crate::quorum::Channel;
 use crate::replica::Partition;
-pub(crate) use apply::whole_batches;
 use apply::{apply_response, throttled_bytes, Sent};
 use session::{FetchSession, Wanted};
 

@@ -320,3 +320,21 @@ impl Iterator for RecordBatches {
 }
 
 impl FusedIterator for RecordBatches {}
+
+/// The whole batches at the front of `records`, without a partial batch at
+/// the end: a leader answers a fetch with up to MaxBytes of its segment and a
+/// bounded read of a log stops the same way, inside a batch that is read
+/// again next time (Kafka's followers drop that tail too). Any other framing
+/// error keeps `records` whole, for the log that appends it to refuse.
+pub fn whole_batches(records: Bytes) -> Bytes {
+    let mut whole = 0;
+    for batch in RecordBatches::new(records.clone()) {
+        match batch {
+            Ok(batch) => whole += batch.as_bytes().len(),
+            Err(RecordError::Truncated { .. }) => break,
+            Err(_) => return records,
+        }
+    }
+    debug_assert!(whole <= records.len());
+    records.slice(..whole)
+}

@@ -35,7 +35,7 @@ mod crc;
 mod patch;
 mod record;
 
-pub use batch::{RecordBatch, RecordBatches, TimestampType};
+pub use batch::{whole_batches, RecordBatch, RecordBatches, TimestampType};
 pub use builder::{NewHeader, NewRecord, RecordBatchBuilder};
 pub use control::{control_batch, control_batch_of, control_type_id, ControlType};
 /// CRC-32C (Castagnoli), as Kafka computes it over a batch from `attributes` on.

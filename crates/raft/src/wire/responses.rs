@@ -7,7 +7,7 @@ use krabka_protocol::generated::{begin_quorum_epoch_response as begin, end_quoru
 use krabka_protocol::generated::{
     fetch_response as fetch, fetch_snapshot_response as fetch_snapshot, vote_response as vote,
 };
-use krabka_protocol::records::{RecordBatches, RecordError};
+use krabka_protocol::records::whole_batches;
 use krabka_protocol::{
     BeginQuorumEpochResponse, EndQuorumEpochResponse, ErrorCode, FetchResponse, FetchSnapshotResponse, RequestBody,
     ResponseBody, VoteResponse,
@@ -440,20 +440,4 @@ fn accept_fetch(answer: FetchResponse, fetch_offset: i64, last_fetched_epoch: i3
         diverging_epoch: (diverging.epoch >= 0).then_some((diverging.epoch, diverging.end_offset)),
         snapshot,
     }))
-}
-
-/// The whole batches at the front of `records`: a Kafka leader answers with
-/// up to MaxBytes of its segment, which may end inside a batch, and its own
-/// followers drop that partial tail, as this does.
-fn whole_batches(records: Bytes) -> Bytes {
-    let mut whole = 0;
-    for batch in RecordBatches::new(records.clone()) {
-        match batch {
-            Ok(batch) => whole += batch.as_bytes().len(),
-            Err(RecordError::Truncated { .. }) => break,
-            // Anything else is the log's to refuse, whole.
-            Err(_) => return records,
-        }
-    }
-    records.slice(..whole)
 }
