@@ -8,9 +8,13 @@
 //! synonyms at all and reports DEFAULT_CONFIG even though the hours apply; we
 //! reproduce that so tools comparing against Kafka see the same answer.
 
+use std::collections::BTreeMap;
+
 use super::broker_keys::broker_key;
-use super::dynamic::Layer;
 use krabka_log::config_values::ConfigType;
+
+/// One place broker keys are set, and the source DescribeConfigs names.
+pub(crate) type Layer<'a> = (&'a BTreeMap<String, String>, ConfigSource);
 
 /// Where a described value comes from, most specific first (Kafka's
 /// `DescribeConfigsResponse.ConfigSource`).

@@ -20,7 +20,7 @@ use krabka_metadata::MetadataImage;
 use krabka_protocol::ErrorCode;
 
 use super::broker_keys::{broker_key, KeyValues};
-use super::describe::{ConfigEntry, ConfigSource};
+use super::describe::{ConfigEntry, ConfigSource, Layer};
 use super::topic_keys::broker_topic_defaults;
 use super::BrokerConfig;
 use krabka_log::config_values::ConfigType;
@@ -62,9 +62,6 @@ impl<'a> DynamicConfigs<'a> {
         ]
     }
 }
-
-/// One place broker keys are set, and the source DescribeConfigs names.
-pub(crate) type Layer<'a> = (&'a BTreeMap<String, String>, ConfigSource);
 
 /// Keys that exist only as dynamic broker configs (Kafka's
 /// `DynamicConfig.Broker`, not in its server.properties table): the
