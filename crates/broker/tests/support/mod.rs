@@ -88,30 +88,16 @@ impl BrokerProcess {
             .map(|(i, (host, &controller_port))| {
                 let id = i as i32 + 1;
                 let client_port = if host.is_loopback() { 0 } else { 9092 };
-                let dir = tempfile::tempdir().expect("temp dir");
-                let data = dir.path().join("data");
-                krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
                 let address = &host.address;
-                let properties = format!(
-                    "process.roles=broker,controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
-                     listeners=PLAINTEXT://{address}:{client_port},CONTROLLER://{address}:{controller_port}\n\
-                     controller.listener.names=CONTROLLER\nlog.dirs={}\nkrabka.log.level=info\n",
-                    voters.join(","),
-                    data.display()
-                );
-                std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
-                let log_path = dir.path().join("broker.log");
-                let extra = extra.iter().map(|s| s.to_string()).collect();
-                BrokerProcess {
-                    dir,
-                    port: 0,
-                    controller_port,
-                    child: None,
-                    extra,
-                    env: Vec::new(),
-                    log_path,
-                    host: host.clone(),
-                }
+                Self::formatted(id, host, controller_port, extra, |data| {
+                    format!(
+                        "process.roles=broker,controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
+                         listeners=PLAINTEXT://{address}:{client_port},CONTROLLER://{address}:{controller_port}\n\
+                         controller.listener.names=CONTROLLER\nlog.dirs={}\nkrabka.log.level=info\n",
+                        voters.join(","),
+                        data.display()
+                    )
+                })
             })
             .collect();
         let launched: Vec<_> = nodes.iter_mut().map(|node| node.launch()).collect();
@@ -119,6 +105,37 @@ impl BrokerProcess {
             node.await_serving(serving);
         }
         nodes
+    }
+
+    /// A node of the test cluster not yet started: a temp dir whose `data`
+    /// log dir is formatted for `id` and whose server.properties is
+    /// `properties(data)`.
+    fn formatted(
+        id: i32,
+        host: &Host,
+        controller_port: u16,
+        extra: &[&str],
+        properties: impl FnOnce(&Path) -> String,
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
+        std::fs::write(dir.path().join("server.properties"), properties(&data)).expect("write config");
+        Self::unstarted(dir, host.clone(), controller_port, extra)
+    }
+
+    /// A node on `dir` (configured, not started) on `host`.
+    fn unstarted(dir: tempfile::TempDir, host: Host, controller_port: u16, extra: &[&str]) -> Self {
+        BrokerProcess {
+            log_path: dir.path().join("broker.log"),
+            dir,
+            port: 0,
+            controller_port,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
+            host,
+        }
     }
 
     /// Three controller-only nodes (ids 1-3, `process.roles=controller`)
@@ -136,29 +153,15 @@ impl BrokerProcess {
             controller_hosts.iter().enumerate().map(|(i, h)| format!("{}@{}:9093", i + 1, h.address)).collect();
         let voters = voters.join(",");
         let node = |id: usize, host: &Host, roles: &str, listeners: String, controller_port: u16| {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let data = dir.path().join("data");
-            krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id as i32).expect("format");
-            let properties = format!(
-                "process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\nlisteners={listeners}\n\
-                 controller.listener.names=CONTROLLER\n\
-                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
-                 log.dirs={}\nkrabka.log.level=info\n",
-                data.display()
-            );
-            std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
-            let log_path = dir.path().join("broker.log");
-            let extra = extra.iter().map(|s| s.to_string()).collect();
-            BrokerProcess {
-                dir,
-                port: 0,
-                controller_port,
-                child: None,
-                extra,
-                env: Vec::new(),
-                log_path,
-                host: host.clone(),
-            }
+            Self::formatted(id as i32, host, controller_port, extra, |data| {
+                format!(
+                    "process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\nlisteners={listeners}\n\
+                     controller.listener.names=CONTROLLER\n\
+                     listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+                     log.dirs={}\nkrabka.log.level=info\n",
+                    data.display()
+                )
+            })
         };
         let mut controllers: Vec<Self> = controller_hosts
             .iter()
@@ -261,18 +264,7 @@ impl BrokerProcess {
     /// `properties` as its server.properties; returns once it serves.
     fn start_formatted(dir: tempfile::TempDir, properties: &str, extra: &[&str]) -> Self {
         std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
-        let log_path = dir.path().join("broker.log");
-        let extra = extra.iter().map(|s| s.to_string()).collect();
-        let mut broker = BrokerProcess {
-            dir,
-            port: 0,
-            controller_port: 0,
-            child: None,
-            extra,
-            env: Vec::new(),
-            log_path,
-            host: Host::loopback(),
-        };
+        let mut broker = Self::unstarted(dir, Host::loopback(), 0, extra);
         broker.spawn();
         broker
     }
