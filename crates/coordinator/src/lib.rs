@@ -1,14 +1,15 @@
 //! krabka-coordinator: the coordinators that keep their state in an
 //! internal topic, and the runtime they share. Today that is the group
 //! coordinator (consumer groups and their committed offsets, in
-//! `__consumer_offsets`); the transaction coordinator is meant to join it
-//! on the same runtime.
+//! `__consumer_offsets`) and the transaction coordinator (transactional
+//! ids and their transactions' states, in `__transaction_state`).
 //!
 //! `runtime` is the machinery: one shard per partition of the internal
 //! topic with a lock each, persist then apply (the in-memory state moves
 //! only after the log accepted its records), replay on load, and the
 //! [`CoordinatorLog`] trait the host implements to append and read back.
-//! `group` is the group coordinator on top of it.
+//! `group` is the group coordinator on top of it, `txn` the transaction
+//! coordinator.
 //!
 //! This crate is sans-IO. It must never open a socket, spawn a task or
 //! thread, block on anything but its own shard locks, or read the clock:
@@ -19,11 +20,13 @@
 //! back as actions.
 //!
 //! Modules point one way: `runtime` < `group` (and inside it `records`,
-//! `assignor` < `migration`, `classic` < `consumer` < `group/mod.rs`).
+//! `assignor` < `migration`, `classic` < `consumer` < `group/mod.rs`),
+//! `runtime` < `txn`.
 
 pub mod group;
 pub mod runtime;
 #[cfg(test)]
 mod testing;
+pub mod txn;
 
 pub use runtime::{CoordinatorLog, Time};

@@ -16,10 +16,10 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{NewRecord, RecordBatch, RecordBatchBuilder};
-use krabka_protocol::ErrorCode;
+use krabka_protocol::{ErrorCode, Message};
 
 /// The time a call happens at, as the host's clocks read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +149,12 @@ impl<S> Shards<S> {
         positive as usize % self.shards.len()
     }
 
+    /// The leader epoch shard `index` was last replayed at, None when it
+    /// was replayed while not led here.
+    pub fn loaded_epoch(&self, index: usize) -> Option<i32> {
+        Some(self.loaded_at[index].load(Ordering::Acquire)).filter(|&epoch| epoch != NOT_LED)
+    }
+
     /// Locks shard `index` (a poisoned lock is taken over: state is only
     /// changed after its records were persisted).
     pub fn lock(&self, index: usize) -> MutexGuard<'_, S> {
@@ -195,6 +201,16 @@ fn replay_shard(
         Ok(())
     })?;
     Ok(applied)
+}
+
+/// `message` at `version` behind an i16 `prefix` (a record type for keys,
+/// the version for values): how Kafka frames its coordinators' records.
+pub fn version_prefixed<M: Message>(prefix: i16, message: &M, version: i16) -> Bytes {
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i16(prefix);
+    let written = message.encode(&mut buf, version);
+    assert!(written.is_ok(), "coordinator record does not encode: {written:?}");
+    buf.freeze()
 }
 
 /// Appends `records` to partition `shard` in one batch (the caller holds

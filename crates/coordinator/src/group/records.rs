@@ -4,8 +4,10 @@
 //! keeps the latest). Krabka writes OffsetCommitValue v3 and
 //! GroupMetadataValue v3, as Kafka 4.3.1 does for classic groups.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use krabka_protocol::{GroupMetadataKey, GroupMetadataValue, Message, OffsetCommitKey, OffsetCommitValue};
+
+use crate::runtime::version_prefixed;
 
 const OFFSET_COMMIT_KEY: i16 = 1;
 const GROUP_METADATA_KEY: i16 = 2;
@@ -25,14 +27,6 @@ pub enum CoordinatorRecord {
     Other,
 }
 
-fn framed<M: Message>(kind: i16, message: &M, version: i16) -> Bytes {
-    let mut buf = BytesMut::with_capacity(64);
-    buf.put_i16(kind);
-    let written = message.encode(&mut buf, version);
-    assert!(written.is_ok(), "coordinator record does not encode: {written:?}");
-    buf.freeze()
-}
-
 impl CoordinatorRecord {
     pub fn offset(group: &str, topic: &str, partition: i32, value: Option<OffsetCommitValue>) -> Self {
         let key = OffsetCommitKey { group: group.into(), topic: topic.into(), partition, ..Default::default() };
@@ -43,12 +37,16 @@ impl CoordinatorRecord {
     pub fn encode(&self) -> (Bytes, Option<Bytes>) {
         match self {
             CoordinatorRecord::Offset { key, value } => (
-                framed(OFFSET_COMMIT_KEY, key, 0),
-                value.as_ref().map(|v| framed(OFFSET_COMMIT_VALUE_VERSION, v, OFFSET_COMMIT_VALUE_VERSION)),
+                version_prefixed(OFFSET_COMMIT_KEY, key, 0),
+                value.as_ref().map(|v| version_prefixed(OFFSET_COMMIT_VALUE_VERSION, v, OFFSET_COMMIT_VALUE_VERSION)),
             ),
             CoordinatorRecord::Group { group, value } => (
-                framed(GROUP_METADATA_KEY, &GroupMetadataKey { group: group.clone(), ..Default::default() }, 0),
-                value.as_ref().map(|v| framed(GROUP_METADATA_VALUE_VERSION, v, GROUP_METADATA_VALUE_VERSION)),
+                version_prefixed(
+                    GROUP_METADATA_KEY,
+                    &GroupMetadataKey { group: group.clone(), ..Default::default() },
+                    0,
+                ),
+                value.as_ref().map(|v| version_prefixed(GROUP_METADATA_VALUE_VERSION, v, GROUP_METADATA_VALUE_VERSION)),
             ),
             CoordinatorRecord::Other => (Bytes::new(), None),
         }
