@@ -25,6 +25,7 @@ use crate::replica::{Hosting, ReplicaManager};
 use krabka_coordinator::group::classic::ClassicConfig;
 use krabka_coordinator::group::consumer::ConsumerConfig;
 use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
+use krabka_coordinator::txn::{TransactionCoordinator, TxnConfig, TRANSACTION_STATE_TOPIC};
 use krabka_log::LogManager;
 use krabka_protocol::Uuid;
 
@@ -42,11 +43,17 @@ pub struct Broker {
     pub groups: GroupCoordinator,
     /// The `__consumer_offsets` partitions the group coordinator persists to.
     offsets_log: TopicLog,
+    pub txns: TransactionCoordinator,
+    /// The `__transaction_state` partitions the transaction coordinator persists to.
+    pub(crate) txn_log: TopicLog,
     /// This process's registration with the active controller.
     pub membership: crate::membership::Membership,
     /// The ids of the log directories (`directory.id` in each
     /// `meta.properties`), which the registration names.
     pub log_dir_ids: Vec<Uuid>,
+    /// The markers of transactions found prepared at load, for the
+    /// server to write once it runs.
+    pub(crate) markers_at_load: std::sync::Mutex<Vec<krabka_coordinator::txn::Markers>>,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
     shutdown: watch::Sender<bool>,
@@ -136,11 +143,19 @@ impl Broker {
         // Sized by the offsets topic when the groups load (after catch-up
         // in a shared quorum), by this default when it does not exist yet.
         let groups = GroupCoordinator::new(group_config(&config), config.offsets_topic_num_partitions.max(1) as usize);
+        let txn_config = TxnConfig {
+            max_timeout_ms: config.transactions.max_timeout_ms,
+            id_expiration_ms: config.transactions.id_expiration_ms,
+        };
+        let txns =
+            TransactionCoordinator::new(txn_config, config.transactions.state_log_num_partitions.max(1) as usize);
         let fetch_sessions = FetchSessionCache::new(config.max_incremental_fetch_session_cache_slots);
         let membership = crate::membership::Membership::new(config.node_id);
         let broker = Arc::new(Broker {
             groups,
             offsets_log: TopicLog::new(replicas.clone(), OFFSETS_TOPIC),
+            txns,
+            txn_log: TopicLog::new(replicas.clone(), TRANSACTION_STATE_TOPIC),
             node_id: config.node_id,
             producer_ids: ProducerIdSource::new(config.node_id),
             auto_creations: Default::default(),
@@ -152,6 +167,7 @@ impl Broker {
             metrics: Arc::new(Metrics::new()),
             fetch_sessions,
             membership,
+            markers_at_load: Default::default(),
             open_connections: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
         });
@@ -201,13 +217,22 @@ impl Broker {
         }
     }
 
+    /// Loads the coordinators' topics: the groups, and the transactional
+    /// ids (whose prepared transactions' markers are then written again).
     fn load_groups(&self, started: Instant) -> anyhow::Result<()> {
-        let partitions = self.metadata.image().topic(OFFSETS_TOPIC).map(|t| t.partitions.len());
+        let image = self.metadata.image();
+        let partitions = image.topic(OFFSETS_TOPIC).map(|t| t.partitions.len());
         let records = self
             .groups
             .load(&self.offsets_log, partitions, coordinator_time())
             .map_err(|e| anyhow::anyhow!("loading {OFFSETS_TOPIC}: {e}"))?;
         tracing::info!(records, elapsed_ms = started.elapsed().as_millis() as u64, "groups loaded");
+        let partitions = image.topic(TRANSACTION_STATE_TOPIC).map(|t| t.partitions.len());
+        let prepared = self
+            .txns
+            .load(&self.txn_log, partitions)
+            .map_err(|e| anyhow::anyhow!("loading {TRANSACTION_STATE_TOPIC}: {e}"))?;
+        *self.markers_at_load.lock().unwrap_or_else(|e| e.into_inner()) = prepared;
         Ok(())
     }
 
@@ -284,10 +309,15 @@ impl Broker {
     /// on a node that is its quorum's only voter; None while that partition
     /// has no live leader (or the topic does not exist yet).
     pub fn group_coordinator(&self, group_id: &str) -> Option<LiveBroker> {
-        let partition = self.groups.partition_for(group_id);
+        self.coordinator_on(OFFSETS_TOPIC, self.groups.partition_for(group_id))
+    }
+
+    /// The live leader of a coordinator's topic partition: that
+    /// coordinator's broker (None while it has no live leader).
+    pub fn coordinator_on(&self, topic: &str, partition: usize) -> Option<LiveBroker> {
         let image = self.metadata.image();
-        let offsets = image.topic(OFFSETS_TOPIC)?.partitions.get(partition)?.clone();
-        let leader = self.partition_leader(&offsets);
+        let state = image.topic(topic)?.partitions.get(partition)?.clone();
+        let leader = self.partition_leader(&state);
         self.live_brokers().into_iter().find(|b| b.id == leader)
     }
 
@@ -298,6 +328,27 @@ impl Broker {
         // A node that came to lead the partition loads it first.
         self.metadata.quorum().is_none()
             || self.groups.follow_leadership(&self.group_host(), self.groups.partition_for(group_id))
+    }
+
+    /// A connection to broker `id`'s inter-broker listener, as the image
+    /// lists it (its first listener if it has none of that name).
+    pub async fn connect_to_broker(
+        &self,
+        id: i32,
+        timeout: std::time::Duration,
+        purpose: &str,
+    ) -> Result<crate::quorum::Channel, String> {
+        let image = self.metadata.image();
+        let registration = image.brokers.get(&id).ok_or("the broker is not registered")?;
+        let listener = &self.config.inter_broker_listener_name;
+        let endpoint = registration
+            .end_points
+            .iter()
+            .find(|e| &e.name == listener)
+            .or_else(|| registration.end_points.first())
+            .ok_or("the broker registered no listener")?;
+        let client_id = format!("broker-{}-{purpose}", self.node_id);
+        crate::quorum::Channel::connect(&endpoint.host, endpoint.port, timeout, client_id).await
     }
 
     /// The controller clients are told of: the active controller when it

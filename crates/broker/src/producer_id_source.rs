@@ -30,6 +30,12 @@ impl ProducerIdSource {
         ProducerIdSource { blocks: ProducerIdBlocks::new(node_id), refill: tokio::sync::Mutex::new(None) }
     }
 
+    /// The next producer id of the block at hand, None when it is used up
+    /// (the caller refills it with [`next_id`](Self::next_id)).
+    pub fn try_next(&self) -> Option<i64> {
+        self.blocks.take()
+    }
+
     /// The next producer id; when the block is used up, `reserve` gets the
     /// next one (committing it locally or asking the active controller).
     /// Callers that waited on a refill that failed get its error at once,

@@ -43,6 +43,7 @@ impl Broker {
     pub async fn run(self: &Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
         let housekeeping = tokio::spawn(housekeeping_loop(self.clone()));
         let group_clock = tokio::spawn(group_clock_loop(self.clone()));
+        let transaction_clock = tokio::spawn(crate::transactions::transaction_clock_loop(self.clone()));
         // Replication: followers fetch, leaders send ISR changes.
         let replication = [
             tokio::spawn(crate::replica_fetcher::run_replica_fetchers(self.clone())),
@@ -93,6 +94,7 @@ impl Broker {
         }
         housekeeping.abort();
         group_clock.abort();
+        transaction_clock.abort();
         for task in replication {
             task.abort();
         }

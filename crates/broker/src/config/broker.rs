@@ -17,6 +17,21 @@ use krabka_controller::features::ControllerDefaults;
 use krabka_log::config_values::split_list;
 use krabka_log::config_values::ConfigError;
 
+/// The transaction coordinator's keys, as Kafka 4.3.1 names them.
+#[derive(Clone, Debug)]
+pub struct TransactionConfig {
+    pub state_log_num_partitions: i32,
+    pub state_log_replication_factor: i16,
+    pub state_log_min_isr: i32,
+    pub state_log_segment_bytes: i64,
+    pub max_timeout_ms: i32,
+    pub id_expiration_ms: i64,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+    pub abort_check_interval_ms: i64,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
+    pub expiry_check_interval_ms: i64,
+}
+
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
     pub node_id: i32,
@@ -63,6 +78,8 @@ pub struct BrokerConfig {
     /// `offsets.topic.replication.factor`: what a broker asks another
     /// node's controller for when it creates `__consumer_offsets`.
     pub offsets_topic_replication_factor: i16,
+    /// The transaction coordinator's keys (`transaction.*`).
+    pub transactions: TransactionConfig,
     /// `krabka.metrics.listener` host:port of the HTTP endpoint (/metrics, /debug/pprof); None disables it.
     pub metrics_listener: Option<String>,
     /// `krabka.log.format`: `text` or `json`.
@@ -156,6 +173,16 @@ impl BrokerConfig {
             offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
             request_timeout_ms: int("request.timeout.ms"),
             offsets_topic_replication_factor: int("offsets.topic.replication.factor") as i16,
+            transactions: TransactionConfig {
+                state_log_num_partitions: int("transaction.state.log.num.partitions") as i32,
+                state_log_replication_factor: int("transaction.state.log.replication.factor") as i16,
+                state_log_min_isr: int("transaction.state.log.min.isr") as i32,
+                state_log_segment_bytes: int("transaction.state.log.segment.bytes"),
+                max_timeout_ms: int("transaction.max.timeout.ms") as i32,
+                id_expiration_ms: int("transactional.id.expiration.ms"),
+                abort_check_interval_ms: int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+                expiry_check_interval_ms: int("transaction.remove.expired.transaction.cleanup.interval.ms"),
+            },
             metrics_listener,
             log_format_json: values.get("krabka.log.format") == Some("json"),
             log_level,

@@ -37,6 +37,7 @@ use krabka_coordinator::runtime::{Outcome, Waiter};
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
 const NOT_COORDINATOR: i16 = ErrorCode::NOT_COORDINATOR.code();
 const NOT_COORDINATOR_MESSAGE: &str = "This is not the correct coordinator.";
@@ -51,10 +52,33 @@ fn not_coordinator(ctx: &RequestContext<'_>, group_id: &str) -> bool {
 async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
     let configs = [("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")];
+    let replication_factor = ctx.broker.config.offsets_topic_replication_factor;
+    coordinator_topic(ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, replication_factor, &configs).await)
+}
+
+/// Creates `__transaction_state` on first use, with Kafka's configs.
+async fn ensure_transaction_state_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
+    let settings = &ctx.broker.config.transactions;
+    let (min_isr, segment_bytes) =
+        (settings.state_log_min_isr.to_string(), settings.state_log_segment_bytes.to_string());
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("compression.type", "uncompressed"),
+        ("unclean.leader.election.enable", "false"),
+        ("min.insync.replicas", min_isr.as_str()),
+        ("segment.bytes", segment_bytes.as_str()),
+    ];
+    let name = krabka_coordinator::txn::TRANSACTION_STATE_TOPIC;
+    let (partitions, replication_factor) = (settings.state_log_num_partitions, settings.state_log_replication_factor);
+    coordinator_topic(ensure_internal_topic(ctx.broker, name, partitions, replication_factor, &configs).await)
+}
+
+/// A coordinator topic's creation as FindCoordinator answers it.
+fn coordinator_topic(created: Result<(), i16>) -> Result<(), i16> {
     // While the topic is being created (through the active controller, on
     // a node that is not it) or cannot be, the client is told what Kafka
     // tells it meanwhile.
-    ensure_internal_topic(ctx.broker, OFFSETS_TOPIC, partitions, &configs).await.map_err(|code| {
+    created.map_err(|code| {
         let not_yet =
             [ErrorCode::NOT_CONTROLLER, ErrorCode::LEADER_NOT_AVAILABLE, ErrorCode::INVALID_REPLICATION_FACTOR];
         if not_yet.iter().any(|e| e.code() == code) {
@@ -68,20 +92,29 @@ async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
 pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
     let broker = ctx.broker;
     let valid_key = |key: &str| !key.is_empty() || ctx.api_version >= 4;
-    let group_keys = request.key_type == KEY_TYPE_GROUP
-        && (request.coordinator_keys.iter().any(|k| valid_key(k)) || valid_key(&request.key));
-    // Created on the first lookup of a valid group key, as Kafka does.
-    let offsets_topic = if group_keys { ensure_offsets_topic(ctx).await } else { Ok(()) };
+    let (group, transaction) = (request.key_type == KEY_TYPE_GROUP, request.key_type == KEY_TYPE_TRANSACTION);
+    let valid_keys = request.coordinator_keys.iter().any(|k| valid_key(k)) || valid_key(&request.key);
+    // The coordinator's topic is created on the first lookup of a valid key, as Kafka does.
+    let topic = match (group, transaction) {
+        (true, _) if valid_keys => ensure_offsets_topic(ctx).await,
+        (_, true) if valid_keys => ensure_transaction_state_topic(ctx).await,
+        _ => Ok(()),
+    };
     let answer = |key: &str| -> Coordinator {
-        let error = if request.key_type != KEY_TYPE_GROUP {
-            // Transactions and share groups are not served yet.
+        let error = if !group && !transaction {
+            // Share groups are not served yet.
             Some((ErrorCode::COORDINATOR_NOT_AVAILABLE.code(), "The coordinator is not available."))
         } else if key.is_empty() && ctx.api_version < 4 {
-            Some((ErrorCode::INVALID_GROUP_ID.code(), "The group id is invalid."))
+            let invalid = if group { ErrorCode::INVALID_GROUP_ID } else { ErrorCode::INVALID_REQUEST };
+            Some((invalid.code(), "The key is invalid."))
         } else {
-            offsets_topic.err().map(|c| (c, "The coordinator is not available."))
+            topic.err().map(|c| (c, "The coordinator is not available."))
         };
-        let coordinator = if error.is_none() { broker.group_coordinator(key) } else { None };
+        let coordinator = match error {
+            Some(_) => None,
+            None if group => broker.group_coordinator(key),
+            None => broker.txn_coordinator(key),
+        };
         match (error, coordinator) {
             (None, Some(coordinator)) => Coordinator {
                 key: key.into(),

@@ -19,6 +19,7 @@ pub mod produce;
 pub mod producer_ids;
 pub mod recompress;
 pub mod topics;
+pub mod transactions;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -170,6 +171,19 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         }
         RequestBody::ConsumerGroupDescribe(r) => {
             ResponseBody::ConsumerGroupDescribe(Box::new(groups::consumer_group_describe(&ctx, *r)))
+        }
+        RequestBody::AddPartitionsToTxn(r) => {
+            ResponseBody::AddPartitionsToTxn(Box::new(transactions::add_partitions_to_txn(&ctx, *r)))
+        }
+        RequestBody::EndTxn(r) => ResponseBody::EndTxn(Box::new(transactions::end_txn(&ctx, *r).await)),
+        RequestBody::WriteTxnMarkers(r) => {
+            ResponseBody::WriteTxnMarkers(Box::new(transactions::write_txn_markers(&ctx, *r).await))
+        }
+        RequestBody::DescribeTransactions(r) => {
+            ResponseBody::DescribeTransactions(Box::new(transactions::describe_transactions(&ctx, *r)))
+        }
+        RequestBody::ListTransactions(r) => {
+            ResponseBody::ListTransactions(Box::new(transactions::list_transactions(&ctx, *r)))
         }
         other => {
             return Err(Close::failure(FailureKind::UnsupportedRequest, format!("{:?} is not served", other.api_key())))

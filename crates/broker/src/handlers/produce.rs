@@ -49,19 +49,19 @@ const MAX_RECOMPRESS_BYTES: usize = 64 * 1024 * 1024;
 /// Kafka's checks on batches a producer sends (its LogValidator for client
 /// appends), which the log cannot make because it also takes batches from
 /// the broker itself: no control batches, no transactional batches without
-/// a transactional id (and krabka has no transactions yet), and an
-/// idempotent batch must carry a sequence number. Malformed batches are
-/// left to the log, which answers CORRUPT_MESSAGE.
-fn refuse_from_client(records: &Bytes) -> Option<(i16, String)> {
+/// a transactional id on the request, and an idempotent batch must carry a
+/// sequence number. Malformed batches are left to the log, which answers
+/// CORRUPT_MESSAGE.
+fn refuse_from_client(records: &Bytes, transactional: bool) -> Option<(i16, String)> {
     for batch in RecordBatches::new(records.clone()) {
         let Ok(batch) = batch else { return None };
         if batch.is_control() {
             return Some((ErrorCode::INVALID_RECORD.code(), "clients are not allowed to write control records".into()));
         }
-        if batch.is_transactional() {
+        if batch.is_transactional() && !transactional {
             return Some((
                 ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
-                "transactional records need a transactional id, and transactions are not supported yet".into(),
+                "transactional records need the request's transactional id".into(),
             ));
         }
         if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
@@ -234,15 +234,10 @@ fn decide_partition(
         },
         (_, records) => records,
     };
-    let refused = records.as_ref().and_then(refuse_from_client);
+    let refused = records.as_ref().and_then(|records| refuse_from_client(records, checks.transactional));
     let min_isr = target.min_insync_replicas;
     match (partition, records) {
         _ if !matches!(checks.acks, -1..=1) => failed(index, ErrorCode::INVALID_REQUIRED_ACKS.code(), None),
-        _ if checks.transactional => failed(
-            index,
-            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
-            Some("transactions are not supported yet".into()),
-        ),
         (Some(_), _) if refused.is_some() => {
             let (error, message) = refused.expect("checked");
             failed(index, error, Some(message))

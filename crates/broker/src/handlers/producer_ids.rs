@@ -1,4 +1,5 @@
-//! InitProducerId for idempotent producers: a fresh producer id (epoch 0)
+//! InitProducerId for idempotent producers (a transactional id goes to the
+//! transaction coordinator, handlers/transactions.rs): a fresh producer id (epoch 0)
 //! from this broker's block, as Kafka's coordinator hands one to a
 //! producer without a transactional id. A single node reserves its blocks
 //! in its own metadata log; a node sharing a quorum asks the active
@@ -16,9 +17,7 @@ use crate::request::RequestContext;
 pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
     if let Some(transactional_id) = &request.transactional_id {
-        tracing::warn!(%transactional_id, "transactional producers are not supported yet");
-        response.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
-        return response;
+        return super::transactions::init_producer_id(ctx, &request, transactional_id).await;
     }
     match ctx.broker.producer_ids.next_id(|| reserve_block(ctx)).await {
         Ok(producer_id) => {
@@ -35,7 +34,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) ->
 }
 
 /// The next block of producer ids for this broker.
-async fn reserve_block(ctx: &RequestContext<'_>) -> Result<Range<i64>, String> {
+pub(super) async fn reserve_block(ctx: &RequestContext<'_>) -> Result<Range<i64>, String> {
     let broker = ctx.broker;
     if broker.metadata.quorum().is_some() {
         return active_controller::allocate_producer_ids(broker).await;

@@ -115,13 +115,13 @@ pub async fn ensure_internal_topic(
     broker: &Broker,
     name: &str,
     partitions: i32,
+    replication_factor: i16,
     configs: &[(&str, &str)],
 ) -> Result<(), i16> {
     if broker.metadata.image().topic(name).is_some() && broker.replicas.topic(name).is_some() {
         return Ok(());
     }
     let configs: BTreeMap<String, String> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let replication_factor = broker.config.offsets_topic_replication_factor;
     let topic = NewTopic { name: name.to_string(), partitions, configs, assignments: Vec::new(), replication_factor };
     let placement = broker.metadata.placement(broker.node_id);
     let commit =

@@ -279,15 +279,5 @@ impl LeaderFetcher {
 
 /// A connection to `leader`'s inter-broker listener, as the image lists it.
 async fn connect(broker: &Broker, leader: i32, timeout: Duration) -> Result<Channel, String> {
-    let image = broker.metadata.image();
-    let registration = image.brokers.get(&leader).ok_or("the leader is not registered")?;
-    let listener = &broker.config.inter_broker_listener_name;
-    let endpoint = registration
-        .end_points
-        .iter()
-        .find(|e| &e.name == listener)
-        .or_else(|| registration.end_points.first())
-        .ok_or("the leader registered no listener")?;
-    let client_id = format!("broker-{}-fetcher-{leader}", broker.node_id);
-    Channel::connect(&endpoint.host, endpoint.port, timeout, client_id).await
+    broker.connect_to_broker(leader, timeout, &format!("fetcher-{leader}")).await
 }

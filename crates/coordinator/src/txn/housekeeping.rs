@@ -11,14 +11,14 @@ use super::state::TransactionState::{self, *};
 use crate::runtime::{self, KeyValue};
 
 /// ListTransactions' filters (empty: any).
-#[derive(Clone, Debug, Default)]
-pub struct ListFilter {
-    pub states: Vec<TransactionState>,
-    pub producer_ids: Vec<i64>,
+#[derive(Clone, Copy, Default)]
+pub struct ListFilter<'a> {
+    pub states: &'a [TransactionState],
+    pub producer_ids: &'a [i64],
     /// Only transactions running longer than this (ms); negative: any.
     pub min_duration_ms: i64,
     /// Only ids this matches (the handler compiles the pattern).
-    pub id_matches: Option<fn(&str) -> bool>,
+    pub id_matches: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 impl TransactionCoordinator {
@@ -95,7 +95,7 @@ impl TransactionCoordinator {
 
     /// ListTransactions: the ids this node coordinates that pass `filter`,
     /// with their producer id and state.
-    pub fn list(&self, host: &TxnHost<'_>, filter: &ListFilter) -> Vec<(String, i64, TransactionState)> {
+    pub fn list(&self, host: &TxnHost<'_>, filter: &ListFilter<'_>) -> Vec<(String, i64, TransactionState)> {
         let now = host.now.wall_ms;
         let passes = |m: &TransactionMetadata| {
             (filter.states.is_empty() || filter.states.contains(&m.state))

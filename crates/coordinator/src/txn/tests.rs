@@ -269,9 +269,13 @@ fn list_filters_by_state_producer_and_duration() {
     f.now.set(f.now.get() + 5_000);
     let list = |filter: ListFilter| f.with_host(|c, h| c.list(h, &filter)).len();
     let any = ListFilter { min_duration_ms: -1, ..Default::default() };
-    assert_eq!(list(any.clone()), 1);
-    assert_eq!(list(ListFilter { states: vec![TransactionState::Empty], ..any.clone() }), 0);
-    assert_eq!(list(ListFilter { producer_ids: vec![producer.0], ..any.clone() }), 1);
-    assert_eq!(list(ListFilter { min_duration_ms: 5_000, ..any.clone() }), 0, "strictly longer");
+    assert_eq!(list(any), 1);
+    assert_eq!(list(ListFilter { states: &[TransactionState::Empty], ..any }), 0);
+    assert_eq!(list(ListFilter { producer_ids: &[producer.0], ..any }), 1);
+    let payments_only = |id: &str| id.starts_with("pay");
+    assert_eq!(list(ListFilter { id_matches: Some(&payments_only), ..any }), 1);
+    let none = |_: &str| false;
+    assert_eq!(list(ListFilter { id_matches: Some(&none), ..any }), 0);
+    assert_eq!(list(ListFilter { min_duration_ms: 5_000, ..any }), 0, "strictly longer");
     assert_eq!(list(ListFilter { min_duration_ms: 4_999, ..any }), 1);
 }

@@ -86,6 +86,29 @@ pub fn control_batch_of(base_offset: i64, records: &[(ControlType, &[u8])], now_
     Ok(builder.build()?.into_bytes())
 }
 
+/// A transaction's marker for one partition: a control batch of one
+/// commit or abort record, transactional and of the transaction's producer
+/// (its epoch, no sequence), the value the coordinator's epoch (marker
+/// version 0, as Kafka writes it). Offsets are the log's to assign.
+pub fn transaction_marker_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+    now_ms: i64,
+) -> Result<Bytes, RecordError> {
+    let control_type = if commit { ControlType::Commit } else { ControlType::Abort };
+    let key = control_type.key();
+    let mut value = [0u8; 6];
+    value[2..].copy_from_slice(&coordinator_epoch.to_be_bytes());
+    let mut builder = RecordBatchBuilder::new(Compression::None)
+        .with_control(true)
+        .with_transactional(true)
+        .with_producer(producer_id, producer_epoch, -1);
+    builder.append(&NewRecord { timestamp_ms: now_ms, key: Some(&key), value: Some(&value), headers: &[] })?;
+    Ok(builder.build()?.into_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +131,19 @@ mod tests {
         }
         assert_eq!(ControlType::from_id(7), None);
         assert_eq!(control_type_id(&[0, 0, 1]), None);
+    }
+
+    #[test]
+    fn a_transaction_marker_is_a_transactional_control_batch_of_its_producer() {
+        let batch = RecordBatch::new(transaction_marker_batch(42, 3, true, 7, 1_000).unwrap()).unwrap();
+        batch.validate().unwrap();
+        assert!(batch.is_control() && batch.is_transactional());
+        assert_eq!((batch.producer_id(), batch.producer_epoch(), batch.base_sequence()), (42, 3, -1));
+        let record = batch.records(usize::MAX).unwrap().next().unwrap().unwrap();
+        assert_eq!(record.key.as_deref(), Some(&[0u8, 0, 0, 1][..]));
+        assert_eq!(record.value.as_deref(), Some(&[0u8, 0, 0, 0, 0, 7][..]));
+        let abort = RecordBatch::new(transaction_marker_batch(42, 3, false, 7, 1_000).unwrap()).unwrap();
+        let record = abort.records(usize::MAX).unwrap().next().unwrap().unwrap();
+        assert_eq!(record.key.as_deref().and_then(control_type_id), Some(ControlType::Abort.id()));
     }
 }

@@ -37,7 +37,7 @@ mod record;
 
 pub use batch::{whole_batches, RecordBatch, RecordBatches, TimestampType};
 pub use builder::{NewHeader, NewRecord, RecordBatchBuilder};
-pub use control::{control_batch, control_batch_of, control_type_id, ControlType};
+pub use control::{control_batch, control_batch_of, control_type_id, transaction_marker_batch, ControlType};
 /// CRC-32C (Castagnoli), as Kafka computes it over a batch from `attributes` on.
 pub use crc::{crc32c, crc32c_append};
 pub use patch::{RecordBatchHeader, RecordBatchMut};

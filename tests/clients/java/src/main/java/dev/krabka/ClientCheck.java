@@ -10,6 +10,8 @@ import java.util.concurrent.ExecutionException;
  *   produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC
  *   consume BOOTSTRAP TOPIC PARTITIONS COUNT
  *   admin   BOOTSTRAP
+ *   transactions BOOTSTRAP TOPIC PARTITIONS
+ *   transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS
  *   group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
  * </pre>
  *
@@ -23,6 +25,8 @@ public final class ClientCheck {
             "usage: client-check produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC",
             "       client-check consume BOOTSTRAP TOPIC PARTITIONS COUNT",
             "       client-check admin BOOTSTRAP",
+            "       client-check transactions BOOTSTRAP TOPIC PARTITIONS",
+            "       client-check transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS",
             "       client-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]",
             "PROTOCOL: classic | consumer",
             "CODEC: none | gzip | snappy | lz4 | zstd");
@@ -51,6 +55,16 @@ public final class ClientCheck {
                 case "admin" -> {
                     need(args, 2);
                     yield AdminCheck.run(args[1]);
+                }
+                case "transactions-hang" -> {
+                    need(args, 5);
+                    TransactionCheck.hang(args[1], args[2], positive(args[3], "PARTITIONS"),
+                            positive(args[4], "TIMEOUT_MS"));
+                    yield "";
+                }
+                case "transactions" -> {
+                    need(args, 4);
+                    yield TransactionCheck.run(args[1], args[2], positive(args[3], "PARTITIONS"));
                 }
                 default -> throw new UsageError(sub.isEmpty() ? "missing subcommand" : "unknown subcommand " + sub);
             };

@@ -1,0 +1,213 @@
+//! The broker's side of the transaction coordinator: hosting it over
+//! `__transaction_state`, finding the coordinator of an id, and writing
+//! the markers a prepared transaction hands back (to partitions led here
+//! straight into their logs, to others with WriteTxnMarkers to their
+//! leaders), then reporting them written so the transaction completes.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use krabka_coordinator::txn::{Markers, TopicPartition, TxnHost, TRANSACTION_STATE_TOPIC};
+use krabka_coordinator::CoordinatorLog;
+use krabka_protocol::records::transaction_marker_batch;
+use krabka_protocol::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
+use krabka_protocol::{ApiKey, ErrorCode, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+
+use crate::broker::{Broker, LiveBroker};
+use crate::clock::{coordinator_time, now_ms};
+use crate::replica::purgatory::Waiter;
+
+/// How long one marker may wait for its partition's followers, and one
+/// WriteTxnMarkers for its answer.
+const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Between rounds of markers that could not be written yet.
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+
+impl Broker {
+    /// Calls the transaction coordinator with this broker as its host;
+    /// `spare` is a producer id to hand out before the block's.
+    pub fn with_txn_host<T>(&self, spare: Option<i64>, call: impl FnOnce(&TxnHost<'_>) -> T) -> T {
+        let spare = Cell::new(spare);
+        let producer_ids = || spare.take().or_else(|| self.producer_ids.try_next());
+        let image = self.metadata.image();
+        let transaction_version = image.features.get("transaction.version").copied().unwrap_or(0);
+        let host =
+            TxnHost { log: &self.txn_log, now: coordinator_time(), transaction_version, producer_ids: &producer_ids };
+        call(&host)
+    }
+
+    /// The broker coordinating `transactional_id`: the leader of its
+    /// `__transaction_state` partition (this one on a lone node).
+    pub fn txn_coordinator(&self, transactional_id: &str) -> Option<LiveBroker> {
+        self.coordinator_on(TRANSACTION_STATE_TOPIC, self.txns.partition_for(transactional_id))
+    }
+}
+
+/// Writes the markers of `markers` and completes the transaction, in the
+/// background; again and again until every partition has its marker, the
+/// partition's topic is gone, or this broker stops coordinating the id.
+pub fn spawn_markers(broker: &Arc<Broker>, markers: Markers) {
+    let broker = Arc::clone(broker);
+    tokio::spawn(async move { write_markers(broker, markers).await });
+}
+
+async fn write_markers(broker: Arc<Broker>, markers: Markers) {
+    let mut pending: Vec<TopicPartition> = markers.partitions.clone();
+    let index = broker.txns.partition_for(&markers.transactional_id);
+    loop {
+        if broker.txn_log.leader_epoch(index) != Some(markers.coordinator_epoch) {
+            tracing::info!(transactional_id = %markers.transactional_id, "no longer its coordinator: leaving its markers to the next one");
+            return;
+        }
+        pending = write_round(&broker, &markers, pending).await;
+        if pending.is_empty() {
+            break;
+        }
+        tokio::time::sleep(RETRY_BACKOFF).await;
+    }
+    let completed = broker.with_txn_host(None, |host| broker.txns.markers_written(host, &markers));
+    if let Err(code) = completed {
+        tracing::warn!(transactional_id = %markers.transactional_id, error = %code, "could not complete a transaction");
+    }
+}
+
+/// One round of markers: each partition to its leader; those still to write.
+async fn write_round(broker: &Arc<Broker>, markers: &Markers, pending: Vec<TopicPartition>) -> Vec<TopicPartition> {
+    let image = broker.metadata.image();
+    let mut by_leader: std::collections::BTreeMap<i32, Vec<TopicPartition>> = Default::default();
+    for (topic, partition) in pending {
+        // A deleted topic's partitions need no marker (Kafka drops them too).
+        let Some(state) = image.topic(&topic).and_then(|t| t.partitions.get(partition as usize)) else { continue };
+        by_leader.entry(broker.partition_leader(state)).or_default().push((topic, partition));
+    }
+    let mut failed = Vec::new();
+    for (leader, partitions) in by_leader {
+        if leader == broker.node_id {
+            for tp in partitions {
+                if let Err(code) = append_marker(broker, markers_of(markers), &tp.0, tp.1).await {
+                    tracing::debug!(topic = %tp.0, partition = tp.1, error = code, "marker not written yet");
+                    failed.push(tp);
+                }
+            }
+        } else {
+            failed.extend(send_markers(broker, leader, markers, partitions).await);
+        }
+    }
+    failed
+}
+
+/// What a marker is: (producer id, producer epoch, commit, coordinator epoch).
+pub type Marker = (i64, i16, bool, i32);
+
+fn markers_of(markers: &Markers) -> Marker {
+    (markers.producer_id, markers.producer_epoch, markers.commit, markers.coordinator_epoch)
+}
+
+/// Appends `marker` to `topic`-`partition` as its leader and waits until
+/// its followers have it (Kafka writes markers with acks=all).
+pub async fn append_marker(broker: &Broker, marker: Marker, topic: &str, partition: i32) -> Result<(), i16> {
+    let (producer_id, producer_epoch, commit, coordinator_epoch) = marker;
+    let Some(hosted) = broker.replicas.partition(topic, partition) else {
+        let known = broker.metadata.image().topic(topic).is_some();
+        let code = if known { ErrorCode::NOT_LEADER_OR_FOLLOWER } else { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION };
+        return Err(code.code());
+    };
+    let batch: Bytes = transaction_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms())
+        .map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
+    let (info, _) = hosted.append(&batch, now_ms()).map_err(|e| e.code())?;
+    let required = info.last_offset + 1;
+    let waiter = Waiter::new();
+    hosted.watch(&waiter);
+    let deadline = tokio::time::Instant::now() + MARKER_TIMEOUT;
+    while hosted.high_watermark() < required {
+        if !hosted.is_led_here() {
+            return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER.code());
+        }
+        tokio::select! {
+            () = waiter.woken() => {}
+            () = tokio::time::sleep_until(deadline) => return Err(ErrorCode::REQUEST_TIMED_OUT.code()),
+        }
+    }
+    Ok(())
+}
+
+/// WriteTxnMarkers to `leader` for `partitions`: those it did not write.
+async fn send_markers(
+    broker: &Broker,
+    leader: i32,
+    markers: &Markers,
+    partitions: Vec<TopicPartition>,
+) -> Vec<TopicPartition> {
+    let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
+    for (topic, partition) in &partitions {
+        match topics.iter_mut().find(|t| &t.name == topic) {
+            Some(t) => t.partition_indexes.push(*partition),
+            None => topics.push(WritableTxnMarkerTopic {
+                name: topic.clone(),
+                partition_indexes: vec![*partition],
+                ..Default::default()
+            }),
+        }
+    }
+    let request = WriteTxnMarkersRequest {
+        markers: vec![WritableTxnMarker {
+            producer_id: markers.producer_id,
+            producer_epoch: markers.producer_epoch,
+            transaction_result: markers.commit,
+            topics,
+            coordinator_epoch: markers.coordinator_epoch,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = async {
+        let mut channel = broker.connect_to_broker(leader, MARKER_TIMEOUT, "txn-markers").await?;
+        channel.call::<_, WriteTxnMarkersResponse>(ApiKey::WriteTxnMarkers, 1, &request).await
+    };
+    let response = match answer.await {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::debug!(leader, %error, "WriteTxnMarkers failed");
+            return partitions;
+        }
+    };
+    let written: Vec<TopicPartition> = response
+        .markers
+        .iter()
+        .flat_map(|m| m.topics.iter())
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.clone(), p.partition_index, p.error_code)))
+        .filter(|(_, _, code)| *code == ErrorCode::NONE.code())
+        .map(|(topic, partition, _)| (topic, partition))
+        .collect();
+    partitions.into_iter().filter(|tp| !written.contains(tp)).collect()
+}
+
+/// The transaction coordinator's clock: writes the markers of transactions
+/// found prepared at load, then aborts transactions past their timeout and
+/// expires idle transactional ids, each at Kafka's interval.
+pub async fn transaction_clock_loop(broker: Arc<Broker>) {
+    let at_load = std::mem::take(&mut *broker.markers_at_load.lock().unwrap_or_else(|e| e.into_inner()));
+    for markers in at_load {
+        spawn_markers(&broker, markers);
+    }
+    let settings = &broker.config.transactions;
+    let abort_every = Duration::from_millis(settings.abort_check_interval_ms.max(1) as u64);
+    let expire_every = Duration::from_millis(settings.expiry_check_interval_ms.max(1) as u64);
+    let mut last_expiry = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(abort_every).await;
+        let aborted = broker.with_txn_host(None, |host| broker.txns.abort_timed_out(host));
+        for markers in aborted {
+            spawn_markers(&broker, markers);
+        }
+        if last_expiry.elapsed() >= expire_every {
+            last_expiry = tokio::time::Instant::now();
+            let expired = broker.with_txn_host(None, |host| broker.txns.expire_ids(host));
+            if expired > 0 {
+                tracing::info!(expired, "transactional ids expired");
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Transactions with Kafka's own Java client (kafka-clients 4.3.1, through
+//! tests/clients/java) and Kafka's `kafka-transactions` tool: commits,
+//! aborts, a zombie producer fenced by its successor, read_committed reads,
+//! a transaction left open by a crashed producer aborted after its timeout,
+//! and transactions whose partitions are led by other brokers (markers sent
+//! with WriteTxnMarkers).
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::{kafka_cli, repo_root, wait_for, BrokerProcess};
+
+/// Runs the Java client check `args`; its one-line summary.
+fn client_check(args: &[&str]) -> String {
+    let output = Command::new(repo_root().join("tests/clients/java/run"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("run tests/clients/java/run");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "client check {args:?} failed:\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout.trim().to_string()
+}
+
+fn create_topic(bootstrap: &str, topic: &str, partitions: &str, replication_factor: &str) {
+    let args = ["--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", partitions];
+    let (ok, printed) = kafka_cli("kafka-topics", &[&args[..], &["--replication-factor", replication_factor]].concat());
+    assert!(ok, "{printed}");
+}
+
+/// `kafka-transactions describe` of `id`: its row (coordinator, id,
+/// producer id, epoch, state, ...), split on whitespace.
+fn describe(bootstrap: &str, id: &str) -> Vec<String> {
+    let (ok, printed) =
+        kafka_cli("kafka-transactions", &["--bootstrap-server", bootstrap, "describe", "--transactional-id", id]);
+    assert!(ok, "{printed}");
+    printed.lines().last().unwrap_or_default().split_whitespace().map(str::to_string).collect()
+}
+
+const SUMMARY: &str = r#"{"committed":150,"aborted":100,"read_committed":150,"read_uncommitted":250}"#;
+
+#[test]
+fn java_transactional_producers_commit_abort_and_are_fenced() {
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "orders", "3", "1");
+    assert_eq!(client_check(&["transactions", &bootstrap, "orders", "3"]), SUMMARY);
+    let (ok, listed) = kafka_cli("kafka-transactions", &["--bootstrap-server", &bootstrap, "list"]);
+    assert!(ok, "{listed}");
+    assert!(
+        listed.lines().any(|l| l.starts_with("client-check-transactions") && l.contains("CompleteCommit")),
+        "{listed}"
+    );
+    let row = describe(&bootstrap, "client-check-transactions");
+    // Five transactions, the last by the successor: epochs 0-3 for the
+    // first producer's InitProducerId and the fence, 4 and 5 after it.
+    assert_eq!(row[4], "CompleteCommit", "{row:?}");
+    let (ok, producers) = kafka_cli(
+        "kafka-transactions",
+        &["--bootstrap-server", &bootstrap, "describe-producers", "--topic", "orders", "--partition", "0"],
+    );
+    assert!(ok && producers.lines().last().is_some_and(|l| l.trim_end().ends_with("None")), "{producers}");
+}
+
+#[test]
+fn a_transaction_left_open_is_aborted_after_its_timeout_and_stays_aborted() {
+    let interval = "transaction.abort.timed.out.transaction.cleanup.interval.ms=200";
+    let mut broker = BrokerProcess::start(&[interval]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "events", "2", "1");
+    assert_eq!(client_check(&["transactions-hang", &bootstrap, "events", "2", "2000"]), r#"{"hanging":50}"#);
+    let row = describe(&bootstrap, "client-check-hanging");
+    assert_eq!((row[3].as_str(), row[4].as_str()), ("0", "Ongoing"), "{row:?}");
+    wait_for("the coordinator to abort the transaction", Duration::from_secs(30), || {
+        describe(&bootstrap, "client-check-hanging")[4] == "CompleteAbort"
+    });
+    // Fenced: the epoch was bumped for the abort.
+    assert_eq!(describe(&bootstrap, "client-check-hanging")[3], "1");
+    broker.kill9();
+    broker.restart();
+    let bootstrap = broker.bootstrap();
+    let row = describe(&bootstrap, "client-check-hanging");
+    assert_eq!((row[3].as_str(), row[4].as_str()), ("1", "CompleteAbort"), "{row:?}");
+    // Nothing of it reaches a read_committed consumer, and nothing is left open.
+    let (ok, read) = kafka_cli(
+        "kafka-console-consumer",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--topic",
+            "events",
+            "--from-beginning",
+            "--isolation-level",
+            "read_committed",
+            "--timeout-ms",
+            "5000",
+        ],
+    );
+    assert!(read.contains("Processed a total of 0 messages"), "{ok} {read}");
+}
+
+#[test]
+fn transactions_span_the_brokers_of_a_cluster() {
+    let nodes = BrokerProcess::start_cluster(3, &["transaction.state.log.replication.factor=3"]);
+    let bootstrap = nodes[0].bootstrap();
+    // Six partitions at RF3: led by every node, so most markers go to
+    // other brokers than the coordinator, with WriteTxnMarkers.
+    create_topic(&bootstrap, "ledger", "6", "3");
+    assert_eq!(client_check(&["transactions", &bootstrap, "ledger", "6"]), SUMMARY);
+    assert_eq!(describe(&bootstrap, "client-check-transactions")[4], "CompleteCommit");
+}
