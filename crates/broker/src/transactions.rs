@@ -22,6 +22,9 @@ use crate::replica::purgatory::Waiter;
 /// How long one marker may wait for its partition's followers, and one
 /// WriteTxnMarkers for its answer.
 const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the coordinator looks for `__transaction_state` partitions it
+/// has come to lead.
+const LEADERSHIP_CHECK: Duration = Duration::from_millis(250);
 /// Between rounds of markers that could not be written yet.
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -195,12 +198,20 @@ pub async fn transaction_clock_loop(broker: Arc<Broker>) {
     let settings = &broker.config.transactions;
     let abort_every = Duration::from_millis(settings.abort_check_interval_ms.max(1) as u64);
     let expire_every = Duration::from_millis(settings.expiry_check_interval_ms.max(1) as u64);
-    let mut last_expiry = tokio::time::Instant::now();
+    let (mut last_abort, mut last_expiry) = (tokio::time::Instant::now(), tokio::time::Instant::now());
     loop {
-        tokio::time::sleep(abort_every).await;
-        let aborted = broker.with_txn_host(None, |host| broker.txns.abort_timed_out(host));
-        for markers in aborted {
+        tokio::time::sleep(LEADERSHIP_CHECK).await;
+        // Partitions led here since the last look are loaded, and their
+        // prepared transactions' markers written again.
+        for markers in broker.txns.take_markers_to_rewrite(&broker.txn_log) {
             spawn_markers(&broker, markers);
+        }
+        if last_abort.elapsed() >= abort_every {
+            last_abort = tokio::time::Instant::now();
+            let aborted = broker.with_txn_host(None, |host| broker.txns.abort_timed_out(host));
+            for markers in aborted {
+                spawn_markers(&broker, markers);
+            }
         }
         if last_expiry.elapsed() >= expire_every {
             last_expiry = tokio::time::Instant::now();

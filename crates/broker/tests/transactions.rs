@@ -113,5 +113,18 @@ fn transactions_span_the_brokers_of_a_cluster() {
     // other brokers than the coordinator, with WriteTxnMarkers.
     create_topic(&bootstrap, "ledger", "6", "3");
     assert_eq!(client_check(&["transactions", &bootstrap, "ledger", "6"]), SUMMARY);
-    assert_eq!(describe(&bootstrap, "client-check-transactions")[4], "CompleteCommit");
+    let row = describe(&bootstrap, "client-check-transactions");
+    assert_eq!(row[4], "CompleteCommit", "{row:?}");
+    // The coordinator dies: another broker leads its __transaction_state
+    // partition, loads it, and goes on from the epoch it left.
+    let mut nodes = nodes;
+    let coordinator: usize = row[0].parse::<usize>().expect("coordinator id") - 1;
+    let epoch: i16 = row[3].parse().expect("epoch");
+    nodes[coordinator].kill9();
+    let bootstrap = nodes[(coordinator + 1) % 3].bootstrap();
+    create_topic(&bootstrap, "ledger-after", "6", "3");
+    assert_eq!(client_check(&["transactions", &bootstrap, "ledger-after", "6"]), SUMMARY);
+    let row = describe(&bootstrap, "client-check-transactions");
+    assert_ne!(row[0], (coordinator + 1).to_string(), "{row:?}");
+    assert!(row[3].parse::<i16>().expect("epoch") > epoch, "{row:?}");
 }

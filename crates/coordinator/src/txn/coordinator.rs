@@ -11,7 +11,7 @@
 //! [`TransactionCoordinator::markers_written`], which completes it.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use bytes::Bytes;
 use krabka_protocol::ErrorCode;
@@ -99,6 +99,9 @@ pub struct TransactionCoordinator {
     pub(super) config: TxnConfig,
     shards: OnceLock<Shards<Shard>>,
     default_partitions: usize,
+    /// Markers of prepared transactions found by loads on a leadership
+    /// change, for the host to write.
+    to_rewrite: Mutex<Vec<Markers>>,
 }
 
 /// The error a failed append of `__transaction_state` is answered with
@@ -142,7 +145,12 @@ impl TransactionCoordinator {
     /// `partitions` is `transaction.state.log.num.partitions`, the count to
     /// size by when the topic does not exist at load.
     pub fn new(config: TxnConfig, partitions: usize) -> Self {
-        TransactionCoordinator { config, shards: OnceLock::new(), default_partitions: partitions }
+        TransactionCoordinator {
+            config,
+            shards: OnceLock::new(),
+            default_partitions: partitions,
+            to_rewrite: Mutex::default(),
+        }
     }
 
     pub(super) fn shards(&self) -> &Shards<Shard> {
@@ -166,17 +174,34 @@ impl TransactionCoordinator {
 
     /// Whether this node coordinates the ids of partition `index` (it leads
     /// it), replaying it first when it came to lead it since it was loaded;
-    /// the markers of the transactions that replay found prepared.
-    pub fn follow_leadership(&self, log: &dyn CoordinatorLog, index: usize) -> (bool, Vec<Markers>) {
+    /// the markers of the transactions that replay found prepared wait in
+    /// [`take_markers_to_rewrite`](Self::take_markers_to_rewrite).
+    pub fn follow_leadership(&self, log: &dyn CoordinatorLog, index: usize) -> bool {
         let before = self.shards().loaded_epoch(index);
         match self.shards().load_if_led_anew(index, log, |_, shard, _, key, value| replay_record(shard, key, value)) {
-            Ok(true) if before != log.leader_epoch(index) => (true, self.prepared(log, index)),
-            Ok(led) => (led, Vec::new()),
+            Ok(true) => {
+                if before != log.leader_epoch(index) {
+                    let prepared = self.prepared(log, index);
+                    self.to_rewrite.lock().unwrap_or_else(|e| e.into_inner()).extend(prepared);
+                }
+                true
+            }
+            Ok(false) => false,
             Err(error) => {
                 tracing::error!(partition = index, %error, "could not load a transaction state partition");
-                (false, Vec::new())
+                false
             }
         }
+    }
+
+    /// Loads every partition this node has come to lead since it was last
+    /// loaded (Kafka loads one when its broker is elected its leader); the
+    /// markers of the prepared transactions found, to write again.
+    pub fn take_markers_to_rewrite(&self, log: &dyn CoordinatorLog) -> Vec<Markers> {
+        for index in 0..self.shards().len() {
+            self.follow_leadership(log, index);
+        }
+        std::mem::take(&mut *self.to_rewrite.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The markers of every prepared transaction of shard `index`.
@@ -196,7 +221,7 @@ impl TransactionCoordinator {
             return Err(ErrorCode::INVALID_REQUEST);
         }
         let index = self.partition_for(transactional_id);
-        if !self.follow_leadership(host.log, index).0 {
+        if !self.follow_leadership(host.log, index) {
             return Err(ErrorCode::NOT_COORDINATOR);
         }
         let epoch = host.log.leader_epoch(index).ok_or(ErrorCode::NOT_COORDINATOR)?;

@@ -30,7 +30,7 @@ impl TransactionCoordinator {
         let mut aborted = Vec::new();
         for index in 0..self.shards().len() {
             let Some(coordinator_epoch) = host.log.leader_epoch(index) else { continue };
-            if !self.follow_leadership(host.log, index).0 {
+            if !self.follow_leadership(host.log, index) {
                 continue;
             }
             let mut shard = self.shards().lock(index);
@@ -62,7 +62,7 @@ impl TransactionCoordinator {
         let horizon = host.now.wall_ms - self.config.id_expiration_ms;
         let mut expired = 0;
         for index in 0..self.shards().len() {
-            if !self.follow_leadership(host.log, index).0 {
+            if !self.follow_leadership(host.log, index) {
                 continue;
             }
             let mut shard = self.shards().lock(index);
@@ -105,7 +105,7 @@ impl TransactionCoordinator {
         };
         let mut listed = Vec::new();
         for index in 0..self.shards().len() {
-            if !self.follow_leadership(host.log, index).0 {
+            if !self.follow_leadership(host.log, index) {
                 continue;
             }
             let shard = self.shards().lock(index);

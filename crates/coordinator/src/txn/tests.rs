@@ -279,3 +279,23 @@ fn list_filters_by_state_producer_and_duration() {
     assert_eq!(list(ListFilter { min_duration_ms: 5_000, ..any }), 0, "strictly longer");
     assert_eq!(list(ListFilter { min_duration_ms: 4_999, ..any }), 1);
 }
+
+#[test]
+fn a_new_leader_of_the_partition_writes_a_prepared_transactions_markers_again() {
+    let f = Fixture::new(0);
+    let producer = f.init(None).result.unwrap();
+    f.add(producer, &[("orders", 0)]).unwrap();
+    let markers = f.end(producer, true).markers.unwrap();
+    assert!(f.coordinator.take_markers_to_rewrite(&f.log).is_empty(), "still led at the same epoch");
+    // Led elsewhere, then here again at a new leader epoch.
+    let index = f.coordinator.partition_for(ID);
+    f.log.set_leader_epoch(index, None);
+    assert_eq!(f.with_host(|c, h| c.markers_written(h, &markers)), Err(ErrorCode::NOT_COORDINATOR));
+    f.log.set_leader_epoch(index, Some(1));
+    let again = f.coordinator.take_markers_to_rewrite(&f.log);
+    assert_eq!(again, [Markers { coordinator_epoch: 1, ..markers.clone() }]);
+    // The old coordinator epoch's report changes nothing; the new one completes it.
+    assert_eq!(f.with_host(|c, h| c.markers_written(h, &markers)), Err(ErrorCode::NOT_COORDINATOR));
+    f.written(&again[0]);
+    assert_eq!(f.state().state, TransactionState::CompleteCommit);
+}
