@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use krabka_coordinator::group::OFFSETS_TOPIC;
 use krabka_coordinator::txn::{Markers, TopicPartition, TxnHost, TRANSACTION_STATE_TOPIC};
 use krabka_coordinator::CoordinatorLog;
 use krabka_protocol::records::transaction_marker_batch;
@@ -132,6 +133,10 @@ pub async fn append_marker(broker: &Broker, marker: Marker, topic: &str, partiti
             () = waiter.woken() => {}
             () = tokio::time::sleep_until(deadline) => return Err(ErrorCode::REQUEST_TIMED_OUT.code()),
         }
+    }
+    if topic == OFFSETS_TOPIC {
+        // The group coordinator's offsets of this transaction count now (or go).
+        broker.groups.complete_transaction(partition as usize, producer_id, commit, coordinator_time());
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{NewRecord, RecordBatch, RecordBatchBuilder};
+use krabka_protocol::records::{control_type_id, ControlType, NewRecord, RecordBatch, RecordBatchBuilder};
 use krabka_protocol::{ErrorCode, Message};
 
 /// The time a call happens at, as the host's clocks read it.
@@ -83,6 +83,16 @@ pub fn java_string_hash(text: &str) -> i32 {
 /// One record to persist: (key, value); a None value deletes the key.
 pub type KeyValue = (Bytes, Option<Bytes>);
 
+/// What a replay hands a shard, in log order.
+#[derive(Debug, PartialEq)]
+pub enum Replayed {
+    /// A keyed record; `producer_id` when its batch is transactional (it
+    /// counts once its producer's commit marker follows).
+    Record { offset: i64, key: Bytes, value: Option<Bytes>, producer_id: Option<i64> },
+    /// A transaction marker: `producer_id`'s transaction committed or aborted.
+    Marker { producer_id: i64, commit: bool },
+}
+
 /// The shards of a coordinator, `S` being one shard's state.
 pub struct Shards<S> {
     shards: Vec<Mutex<S>>,
@@ -110,7 +120,7 @@ impl<S: Default> Shards<S> {
         &self,
         index: usize,
         log: &dyn CoordinatorLog,
-        mut apply: impl FnMut(usize, &mut S, i64, Bytes, Option<Bytes>),
+        mut apply: impl FnMut(usize, &mut S, Replayed),
     ) -> Result<bool, String> {
         let Some(epoch) = log.leader_epoch(index) else { return Ok(false) };
         if self.loaded_at[index].load(Ordering::Acquire) == epoch {
@@ -121,7 +131,7 @@ impl<S: Default> Shards<S> {
             return Ok(true); // another caller loaded it meanwhile
         }
         *shard = S::default();
-        let applied = replay_shard(log, index, &mut |offset, key, value| apply(index, &mut shard, offset, key, value))?;
+        let applied = replay_shard(log, index, &mut |replayed| apply(index, &mut shard, replayed))?;
         self.loaded_at[index].store(epoch, Ordering::Release);
         tracing::info!(partition = index, leader_epoch = epoch, records = applied, "coordinator partition loaded");
         Ok(true)
@@ -167,40 +177,71 @@ impl<S> Shards<S> {
     pub fn load(
         &self,
         log: &dyn CoordinatorLog,
-        mut apply: impl FnMut(usize, &mut S, i64, Bytes, Option<Bytes>),
+        mut apply: impl FnMut(usize, &mut S, Replayed),
     ) -> Result<usize, String> {
         let mut loaded = 0;
         for index in 0..self.shards.len() {
             let mut shard = self.lock(index);
             let epoch = log.leader_epoch(index).unwrap_or(NOT_LED);
-            loaded += replay_shard(log, index, &mut |offset, key, value| apply(index, &mut shard, offset, key, value))?;
+            loaded += replay_shard(log, index, &mut |replayed| apply(index, &mut shard, replayed))?;
             self.loaded_at[index].store(epoch, Ordering::Release);
         }
         Ok(loaded)
     }
 }
 
-/// Hands `apply` every keyed record of partition `index` (control batches
-/// skipped); the number applied.
-fn replay_shard(
-    log: &dyn CoordinatorLog,
-    index: usize,
-    apply: &mut dyn FnMut(i64, Bytes, Option<Bytes>),
-) -> Result<usize, String> {
+/// Hands `apply` every keyed record of partition `index` and every
+/// transaction marker (other control batches skipped); the number of
+/// records applied.
+fn replay_shard(log: &dyn CoordinatorLog, index: usize, apply: &mut dyn FnMut(Replayed)) -> Result<usize, String> {
     let mut applied = 0;
     log.replay(index, &mut |batch| {
         if batch.is_control() {
+            if let Some(commit) = marker_of(&batch)? {
+                apply(Replayed::Marker { producer_id: batch.producer_id(), commit });
+            }
             return Ok(());
         }
+        let producer_id = batch.is_transactional().then(|| batch.producer_id());
         for record in batch.records(64 * 1024 * 1024).map_err(|e| e.to_string())? {
             let record = record.map_err(|e| e.to_string())?;
             let Some(key) = record.key else { continue };
-            apply(record.offset, key, record.value);
+            apply(Replayed::Record { offset: record.offset, key, value: record.value, producer_id });
             applied += 1;
         }
         Ok(())
     })?;
     Ok(applied)
+}
+
+/// Whether a control batch is a transaction's commit (Some(true)) or abort
+/// (Some(false)) marker; None for other control records.
+fn marker_of(batch: &RecordBatch) -> Result<Option<bool>, String> {
+    if batch.producer_id() < 0 {
+        return Ok(None);
+    }
+    let Some(record) = batch.records(1024).map_err(|e| e.to_string())?.next() else { return Ok(None) };
+    let record = record.map_err(|e| e.to_string())?;
+    Ok(match record.key.as_deref().and_then(control_type_id) {
+        Some(id) if id == ControlType::Commit.id() => Some(true),
+        Some(id) if id == ControlType::Abort.id() => Some(false),
+        _ => None,
+    })
+}
+
+/// Appends `records` to partition `shard` in one batch of `producer`'s
+/// transaction (its id and epoch; no sequence, as Kafka's coordinator
+/// writes it), which counts once the producer's commit marker follows.
+pub fn persist_transactional(
+    log: &dyn CoordinatorLog,
+    shard: usize,
+    records: &[KeyValue],
+    now_ms: i64,
+    producer: (i64, i16),
+) -> Result<(), i16> {
+    let builder =
+        RecordBatchBuilder::new(Compression::None).with_transactional(true).with_producer(producer.0, producer.1, -1);
+    persist_batch(log, shard, records, now_ms, builder)
 }
 
 /// `message` at `version` behind an i16 `prefix` (a record type for keys,
@@ -216,10 +257,19 @@ pub fn version_prefixed<M: Message>(prefix: i16, message: &M, version: i16) -> B
 /// Appends `records` to partition `shard` in one batch (the caller holds
 /// the shard's lock, and applies the change only when this succeeds).
 pub fn persist(log: &dyn CoordinatorLog, shard: usize, records: &[KeyValue], now_ms: i64) -> Result<(), i16> {
+    persist_batch(log, shard, records, now_ms, RecordBatchBuilder::new(Compression::None))
+}
+
+fn persist_batch(
+    log: &dyn CoordinatorLog,
+    shard: usize,
+    records: &[KeyValue],
+    now_ms: i64,
+    mut builder: RecordBatchBuilder,
+) -> Result<(), i16> {
     if records.is_empty() {
         return Ok(());
     }
-    let mut builder = RecordBatchBuilder::new(Compression::None);
     for (key, value) in records {
         let record = NewRecord { timestamp_ms: now_ms, key: Some(key), value: value.as_deref(), headers: &[] };
         builder.append(&record).map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
@@ -264,7 +314,13 @@ mod tests {
         persist(&log, 0, &[(key(b"c"), Some(key(b"2")))], 6).unwrap();
         persist(&log, 1, &[], 7).unwrap();
         let shards: Shards<Vec<(usize, Bytes, Option<Bytes>)>> = Shards::new(2);
-        let loaded = shards.load(&log, |index, shard, _, k, v| shard.push((index, k, v))).unwrap();
+        let loaded = shards
+            .load(&log, |index, shard, replayed| {
+                if let Replayed::Record { key, value, .. } = replayed {
+                    shard.push((index, key, value));
+                }
+            })
+            .unwrap();
         assert_eq!(loaded, 3);
         assert_eq!(*shards.lock(0), vec![(0, key(b"c"), Some(key(b"2")))]);
         assert_eq!(*shards.lock(1), vec![(1, key(b"a"), Some(key(b"1"))), (1, key(b"b"), None)]);

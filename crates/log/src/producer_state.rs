@@ -252,6 +252,12 @@ impl ProducerStateManager {
             }
             return Ok(SequenceCheck::Append);
         }
+        // A batch without a sequence is a coordinator's (the offsets of a
+        // transaction, TxnOffsetCommit): Kafka checks no sequence for it;
+        // a client's such batch never gets here (the produce path refuses it).
+        if batch.first_seq == NO_SEQUENCE {
+            return Ok(SequenceCheck::Append);
+        }
         if batch.epoch == entry.epoch {
             if let Some(duplicate) =
                 entry.batches.iter().find(|b| b.first_seq == batch.first_seq && b.last_seq == batch.last_seq)
@@ -559,6 +565,12 @@ mod tests {
         assert_eq!(state.check(&batch(7, 2, 0, 1, 200)), Ok(SequenceCheck::Append));
         // Unknown producers may start anywhere.
         assert_eq!(state.check(&batch(8, 0, 42, 1, 200)), Ok(SequenceCheck::Append));
+        // A coordinator's batch without a sequence (a transaction's offsets)
+        // is checked for its epoch only, also in a new epoch.
+        let unsequenced =
+            |epoch| ProducerBatch { first_seq: NO_SEQUENCE, last_seq: NO_SEQUENCE, ..batch(7, epoch, 0, 1, 200) };
+        assert_eq!(state.check(&unsequenced(2)), Ok(SequenceCheck::Append));
+        assert!(matches!(state.check(&unsequenced(0)), Err(ProducerStateError::InvalidProducerEpoch { .. })));
         // Sequences wrap past i32::MAX.
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert!(in_sequence(i32::MAX, 0));

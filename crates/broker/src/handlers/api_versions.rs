@@ -78,6 +78,8 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         ConsumerGroupHeartbeat,
         ConsumerGroupDescribe,
         AddPartitionsToTxn,
+        AddOffsetsToTxn,
+        TxnOffsetCommit,
         WriteTxnMarkers,
         DescribeTransactions,
         ListTransactions,

@@ -44,12 +44,12 @@ const NOT_COORDINATOR_MESSAGE: &str = "This is not the correct coordinator.";
 
 /// Whether `group_id` belongs to another broker's coordinator. An empty id
 /// is the coordinator's to refuse (INVALID_GROUP_ID comes first, as Kafka).
-fn not_coordinator(ctx: &RequestContext<'_>, group_id: &str) -> bool {
+pub(super) fn not_coordinator(ctx: &RequestContext<'_>, group_id: &str) -> bool {
     !group_id.is_empty() && !ctx.broker.coordinates(group_id)
 }
 
 /// Creates `__consumer_offsets` on first use, as Kafka does.
-async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
+pub(super) async fn ensure_offsets_topic(ctx: &RequestContext<'_>) -> Result<(), i16> {
     let partitions = ctx.broker.groups.config().offsets_partitions as i32;
     let configs = [("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")];
     let replication_factor = ctx.broker.config.offsets_topic_replication_factor;
@@ -439,13 +439,23 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
                 return OffsetFetchResponseGroup { group_id: group_id.to_string(), error_code, ..Default::default() };
             }
             let found = ctx.broker.groups.fetch_offsets(group_id, wanted.as_deref());
+            // RequireStable (KIP-447): offsets a transaction may still change are not answered.
+            let unstable =
+                if request.require_stable { ctx.broker.groups.pending_partitions(group_id) } else { Vec::new() };
             let topics = found
                 .into_iter()
-                .map(|(name, partitions)| OffsetFetchResponseTopics {
-                    topic_id: if by_id { image.topic(&name).map_or(Uuid::ZERO, |t| t.id) } else { Uuid::ZERO },
-                    name: if by_id { String::new() } else { name },
-                    partitions: partitions.into_iter().map(committed_partition).collect(),
-                    ..Default::default()
+                .map(|(name, partitions)| {
+                    let mut partitions: Vec<_> = partitions.into_iter().map(committed_partition).collect();
+                    for p in partitions.iter_mut().filter(|p| unstable.contains(&(name.clone(), p.partition_index))) {
+                        p.error_code = ErrorCode::UNSTABLE_OFFSET_COMMIT.code();
+                        p.committed_offset = -1;
+                    }
+                    OffsetFetchResponseTopics {
+                        topic_id: if by_id { image.topic(&name).map_or(Uuid::ZERO, |t| t.id) } else { Uuid::ZERO },
+                        name: if by_id { String::new() } else { name },
+                        partitions,
+                        ..Default::default()
+                    }
                 })
                 .collect();
             OffsetFetchResponseGroup { group_id: group_id.to_string(), topics, ..Default::default() }

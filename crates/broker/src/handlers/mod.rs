@@ -176,6 +176,12 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             ResponseBody::AddPartitionsToTxn(Box::new(transactions::add_partitions_to_txn(&ctx, *r)))
         }
         RequestBody::EndTxn(r) => ResponseBody::EndTxn(Box::new(transactions::end_txn(&ctx, *r).await)),
+        RequestBody::AddOffsetsToTxn(r) => {
+            ResponseBody::AddOffsetsToTxn(Box::new(transactions::add_offsets_to_txn(&ctx, *r).await))
+        }
+        RequestBody::TxnOffsetCommit(r) => {
+            ResponseBody::TxnOffsetCommit(Box::new(transactions::txn_offset_commit(&ctx, *r)))
+        }
         RequestBody::WriteTxnMarkers(r) => {
             ResponseBody::WriteTxnMarkers(Box::new(transactions::write_txn_markers(&ctx, *r).await))
         }

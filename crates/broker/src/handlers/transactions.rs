@@ -1,7 +1,8 @@
 //! The transaction APIs: InitProducerId with a transactional id,
-//! AddPartitionsToTxn, EndTxn, WriteTxnMarkers, DescribeTransactions and
-//! ListTransactions, translated to and from the transaction coordinator
-//! (krabka-coordinator's `txn`).
+//! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers,
+//! DescribeTransactions and ListTransactions, translated to and from the
+//! transaction coordinator (krabka-coordinator's `txn`), and TxnOffsetCommit
+//! to and from the group coordinator.
 
 use krabka_coordinator::txn::{Answer, EndTxn, ListFilter, TopicPartition, TransactionState};
 use krabka_protocol::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
@@ -16,6 +17,13 @@ use krabka_protocol::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
     EndTxnRequest, EndTxnResponse, ErrorCode, InitProducerIdRequest, InitProducerIdResponse, ListTransactionsRequest,
     ListTransactionsResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+};
+
+use krabka_coordinator::group::transactional::TxnCommitter;
+use krabka_coordinator::group::{OffsetToCommit, OFFSETS_TOPIC};
+use krabka_protocol::txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
+use krabka_protocol::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
 use super::producer_ids::reserve_block;
@@ -307,4 +315,67 @@ pub fn list_transactions(ctx: &RequestContext<'_>, request: ListTransactionsRequ
         })
         .collect();
     response
+}
+
+/// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the
+/// transaction (its offsets are committed with it).
+pub async fn add_offsets_to_txn(ctx: &RequestContext<'_>, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+    let broker = ctx.broker;
+    // The partition must exist for its marker to be written.
+    if let Err(code) = super::groups::ensure_offsets_topic(ctx).await {
+        return AddOffsetsToTxnResponse { error_code: code, ..Default::default() };
+    }
+    let partition = (OFFSETS_TOPIC.to_string(), broker.groups.partition_for(&request.group_id) as i32);
+    let (id, pid, epoch) = (&request.transactional_id, request.producer_id, request.producer_epoch);
+    let added = broker.with_txn_host(None, |host| broker.txns.add_partitions(host, id, pid, epoch, &[partition], 0));
+    let error_code = added.err().map_or(0, |code| fenced_before(ctx.api_version, 2, code).code());
+    AddOffsetsToTxnResponse { error_code, ..Default::default() }
+}
+
+/// TxnOffsetCommit: the offsets written in the producer's transaction,
+/// counted once it commits.
+pub fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    let broker = ctx.broker;
+    let offsets: Vec<OffsetToCommit> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                (
+                    t.name.clone(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.committed_metadata.clone(),
+                )
+            })
+        })
+        .collect();
+    let codes = if super::groups::not_coordinator(ctx, &request.group_id) {
+        vec![ErrorCode::NOT_COORDINATOR.code(); offsets.len()]
+    } else {
+        let committer = TxnCommitter {
+            producer_id: request.producer_id,
+            producer_epoch: request.producer_epoch,
+            member_id: &request.member_id,
+            group_instance_id: request.group_instance_id.as_deref(),
+            generation_id: request.generation_id,
+        };
+        let host = broker.group_host();
+        let codes = broker.groups.commit_transactional_offsets(&host, &request.group_id, committer, &offsets);
+        codes.into_iter().map(|c| fenced_before(ctx.api_version, 2, ErrorCode::from(c)).code()).collect()
+    };
+    let mut topics: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
+    for ((topic, partition, ..), error_code) in offsets.iter().zip(codes) {
+        let answer = TxnOffsetCommitResponsePartition { partition_index: *partition, error_code, ..Default::default() };
+        match topics.iter_mut().find(|t| &t.name == topic) {
+            Some(t) => t.partitions.push(answer),
+            None => topics.push(TxnOffsetCommitResponseTopic {
+                name: topic.clone(),
+                partitions: vec![answer],
+                ..Default::default()
+            }),
+        }
+    }
+    TxnOffsetCommitResponse { topics, ..Default::default() }
 }

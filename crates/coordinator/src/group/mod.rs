@@ -15,6 +15,7 @@ pub mod classic;
 pub mod consumer;
 pub mod migration;
 pub mod records;
+pub mod transactional;
 
 use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
@@ -29,7 +30,7 @@ use krabka_protocol::{
 use self::classic::{ClassicConfig, ClassicGroup, GroupState, JoinOutcome, JoinRequest, Member};
 use self::consumer::{ConsumerConfig, ConsumerGroup, HeartbeatRequest, HeartbeatResponse};
 use self::records::CoordinatorRecord;
-use crate::runtime::{self, CoordinatorLog, Outcome, Shards, Time, Waiter};
+use crate::runtime::{self, CoordinatorLog, Outcome, Replayed, Shards, Time, Waiter};
 use krabka_protocol::group_metadata_value::MemberMetadata;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -89,6 +90,9 @@ impl GroupEntry {
 #[derive(Default)]
 struct Shard {
     groups: HashMap<String, GroupEntry>,
+    /// Offsets committed in transactions not ended yet, by producer id:
+    /// they count once its commit marker is written (TxnOffsetCommit).
+    pending: HashMap<i64, Vec<CoordinatorRecord>>,
 }
 
 /// What the cleanup removes of one group: (group id, its expired offsets,
@@ -135,10 +139,15 @@ pub struct GroupDescription {
 }
 
 /// One record of `__consumer_offsets` replayed into its shard.
-fn replay_record(index: usize, shard: &mut Shard, offset: i64, key: Bytes, value: Option<Bytes>, now: Time) {
-    match CoordinatorRecord::decode(key, value) {
-        Ok(decoded) => apply(shard, decoded, now),
-        Err(e) => tracing::warn!(partition = index, offset, error = %e, "skipping a group record"),
+fn replay_record(index: usize, shard: &mut Shard, replayed: Replayed, now: Time) {
+    let (offset, key, value, producer_id) = match replayed {
+        Replayed::Record { offset, key, value, producer_id } => (offset, key, value, producer_id),
+        Replayed::Marker { producer_id, commit } => return transactional::complete(shard, producer_id, commit, now),
+    };
+    match (CoordinatorRecord::decode(key, value), producer_id) {
+        (Ok(decoded), None) => apply(shard, decoded, now),
+        (Ok(decoded), Some(producer_id)) => shard.pending.entry(producer_id).or_default().push(decoded),
+        (Err(e), _) => tracing::warn!(partition = index, offset, error = %e, "skipping a group record"),
     }
 }
 
@@ -179,7 +188,7 @@ impl GroupCoordinator {
                 "group coordinator sized before the offsets topic was known"
             );
         }
-        self.shards().load(log, |index, shard, offset, key, value| replay_record(index, shard, offset, key, value, now))
+        self.shards().load(log, |index, shard, replayed| replay_record(index, shard, replayed, now))
     }
 
     /// Whether this node coordinates the groups of partition `index` (it
@@ -189,8 +198,7 @@ impl GroupCoordinator {
     /// coordinated here.
     pub fn follow_leadership(&self, host: &GroupHost<'_>, index: usize) -> bool {
         let now = host.now;
-        let replay =
-            |index, shard: &mut Shard, offset, key, value| replay_record(index, shard, offset, key, value, now);
+        let replay = |index, shard: &mut Shard, replayed| replay_record(index, shard, replayed, now);
         match self.shards().load_if_led_anew(index, host.log, replay) {
             Ok(led) => led,
             Err(error) => {
@@ -535,37 +543,31 @@ impl GroupCoordinator {
         let (index, mut shard) = self.shard(group_id);
         let now_ms = host.now.wall_ms;
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
-        let group = &entry.group;
-        let consumer_check = match &entry.consumer {
-            Some(consumer) if !consumer.is_empty() => Some(consumer.validate_commit(member_id, generation_id)),
-            _ => None,
-        };
-        let group_error = if let Some(check) = consumer_check {
-            check.err()
-        } else if group.state == GroupState::Dead {
-            Some(ErrorCode::COORDINATOR_NOT_AVAILABLE.code())
-        } else if generation_id < 0 && member_id.is_empty() && group.is_empty() {
-            None // a commit from outside the group (admin tools, assign() consumers)
-        } else if !group.members.contains_key(member_id) {
-            Some(ErrorCode::UNKNOWN_MEMBER_ID.code())
-        } else if group_instance_id.is_some()
-            && group.members.get(member_id).and_then(|m| m.group_instance_id.as_deref()) != group_instance_id
-        {
-            Some(ErrorCode::FENCED_INSTANCE_ID.code())
-        } else if generation_id != group.generation_id {
-            Some(ErrorCode::ILLEGAL_GENERATION.code())
-        } else if group.state == GroupState::CompletingRebalance {
-            Some(ErrorCode::REBALANCE_IN_PROGRESS.code())
-        } else {
-            None
-        };
-        if let Some(code) = group_error {
+        if let Some(code) = commit_error(entry, member_id, group_instance_id, generation_id, false) {
             return vec![code; offsets.len()];
         }
-        let image = &host.image;
+        let (mut results, records) = self.offset_records(host, group_id, offsets);
+        if let Err(code) = self.persist(host, index, &records) {
+            fail_accepted(&mut results, code);
+            return results;
+        }
+        for record in records {
+            apply(&mut shard, record, host.now);
+        }
+        results
+    }
+
+    /// The records committing `offsets` (those that may be), and each
+    /// offset's answer.
+    fn offset_records(
+        &self,
+        host: &GroupHost<'_>,
+        group_id: &str,
+        offsets: &[OffsetToCommit],
+    ) -> (Vec<i16>, Vec<CoordinatorRecord>) {
+        let (image, now_ms) = (&host.image, host.now.wall_ms);
         let mut results = Vec::with_capacity(offsets.len());
         let mut records = Vec::new();
-        let mut accepted = Vec::new();
         for (topic, partition, offset, leader_epoch, metadata) in offsets {
             let exists =
                 image.topic(topic).is_some_and(|t| *partition >= 0 && (*partition as usize) < t.partitions.len());
@@ -575,36 +577,20 @@ impl GroupCoordinator {
             } else if metadata.len() > self.config.offset_metadata_max_bytes {
                 ErrorCode::OFFSET_METADATA_TOO_LARGE.code()
             } else {
-                let committed = CommittedOffset {
+                let value = OffsetCommitValue {
                     offset: *offset,
                     leader_epoch: *leader_epoch,
-                    metadata: metadata.clone(),
-                    commit_timestamp_ms: now_ms,
+                    metadata,
+                    commit_timestamp: now_ms,
+                    expire_timestamp: -1,
+                    ..Default::default()
                 };
-                records.push(CoordinatorRecord::offset(
-                    group_id,
-                    topic,
-                    *partition,
-                    Some(OffsetCommitValue {
-                        offset: *offset,
-                        leader_epoch: *leader_epoch,
-                        metadata,
-                        commit_timestamp: now_ms,
-                        expire_timestamp: -1,
-                        ..Default::default()
-                    }),
-                ));
-                accepted.push(((topic.clone(), *partition), committed));
+                records.push(CoordinatorRecord::offset(group_id, topic, *partition, Some(value)));
                 ErrorCode::NONE.code()
             };
             results.push(code);
         }
-        if let Err(code) = self.persist(host, index, &records) {
-            return results.into_iter().map(|c| if c == ErrorCode::NONE.code() { code } else { c }).collect();
-        }
-        let entry = shard.groups.get_mut(group_id).expect("group inserted above");
-        entry.offsets.extend(accepted);
-        results
+        (results, records)
     }
 
     /// OffsetFetch: the committed offsets of `topics` (None: all of them).
@@ -791,6 +777,47 @@ fn subscribed_topics(group: &ClassicGroup) -> Vec<String> {
 }
 
 /// Applies one loaded record to a shard.
+/// Whether an offset commit from `member_id` at `generation_id` may go to
+/// the group of `entry`: the error that refuses it (Kafka's checks; a
+/// transactional commit is taken while a classic group completes a rebalance).
+fn commit_error(
+    entry: &GroupEntry,
+    member_id: &str,
+    group_instance_id: Option<&str>,
+    generation_id: i32,
+    transactional: bool,
+) -> Option<i16> {
+    let group = &entry.group;
+    if let Some(consumer) = entry.consumer.as_ref().filter(|c| !c.is_empty()) {
+        return consumer.validate_commit(member_id, generation_id).err();
+    }
+    if group.state == GroupState::Dead {
+        Some(ErrorCode::COORDINATOR_NOT_AVAILABLE.code())
+    } else if generation_id < 0 && member_id.is_empty() && group.is_empty() {
+        None // a commit from outside the group (admin tools, assign() consumers)
+    } else if !group.members.contains_key(member_id) {
+        Some(ErrorCode::UNKNOWN_MEMBER_ID.code())
+    } else if group_instance_id.is_some()
+        && group.members.get(member_id).and_then(|m| m.group_instance_id.as_deref()) != group_instance_id
+    {
+        Some(ErrorCode::FENCED_INSTANCE_ID.code())
+    } else if generation_id != group.generation_id {
+        Some(ErrorCode::ILLEGAL_GENERATION.code())
+    } else if group.state == GroupState::CompletingRebalance && !transactional {
+        Some(ErrorCode::REBALANCE_IN_PROGRESS.code())
+    } else {
+        None
+    }
+}
+
+/// The answers of offsets that could be committed, when their records
+/// could not be written: `code`.
+fn fail_accepted(results: &mut [i16], code: i16) {
+    for result in results.iter_mut().filter(|c| **c == ErrorCode::NONE.code()) {
+        *result = code;
+    }
+}
+
 fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Time) {
     match record {
         CoordinatorRecord::Offset { key, value } => {

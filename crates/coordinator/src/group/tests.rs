@@ -187,3 +187,41 @@ fn a_coordinator_that_comes_to_lead_a_partition_replays_what_its_leader_wrote_me
     b.tick(&host(&log, now.plus_ms(10 * i64::from(SESSION_MS))));
     assert_eq!(b.describe_group("g").unwrap().state, "Stable", "a partition not led here is left alone");
 }
+
+#[test]
+fn offsets_committed_in_a_transaction_count_once_it_commits_also_after_a_reload() {
+    use krabka_protocol::records::transaction_marker_batch;
+    let log = MemoryLog::new(3);
+    let groups = loaded(&log);
+    let now = Time::new(1_700_000_000_000, 0);
+    let image = Arc::new(image_with("t", 2).0);
+    let host = GroupHost { log: &log, image, now };
+    let committer = |producer_id| transactional::TxnCommitter {
+        producer_id,
+        producer_epoch: 0,
+        member_id: "",
+        group_instance_id: None,
+        generation_id: -1,
+    };
+    let offsets = |offset| vec![("t".to_string(), 0, offset, -1, None)];
+    assert_eq!(groups.commit_transactional_offsets(&host, "g", committer(7), &offsets(10)), vec![0]);
+    assert_eq!(groups.commit_transactional_offsets(&host, "g", committer(8), &offsets(20)), vec![0]);
+    assert!(groups.fetch_offsets("g", None).iter().all(|(_, p)| p.iter().all(|(_, o)| o.is_none())));
+    assert_eq!(groups.pending_partitions("g"), [("t".to_string(), 0), ("t".to_string(), 0)]);
+    // Producer 7 commits, producer 8 aborts: markers on the group's partition.
+    let index = groups.partition_for("g");
+    for (producer_id, commit) in [(7, true), (8, false)] {
+        let marker = transaction_marker_batch(producer_id, 0, commit, 0, now.wall_ms).unwrap();
+        log.append(index, &marker, now.wall_ms).unwrap();
+        groups.complete_transaction(index, producer_id, commit, now);
+    }
+    let offset_of = |groups: &GroupCoordinator| {
+        groups.fetch_offsets("g", None).into_iter().flat_map(|(_, p)| p).find_map(|(_, o)| o).map(|o| o.offset)
+    };
+    assert_eq!(offset_of(&groups), Some(10));
+    assert!(groups.pending_partitions("g").is_empty());
+    // A reload reads the same from the log: the markers decide.
+    let reloaded = loaded(&log);
+    assert_eq!(offset_of(&reloaded), Some(10));
+    assert!(reloaded.pending_partitions("g").is_empty());
+}

@@ -19,7 +19,7 @@ use krabka_protocol::ErrorCode;
 use super::metadata::{epoch_exhausted, TopicPartition, TransactionMetadata, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 use super::records::TxnRecord;
 use super::state::TransactionState::*;
-use crate::runtime::{self, CoordinatorLog, Shards, Time};
+use crate::runtime::{self, CoordinatorLog, Replayed, Shards, Time};
 
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
@@ -118,7 +118,14 @@ fn append_error(code: i16) -> ErrorCode {
     }
 }
 
-/// One record of `__transaction_state` replayed into its shard.
+/// One record of `__transaction_state` replayed into its shard (the topic
+/// holds no transactions of its own).
+fn replay(shard: &mut Shard, replayed: Replayed) {
+    if let Replayed::Record { key, value, .. } = replayed {
+        replay_record(shard, key, value);
+    }
+}
+
 fn replay_record(shard: &mut Shard, key: Bytes, value: Option<Bytes>) {
     let record = match TxnRecord::decode(key, value) {
         Ok(Some(record)) => record,
@@ -168,7 +175,7 @@ impl TransactionCoordinator {
     pub fn load(&self, log: &dyn CoordinatorLog, partitions: Option<usize>) -> Result<Vec<Markers>, String> {
         let count = partitions.unwrap_or(self.default_partitions).max(1);
         self.shards.get_or_init(|| Shards::new(count));
-        self.shards().load(log, |_, shard, _, key, value| replay_record(shard, key, value))?;
+        self.shards().load(log, |_, shard, replayed| replay(shard, replayed))?;
         Ok((0..self.shards().len()).flat_map(|index| self.prepared(log, index)).collect())
     }
 
@@ -178,7 +185,7 @@ impl TransactionCoordinator {
     /// [`take_markers_to_rewrite`](Self::take_markers_to_rewrite).
     pub fn follow_leadership(&self, log: &dyn CoordinatorLog, index: usize) -> bool {
         let before = self.shards().loaded_epoch(index);
-        match self.shards().load_if_led_anew(index, log, |_, shard, _, key, value| replay_record(shard, key, value)) {
+        match self.shards().load_if_led_anew(index, log, |_, shard, replayed| replay(shard, replayed)) {
             Ok(true) => {
                 if before != log.leader_epoch(index) {
                     let prepared = self.prepared(log, index);

@@ -9,7 +9,12 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -62,6 +67,7 @@ final class TransactionCheck {
                 committed.addAll(transaction(successor, topic, partitions, "successor", true));
             }
         }
+        long groupOffset = offsetsInTransactions(bootstrap, topic);
         List<String> readCommitted = readAll(bootstrap, topic, partitions, "read_committed");
         List<String> readUncommitted = readAll(bootstrap, topic, partitions, "read_uncommitted");
         if (!new HashSet<>(readCommitted).equals(new HashSet<>(committed)) || readCommitted.size() != committed.size()) {
@@ -79,7 +85,40 @@ final class TransactionCheck {
         summary.put("aborted", String.valueOf(aborted.size()));
         summary.put("read_committed", String.valueOf(readCommitted.size()));
         summary.put("read_uncommitted", String.valueOf(readUncommitted.size()));
+        summary.put("group_offset", String.valueOf(groupOffset));
         return Json.object(summary);
+    }
+
+    /**
+     * Offsets committed with sendOffsetsToTransaction (AddOffsetsToTxn, TxnOffsetCommit): 42 in a
+     * committed transaction, then 99 in an aborted one; the group's committed offset, read with
+     * requireStable, must be 42.
+     */
+    private static long offsetsInTransactions(String bootstrap, String topic) {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        ConsumerGroupMetadata group = new ConsumerGroupMetadata("client-check-copier");
+        try (KafkaProducer<String, String> producer = producer(bootstrap)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            producer.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(42)), group);
+            producer.commitTransaction();
+            producer.beginTransaction();
+            producer.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(99)), group);
+            producer.abortTransaction();
+        }
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(props)) {
+            ListConsumerGroupOffsetsOptions stable = new ListConsumerGroupOffsetsOptions().requireStable(true);
+            OffsetAndMetadata committed = admin.listConsumerGroupOffsets("client-check-copier", stable)
+                    .partitionsToOffsetAndMetadata().get().get(tp);
+            if (committed == null) {
+                throw new CheckFailed("no offset committed for " + tp + " by the committed transaction");
+            }
+            return committed.offset();
+        } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+            throw new CheckFailed("listing the group's offsets: " + ClientCheck.describe(e));
+        }
     }
 
     /**
