@@ -2,7 +2,8 @@
 //! tests/clients/java) and Kafka's `kafka-transactions` tool: commits,
 //! aborts, a zombie producer fenced by its successor, read_committed reads,
 //! group offsets committed in transactions (sendOffsetsToTransaction),
-//! a transaction left open by a crashed producer aborted after its timeout,
+//! a transaction left open by a crashed producer aborted after its timeout
+//! or ended with `kafka-transactions abort` and `forceTerminateTransaction`,
 //! and transactions whose partitions are led by other brokers (markers sent
 //! with WriteTxnMarkers).
 
@@ -129,4 +130,37 @@ fn transactions_span_the_brokers_of_a_cluster() {
     let row = describe(&bootstrap, "client-check-transactions");
     assert_ne!(row[0], (coordinator + 1).to_string(), "{row:?}");
     assert!(row[3].parse::<i16>().expect("epoch") > epoch, "{row:?}");
+}
+
+#[test]
+fn kafka_transactions_aborts_a_hanging_transaction_and_force_terminates_its_id() {
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "stuck", "2", "1");
+    // Open for ten minutes: only the tools end it.
+    assert_eq!(client_check(&["transactions-hang", &bootstrap, "stuck", "2", "600000"]), r#"{"hanging":50}"#);
+    let producers = |partition: &str| {
+        let args =
+            ["--bootstrap-server", &bootstrap, "describe-producers", "--topic", "stuck", "--partition", partition];
+        let (ok, printed) = kafka_cli("kafka-transactions", &args);
+        assert!(ok, "{printed}");
+        printed.lines().last().unwrap_or_default().split_whitespace().last().unwrap_or_default().to_string()
+    };
+    assert_eq!(producers("0"), "0", "the transaction starts at offset 0");
+    // `abort` writes the marker to the partition itself (WriteTxnMarkers).
+    let args =
+        ["--bootstrap-server", &bootstrap, "abort", "--topic", "stuck", "--partition", "0", "--start-offset", "0"];
+    let (ok, printed) = kafka_cli("kafka-transactions", &args);
+    assert!(ok, "{printed}");
+    assert_eq!(producers("0"), "None");
+    assert_eq!(producers("1"), "0", "only the partition named is aborted");
+    // forceTerminateTransaction fences the producer: the coordinator aborts
+    // the whole transaction and the id starts over at a new epoch.
+    let args =
+        ["--bootstrap-server", &bootstrap, "forceTerminateTransaction", "--transactionalId", "client-check-hanging"];
+    let (ok, printed) = kafka_cli("kafka-transactions", &args);
+    assert!(ok, "{printed}");
+    wait_for("the transaction to be ended", Duration::from_secs(30), || producers("1") == "None");
+    let row = describe(&bootstrap, "client-check-hanging");
+    assert_eq!((row[3].as_str(), row[4].as_str()), ("2", "Empty"), "{row:?}");
 }
