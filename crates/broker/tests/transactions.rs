@@ -1,5 +1,6 @@
 //! Transactions with Kafka's own Java client (kafka-clients 4.3.1, through
-//! tests/clients/java) and Kafka's `kafka-transactions` tool: commits,
+//! tests/clients/java), librdkafka, franz-go and Kafka's
+//! `kafka-transactions` tool: commits,
 //! aborts, a zombie producer fenced by its successor, read_committed reads,
 //! group offsets committed in transactions (sendOffsetsToTransaction),
 //! a transaction left open by a crashed producer aborted after its timeout
@@ -163,4 +164,33 @@ fn kafka_transactions_aborts_a_hanging_transaction_and_force_terminates_its_id()
     wait_for("the transaction to be ended", Duration::from_secs(30), || producers("1") == "None");
     let row = describe(&bootstrap, "client-check-hanging");
     assert_eq!((row[3].as_str(), row[4].as_str()), ("2", "Empty"), "{row:?}");
+}
+
+/// Runs a client program (argv) with `args`; its one-line summary.
+fn run_client(argv: &[String], args: &[&str]) -> String {
+    let output = Command::new(&argv[0]).args(&argv[1..]).args(args).current_dir(repo_root()).output().expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{argv:?} {args:?} failed:\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout.trim().to_string()
+}
+
+#[test]
+fn librdkafka_and_franz_go_transactional_producers_commit_and_abort() {
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    let path = |p: &str| repo_root().join(p).display().to_string();
+    let librdkafka = [path("target/client-venv/bin/python"), path("tests/clients/python/check_confluent.py")];
+    let franz = [path("target/client-bin/franz-check")];
+    for (topic, client) in [("librdkafka", &librdkafka[..]), ("franz-go", &franz[..])] {
+        create_topic(&bootstrap, topic, "3", "1");
+        let summary = run_client(client, &["transactions", &bootstrap, topic, "3"]);
+        // Key order differs between the two programs' JSON.
+        for part in [r#""committed":100"#, r#""aborted":50"#, r#""read_committed":100"#] {
+            assert!(summary.contains(part), "{topic}: {summary}");
+        }
+    }
 }

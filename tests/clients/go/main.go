@@ -4,6 +4,7 @@
 //	franz-check produce-range BOOTSTRAP TOPIC PARTITIONS FIRST COUNT CODEC
 //	franz-check consume BOOTSTRAP TOPIC PARTITIONS COUNT
 //	franz-check admin BOOTSTRAP
+//	franz-check transactions BOOTSTRAP TOPIC PARTITIONS
 //	franz-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
 //
 // Each prints one JSON line on stdout and exits 0 when the check passes; on
@@ -122,6 +123,8 @@ func main() {
 		topic, partitions, count := args[2], atoiArg(args[3], 1), atoiArg(args[4], 0)
 		err = consume(args[1], topic, int32(partitions), count)
 		result = map[string]int{"consumed": count}
+	case mode == "transactions" && len(args) == 4:
+		result, err = transactions(args[1], args[2], int32(atoiArg(args[3], 1)))
 	case mode == "admin" && len(args) == 2:
 		err = admin(args[1])
 		result = map[string]string{"admin": "ok"}

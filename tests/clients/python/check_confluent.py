@@ -4,6 +4,7 @@
   check_confluent.py produce BOOTSTRAP TOPIC PARTITIONS COUNT CODEC
   check_confluent.py consume BOOTSTRAP TOPIC PARTITIONS COUNT
   check_confluent.py group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
+  check_confluent.py transactions BOOTSTRAP TOPIC PARTITIONS
 
 See krabka_contract.py and tests/clients/README-python-go.md.
 """
@@ -256,7 +257,66 @@ def group_member(bootstrap, topic, group, protocol, out_path, idle_s):
         return st.finish("%s: %s" % (type(e).__name__, e))
 
 
+def transactions(bootstrap, topic, partitions):
+    """A transactional producer commits 50 records over every partition,
+    aborts 50 (flushed first, so they are in the log), commits 50 more; a
+    read_committed consumer must read exactly the committed ones."""
+    errors = []
+    p = ck.Producer({
+        "bootstrap.servers": bootstrap,
+        "transactional.id": "check-confluent-transactions",
+        "error_cb": _error_cb(errors),
+    })
+    p.init_transactions(60)
+    committed, aborted = [], []
+    for label, commit in (("first", True), ("aborted", False), ("second", True)):
+        p.begin_transaction()
+        values = ["%s-%d" % (label, i) for i in range(50)]
+        for i, value in enumerate(values):
+            p.produce(topic, value=value.encode(), partition=i % partitions)
+        if p.flush(60) != 0:
+            raise kc.CheckFailed("records of %s not delivered" % label)
+        if commit:
+            p.commit_transaction(60)
+            committed.extend(values)
+        else:
+            p.abort_transaction(60)
+            aborted.extend(values)
+    _raise_fatal(errors)
+    c = ck.Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "check-confluent-transactions-reader",
+        "isolation.level": "read_committed",
+        "enable.auto.commit": False,
+    })
+    c.assign([ck.TopicPartition(topic, part, ck.OFFSET_BEGINNING) for part in range(partitions)])
+    read = []
+    deadline = time.monotonic() + 60
+    while len(read) < len(committed) and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is not None and msg.error() is None:
+            read.append(msg.value().decode())
+    # Anything past the committed records (an aborted one) would show now.
+    extra_deadline = time.monotonic() + 2
+    while time.monotonic() < extra_deadline:
+        msg = c.poll(0.5)
+        if msg is not None and msg.error() is None:
+            read.append(msg.value().decode())
+    c.close()
+    if sorted(read) != sorted(committed):
+        raise kc.CheckFailed("read_committed read %d records, %d were committed; aborted among them: %d"
+                             % (len(read), len(committed), len(set(read) & set(aborted))))
+    print('{"committed":%d,"aborted":%d,"read_committed":%d}' % (len(committed), len(aborted), len(read)))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "transactions":
+        try:
+            sys.exit(transactions(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+        except kc.CheckFailed as e:
+            sys.stderr.write("%s transactions: FAIL: %s\n" % (PROG, e))
+            sys.exit(1)
     if len(sys.argv) > 1 and sys.argv[1] == "group-member":
         sys.exit(group_member(*kc.parse_group_member_args(PROG, sys.argv[2:])))
     kc.run(PROG, produce, consume)
