@@ -12,6 +12,7 @@ import java.util.concurrent.ExecutionException;
  *   admin   BOOTSTRAP
  *   transactions BOOTSTRAP TOPIC PARTITIONS
  *   transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS
+ *   streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR
  *   group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
  * </pre>
  *
@@ -27,6 +28,7 @@ public final class ClientCheck {
             "       client-check admin BOOTSTRAP",
             "       client-check transactions BOOTSTRAP TOPIC PARTITIONS",
             "       client-check transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS",
+            "       client-check streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR",
             "       client-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]",
             "PROTOCOL: classic | consumer",
             "CODEC: none | gzip | snappy | lz4 | zstd");
@@ -37,6 +39,14 @@ public final class ClientCheck {
         String sub = args.length > 0 ? args[0] : "";
         if (sub.equals("group-member")) {
             groupMember(args);
+            return;
+        }
+        if (sub.equals("streams-count")) {
+            if (args.length != 6) {
+                System.err.println("client-check: streams-count takes 5 arguments");
+                System.exit(2);
+            }
+            StreamsCount.run(args[1], args[2], args[3], args[4], args[5]);
             return;
         }
         String summary;

@@ -1,0 +1,74 @@
+package dev.krabka;
+
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * {@code streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR}: a Kafka Streams app with
+ * processing.guarantee=exactly_once_v2 that counts the records of each key of INPUT in a state
+ * store (in memory, restored from its changelog) and writes every new count to OUTPUT (no
+ * caching: one update per input record). Runs until killed; prints {"running":APP_ID} once
+ * it processes. Under exactly-once, however often it is killed, OUTPUT read_committed holds
+ * for each key exactly the counts 1, 2, ... n, in order.
+ */
+final class StreamsCount {
+    private StreamsCount() {}
+
+    static void run(String bootstrap, String input, String output, String appId, String stateDir) {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");
+        // A killed instance's place is taken within seconds (the broker's minimum).
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts"))
+                        .withKeySerde(Serdes.String())
+                        .withValueSerde(Serdes.Long()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        CountDownLatch dead = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.RUNNING) {
+                System.out.println("{\"running\":" + Json.str(appId) + "}");
+                System.out.flush();
+            }
+            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
+                dead.countDown();
+            }
+        });
+        streams.setUncaughtExceptionHandler(e -> {
+            System.err.println("streams-count: " + ClientCheck.describe(e));
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
+                    .SHUTDOWN_CLIENT;
+        });
+        streams.start();
+        try {
+            dead.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        streams.close();
+        System.exit(1);
+    }
+}
