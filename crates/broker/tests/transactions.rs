@@ -299,3 +299,56 @@ fn a_kafka_streams_exactly_once_app_killed_mid_stream_counts_exactly() {
         assert_eq!(written, &exact, "{key}: every count once, in order");
     }
 }
+
+/// A commit prepared but not completed (a partition leader frozen, so its
+/// marker cannot be written) when the coordinator is killed: after it
+/// restarts and the leader thaws, the transaction completes and a
+/// read_committed consumer reads all of it.
+#[test]
+fn a_commit_prepared_when_its_coordinator_dies_completes_after_the_restart() {
+    use std::io::{BufRead, Write};
+    let mut nodes = BrokerProcess::start_cluster(3, &["transaction.state.log.replication.factor=3"]);
+    let bootstrap = nodes.iter().map(|n| n.bootstrap()).collect::<Vec<_>>().join(",");
+    // One partition on each node (RF1), so one node's freeze stops one marker.
+    let args = ["--bootstrap-server", &bootstrap, "--create", "--topic", "cue", "--replica-assignment", "1,2,3"];
+    let (ok, printed) = kafka_cli("kafka-topics", &args);
+    assert!(ok, "{printed}");
+    let mut producer = Command::new(repo_root().join("tests/clients/java/run"))
+        .args(["transactions-commit-on-cue", &bootstrap, "cue", "3"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("producer");
+    let mut lines = std::io::BufReader::new(producer.stdout.take().expect("stdout")).lines();
+    assert_eq!(lines.next().expect("a line").expect("read"), r#"{"flushed":50}"#);
+    let row = describe(&bootstrap, "client-check-on-cue");
+    let coordinator = row[0].parse::<usize>().expect("coordinator id") - 1;
+    let frozen = (coordinator + 1) % 3;
+    nodes[frozen].pause();
+    writeln!(producer.stdin.take().expect("stdin")).expect("cue");
+    assert_eq!(lines.next().expect("a line").expect("read"), r#"{"committed":50}"#);
+    assert!(producer.wait().expect("producer").success());
+    let live = nodes[coordinator].bootstrap();
+    assert_eq!(describe(&live, "client-check-on-cue")[4], "PrepareCommit", "the frozen leader's marker is missing");
+    nodes[coordinator].kill9();
+    nodes[coordinator].restart();
+    nodes[frozen].resume();
+    wait_for("the transaction to complete", Duration::from_secs(90), || {
+        describe(&bootstrap, "client-check-on-cue").get(4).map(String::as_str) == Some("CompleteCommit")
+    });
+    let (_, read) = kafka_cli(
+        "kafka-console-consumer",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--topic",
+            "cue",
+            "--from-beginning",
+            "--isolation-level",
+            "read_committed",
+            "--timeout-ms",
+            "5000",
+        ],
+    );
+    assert!(read.contains("Processed a total of 50 messages"), "{read}");
+}

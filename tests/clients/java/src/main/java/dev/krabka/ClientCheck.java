@@ -12,6 +12,7 @@ import java.util.concurrent.ExecutionException;
  *   admin   BOOTSTRAP
  *   transactions BOOTSTRAP TOPIC PARTITIONS
  *   transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS
+ *   transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS
  *   streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR
  *   group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
  * </pre>
@@ -28,6 +29,7 @@ public final class ClientCheck {
             "       client-check admin BOOTSTRAP",
             "       client-check transactions BOOTSTRAP TOPIC PARTITIONS",
             "       client-check transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS",
+            "       client-check transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS",
             "       client-check streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR",
             "       client-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]",
             "PROTOCOL: classic | consumer",
@@ -65,6 +67,11 @@ public final class ClientCheck {
                 case "admin" -> {
                     need(args, 2);
                     yield AdminCheck.run(args[1]);
+                }
+                case "transactions-commit-on-cue" -> {
+                    need(args, 4);
+                    TransactionCheck.commitOnCue(args[1], args[2], positive(args[3], "PARTITIONS"));
+                    yield "";
                 }
                 case "transactions-hang" -> {
                     need(args, 5);

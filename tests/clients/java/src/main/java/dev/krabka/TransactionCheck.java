@@ -137,6 +137,31 @@ final class TransactionCheck {
         Runtime.getRuntime().halt(0);
     }
 
+    /**
+     * {@code transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS}: opens a transaction, writes
+     * to every partition, prints {"flushed":COUNT} and waits for a line on stdin; then commits
+     * (EndTxn is answered once the commit is prepared, before its markers are written) and
+     * prints {"committed":COUNT}.
+     */
+    static void commitOnCue(String bootstrap, String topic, int partitions) {
+        try (KafkaProducer<String, String> producer = producer(bootstrap, "client-check-on-cue", 60_000)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            send(producer, topic, partitions, "on-cue");
+            producer.flush();
+            System.out.println("{\"flushed\":" + COUNT + "}");
+            System.out.flush();
+            try {
+                new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            } catch (java.io.IOException e) {
+                throw new CheckFailed("reading the cue: " + e);
+            }
+            producer.commitTransaction();
+            System.out.println("{\"committed\":" + COUNT + "}");
+            System.out.flush();
+        }
+    }
+
     private static KafkaProducer<String, String> producer(String bootstrap) {
         return producer(bootstrap, "client-check-transactions", 60_000);
     }
