@@ -359,3 +359,119 @@ fn a_commit_prepared_when_its_coordinator_dies_completes_after_the_restart() {
         count == 50
     });
 }
+
+/// Requests Kafka refuses, refused with its error codes (over raw sockets).
+#[test]
+fn bad_transaction_requests_get_kafkas_errors() {
+    use krabka_protocol::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    use krabka_protocol::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
+    use krabka_protocol::*;
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "bad", "1", "1");
+    let mut client = support::RawClient::connect(&bootstrap);
+    let find = FindCoordinatorRequest { key_type: 1, coordinator_keys: vec!["bad-id".into()], ..Default::default() };
+    let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+    assert_eq!(found.coordinators[0].error_code, 0, "{found:?}");
+    let end = |client: &mut support::RawClient, id: &str, pid, epoch, committed| -> i16 {
+        let request = EndTxnRequest {
+            transactional_id: id.into(),
+            producer_id: pid,
+            producer_epoch: epoch,
+            committed,
+            ..Default::default()
+        };
+        client.request::<_, EndTxnResponse>(ApiKey::EndTxn, 3, &request).error_code
+    };
+    assert_eq!(end(&mut client, "unknown-id", 1, 0, true), ErrorCode::INVALID_PRODUCER_ID_MAPPING.code());
+    let init = |client: &mut support::RawClient, timeout| -> InitProducerIdResponse {
+        let request = InitProducerIdRequest {
+            transactional_id: Some("bad-id".into()),
+            transaction_timeout_ms: timeout,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        };
+        client.request(ApiKey::InitProducerId, 4, &request)
+    };
+    assert_eq!(init(&mut client, 0).error_code, ErrorCode::INVALID_TRANSACTION_TIMEOUT.code());
+    assert_eq!(init(&mut client, 900_001).error_code, ErrorCode::INVALID_TRANSACTION_TIMEOUT.code());
+    let producer = init(&mut client, 60_000);
+    assert_eq!((producer.error_code, producer.producer_epoch), (0, 0));
+    let pid = producer.producer_id;
+    let add = |client: &mut support::RawClient, version, epoch, topics: &[(&str, i32)]| -> Vec<i16> {
+        let topics = topics
+            .iter()
+            .map(|(name, p)| AddPartitionsToTxnTopic {
+                name: name.to_string(),
+                partitions: vec![*p],
+                ..Default::default()
+            })
+            .collect();
+        let request = AddPartitionsToTxnRequest {
+            v3_and_below_transactional_id: "bad-id".into(),
+            v3_and_below_producer_id: pid,
+            v3_and_below_producer_epoch: epoch,
+            v3_and_below_topics: topics,
+            ..Default::default()
+        };
+        let response: AddPartitionsToTxnResponse = client.request(ApiKey::AddPartitionsToTxn, version, &request);
+        response
+            .results_by_topic_v3_and_below
+            .iter()
+            .flat_map(|t| t.results_by_partition.iter())
+            .map(|p| p.partition_error_code)
+            .collect()
+    };
+    // A wrong epoch: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH before v2.
+    assert_eq!(add(&mut client, 3, 1, &[("bad", 0)]), [ErrorCode::PRODUCER_FENCED.code()]);
+    assert_eq!(add(&mut client, 1, 1, &[("bad", 0)]), [ErrorCode::INVALID_PRODUCER_EPOCH.code()]);
+    // An unknown partition fails the request; the others are not attempted.
+    assert_eq!(
+        add(&mut client, 3, 0, &[("bad", 0), ("nowhere", 0)]),
+        [ErrorCode::OPERATION_NOT_ATTEMPTED.code(), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()]
+    );
+    // Nothing open: a commit is an invalid transition, an abort too (before
+    // transactions v2); a wrong epoch is fenced first.
+    assert_eq!(end(&mut client, "bad-id", pid, 0, true), ErrorCode::INVALID_TXN_STATE.code());
+    assert_eq!(end(&mut client, "bad-id", pid, 0, false), ErrorCode::INVALID_TXN_STATE.code());
+    assert_eq!(end(&mut client, "bad-id", pid, 1, false), ErrorCode::PRODUCER_FENCED.code());
+    // Markers from an older coordinator epoch than the partition has seen are fenced.
+    let marker = |client: &mut support::RawClient, coordinator_epoch| -> i16 {
+        let request = WriteTxnMarkersRequest {
+            markers: vec![WritableTxnMarker {
+                producer_id: 999_999,
+                producer_epoch: 0,
+                transaction_result: false,
+                topics: vec![WritableTxnMarkerTopic {
+                    name: "bad".into(),
+                    partition_indexes: vec![0],
+                    ..Default::default()
+                }],
+                coordinator_epoch,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let response: WriteTxnMarkersResponse = client.request(ApiKey::WriteTxnMarkers, 1, &request);
+        response.markers[0].topics[0].partitions[0].error_code
+    };
+    assert_eq!(marker(&mut client, 5), 0);
+    assert_eq!(marker(&mut client, 3), ErrorCode::TRANSACTION_COORDINATOR_FENCED.code());
+    let described: DescribeTransactionsResponse = client.request(
+        ApiKey::DescribeTransactions,
+        0,
+        &DescribeTransactionsRequest { transactional_ids: vec!["nobody".into()], ..Default::default() },
+    );
+    assert_eq!(described.transaction_states[0].error_code, ErrorCode::TRANSACTIONAL_ID_NOT_FOUND.code());
+    let listed: ListTransactionsResponse = client.request(
+        ApiKey::ListTransactions,
+        2,
+        &ListTransactionsRequest {
+            transactional_id_pattern: Some("(".into()),
+            duration_filter: -1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(listed.error_code, ErrorCode::INVALID_REGULAR_EXPRESSION.code());
+}
