@@ -71,6 +71,21 @@ fn request_timeout(broker: &Broker) -> Duration {
     Duration::from_millis(broker.config.quorum.request_timeout_ms.max(1) as u64)
 }
 
+/// The next block of producer ids for this broker: from the active
+/// controller when it shares a quorum, else committed in its own metadata log.
+pub async fn reserve_producer_ids(broker: &Broker) -> Result<Range<i64>, String> {
+    if broker.metadata.quorum().is_some() {
+        return allocate_producer_ids(broker).await;
+    }
+    let node_id = broker.node_id;
+    let (_, block) = broker
+        .metadata
+        .control(|image| krabka_controller::producer_ids::plan_allocate_producer_ids(image, node_id))
+        .await
+        .map_err(|e| e.message)?;
+    Ok(block)
+}
+
 /// The next block of producer ids for this broker (Kafka's
 /// RPCProducerIdManager), asking whoever leads until one grants it or a
 /// request timeout has passed. Only a registered broker may ask: its

@@ -5,9 +5,6 @@
 //! in its own metadata log; a node sharing a quorum asks the active
 //! controller for them (AllocateProducerIds), as every Kafka broker does.
 
-use std::ops::Range;
-
-use krabka_controller::producer_ids::plan_allocate_producer_ids;
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{InitProducerIdRequest, InitProducerIdResponse};
 
@@ -19,7 +16,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) ->
     if let Some(transactional_id) = &request.transactional_id {
         return super::transactions::init_producer_id(ctx, &request, transactional_id).await;
     }
-    match ctx.broker.producer_ids.next_id(|| reserve_block(ctx)).await {
+    match ctx.broker.producer_ids.next_id(|| active_controller::reserve_producer_ids(ctx.broker)).await {
         Ok(producer_id) => {
             response.producer_id = producer_id;
             response.producer_epoch = 0;
@@ -31,16 +28,4 @@ pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) ->
         }
     }
     response
-}
-
-/// The next block of producer ids for this broker.
-pub(super) async fn reserve_block(ctx: &RequestContext<'_>) -> Result<Range<i64>, String> {
-    let broker = ctx.broker;
-    if broker.metadata.quorum().is_some() {
-        return active_controller::allocate_producer_ids(broker).await;
-    }
-    let node_id = broker.node_id;
-    let (_, block) =
-        broker.metadata.control(|image| plan_allocate_producer_ids(image, node_id)).await.map_err(|e| e.message)?;
-    Ok(block)
 }

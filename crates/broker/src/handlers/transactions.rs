@@ -26,7 +26,6 @@ use krabka_protocol::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-use super::producer_ids::reserve_block;
 use crate::request::RequestContext;
 use crate::transactions::{append_marker, spawn_markers};
 
@@ -41,7 +40,7 @@ async fn with_producer_ids<T>(
     if answer.result.as_ref().err() != Some(&ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) {
         return answer;
     }
-    match broker.producer_ids.next_id(|| reserve_block(ctx)).await {
+    match broker.producer_ids.next_id(|| crate::active_controller::reserve_producer_ids(broker)).await {
         Ok(id) => broker.with_txn_host(Some(id), &call),
         Err(_) => answer,
     }
