@@ -227,3 +227,87 @@ pub async fn transaction_clock_loop(broker: Arc<Broker>) {
         }
     }
 }
+
+/// Whether each of `partitions` is in the open transaction of
+/// `transactional_id`'s producer (KIP-890 part 1: a partition leader asks
+/// before it appends a transaction's first batch), asked of its coordinator
+/// here or with AddPartitionsToTxn (verify only) of another broker. Errors
+/// a producer cannot act on (the coordinator moving, loading) come back as
+/// NOT_ENOUGH_REPLICAS, which it retries, as Kafka answers them.
+pub async fn verify_in_transaction(
+    broker: &Broker,
+    transactional_id: &str,
+    producer: (i64, i16),
+    partitions: Vec<TopicPartition>,
+) -> Vec<(TopicPartition, ErrorCode)> {
+    let coordinator = broker.txn_coordinator(transactional_id).map(|c| c.id);
+    let answers = match coordinator {
+        Some(id) if id == broker.node_id => broker.with_txn_host(None, |host| {
+            broker.txns.verify_partitions(host, transactional_id, producer.0, producer.1, &partitions)
+        }),
+        Some(id) => match ask_to_verify(broker, id, transactional_id, producer, &partitions).await {
+            Ok(answers) => answers,
+            Err(_) => partitions.iter().map(|tp| (tp.clone(), ErrorCode::NOT_COORDINATOR)).collect(),
+        },
+        None => partitions.iter().map(|tp| (tp.clone(), ErrorCode::COORDINATOR_NOT_AVAILABLE)).collect(),
+    };
+    let retriable = [
+        ErrorCode::NOT_COORDINATOR,
+        ErrorCode::COORDINATOR_NOT_AVAILABLE,
+        ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode::CONCURRENT_TRANSACTIONS,
+    ];
+    answers
+        .into_iter()
+        .map(|(tp, code)| (tp, if retriable.contains(&code) { ErrorCode::NOT_ENOUGH_REPLICAS } else { code }))
+        .collect()
+}
+
+/// AddPartitionsToTxn v4, verify only, to the coordinator on broker `id`.
+async fn ask_to_verify(
+    broker: &Broker,
+    id: i32,
+    transactional_id: &str,
+    (producer_id, producer_epoch): (i64, i16),
+    partitions: &[TopicPartition],
+) -> Result<Vec<(TopicPartition, ErrorCode)>, String> {
+    use krabka_protocol::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
+    use krabka_protocol::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
+    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+    for (topic, partition) in partitions {
+        match topics.iter_mut().find(|t| &t.name == topic) {
+            Some(t) => t.partitions.push(*partition),
+            None => topics.push(AddPartitionsToTxnTopic {
+                name: topic.clone(),
+                partitions: vec![*partition],
+                ..Default::default()
+            }),
+        }
+    }
+    let request = AddPartitionsToTxnRequest {
+        transactions: vec![AddPartitionsToTxnTransaction {
+            transactional_id: transactional_id.to_string(),
+            producer_id,
+            producer_epoch,
+            verify_only: true,
+            topics,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut channel = broker.connect_to_broker(id, MARKER_TIMEOUT, "txn-verification").await?;
+    let response: AddPartitionsToTxnResponse = channel.call(ApiKey::AddPartitionsToTxn, 4, &request).await?;
+    if response.error_code != 0 {
+        let code = ErrorCode::from(response.error_code);
+        return Ok(partitions.iter().map(|tp| (tp.clone(), code)).collect());
+    }
+    Ok(response
+        .results_by_transaction
+        .iter()
+        .flat_map(|t| t.topic_results.iter())
+        .flat_map(|t| {
+            t.results_by_partition.iter().map(move |p| ((t.name.clone(), p.partition_index), p.partition_error_code))
+        })
+        .map(|(tp, code)| (tp, ErrorCode::from(code)))
+        .collect())
+}

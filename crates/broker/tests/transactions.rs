@@ -436,6 +436,38 @@ fn bad_transaction_requests_get_kafkas_errors() {
     assert_eq!(end(&mut client, "bad-id", pid, 0, true), ErrorCode::INVALID_TXN_STATE.code());
     assert_eq!(end(&mut client, "bad-id", pid, 0, false), ErrorCode::INVALID_TXN_STATE.code());
     assert_eq!(end(&mut client, "bad-id", pid, 1, false), ErrorCode::PRODUCER_FENCED.code());
+    // A transactional batch to a partition not in the transaction is refused
+    // (KIP-890 part 1): INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11.
+    let produce = |client: &mut support::RawClient, version, sequence| -> i16 {
+        use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
+        use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+        let mut builder = RecordBatchBuilder::new(compression::Compression::None)
+            .with_transactional(true)
+            .with_producer(pid, 0, sequence);
+        builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+        let request = ProduceRequest {
+            transactional_id: Some("bad-id".into()),
+            acks: -1,
+            timeout_ms: 10_000,
+            topic_data: vec![TopicProduceData {
+                name: "bad".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(builder.build().unwrap().into_bytes()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let response: ProduceResponse = client.request(ApiKey::Produce, version, &request);
+        response.responses[0].partition_responses[0].error_code
+    };
+    assert_eq!(produce(&mut client, 9, 0), ErrorCode::INVALID_TXN_STATE.code());
+    assert_eq!(produce(&mut client, 11, 0), ErrorCode::TRANSACTION_ABORTABLE.code());
+    assert_eq!(add(&mut client, 3, 0, &[("bad", 0)]), [0]);
+    assert_eq!(produce(&mut client, 9, 0), 0, "in the transaction now");
+    assert_eq!(end(&mut client, "bad-id", pid, 0, false), 0);
     // Markers from an older coordinator epoch than the partition has seen are fenced.
     let marker = |client: &mut support::RawClient, coordinator_epoch| -> i16 {
         let request = WriteTxnMarkersRequest {

@@ -130,6 +130,9 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         let response = decide_topic(broker, &image, &checks, topic_data, responses.len(), &mut appends);
         responses.push(response);
     }
+    if let Some(transactional_id) = request.transactional_id.as_deref() {
+        verify_transactions(ctx, transactional_id, &mut appends, &mut responses).await;
+    }
     let outcomes = run_appends(&appends, now).await;
     let replicated_at = answer_appends(broker, &appends, outcomes, &mut responses);
     tracing::debug!(acks = request.acks, ?replicated_at, "produce appended");
@@ -151,6 +154,65 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     let node_endpoints =
         if ctx.api_version >= LEADER_HINTS_VERSION { name_leaders(broker, &image, &mut responses) } else { Vec::new() };
     ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, node_endpoints, ..Default::default() })))
+}
+
+/// KIP-890 part 1: a transactional batch that would open its producer's
+/// transaction on a partition goes in only if the coordinator has the
+/// partition in that transaction; the others are answered with its error
+/// (not in the transaction: INVALID_TXN_STATE, TRANSACTION_ABORTABLE from
+/// v11, which knows it) and not appended.
+async fn verify_transactions(
+    ctx: &RequestContext<'_>,
+    transactional_id: &str,
+    appends: &mut Vec<PendingAppend>,
+    responses: &mut [TopicProduceResponse],
+) {
+    let broker = ctx.broker;
+    if broker.config.raw.get("transaction.partition.verification.enable").map(String::as_str) == Some("false") {
+        return;
+    }
+    // The appends opening a transaction: (index, producer).
+    let opening: Vec<(usize, (i64, i16))> = appends
+        .iter()
+        .enumerate()
+        .filter_map(|(i, append)| {
+            let batch = RecordBatches::new(append.records.clone()).next()?.ok()?;
+            if !batch.is_transactional() {
+                return None;
+            }
+            let log = append.partition.lock_log();
+            let open = log
+                .producer_state()
+                .producers()
+                .get(&batch.producer_id())
+                .is_some_and(|p| p.current_txn_first_offset.is_some());
+            (!open).then_some((i, (batch.producer_id(), batch.producer_epoch())))
+        })
+        .collect();
+    let Some(&(_, producer)) = opening.first() else { return };
+    let partitions: Vec<(String, i32)> =
+        opening.iter().map(|&(i, _)| (appends[i].partition.topic.to_string(), appends[i].partition.index)).collect();
+    let answers = crate::transactions::verify_in_transaction(broker, transactional_id, producer, partitions).await;
+    let mut refused = Vec::new();
+    for (&(i, _), (_, code)) in opening.iter().zip(answers) {
+        if code == ErrorCode::NONE {
+            continue;
+        }
+        let code = if code == ErrorCode::TRANSACTION_ABORTABLE && ctx.api_version < 11 {
+            ErrorCode::INVALID_TXN_STATE
+        } else {
+            code
+        };
+        let append = &appends[i];
+        let response = &mut responses[append.topic].partition_responses[append.slot];
+        *response = failed(response.index, code.code(), Some("the partition is not in the transaction".into()));
+        refused.push(i);
+    }
+    let mut index = 0;
+    appends.retain(|_| {
+        index += 1;
+        !refused.contains(&(index - 1))
+    });
 }
 
 /// KIP-951: each partition refused with NOT_LEADER_OR_FOLLOWER names its
