@@ -102,6 +102,19 @@ async fn write_round(broker: &Arc<Broker>, markers: &Markers, pending: Vec<Topic
     failed
 }
 
+/// `items` keyed by topic, grouped per topic in the order topics first
+/// appear: how Kafka's transaction messages list partitions.
+pub fn by_topic<T>(items: impl IntoIterator<Item = (String, T)>) -> Vec<(String, Vec<T>)> {
+    let mut topics: Vec<(String, Vec<T>)> = Vec::new();
+    for (topic, item) in items {
+        match topics.iter_mut().find(|(name, _)| *name == topic) {
+            Some((_, items)) => items.push(item),
+            None => topics.push((topic, vec![item])),
+        }
+    }
+    topics
+}
+
 /// What a marker is: (producer id, producer epoch, commit, coordinator epoch).
 pub type Marker = (i64, i16, bool, i32);
 
@@ -148,17 +161,10 @@ async fn send_markers(
     markers: &Markers,
     partitions: Vec<TopicPartition>,
 ) -> Vec<TopicPartition> {
-    let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
-    for (topic, partition) in &partitions {
-        match topics.iter_mut().find(|t| &t.name == topic) {
-            Some(t) => t.partition_indexes.push(*partition),
-            None => topics.push(WritableTxnMarkerTopic {
-                name: topic.clone(),
-                partition_indexes: vec![*partition],
-                ..Default::default()
-            }),
-        }
-    }
+    let topics = by_topic(partitions.iter().cloned())
+        .into_iter()
+        .map(|(name, partition_indexes)| WritableTxnMarkerTopic { name, partition_indexes, ..Default::default() })
+        .collect();
     let request = WriteTxnMarkersRequest {
         markers: vec![WritableTxnMarker {
             producer_id: markers.producer_id,
@@ -273,17 +279,10 @@ async fn ask_to_verify(
 ) -> Result<Vec<(TopicPartition, ErrorCode)>, String> {
     use krabka_protocol::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
     use krabka_protocol::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
-    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
-    for (topic, partition) in partitions {
-        match topics.iter_mut().find(|t| &t.name == topic) {
-            Some(t) => t.partitions.push(*partition),
-            None => topics.push(AddPartitionsToTxnTopic {
-                name: topic.clone(),
-                partitions: vec![*partition],
-                ..Default::default()
-            }),
-        }
-    }
+    let topics = by_topic(partitions.iter().cloned())
+        .into_iter()
+        .map(|(name, partitions)| AddPartitionsToTxnTopic { name, partitions, ..Default::default() })
+        .collect();
     let request = AddPartitionsToTxnRequest {
         transactions: vec![AddPartitionsToTxnTransaction {
             transactional_id: transactional_id.to_string(),
@@ -310,4 +309,16 @@ async fn ask_to_verify(
         })
         .map(|(tp, code)| (tp, ErrorCode::from(code)))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_topic;
+
+    #[test]
+    fn partitions_are_grouped_by_topic_in_first_seen_order() {
+        let pairs = [("b", 1), ("a", 0), ("b", 0), ("a", 2)].map(|(t, p)| (t.to_string(), p));
+        assert_eq!(by_topic(pairs), [("b".to_string(), vec![1, 0]), ("a".to_string(), vec![0, 2])]);
+        assert!(by_topic(Vec::<(String, i32)>::new()).is_empty());
+    }
 }

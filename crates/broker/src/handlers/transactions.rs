@@ -27,7 +27,7 @@ use krabka_protocol::{
 };
 
 use crate::request::RequestContext;
-use crate::transactions::{append_marker, spawn_markers};
+use crate::transactions::{append_marker, by_topic, spawn_markers};
 
 /// Calls the coordinator; when the broker's block of producer ids is used
 /// up, fetches the next one and calls again with an id of it in hand.
@@ -101,23 +101,22 @@ fn partitions_of(topics: &[AddPartitionsToTxnTopic]) -> Vec<TopicPartition> {
 }
 
 fn topic_results(results: Vec<(TopicPartition, ErrorCode)>) -> Vec<AddPartitionsToTxnTopicResult> {
-    let mut topics: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
-    for ((topic, partition), code) in results {
+    let results = results.into_iter().map(|((topic, partition_index), code)| {
         let result = AddPartitionsToTxnPartitionResult {
-            partition_index: partition,
+            partition_index,
             partition_error_code: code.code(),
             ..Default::default()
         };
-        match topics.iter_mut().find(|t| t.name == topic) {
-            Some(t) => t.results_by_partition.push(result),
-            None => topics.push(AddPartitionsToTxnTopicResult {
-                name: topic,
-                results_by_partition: vec![result],
-                ..Default::default()
-            }),
-        }
-    }
-    topics
+        (topic, result)
+    });
+    by_topic(results)
+        .into_iter()
+        .map(|(name, results_by_partition)| AddPartitionsToTxnTopicResult {
+            name,
+            results_by_partition,
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// AddPartitionsToTxn: v0-3 from a producer (one transaction), v4+ from
@@ -253,16 +252,10 @@ pub fn describe_transactions(
                     state.transaction_start_time_ms = meta.start_ms;
                     state.producer_id = meta.producer_id;
                     state.producer_epoch = meta.producer_epoch;
-                    for (topic, partition) in meta.partitions {
-                        match state.topics.iter_mut().find(|t| t.topic == topic) {
-                            Some(t) => t.partitions.push(partition),
-                            None => state.topics.push(describe::TopicData {
-                                topic,
-                                partitions: vec![partition],
-                                ..Default::default()
-                            }),
-                        }
-                    }
+                    state.topics = by_topic(meta.partitions)
+                        .into_iter()
+                        .map(|(topic, partitions)| describe::TopicData { topic, partitions, ..Default::default() })
+                        .collect();
                 }
                 Err(code) => state.error_code = code.code(),
             }
@@ -364,17 +357,15 @@ pub fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommitReque
         let codes = broker.groups.commit_transactional_offsets(&host, &request.group_id, committer, &offsets);
         codes.into_iter().map(|c| fenced_before(ctx.api_version, 2, ErrorCode::from(c)).code()).collect()
     };
-    let mut topics: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
-    for ((topic, partition, ..), error_code) in offsets.iter().zip(codes) {
-        let answer = TxnOffsetCommitResponsePartition { partition_index: *partition, error_code, ..Default::default() };
-        match topics.iter_mut().find(|t| &t.name == topic) {
-            Some(t) => t.partitions.push(answer),
-            None => topics.push(TxnOffsetCommitResponseTopic {
-                name: topic.clone(),
-                partitions: vec![answer],
-                ..Default::default()
-            }),
-        }
-    }
+    let answers = offsets.iter().zip(codes).map(|((topic, partition, ..), error_code)| {
+        (
+            topic.clone(),
+            TxnOffsetCommitResponsePartition { partition_index: *partition, error_code, ..Default::default() },
+        )
+    });
+    let topics = by_topic(answers)
+        .into_iter()
+        .map(|(name, partitions)| TxnOffsetCommitResponseTopic { name, partitions, ..Default::default() })
+        .collect();
     TxnOffsetCommitResponse { topics, ..Default::default() }
 }
