@@ -236,22 +236,31 @@ pub async fn transaction_clock_loop(broker: Arc<Broker>) {
 
 /// Whether each of `partitions` is in the open transaction of
 /// `transactional_id`'s producer (KIP-890 part 1: a partition leader asks
-/// before it appends a transaction's first batch), asked of its coordinator
-/// here or with AddPartitionsToTxn (verify only) of another broker. Errors
-/// a producer cannot act on (the coordinator moving, loading) come back as
+/// before it appends a transaction's first batch), or, with `add`, adds
+/// them to it (part 2, transactions v2: producers leave that to the
+/// leaders); asked of the coordinator here or with AddPartitionsToTxn
+/// (v4 verify only, v5 adding) of another broker. Errors a producer cannot
+/// act on (the coordinator moving, loading) come back as
 /// NOT_ENOUGH_REPLICAS, which it retries, as Kafka answers them.
-pub async fn verify_in_transaction(
+pub async fn check_in_transaction(
     broker: &Broker,
     transactional_id: &str,
     producer: (i64, i16),
     partitions: Vec<TopicPartition>,
+    add: bool,
 ) -> Vec<(TopicPartition, ErrorCode)> {
     let coordinator = broker.txn_coordinator(transactional_id).map(|c| c.id);
+    let (pid, epoch) = producer;
     let answers = match coordinator {
         Some(id) if id == broker.node_id => broker.with_txn_host(None, |host| {
-            broker.txns.verify_partitions(host, transactional_id, producer.0, producer.1, &partitions)
+            if add {
+                let code = broker.txns.add_partitions(host, transactional_id, pid, epoch, &partitions, 2).err();
+                partitions.iter().map(|tp| (tp.clone(), code.unwrap_or(ErrorCode::NONE))).collect()
+            } else {
+                broker.txns.verify_partitions(host, transactional_id, pid, epoch, &partitions)
+            }
         }),
-        Some(id) => match ask_to_verify(broker, id, transactional_id, producer, &partitions).await {
+        Some(id) => match ask_coordinator(broker, id, transactional_id, producer, &partitions, add).await {
             Ok(answers) => answers,
             Err(_) => partitions.iter().map(|tp| (tp.clone(), ErrorCode::NOT_COORDINATOR)).collect(),
         },
@@ -269,13 +278,15 @@ pub async fn verify_in_transaction(
         .collect()
 }
 
-/// AddPartitionsToTxn v4, verify only, to the coordinator on broker `id`.
-async fn ask_to_verify(
+/// AddPartitionsToTxn to the coordinator on broker `id`: v4 verify only,
+/// or v5 adding the partitions.
+async fn ask_coordinator(
     broker: &Broker,
     id: i32,
     transactional_id: &str,
     (producer_id, producer_epoch): (i64, i16),
     partitions: &[TopicPartition],
+    add: bool,
 ) -> Result<Vec<(TopicPartition, ErrorCode)>, String> {
     use krabka_protocol::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
     use krabka_protocol::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
@@ -288,14 +299,15 @@ async fn ask_to_verify(
             transactional_id: transactional_id.to_string(),
             producer_id,
             producer_epoch,
-            verify_only: true,
+            verify_only: !add,
             topics,
             ..Default::default()
         }],
         ..Default::default()
     };
     let mut channel = broker.connect_to_broker(id, MARKER_TIMEOUT, "txn-verification").await?;
-    let response: AddPartitionsToTxnResponse = channel.call(ApiKey::AddPartitionsToTxn, 4, &request).await?;
+    let version = if add { 5 } else { 4 };
+    let response: AddPartitionsToTxnResponse = channel.call(ApiKey::AddPartitionsToTxn, version, &request).await?;
     if response.error_code != 0 {
         let code = ErrorCode::from(response.error_code);
         return Ok(partitions.iter().map(|tp| (tp.clone(), code)).collect());

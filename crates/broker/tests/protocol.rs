@@ -862,7 +862,7 @@ fn kafka_features_describe_shows_the_finalized_levels() {
     assert!(ok && out.contains("group.version was downgraded to 0"), "{out}");
     let (ok, out) = features(&["upgrade", "--feature", "group.version=1"]);
     assert!(ok && out.contains("group.version was upgraded to 1"), "{out}");
-    let (ok, out) = features(&["upgrade", "--feature", "transaction.version=2"]);
+    let (ok, out) = features(&["upgrade", "--feature", "share.version=1"]);
     assert!(!ok && out.contains("Local controller 1 does not support this feature"), "{out}");
     // A new log is at 4.3-IV0, which changed the metadata format: Kafka
     // refuses every metadata.version downgrade from it, unsafe or dry-run.

@@ -507,3 +507,23 @@ fn bad_transaction_requests_get_kafkas_errors() {
     );
     assert_eq!(listed.error_code, ErrorCode::INVALID_REGULAR_EXPRESSION.code());
 }
+
+/// Transactions v2 (KIP-890 part 2) once `transaction.version` is 2: the
+/// Java client bumps the epoch at every EndTxn (v5) and leaves adding
+/// partitions, and the group's offsets partition, to the leaders (Produce
+/// v12, TxnOffsetCommit v5); the same checks hold.
+#[test]
+fn transactions_v2_hold_the_same_with_the_java_client() {
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    let (ok, printed) = kafka_cli(
+        "kafka-features",
+        &["--bootstrap-server", &bootstrap, "upgrade", "--feature", "transaction.version=2"],
+    );
+    assert!(ok && printed.contains("transaction.version was upgraded to 2"), "{printed}");
+    create_topic(&bootstrap, "orders-v2", "3", "1");
+    assert_eq!(client_check(&["transactions", &bootstrap, "orders-v2", "3"]), SUMMARY);
+    let row = describe(&bootstrap, "client-check-transactions");
+    // Every end bumped the epoch: far past the five InitProducerIds.
+    assert!(row[3].parse::<i16>().expect("epoch") > 8, "{row:?}");
+}

@@ -34,7 +34,7 @@ use crate::features::{elr_safety_records, ControllerDefaults, ELR_VERSION};
 pub const CONTROLLER_FEATURES: [(&str, i16, i16); 7] = [
     (METADATA_VERSION, 7, 30),
     (KRAFT_VERSION, 0, 1),
-    ("transaction.version", 0, 0),
+    ("transaction.version", 0, 2),
     ("group.version", 0, 1),
     (ELR_VERSION, 0, 1),
     ("share.version", 0, 0),
@@ -318,8 +318,11 @@ mod tests {
 
     #[test]
     fn refusals_carry_kafkas_messages() {
-        let m = refusal(&update("transaction.version", 2, UpgradeType::Upgrade));
-        assert_eq!(m, "Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature.");
+        let m = refusal(&update("share.version", 1, UpgradeType::Upgrade));
+        assert_eq!(
+            m,
+            "Invalid update version 1 for feature share.version. Local controller 1 does not support this feature."
+        );
         let m = refusal(&update(METADATA_VERSION, 31, UpgradeType::Upgrade));
         assert!(m.ends_with("Local controller 1 only supports versions 7-30"), "{m}");
         let m = refusal(&update("group.version", 0, UpgradeType::Upgrade));

@@ -79,17 +79,13 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         ConsumerGroupDescribe,
         AddPartitionsToTxn,
         AddOffsetsToTxn,
+        EndTxn,
         TxnOffsetCommit,
         WriteTxnMarkers,
         DescribeTransactions,
         ListTransactions,
     ];
-    let mut apis: Vec<_> = keys.iter().map(|&key| served_range(key)).collect();
-    // EndTxn v5 is transactions v2 (KIP-890), whose producers leave adding
-    // partitions to the partition leaders: not served yet.
-    let (key, min, _) = served_range(EndTxn);
-    apis.push((key, min, 4));
-    apis
+    keys.iter().map(|&key| served_range(key)).collect()
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             ResponseBody::AddOffsetsToTxn(Box::new(transactions::add_offsets_to_txn(&ctx, *r).await))
         }
         RequestBody::TxnOffsetCommit(r) => {
-            ResponseBody::TxnOffsetCommit(Box::new(transactions::txn_offset_commit(&ctx, *r)))
+            ResponseBody::TxnOffsetCommit(Box::new(transactions::txn_offset_commit(&ctx, *r).await))
         }
         RequestBody::WriteTxnMarkers(r) => {
             ResponseBody::WriteTxnMarkers(Box::new(transactions::write_txn_markers(&ctx, *r).await))

@@ -156,9 +156,10 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, node_endpoints, ..Default::default() })))
 }
 
-/// KIP-890 part 1: a transactional batch that would open its producer's
+/// KIP-890: a transactional batch that would open its producer's
 /// transaction on a partition goes in only if the coordinator has the
-/// partition in that transaction; the others are answered with its error
+/// partition in that transaction (part 1), or adds it (part 2, from
+/// Produce v12); the others are answered with its error
 /// (not in the transaction: INVALID_TXN_STATE, TRANSACTION_ABORTABLE from
 /// v11, which knows it) and not appended.
 async fn verify_transactions(
@@ -192,7 +193,9 @@ async fn verify_transactions(
     let Some(&(_, producer)) = opening.first() else { return };
     let partitions: Vec<(String, i32)> =
         opening.iter().map(|&(i, _)| (appends[i].partition.topic.to_string(), appends[i].partition.index)).collect();
-    let answers = crate::transactions::verify_in_transaction(broker, transactional_id, producer, partitions).await;
+    // Produce v12 is transactions v2: the leader adds the partition itself.
+    let add = ctx.api_version >= 12;
+    let answers = crate::transactions::check_in_transaction(broker, transactional_id, producer, partitions, add).await;
     let mut refused = Vec::new();
     for (&(i, _), (_, code)) in opening.iter().zip(answers) {
         if code == ErrorCode::NONE {

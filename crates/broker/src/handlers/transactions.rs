@@ -27,7 +27,7 @@ use krabka_protocol::{
 };
 
 use crate::request::RequestContext;
-use crate::transactions::{append_marker, by_topic, spawn_markers};
+use crate::transactions::{append_marker, by_topic, check_in_transaction, spawn_markers};
 
 /// Calls the coordinator; when the broker's block of producer ids is used
 /// up, fetches the next one and calls again with an id of it in hand.
@@ -325,9 +325,18 @@ pub async fn add_offsets_to_txn(ctx: &RequestContext<'_>, request: AddOffsetsToT
 }
 
 /// TxnOffsetCommit: the offsets written in the producer's transaction,
-/// counted once it commits.
-pub fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+/// counted once it commits. From v4 the group's offsets partition must be
+/// in the transaction (KIP-890 part 1); v5 (transactions v2) adds it.
+pub async fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
     let broker = ctx.broker;
+    let mut in_transaction = ErrorCode::NONE;
+    if ctx.api_version >= 4 && !super::groups::not_coordinator(ctx, &request.group_id) {
+        let partition = (OFFSETS_TOPIC.to_string(), broker.groups.partition_for(&request.group_id) as i32);
+        let producer = (request.producer_id, request.producer_epoch);
+        let (id, add) = (&request.transactional_id, ctx.api_version >= 5);
+        let answers = check_in_transaction(broker, id, producer, vec![partition], add).await;
+        in_transaction = answers.first().map_or(ErrorCode::NONE, |(_, code)| *code);
+    }
     let offsets: Vec<OffsetToCommit> = request
         .topics
         .iter()
@@ -345,6 +354,8 @@ pub fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommitReque
         .collect();
     let codes = if super::groups::not_coordinator(ctx, &request.group_id) {
         vec![ErrorCode::NOT_COORDINATOR.code(); offsets.len()]
+    } else if in_transaction != ErrorCode::NONE {
+        vec![in_transaction.code(); offsets.len()]
     } else {
         let committer = TxnCommitter {
             producer_id: request.producer_id,
