@@ -40,8 +40,24 @@ pub struct BrokerProcess {
 pub const TEST_CLUSTER_ID: &str = "a1b2c3d4e5f6g7h8i9j0kw";
 
 /// A port nothing listens on now (bound once and released).
+/// A port free now for a node to listen on later. Picked below the
+/// ephemeral range (Linux's 32768-60999), where the kernel never puts an
+/// outgoing connection or a listener on port 0: a port from there could be
+/// taken by the clients of a test running beside this one before the node
+/// binds it (seen under load with three-node clusters).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static DRAWS: AtomicU32 = AtomicU32::new(0);
+    let seed =
+        std::process::id() ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    loop {
+        let draw = DRAWS.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761) ^ seed;
+        let port = 20_000 + (draw % 12_000) as u16;
+        debug_assert!(port < 32_768);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 impl BrokerProcess {
