@@ -238,7 +238,7 @@ pub fn persist_transactional(
     records: &[KeyValue],
     now_ms: i64,
     producer: (i64, i16),
-) -> Result<(), i16> {
+) -> Result<i64, i16> {
     let builder =
         RecordBatchBuilder::new(Compression::None).with_transactional(true).with_producer(producer.0, producer.1, -1);
     persist_batch(log, shard, records, now_ms, builder)
@@ -256,7 +256,7 @@ pub fn version_prefixed<M: Message>(prefix: i16, message: &M, version: i16) -> B
 
 /// Appends `records` to partition `shard` in one batch (the caller holds
 /// the shard's lock, and applies the change only when this succeeds).
-pub fn persist(log: &dyn CoordinatorLog, shard: usize, records: &[KeyValue], now_ms: i64) -> Result<(), i16> {
+pub fn persist(log: &dyn CoordinatorLog, shard: usize, records: &[KeyValue], now_ms: i64) -> Result<i64, i16> {
     persist_batch(log, shard, records, now_ms, RecordBatchBuilder::new(Compression::None))
 }
 
@@ -266,16 +266,16 @@ fn persist_batch(
     records: &[KeyValue],
     now_ms: i64,
     mut builder: RecordBatchBuilder,
-) -> Result<(), i16> {
+) -> Result<i64, i16> {
     if records.is_empty() {
-        return Ok(());
+        return Ok(-1);
     }
     for (key, value) in records {
         let record = NewRecord { timestamp_ms: now_ms, key: Some(key), value: value.as_deref(), headers: &[] };
         builder.append(&record).map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
     }
     let batch = builder.build().map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR.code())?;
-    log.append(shard, batch.as_bytes(), now_ms).map(|_| ())
+    log.append(shard, batch.as_bytes(), now_ms)
 }
 
 #[cfg(test)]

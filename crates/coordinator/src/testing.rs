@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use krabka_metadata::{MetadataImage, MetadataRecord};
-use krabka_protocol::records::{RecordBatch, RecordBatches};
+use krabka_protocol::records::{RecordBatch, RecordBatchMut, RecordBatches};
 use krabka_protocol::{PartitionRecord, TopicRecord, Uuid};
 
 use crate::runtime::CoordinatorLog;
@@ -51,8 +51,12 @@ impl CoordinatorLog for MemoryLog {
         }
         let mut partitions = self.partitions.lock().unwrap();
         let log = &mut partitions[partition];
-        log.push(batch.clone());
-        Ok(log.len() as i64 - 1)
+        // Offsets as a partition gives them: each batch after the last.
+        let base = log.last().and_then(|b| RecordBatch::new(b.clone()).ok()).map_or(0, |b| b.last_offset() + 1);
+        let mut stamped = batch.to_vec();
+        RecordBatchMut::new(&mut stamped).expect("one batch").set_base_offset(base);
+        log.push(Bytes::from(stamped));
+        Ok(base)
     }
 
     fn replay(&self, partition: usize, visit: &mut dyn FnMut(RecordBatch) -> Result<(), String>) -> Result<(), String> {

@@ -62,6 +62,10 @@ pub struct CommittedOffset {
     pub leader_epoch: i32,
     pub metadata: String,
     pub commit_timestamp_ms: i64,
+    /// The offset of the record that committed it in `__consumer_offsets`:
+    /// of a transactional commit and a plain one of the same partition,
+    /// the later record wins, whichever transaction ends last (as Kafka).
+    pub record_offset: i64,
 }
 
 /// A group and its offsets. A group id is either a classic group or, once
@@ -92,7 +96,7 @@ struct Shard {
     groups: HashMap<String, GroupEntry>,
     /// Offsets committed in transactions not ended yet, by producer id:
     /// they count once its commit marker is written (TxnOffsetCommit).
-    pending: HashMap<i64, Vec<CoordinatorRecord>>,
+    pending: HashMap<i64, Vec<(i64, CoordinatorRecord)>>,
 }
 
 /// What the cleanup removes of one group: (group id, its expired offsets,
@@ -145,8 +149,8 @@ fn replay_record(index: usize, shard: &mut Shard, replayed: Replayed, now: Time)
         Replayed::Marker { producer_id, commit } => return transactional::complete(shard, producer_id, commit, now),
     };
     match (CoordinatorRecord::decode(key, value), producer_id) {
-        (Ok(decoded), None) => apply(shard, decoded, now),
-        (Ok(decoded), Some(producer_id)) => shard.pending.entry(producer_id).or_default().push(decoded),
+        (Ok(decoded), None) => apply(shard, decoded, offset, now),
+        (Ok(decoded), Some(producer_id)) => shard.pending.entry(producer_id).or_default().push((offset, decoded)),
         (Err(e), _) => tracing::warn!(partition = index, offset, error = %e, "skipping a group record"),
     }
 }
@@ -209,7 +213,8 @@ impl GroupCoordinator {
     }
 
     /// Appends records to the shard's partition (the caller holds the shard lock).
-    fn persist(&self, host: &GroupHost<'_>, shard: usize, records: &[CoordinatorRecord]) -> Result<(), i16> {
+    /// The offset of the first record when it succeeds.
+    fn persist(&self, host: &GroupHost<'_>, shard: usize, records: &[CoordinatorRecord]) -> Result<i64, i16> {
         let encoded: Vec<runtime::KeyValue> = records.iter().map(CoordinatorRecord::encode).collect();
         runtime::persist(host.log, shard, &encoded, host.now.wall_ms)
     }
@@ -547,12 +552,15 @@ impl GroupCoordinator {
             return vec![code; offsets.len()];
         }
         let (mut results, records) = self.offset_records(host, group_id, offsets);
-        if let Err(code) = self.persist(host, index, &records) {
-            fail_accepted(&mut results, code);
-            return results;
-        }
-        for record in records {
-            apply(&mut shard, record, host.now);
+        let first_offset = match self.persist(host, index, &records) {
+            Ok(first_offset) => first_offset,
+            Err(code) => {
+                fail_accepted(&mut results, code);
+                return results;
+            }
+        };
+        for (record_offset, record) in (first_offset..).zip(records) {
+            apply(&mut shard, record, record_offset, host.now);
         }
         results
     }
@@ -818,7 +826,7 @@ fn fail_accepted(results: &mut [i16], code: i16) {
     }
 }
 
-fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Time) {
+fn apply(shard: &mut Shard, record: CoordinatorRecord, record_offset: i64, now: Time) {
     match record {
         CoordinatorRecord::Offset { key, value } => {
             let entry =
@@ -832,6 +840,7 @@ fn apply(shard: &mut Shard, record: CoordinatorRecord, now: Time) {
                             leader_epoch: value.leader_epoch,
                             metadata: value.metadata,
                             commit_timestamp_ms: value.commit_timestamp,
+                            record_offset,
                         },
                     );
                 }

@@ -143,8 +143,13 @@ fn offsets_of_an_empty_group_expire_after_the_retention_on_the_fake_clock() {
     let offsets = vec![("t".to_string(), 0, 42, 3, Some("m".to_string())), ("t".to_string(), 5, 1, -1, None)];
     let codes = groups.commit_offsets(&at(start), "g", "", None, -1, &offsets);
     assert_eq!(codes, vec![0, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()]);
-    let committed =
-        CommittedOffset { offset: 42, leader_epoch: 3, metadata: "m".into(), commit_timestamp_ms: start.wall_ms };
+    let committed = CommittedOffset {
+        offset: 42,
+        leader_epoch: 3,
+        metadata: "m".into(),
+        commit_timestamp_ms: start.wall_ms,
+        record_offset: 0,
+    };
     let fetched = groups.fetch_offsets("g", None);
     assert_eq!(fetched, vec![("t".to_string(), vec![(0, Some(committed.clone()))])]);
 
@@ -224,4 +229,23 @@ fn offsets_committed_in_a_transaction_count_once_it_commits_also_after_a_reload(
     let reloaded = loaded(&log);
     assert_eq!(offset_of(&reloaded), Some(10));
     assert!(reloaded.pending_partitions("g").is_empty());
+
+    // A plain commit written while a transaction's commit of the same
+    // partition is open wins over it (the later record), and a
+    // transaction's commit written after a plain one wins over that.
+    let end = |producer_id, groups: &GroupCoordinator| {
+        let marker = transaction_marker_batch(producer_id, 0, true, 0, now.wall_ms).unwrap();
+        log.append(index, &marker, now.wall_ms).unwrap();
+        groups.complete_transaction(index, producer_id, true, now);
+    };
+    assert_eq!(groups.commit_transactional_offsets(&host, "g", committer(9), &offsets(30)), vec![0]);
+    assert_eq!(groups.commit_offsets(&host, "g", "", None, -1, &offsets(40)), vec![0]);
+    end(9, &groups);
+    assert_eq!(offset_of(&groups), Some(40));
+    assert_eq!(offset_of(&loaded(&log)), Some(40));
+    assert_eq!(groups.commit_offsets(&host, "g", "", None, -1, &offsets(50)), vec![0]);
+    assert_eq!(groups.commit_transactional_offsets(&host, "g", committer(10), &offsets(60)), vec![0]);
+    end(10, &groups);
+    assert_eq!(offset_of(&groups), Some(60));
+    assert_eq!(offset_of(&loaded(&log)), Some(60));
 }

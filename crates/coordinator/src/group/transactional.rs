@@ -6,6 +6,7 @@
 
 use krabka_protocol::ErrorCode;
 
+use super::records::CoordinatorRecord;
 use super::{apply, commit_error, fail_accepted, GroupCoordinator, GroupEntry, GroupHost, OffsetToCommit, Shard};
 use crate::runtime::{self, KeyValue, Time};
 
@@ -21,13 +22,25 @@ pub struct TxnCommitter<'a> {
 }
 
 /// `producer_id`'s transaction ended on a shard: its pending offsets
-/// committed (applied in the order written) or dropped.
+/// committed or dropped. A committed one counts only where no later record
+/// (a plain OffsetCommit written after it, while the transaction was open)
+/// committed the partition already: Kafka keeps the offset of the later
+/// record, so that compaction of the topic, which keeps the last record of
+/// each key, cannot bring back another offset than the one in force.
 pub(super) fn complete(shard: &mut Shard, producer_id: i64, commit: bool, now: Time) {
     let Some(pending) = shard.pending.remove(&producer_id) else { return };
-    if commit {
-        for record in pending {
-            apply(shard, record, now);
+    if !commit {
+        return;
+    }
+    for (record_offset, record) in pending {
+        if let CoordinatorRecord::Offset { key, .. } = &record {
+            let committed =
+                shard.groups.get(&key.group).and_then(|e| e.offsets.get(&(key.topic.clone(), key.partition)));
+            if committed.is_some_and(|c| c.record_offset > record_offset) {
+                continue;
+            }
         }
+        apply(shard, record, record_offset, now);
     }
 }
 
@@ -52,14 +65,16 @@ impl GroupCoordinator {
         let (mut results, records) = self.offset_records(host, group_id, offsets);
         let encoded: Vec<KeyValue> = records.iter().map(|r| r.encode()).collect();
         let producer = (committer.producer_id, committer.producer_epoch);
-        if let Err(code) = runtime::persist_transactional(host.log, index, &encoded, now_ms, producer) {
-            // The producer's epoch was fenced by a newer one on the log.
-            let code =
-                if code == ErrorCode::INVALID_PRODUCER_EPOCH.code() { ErrorCode::PRODUCER_FENCED.code() } else { code };
-            fail_accepted(&mut results, code);
-            return results;
-        }
-        shard.pending.entry(committer.producer_id).or_default().extend(records);
+        let first_offset = match runtime::persist_transactional(host.log, index, &encoded, now_ms, producer) {
+            Ok(first_offset) => first_offset,
+            Err(code) => {
+                // The producer's epoch was fenced by a newer one on the log.
+                let fenced = code == ErrorCode::INVALID_PRODUCER_EPOCH.code();
+                fail_accepted(&mut results, if fenced { ErrorCode::PRODUCER_FENCED.code() } else { code });
+                return results;
+            }
+        };
+        shard.pending.entry(committer.producer_id).or_default().extend((first_offset..).zip(records));
         results
     }
 
@@ -79,8 +94,8 @@ impl GroupCoordinator {
             .pending
             .values()
             .flatten()
-            .filter_map(|record| match record {
-                super::records::CoordinatorRecord::Offset { key, .. } if key.group == group_id => {
+            .filter_map(|(_, record)| match record {
+                CoordinatorRecord::Offset { key, .. } if key.group == group_id => {
                     Some((key.topic.clone(), key.partition))
                 }
                 _ => None,

@@ -75,7 +75,7 @@ impl TransactionCoordinator {
             let tombstones: Vec<KeyValue> =
                 ids.iter().map(|id| TxnRecord { transactional_id: id.clone(), value: None }.encode(0)).collect();
             match runtime::persist(host.log, index, &tombstones, host.now.wall_ms) {
-                Ok(()) => {
+                Ok(_) => {
                     for id in &ids {
                         shard.ids.remove(id);
                     }
