@@ -56,6 +56,8 @@ pub struct Broker {
     pub(crate) markers_at_load: std::sync::Mutex<Vec<krabka_coordinator::txn::Markers>>,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
+    /// Kept connections to other brokers (markers, verification).
+    pub(crate) broker_channels: crate::broker_channels::BrokerChannels,
     shutdown: watch::Sender<bool>,
 }
 
@@ -169,6 +171,7 @@ impl Broker {
             membership,
             markers_at_load: Default::default(),
             open_connections: AtomicUsize::new(0),
+            broker_channels: Default::default(),
             shutdown: watch::channel(false).0,
         });
         if caught_up {

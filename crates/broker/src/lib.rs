@@ -12,6 +12,7 @@ pub mod active_controller;
 pub mod alter_partition;
 pub mod auto_creations;
 pub mod broker;
+pub mod broker_channels;
 pub mod clock;
 pub mod cluster_control;
 pub mod config;

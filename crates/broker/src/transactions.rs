@@ -176,10 +176,12 @@ async fn send_markers(
         }],
         ..Default::default()
     };
-    let answer = async {
-        let mut channel = broker.connect_to_broker(leader, MARKER_TIMEOUT, "txn-markers").await?;
-        channel.call::<_, WriteTxnMarkersResponse>(ApiKey::WriteTxnMarkers, 1, &request).await
-    };
+    let answer = broker.call_broker::<_, WriteTxnMarkersResponse>(
+        (leader, "txn-markers"),
+        MARKER_TIMEOUT,
+        (ApiKey::WriteTxnMarkers, 1),
+        &request,
+    );
     let response = match answer.await {
         Ok(response) => response,
         Err(error) => {
@@ -305,9 +307,10 @@ async fn ask_coordinator(
         }],
         ..Default::default()
     };
-    let mut channel = broker.connect_to_broker(id, MARKER_TIMEOUT, "txn-verification").await?;
     let version = if add { 5 } else { 4 };
-    let response: AddPartitionsToTxnResponse = channel.call(ApiKey::AddPartitionsToTxn, version, &request).await?;
+    let response: AddPartitionsToTxnResponse = broker
+        .call_broker((id, "txn-verification"), MARKER_TIMEOUT, (ApiKey::AddPartitionsToTxn, version), &request)
+        .await?;
     if response.error_code != 0 {
         let code = ErrorCode::from(response.error_code);
         return Ok(partitions.iter().map(|tp| (tp.clone(), code)).collect());

@@ -6,7 +6,8 @@
 //! a transaction left open by a crashed producer aborted after its timeout
 //! or ended with `kafka-transactions abort` and `forceTerminateTransaction`,
 //! transactions whose partitions are led by other brokers (markers sent
-//! with WriteTxnMarkers), and a Kafka Streams exactly-once app killed
+//! with WriteTxnMarkers), also by Apache Kafka brokers in the same cluster
+//! (coordinators and leaders of both kinds), and a Kafka Streams exactly-once app killed
 //! mid-stream (2 kills; 10 with KRABKA_LONG_TESTS=1).
 
 mod support;
@@ -18,18 +19,7 @@ use support::{kafka_cli, repo_root, wait_for, BrokerProcess};
 
 /// Runs the Java client check `args`; its one-line summary.
 fn client_check(args: &[&str]) -> String {
-    let output = Command::new(repo_root().join("tests/clients/java/run"))
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .expect("run tests/clients/java/run");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "client check {args:?} failed:\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout.trim().to_string()
+    run_client(&[repo_root().join("tests/clients/java/run").display().to_string()], args)
 }
 
 fn create_topic(bootstrap: &str, topic: &str, partitions: &str, replication_factor: &str) {
@@ -141,6 +131,81 @@ fn transactions_span_the_brokers_of_a_cluster() {
     let row = describe(&bootstrap, "client-check-transactions");
     assert_ne!(row[0], (coordinator + 1).to_string(), "{row:?}");
     assert!(row[3].parse::<i16>().expect("epoch") > epoch, "{row:?}");
+}
+
+/// A cluster of three krabka nodes and an Apache Kafka 4.3.1 broker (id 4):
+/// `__transaction_state` (one partition, replicas on both kinds) is led
+/// first by Kafka's broker, then, after a reassignment and a preferred
+/// election, by a krabka broker, which loads what Kafka's coordinator
+/// wrote. The topic's partitions are led by both kinds too, so each
+/// coordinator sends markers to the other's partitions (WriteTxnMarkers)
+/// and each kind of leader asks the other's coordinator before a
+/// transaction's first batch (AddPartitionsToTxn between brokers).
+#[test]
+fn transactions_span_krabka_and_kafka_brokers() {
+    const KAFKA_ID: &str = "4";
+    let _turn = one_cluster_at_a_time();
+    let config = ["transaction.state.log.num.partitions=1", "offsets.topic.replication.factor=1"];
+    let nodes = BrokerProcess::start_cluster(3, &config);
+    let voters: Vec<String> =
+        nodes.iter().enumerate().map(|(i, node)| format!("{}@127.0.0.1:{}", i + 1, node.controller_port)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let port = support::free_port();
+    let kafka = support::KafkaNode::start_broker(
+        dir.path(),
+        KAFKA_ID.parse().unwrap(),
+        port,
+        &voters.join(","),
+        support::TEST_CLUSTER_ID,
+        &format!("{}\n{}\n", config[0], config[1]),
+    );
+    let kafka_log = || std::fs::read_to_string(dir.path().join("kafka.log")).unwrap_or_default();
+    wait_for("the Kafka broker to be unfenced", Duration::from_secs(120), || {
+        kafka_log().contains("The broker has been unfenced")
+    });
+    let bootstrap = nodes[0].bootstrap();
+    let create = |topic: &str, assignment: &str, extra: &[&str]| {
+        let args = ["--bootstrap-server", &bootstrap, "--create", "--topic", topic, "--replica-assignment", assignment];
+        let (ok, printed) = kafka_cli("kafka-topics", &[&args[..], extra].concat());
+        assert!(ok, "{printed}");
+    };
+    let compacted = ["--config", "cleanup.policy=compact", "--config", "min.insync.replicas=2"];
+    create("__transaction_state", "4:1:2", &compacted);
+    for topic in ["mixed-ledger", "mixed-ledger-after"] {
+        create(topic, "4:1:2,1:4:3,2:3:4", &["--config", "min.insync.replicas=2"]);
+    }
+    let kafka_bootstrap = format!("127.0.0.1:{port}");
+    let summary = client_check(&["transactions", &kafka_bootstrap, "mixed-ledger", "3"]);
+    assert_eq!(summary, SUMMARY, "{}", kafka_log());
+    let row = describe(&bootstrap, "client-check-transactions");
+    assert_eq!((row[0].as_str(), row[4].as_str()), (KAFKA_ID, "CompleteAbort"), "{row:?}");
+    let epoch: i16 = row[3].parse().expect("epoch");
+
+    // Krabka broker 1 takes __transaction_state over from Kafka's.
+    let plan = dir.path().join("reassignment.json");
+    let moved = r#"{"version":1,"partitions":[{"topic":"__transaction_state","partition":0,"replicas":[1,4,2]}]}"#;
+    std::fs::write(&plan, moved).unwrap();
+    let reassign = |action: &str| {
+        let args = ["--bootstrap-server", &bootstrap, "--reassignment-json-file", plan.to_str().unwrap(), action];
+        kafka_cli("kafka-reassign-partitions", &args)
+    };
+    let (ok, printed) = reassign("--execute");
+    assert!(ok, "{printed}");
+    wait_for("the reassignment to complete", Duration::from_secs(60), || {
+        reassign("--verify").1.contains("Reassignment of partition __transaction_state-0 is completed")
+    });
+    let elect = ["--bootstrap-server", &bootstrap, "--election-type", "preferred", "--topic", "__transaction_state"];
+    let (ok, printed) = kafka_cli("kafka-leader-election", &[&elect[..], &["--partition", "0"]].concat());
+    assert!(ok, "{printed}");
+    wait_for("krabka broker 1 to coordinate the id", Duration::from_secs(60), || {
+        describe(&bootstrap, "client-check-transactions").first().map(String::as_str) == Some("1")
+    });
+    let summary = client_check(&["transactions", &kafka_bootstrap, "mixed-ledger-after", "3"]);
+    assert_eq!(summary, SUMMARY, "{}", kafka_log());
+    let row = describe(&kafka_bootstrap, "client-check-transactions");
+    assert_eq!((row[0].as_str(), row[4].as_str()), ("1", "CompleteAbort"), "{row:?}");
+    assert!(row[3].parse::<i16>().expect("epoch") > epoch, "went on from Kafka's epoch: {row:?}");
+    drop(kafka);
 }
 
 #[test]
@@ -354,7 +419,7 @@ fn a_commit_prepared_when_its_coordinator_dies_completes_after_the_restart() {
             "kafka-console-consumer",
             &[&args[..], &["--isolation-level", "read_committed", "--timeout-ms", "5000"]].concat(),
         );
-        let count = read.lines().filter(|l| l.starts_with("on-cue-")).count();
+        let count = read.lines().filter(|l| l.starts_with("flushed-")).count();
         assert!(count <= 50, "{read}");
         count == 50
     });
@@ -468,6 +533,15 @@ fn bad_transaction_requests_get_kafkas_errors() {
     assert_eq!(add(&mut client, 3, 0, &[("bad", 0)]), [0]);
     assert_eq!(produce(&mut client, 9, 0), 0, "in the transaction now");
     assert_eq!(end(&mut client, "bad-id", pid, 0, false), 0);
+    // The check is a dynamic broker config, as in Kafka: switched off
+    // cluster-wide, a batch outside the transaction goes in.
+    let off = ["--alter", "--entity-default", "--add-config", "transaction.partition.verification.enable=false"];
+    let (ok, printed) = kafka_cli(
+        "kafka-configs",
+        &[&["--bootstrap-server", &bootstrap, "--entity-type", "brokers"], &off[..]].concat(),
+    );
+    assert!(ok, "{printed}");
+    assert_eq!(produce(&mut client, 11, 1), 0, "verification off");
     // Markers from an older coordinator epoch than the partition has seen are fenced.
     let marker = |client: &mut support::RawClient, coordinator_epoch| -> i16 {
         let request = WriteTxnMarkersRequest {
@@ -508,22 +582,22 @@ fn bad_transaction_requests_get_kafkas_errors() {
     assert_eq!(listed.error_code, ErrorCode::INVALID_REGULAR_EXPRESSION.code());
 }
 
-/// Transactions v2 (KIP-890 part 2) once `transaction.version` is 2: the
-/// Java client bumps the epoch at every EndTxn (v5) and leaves adding
-/// partitions, and the group's offsets partition, to the leaders (Produce
-/// v12, TxnOffsetCommit v5); the same checks hold.
+/// The classic protocol once `transaction.version` is downgraded to 0 (a
+/// new cluster finalizes 2, as Kafka 4.3.1 formats one): the Java client
+/// adds partitions and the group's offsets itself (AddPartitionsToTxn,
+/// AddOffsetsToTxn), EndTxn below v5 keeps the epoch; the same checks hold.
 #[test]
-fn transactions_v2_hold_the_same_with_the_java_client() {
+fn transactions_v0_hold_the_same_with_the_java_client() {
     let broker = BrokerProcess::start(&[]);
     let bootstrap = broker.bootstrap();
     let (ok, printed) = kafka_cli(
         "kafka-features",
-        &["--bootstrap-server", &bootstrap, "upgrade", "--feature", "transaction.version=2"],
+        &["--bootstrap-server", &bootstrap, "downgrade", "--feature", "transaction.version=0"],
     );
-    assert!(ok && printed.contains("transaction.version was upgraded to 2"), "{printed}");
-    create_topic(&bootstrap, "orders-v2", "3", "1");
-    assert_eq!(client_check(&["transactions", &bootstrap, "orders-v2", "3"]), SUMMARY);
+    assert!(ok && printed.contains("transaction.version was downgraded to 0"), "{printed}");
+    create_topic(&bootstrap, "orders-v0", "3", "1");
+    assert_eq!(client_check(&["transactions", &bootstrap, "orders-v0", "3"]), SUMMARY);
     let row = describe(&bootstrap, "client-check-transactions");
-    // Every end bumped the epoch: far past the five InitProducerIds.
-    assert!(row[3].parse::<i16>().expect("epoch") > 8, "{row:?}");
+    // Only the InitProducerIds bumped the epoch.
+    assert!(row[3].parse::<i16>().expect("epoch") < 8, "{row:?}");
 }

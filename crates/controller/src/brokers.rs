@@ -362,12 +362,16 @@ mod tests {
             max_supported_version: max,
             ..Default::default()
         };
-        let elr = range("eligible.leader.replicas.version", 0, 1);
-        request.features = vec![range("group.version", 0, 1), elr.clone()];
+        let others = [
+            range("group.version", 0, 1),
+            range("eligible.leader.replicas.version", 0, 1),
+            range("transaction.version", 0, 2),
+        ];
+        request.features = others.to_vec();
         assert_eq!(refused(&request), ErrorCode::INVALID_REGISTRATION.code(), "no metadata.version");
-        request.features = vec![range("metadata.version", 7, 21), range("group.version", 0, 1), elr.clone()];
+        request.features = [&[range("metadata.version", 7, 21)][..], &others].concat();
         assert_eq!(refused(&request), ErrorCode::UNSUPPORTED_VERSION.code(), "metadata.version 30 unsupported");
-        request.features = vec![range("metadata.version", 7, 30), range("group.version", 0, 1), elr];
+        request.features = [&[range("metadata.version", 7, 30)][..], &others].concat();
         let (records, _) = plan_register_broker(&image, &request, "cluster", &sessions, 0).unwrap();
         apply(&mut image, &records);
         let mut other = registration(2);

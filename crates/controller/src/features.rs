@@ -18,10 +18,17 @@ pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
 /// What a krabka controller finalizes in a log that has no
 /// metadata.version yet: Kafka 4.3.1's metadata.version (4.3-IV0), and of
 /// the other features those krabka implements at the levels Kafka 4.3.1
-/// formats a new cluster with: group.version 1 (KIP-848 consumer groups)
-/// and eligible.leader.replicas.version 1 (KIP-966). No transaction,
-/// share or streams levels: krabka's controller does not do them.
-pub const BOOTSTRAP_FEATURES: [(&str, i16); 3] = [(METADATA_VERSION, 30), ("group.version", 1), (ELR_VERSION, 1)];
+/// formats a new cluster with: group.version 1 (KIP-848 consumer groups),
+/// eligible.leader.replicas.version 1 (KIP-966) and transaction.version 2
+/// (KIP-890 part 2: the epoch bumped every transaction, partitions added
+/// by their leaders). No share or streams levels: krabka does not serve
+/// share groups or the streams rebalance protocol.
+pub const BOOTSTRAP_FEATURES: [(&str, i16); 4] =
+    [(METADATA_VERSION, 30), ("group.version", 1), (ELR_VERSION, 1), (TRANSACTION_VERSION, 2)];
+
+/// Transactions (KIP-890): 0 and 1 the classic protocol (1 writes the
+/// transaction state's newer value), 2 transactions v2.
+pub const TRANSACTION_VERSION: &str = "transaction.version";
 
 /// What the controller's own static config (server.properties) gives the
 /// metadata: the cluster-wide `min.insync.replicas` that enabling ELR
@@ -144,6 +151,7 @@ mod tests {
         assert_eq!(image.features[METADATA_VERSION], 30);
         assert_eq!(image.features["group.version"], 1);
         assert_eq!(image.features[ELR_VERSION], 1, "as Kafka 4.3.1 formats a new cluster");
+        assert_eq!(image.features[TRANSACTION_VERSION], 2, "as Kafka 4.3.1 formats a new cluster");
         assert_eq!(image.broker_configs["min.insync.replicas"], "1");
         assert!(plan_bootstrap_features(&image, ControllerDefaults::default()).is_empty());
     }
@@ -193,7 +201,8 @@ mod tests {
         let e =
             check_registration_features(&image, &[feature(METADATA_VERSION, 7, 30), feature("x", 1, 2)]).unwrap_err();
         assert_eq!(e.code, ErrorCode::UNSUPPORTED_VERSION.code());
-        let without_metadata_version = [feature("group.version", 0, 1), feature(ELR_VERSION, 0, 1)];
+        let without_metadata_version =
+            [feature("group.version", 0, 1), feature(ELR_VERSION, 0, 1), feature(TRANSACTION_VERSION, 0, 2)];
         let e = check_registration_features(&image, &without_metadata_version).unwrap_err();
         assert_eq!(e.code, ErrorCode::INVALID_REGISTRATION.code());
     }

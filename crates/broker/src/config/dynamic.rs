@@ -78,10 +78,15 @@ fn dynamic_only(name: &str) -> Option<(ConfigType, Check)> {
     DYNAMIC_ONLY.iter().find(|(key, _, _)| *key == name).map(|&(_, ty, check)| (ty, check))
 }
 
+/// Broker keys, other than topic-config defaults, that krabka reads anew
+/// (through `BrokerConfig::value_under`) each time it uses them.
+const READ_WHEN_USED: &[&str] = &["transaction.partition.verification.enable"];
+
 /// Whether krabka applies broker key `name` at runtime: a topic config's
-/// broker-level default, or a replication throttle.
+/// broker-level default, a replication throttle, or a key read when used.
 fn applied_at_runtime(name: &str) -> bool {
     dynamic_only(name).is_some()
+        || READ_WHEN_USED.contains(&name)
         || TOPIC_KEYS.iter().any(|key| key.broker.iter().any(|(broker_name, _)| *broker_name == name))
 }
 
@@ -146,6 +151,18 @@ impl BrokerConfig {
                 Cow::Borrowed(&self.topic_defaults)
             }
         }
+    }
+
+    /// Known key `name`'s value now: from the most specific layer that
+    /// sets it (canonical), else Kafka's default. One lookup, for keys read
+    /// on a hot path, where `values_under` would merge every key.
+    pub fn value_under(&self, dynamic: &DynamicConfigs, name: &str) -> Option<String> {
+        debug_assert!(READ_WHEN_USED.contains(&name), "{name} is not read when used");
+        let key = broker_key(name)?;
+        let layers = dynamic.layers(&self.raw);
+        let set = layers.iter().find_map(|(layer, _)| layer.get(name));
+        set.and_then(|value| canonical(key.name, key.ty, key.check, value).ok())
+            .or_else(|| key.default.map(str::to_string))
     }
 
     /// The value of every known key with the dynamic configs applied.

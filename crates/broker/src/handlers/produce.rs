@@ -23,6 +23,7 @@ use krabka_log::{AppendInfo, LogError};
 use super::recompress::recompress;
 use crate::broker::Broker;
 use crate::clock::now_ms;
+use crate::config::DynamicConfigs;
 
 use crate::handlers::leader_hints::LeaderHints;
 use crate::metadata::MetadataImage;
@@ -131,7 +132,11 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         responses.push(response);
     }
     if let Some(transactional_id) = request.transactional_id.as_deref() {
-        verify_transactions(ctx, transactional_id, &mut appends, &mut responses).await;
+        let dynamic = DynamicConfigs::of(&image, broker.node_id);
+        let verify = broker.config.value_under(&dynamic, "transaction.partition.verification.enable");
+        if verify.as_deref() != Some("false") {
+            verify_transactions(ctx, transactional_id, &mut appends, &mut responses).await;
+        }
     }
     let outcomes = run_appends(&appends, now).await;
     let replicated_at = answer_appends(broker, &appends, outcomes, &mut responses);
@@ -169,9 +174,6 @@ async fn verify_transactions(
     responses: &mut [TopicProduceResponse],
 ) {
     let broker = ctx.broker;
-    if broker.config.raw.get("transaction.partition.verification.enable").map(String::as_str) == Some("false") {
-        return;
-    }
     // The appends opening a transaction: (index, producer).
     let opening: Vec<(usize, (i64, i16))> = appends
         .iter()
@@ -182,11 +184,14 @@ async fn verify_transactions(
                 return None;
             }
             let log = append.partition.lock_log();
+            // Open at this epoch only, as Kafka 4.3.1's hasOngoingTransaction:
+            // under transactions v2 the next transaction's first batch (one
+            // epoch up) can come before the last one's marker.
             let open = log
                 .producer_state()
                 .producers()
                 .get(&batch.producer_id())
-                .is_some_and(|p| p.current_txn_first_offset.is_some());
+                .is_some_and(|p| p.current_txn_first_offset.is_some() && p.epoch == batch.producer_epoch());
             (!open).then_some((i, (batch.producer_id(), batch.producer_epoch())))
         })
         .collect();
@@ -197,7 +202,13 @@ async fn verify_transactions(
     let add = ctx.api_version >= 12;
     let answers = crate::transactions::check_in_transaction(broker, transactional_id, producer, partitions, add).await;
     let mut refused = Vec::new();
-    for (&(i, _), (_, code)) in opening.iter().zip(answers) {
+    for &(i, _) in &opening {
+        let asked = (&*appends[i].partition.topic, appends[i].partition.index);
+        // By name: a coordinator answers in its own order. No answer: retried.
+        let code = answers
+            .iter()
+            .find(|((topic, partition), _)| (topic.as_str(), *partition) == asked)
+            .map_or(ErrorCode::NOT_ENOUGH_REPLICAS, |(_, code)| *code);
         if code == ErrorCode::NONE {
             continue;
         }

@@ -128,12 +128,7 @@ final class TransactionCheck {
      */
     static void hang(String bootstrap, String topic, int partitions, int timeoutMs) {
         KafkaProducer<String, String> producer = producer(bootstrap, "client-check-hanging", timeoutMs);
-        producer.initTransactions();
-        producer.beginTransaction();
-        send(producer, topic, partitions, "hanging");
-        producer.flush();
-        System.out.println("{\"hanging\":" + COUNT + "}");
-        System.out.flush();
+        openAndFlush(producer, topic, partitions, "hanging");
         Runtime.getRuntime().halt(0);
     }
 
@@ -145,12 +140,7 @@ final class TransactionCheck {
      */
     static void commitOnCue(String bootstrap, String topic, int partitions) {
         try (KafkaProducer<String, String> producer = producer(bootstrap, "client-check-on-cue", 60_000)) {
-            producer.initTransactions();
-            producer.beginTransaction();
-            send(producer, topic, partitions, "on-cue");
-            producer.flush();
-            System.out.println("{\"flushed\":" + COUNT + "}");
-            System.out.flush();
+            openAndFlush(producer, topic, partitions, "flushed");
             try {
                 new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
             } catch (java.io.IOException e) {
@@ -160,6 +150,20 @@ final class TransactionCheck {
             System.out.println("{\"committed\":" + COUNT + "}");
             System.out.flush();
         }
+    }
+
+    /**
+     * Opens a transaction, writes COUNT records labelled LABEL to every partition, flushes them
+     * (in the log, the transaction still open) and prints {"LABEL":COUNT}.
+     */
+    private static void openAndFlush(KafkaProducer<String, String> producer, String topic, int partitions,
+            String label) {
+        producer.initTransactions();
+        producer.beginTransaction();
+        send(producer, topic, partitions, label);
+        producer.flush();
+        System.out.println("{\"" + label + "\":" + COUNT + "}");
+        System.out.flush();
     }
 
     private static KafkaProducer<String, String> producer(String bootstrap) {
