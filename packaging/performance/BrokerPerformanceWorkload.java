@@ -12,6 +12,9 @@
 // (headers "run" and "ns"), and CreateTime = System.currentTimeMillis() at
 // send. One JSON line goes to stdout, progress to stderr; exit status 0 when
 // no send failed and exactly the acknowledged records were consumed once.
+// With -Dworkload.transactionMillis=N / -Dworkload.transactionRecords=M the
+// producer is transactional (a commit every N ms or M records) and the
+// consumer reads committed records only.
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -64,6 +67,13 @@ public final class BrokerPerformanceWorkload {
     // -Dworkload.idleMillis=N: once producer and consumer are connected, wait N ms
     // before the first send (the runner's idle-to-burst cell).
     private final long[] sendOffsetNs;
+    // -Dworkload.transactionMillis=N and/or -Dworkload.transactionRecords=M: a
+    // transactional producer that commits every N ms or every M records,
+    // whichever comes first, read back with isolation.level=read_committed.
+    private final long transactionNanos = TimeUnit.MILLISECONDS.toNanos(Long.getLong("workload.transactionMillis", 0L));
+    private final long transactionRecords = Long.getLong("workload.transactionRecords", 0L);
+    private final boolean transactional = transactionNanos > 0 || transactionRecords > 0;
+    private long transactions;
 
     // Producer side: written by the producer's I/O thread (callbacks), read by
     // main after producer.close() (which joins that thread).
@@ -193,7 +203,12 @@ public final class BrokerPerformanceWorkload {
             int span = pool.length - bytes + 1;
             byte[] runBytes = longBytes(runId);
             double nanosPerRecord = rate > 0 ? 1e9 / rate : 0;
+            if (transactional) {
+                producer.initTransactions();
+            }
             produceStart = System.nanoTime();
+            long transactionStart = 0;
+            long inTransaction = 0;
             produceStartCpuNanos = processCpuNanos();
             deadlineNanos = produceStart + timeoutNanos;
             for (int i = 0; i < records; i++) {
@@ -214,6 +229,10 @@ public final class BrokerPerformanceWorkload {
                     value = Arrays.copyOfRange(pool, off, off + bytes);
                 } else {
                     value = pool; // zeros: one shared array (the serializer does not modify it)
+                }
+                if (transactional && inTransaction == 0) {
+                    producer.beginTransaction();
+                    transactionStart = System.nanoTime();
                 }
                 final int seq = i;
                 RecordHeaders headers = new RecordHeaders();
@@ -241,6 +260,17 @@ public final class BrokerPerformanceWorkload {
                         }
                     });
                 sent.incrementAndGet();
+                inTransaction++;
+                boolean full = transactionRecords > 0 && inTransaction >= transactionRecords;
+                if (transactional && (full || (transactionNanos > 0 && System.nanoTime() - transactionStart >= transactionNanos))) {
+                    producer.commitTransaction();
+                    transactions++;
+                    inTransaction = 0;
+                }
+            }
+            if (transactional && inTransaction > 0) {
+                producer.commitTransaction();
+                transactions++;
             }
             producer.flush();
             say("producer metrics: " + clientMetrics(producer.metrics(), "producer-metrics",
@@ -249,7 +279,8 @@ public final class BrokerPerformanceWorkload {
             produceEnd = System.nanoTime();
             produceCpuNanos = processCpuNanos() - produceStartCpuNanos;
         }
-        if (lastAckNanos != 0) {
+        // A transaction's records count once it committed: its end is then.
+        if (lastAckNanos != 0 && !transactional) {
             produceEnd = lastAckNanos;
         }
         producerDone = true; // after close(): every callback has run
@@ -446,6 +477,8 @@ public final class BrokerPerformanceWorkload {
             .append(",\"compression\":\"").append(compression).append('"')
             .append(",\"payload\":\"").append(random ? "random" : "zeros").append('"')
             .append(",\"produce_seconds\":").append(fmt(seconds))
+            .append(",\"transactions\":").append(transactions)
+            .append(",\"transactions_per_second\":").append(fmt(seconds > 0 ? transactions / seconds : 0))
             .append(",\"records_per_second\":").append(fmt(rps))
             .append(",\"mib_per_second\":").append(fmt(mibps))
             .append(",\"produce_latency_ms\":").append(percentiles(produce, ackedCount))
@@ -507,6 +540,9 @@ public final class BrokerPerformanceWorkload {
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, "65536");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression);
+        if (transactional) {
+            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "perf-workload-" + Long.toHexString(runId));
+        }
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         return p;
@@ -519,6 +555,9 @@ public final class BrokerPerformanceWorkload {
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        if (transactional) {
+            p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        }
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         return p;

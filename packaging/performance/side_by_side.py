@@ -334,15 +334,17 @@ def stop_brokers(procs, timeout=60):
 # The workload
 
 class Workload:
-    def __init__(self, repo, cpus, java, heap):
+    def __init__(self, repo, cpus, java, heap, properties=()):
         self.repo, self.cpus, self.java, self.heap = repo, cpus, java, heap
+        # -D flags of every run (the transactional mode's).
+        self.properties = list(properties)
         self.classpath = ":".join(
             [os.path.join(repo, "target", "perf-workload"), os.path.join(repo, "target", "kafka-4.3.1", "libs", "*")]
         )
 
     def run(self, bootstrap, topic, cell, records, rate, log_path, idle_ms=0):
         timeout = max(120, int(records * max(cell["record_bytes"], 100) / (4 * MIB)) + 120)
-        command = [self.java, f"-Xmx{self.heap}", "-XX:+UseParallelGC"]
+        command = [self.java, f"-Xmx{self.heap}", "-XX:+UseParallelGC"] + self.properties
         if idle_ms:
             command.append(f"-Dworkload.idleMillis={idle_ms}")
         command += [
@@ -385,10 +387,28 @@ class Workload:
 # --------------------------------------------------------------------------
 # One trial
 
-def cell_label(name, replication_factor):
-    """The contract's cell name; with RF3 a cell of its own (`-rf3`), since
-    its figures are not comparable with the RF1 cell's."""
-    return name if replication_factor == 1 else f"{name}-rf{replication_factor}"
+def cell_label(name, args):
+    """The contract's cell name; with RF3 or transactions a cell of its own
+    (`-rf3`, `-txn100ms`, `-txn10rec`), since its figures are not comparable
+    with the contract's cell's."""
+    if args.partitions:
+        name = name.replace("-p12-", f"-p{args.partitions}-")
+    label = name if args.replication_factor == 1 else f"{name}-rf{args.replication_factor}"
+    if args.transaction_ms:
+        label += f"-txn{args.transaction_ms}ms"
+    if args.transaction_records:
+        label += f"-txn{args.transaction_records}rec"
+    return label
+
+
+def workload_properties(args):
+    """The workload's -D flags for --transaction-ms / --transaction-records."""
+    flags = []
+    if args.transaction_ms:
+        flags.append(f"-Dworkload.transactionMillis={args.transaction_ms}")
+    if args.transaction_records:
+        flags.append(f"-Dworkload.transactionRecords={args.transaction_records}")
+    return flags
 
 
 def cell_records(cell, scale):
@@ -414,7 +434,8 @@ def run_trial(args, side, cell, round_no, workload, logs):
     try:
         warm = cell["load"] != "idle_to_burst"
         topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
-        create_topics(bootstrap, {t: cell["partitions"] for t in topics}, retry_seconds=90, replication_factor=rf)
+        partitions = args.partitions or cell["partitions"]
+        create_topics(bootstrap, {t: partitions for t in topics}, retry_seconds=90, replication_factor=rf)
         sampler = Sampler([p.pid for p in procs], account)
         if warm and args.warmup:
             warm_records = max(100, min(records, WARMUP_BYTES // cell["record_bytes"]))
@@ -439,7 +460,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
     cpu = cpu_after - cpu_before
     return {
         "round": round_no,
-        "cell": cell_label(name, rf),
+        "cell": cell_label(name, args),
         "replication_factor": rf,
         "side": side.kind,
         "label": side.label,
@@ -450,6 +471,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
         "payload": cell["payload"],
         "target_rate": rate,
         "records_per_second": result["records_per_second"],
+        "transactions_per_second": result.get("transactions_per_second", 0),
         "mib_per_second": result["mib_per_second"],
         "broker_cpu_seconds": round(cpu, 3),
         "cpu_us_per_record": cpu / acked * 1e6 if acked else float("nan"),
@@ -476,7 +498,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
 
 CSV_FIELDS = [
     "round", "order", "cell", "replication_factor", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
-    "payload", "target_rate", "records_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
+    "payload", "target_rate", "records_per_second", "transactions_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
     "peak_rss_bytes", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "e2e_p50_ms", "e2e_p99_ms",
     "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "client_cpu_cores", "client_process_cores", "broker_exit", "samples",
 ]
@@ -533,6 +555,25 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
             f"{args.replication_factor} combined broker+controller nodes on the broker CPUs. CPU per record is "
             "the nodes' total; peak RSS is the largest node's.",
         ]
+    if args.transaction_ms or args.transaction_records:
+        every = " or ".join(
+            part
+            for part in (
+                f"{args.transaction_ms} ms" if args.transaction_ms else "",
+                f"{args.transaction_records} records" if args.transaction_records else "",
+            )
+            if part
+        )
+        medians = ", ".join(
+            f"{cell_label(c['name'], args)} {median(cell_label(c['name'], args), 'candidate', 'transactions_per_second'):,.0f}"
+            f" / {median(cell_label(c['name'], args), 'reference', 'transactions_per_second'):,.0f}"
+            for c in cells
+        )
+        out += [
+            "",
+            f"A transactional producer committing every {every}, read back with isolation.level=read_committed. "
+            f"Records/s counts to the last commit. Transactions/s candidate / reference: {medians}.",
+        ]
     out += [
         "",
         "| cell | records/s cand | records/s ref | ratio | CPU µs/rec cand | ref | ratio "
@@ -540,7 +581,7 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for cell in cells:
-        name = cell_label(cell["name"], args.replication_factor)
+        name = cell_label(cell["name"], args)
         bad = sum(r["errors"] + r["duplicates"] + r["missing"] for r in rows if r["cell"] == name)
         cols = [name]
         for metric, fmt, div in (
@@ -628,6 +669,26 @@ def main():
         help="3: each side is three combined nodes (all on --broker-cpus, one CPU account), topics RF3 with "
         "min.insync.replicas=2; cells are named CELL-rf3 and the record is record-rf3.json",
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="topics of N partitions instead of the cell's 12 (cells are named with pN; outside the contract)",
+    )
+    parser.add_argument(
+        "--transaction-ms",
+        type=int,
+        default=0,
+        help="a transactional producer committing every MS ms (read back read_committed); cells are named "
+        "CELL-txnMSms and the record is record-txn.json",
+    )
+    parser.add_argument(
+        "--transaction-records",
+        type=int,
+        default=0,
+        help="a transactional producer committing every N records (with --transaction-ms: whichever first); "
+        "cells are named CELL-txnNrec",
+    )
     args = parser.parse_args()
 
     repo = os.path.abspath(args.repo)
@@ -669,7 +730,7 @@ def main():
             parser.error("--mode before_after needs --reference-bin")
         ref_bin = os.path.abspath(args.reference_bin)
         reference = krabka_side("krabka reference", ref_bin, os.path.join(os.path.dirname(ref_bin), "krabka-format"))
-    workload = Workload(repo, args.client_cpus, args.java, args.client_heap)
+    workload = Workload(repo, args.client_cpus, args.java, args.client_heap, workload_properties(args))
     meta = {
         "command": shlex.join(["packaging/performance/side-by-side"] + sys.argv[3:]),
         "date": stamp,
@@ -681,6 +742,9 @@ def main():
         "nofile": nofile,
         "contract_sha256": contract_sha,
         "replication_factor": args.replication_factor,
+        "transaction_ms": args.transaction_ms,
+        "transaction_records": args.transaction_records,
+        "partitions": args.partitions,
     }
     meta["builds"] = record_builds(repo, args, broker_bin, format_bin)
     say(f"output in {out}; candidate {candidate.label} ({candidate.binary_sha256[:12]}), reference {reference.label}")
@@ -712,6 +776,10 @@ def main():
         f.write(summary)
     # parse-benches judges the contract's RF1 cells; an RF3 record is kept beside it.
     record_name = "record.json" if args.replication_factor == 1 else f"record-rf{args.replication_factor}.json"
+    if args.transaction_ms or args.transaction_records:
+        record_name = record_name.replace("record", "record-txn")
+    if args.partitions:
+        record_name = record_name.replace(".json", f"-p{args.partitions}.json")
     with open(os.path.join(out, record_name), "w") as f:
         json.dump(performance_record(args.mode, contract_sha, candidate, reference, rows), f, indent=1)
     with open(os.path.join(out, "meta.json"), "w") as f:
