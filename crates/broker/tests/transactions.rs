@@ -375,21 +375,30 @@ fn a_kafka_streams_exactly_once_app_killed_mid_stream_counts_exactly() {
 }
 
 /// A commit prepared but not completed (a partition leader frozen, so its
-/// marker cannot be written) when the coordinator is killed: after it
+/// marker cannot be written) when the coordinator is killed (SIGKILL), and
+/// again when it is stopped (SIGTERM, a controlled shutdown): after it
 /// restarts and the leader thaws, the transaction completes and a
 /// read_committed consumer reads all of it.
 #[test]
 fn a_commit_prepared_when_its_coordinator_dies_completes_after_the_restart() {
-    use std::io::{BufRead, Write};
     let _turn = one_cluster_at_a_time();
     let mut nodes = BrokerProcess::start_cluster(3, &["transaction.state.log.replication.factor=3"]);
+    let kill: fn(&mut BrokerProcess) = BrokerProcess::kill9;
+    let term: fn(&mut BrokerProcess) = |node| assert!(node.stop().success(), "a clean exit after SIGTERM");
+    for (topic, stop) in [("cue", kill), ("cue-term", term)] {
+        commit_prepared_then_coordinator_stops(&mut nodes, topic, stop);
+    }
+}
+
+fn commit_prepared_then_coordinator_stops(nodes: &mut [BrokerProcess], topic: &str, stop: fn(&mut BrokerProcess)) {
+    use std::io::{BufRead, Write};
     let bootstrap = nodes.iter().map(|n| n.bootstrap()).collect::<Vec<_>>().join(",");
     // One partition on each node (RF1), so one node's freeze stops one marker.
-    let args = ["--bootstrap-server", &bootstrap, "--create", "--topic", "cue", "--replica-assignment", "1,2,3"];
+    let args = ["--bootstrap-server", &bootstrap, "--create", "--topic", topic, "--replica-assignment", "1,2,3"];
     let (ok, printed) = kafka_cli("kafka-topics", &args);
     assert!(ok, "{printed}");
     let mut producer = Command::new(repo_root().join("tests/clients/java/run"))
-        .args(["transactions-commit-on-cue", &bootstrap, "cue", "3"])
+        .args(["transactions-commit-on-cue", &bootstrap, topic, "3"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -405,7 +414,7 @@ fn a_commit_prepared_when_its_coordinator_dies_completes_after_the_restart() {
     assert!(producer.wait().expect("producer").success());
     let live = nodes[coordinator].bootstrap();
     assert_eq!(describe(&live, "client-check-on-cue")[4], "PrepareCommit", "the frozen leader's marker is missing");
-    nodes[coordinator].kill9();
+    stop(&mut nodes[coordinator]);
     nodes[coordinator].restart();
     nodes[frozen].resume();
     wait_for("the transaction to complete", Duration::from_secs(90), || {
@@ -414,7 +423,7 @@ fn a_commit_prepared_when_its_coordinator_dies_completes_after_the_restart() {
     // Every partition's leader may still be settling after the restart:
     // read again until all 50 arrive (never more).
     wait_for("read_committed to read the 50 records", Duration::from_secs(90), || {
-        let args = ["--bootstrap-server", &bootstrap, "--topic", "cue", "--from-beginning"];
+        let args = ["--bootstrap-server", &bootstrap, "--topic", topic, "--from-beginning"];
         let (_, read) = kafka_cli(
             "kafka-console-consumer",
             &[&args[..], &["--isolation-level", "read_committed", "--timeout-ms", "5000"]].concat(),
