@@ -261,9 +261,85 @@ fn main() {
         }
     }
 
-    for corpus in [&requests, &responses, &record_batches, &compressed] {
+    let mut coordinator = Corpus::new(&out_dir, "coordinator_load");
+    for (name, seed) in coordinator_seeds() {
+        coordinator.add(&name, &seed);
+    }
+
+    for corpus in [&requests, &responses, &record_batches, &compressed, &coordinator] {
         println!("{}: {} seeds", corpus.dir.display(), corpus.written.len());
     }
+}
+
+/// `coordinator_load` seeds: records of both internal topics as the
+/// coordinators write them (flag byte, then u16 key length, key, u16 value
+/// length or 0xFFFF, value), plain and transactional.
+fn coordinator_seeds() -> Vec<(String, Vec<u8>)> {
+    use krabka_coordinator::group::records::CoordinatorRecord;
+    use krabka_coordinator::txn::records::{partitions_schema, TxnRecord};
+    use krabka_protocol::{GroupMetadataValue, OffsetCommitValue, TransactionLogValue};
+
+    let frame = |records: &[(Bytes, Option<Bytes>)]| -> Vec<u8> {
+        let mut out = Vec::new();
+        for (key, value) in records {
+            out.extend_from_slice(&(key.len() as u16).to_be_bytes());
+            out.extend_from_slice(key);
+            match value {
+                Some(value) => {
+                    out.extend_from_slice(&(value.len() as u16).to_be_bytes());
+                    out.extend_from_slice(value);
+                }
+                None => out.extend_from_slice(&u16::MAX.to_be_bytes()),
+            }
+        }
+        out
+    };
+    let partitions = [("t".to_string(), 0), ("t".to_string(), 2), ("u".to_string(), 1)].into_iter().collect();
+    let mut txn = Vec::new();
+    for (status, id) in [(1, "ongoing"), (2, "prepare-commit"), (4, "complete-commit"), (3, "prepare-abort")] {
+        let value = TransactionLogValue {
+            producer_id: 7,
+            producer_epoch: 3,
+            transaction_timeout_ms: 60_000,
+            transaction_status: status,
+            transaction_partitions: Some(partitions_schema(&partitions)),
+            transaction_last_update_timestamp_ms: 1_000,
+            transaction_start_timestamp_ms: 900,
+            ..Default::default()
+        };
+        for version in [0, 1] {
+            txn.push(TxnRecord { transactional_id: id.into(), value: Some(value.clone()) }.encode(version));
+        }
+    }
+    txn.push(TxnRecord { transactional_id: "complete-commit".into(), value: None }.encode(0));
+    let offset = OffsetCommitValue { offset: 42, leader_epoch: 3, metadata: "m".into(), commit_timestamp: 1_000, ..Default::default() };
+    let member = |id: &str| krabka_protocol::group_metadata_value::MemberMetadata {
+        member_id: id.into(),
+        group_instance_id: Some(format!("instance-{id}")),
+        session_timeout: 45_000,
+        subscription: Bytes::from_static(b"\0\x01\0\0\0\x01\0\x01t"),
+        ..Default::default()
+    };
+    let group = GroupMetadataValue {
+        protocol_type: "consumer".into(),
+        generation: 2,
+        protocol: Some("cooperative-sticky".into()),
+        leader: Some("a".into()),
+        members: vec![member("a"), member("b")],
+        ..Default::default()
+    };
+    let groups = vec![
+        CoordinatorRecord::Group { group: "g".into(), value: Some(group) }.encode(),
+        CoordinatorRecord::offset("g", "t", 0, Some(offset.clone())).encode(),
+        CoordinatorRecord::offset("g", "t", 1, Some(offset)).encode(),
+        CoordinatorRecord::offset("g", "t", 1, None).encode(),
+    ];
+    vec![
+        ("txn".into(), [&[0u8][..], &frame(&txn)].concat()),
+        ("groups".into(), [&[1u8][..], &frame(&groups)].concat()),
+        ("groups-txn-commit".into(), [&[1u8 | 2 | 4][..], &frame(&groups)].concat()),
+        ("groups-txn-abort".into(), [&[1u8 | 2 | 8][..], &frame(&groups)].concat()),
+    ]
 }
 
 fn produce_batches(produce: &ProduceRequest) -> Vec<Bytes> {

@@ -251,6 +251,53 @@ pub async fn check_in_transaction(
     partitions: Vec<TopicPartition>,
     add: bool,
 ) -> Vec<(TopicPartition, ErrorCode)> {
+    let mut answers = ask_once(broker, transactional_id, producer, partitions, add).await;
+    if add {
+        // Transactions v2: the coordinator answers CONCURRENT_TRANSACTIONS
+        // while it writes the last transaction's markers, which takes
+        // milliseconds; asked again here, as Kafka's leader does, the
+        // producer need not wait out its own retry backoff (100 ms).
+        let settings = &broker.config.transactions;
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(settings.add_partitions_retry_max_ms as u64);
+        let backoff = Duration::from_millis(settings.add_partitions_retry_backoff_ms as u64);
+        loop {
+            let busy: Vec<TopicPartition> = answers
+                .iter()
+                .filter(|(_, code)| *code == ErrorCode::CONCURRENT_TRANSACTIONS)
+                .map(|(tp, _)| tp.clone())
+                .collect();
+            if busy.is_empty() || tokio::time::Instant::now() + backoff > deadline {
+                break;
+            }
+            tokio::time::sleep(backoff).await;
+            let again = ask_once(broker, transactional_id, producer, busy, add).await;
+            answers.retain(|(tp, _)| !again.iter().any(|(asked, _)| asked == tp));
+            answers.extend(again);
+        }
+    }
+    // Errors a producer cannot act on come back as NOT_ENOUGH_REPLICAS,
+    // which it retries; CONCURRENT_TRANSACTIONS too, except for an add
+    // (transactions v2 producers retry it themselves), as Kafka.
+    let mut retriable =
+        vec![ErrorCode::NOT_COORDINATOR, ErrorCode::COORDINATOR_NOT_AVAILABLE, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS];
+    if !add {
+        retriable.push(ErrorCode::CONCURRENT_TRANSACTIONS);
+    }
+    answers
+        .into_iter()
+        .map(|(tp, code)| (tp, if retriable.contains(&code) { ErrorCode::NOT_ENOUGH_REPLICAS } else { code }))
+        .collect()
+}
+
+/// One round of [`check_in_transaction`]: the coordinator's answers as it
+/// gives them.
+async fn ask_once(
+    broker: &Broker,
+    transactional_id: &str,
+    producer: (i64, i16),
+    partitions: Vec<TopicPartition>,
+    add: bool,
+) -> Vec<(TopicPartition, ErrorCode)> {
     let coordinator = broker.txn_coordinator(transactional_id).map(|c| c.id);
     let (pid, epoch) = producer;
     let answers = match coordinator {
@@ -268,16 +315,7 @@ pub async fn check_in_transaction(
         },
         None => partitions.iter().map(|tp| (tp.clone(), ErrorCode::COORDINATOR_NOT_AVAILABLE)).collect(),
     };
-    let retriable = [
-        ErrorCode::NOT_COORDINATOR,
-        ErrorCode::COORDINATOR_NOT_AVAILABLE,
-        ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode::CONCURRENT_TRANSACTIONS,
-    ];
     answers
-        .into_iter()
-        .map(|(tp, code)| (tp, if retriable.contains(&code) { ErrorCode::NOT_ENOUGH_REPLICAS } else { code }))
-        .collect()
 }
 
 /// AddPartitionsToTxn to the coordinator on broker `id`: v4 verify only,

@@ -30,6 +30,12 @@ pub struct TransactionConfig {
     pub abort_check_interval_ms: i64,
     /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
     pub expiry_check_interval_ms: i64,
+    /// How long a partition leader keeps asking a coordinator busy ending
+    /// the last transaction to add a partition to the next (transactions
+    /// v2): `add.partitions.to.txn.retry.backoff.max.ms`, at most
+    /// `request.timeout.ms`, every `add.partitions.to.txn.retry.backoff.ms`.
+    pub add_partitions_retry_max_ms: i64,
+    pub add_partitions_retry_backoff_ms: i64,
 }
 
 #[derive(Clone, Debug)]
@@ -182,6 +188,9 @@ impl BrokerConfig {
                 id_expiration_ms: int("transactional.id.expiration.ms"),
                 abort_check_interval_ms: int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
                 expiry_check_interval_ms: int("transaction.remove.expired.transaction.cleanup.interval.ms"),
+                add_partitions_retry_max_ms: int("add.partitions.to.txn.retry.backoff.max.ms")
+                    .min(int("request.timeout.ms")),
+                add_partitions_retry_backoff_ms: int("add.partitions.to.txn.retry.backoff.ms"),
             },
             metrics_listener,
             log_format_json: values.get("krabka.log.format") == Some("json"),

@@ -306,6 +306,8 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     int("transaction.remove.expired.transaction.cleanup.interval.ms", some("3600000"), AtLeast(1)),
     boolean("transaction.partition.verification.enable", true).dynamic(),
     boolean("transaction.two.phase.commit.enable", false),
+    int("add.partitions.to.txn.retry.backoff.max.ms", some("100"), AtLeast(0)),
+    int("add.partitions.to.txn.retry.backoff.ms", some("20"), AtLeast(1)),
     int("producer.id.expiration.ms", some("86400000"), AtLeast(1)).dynamic(),
     int("producer.id.expiration.check.interval.ms", some("600000"), AtLeast(1)),
 
