@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
  *   transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS
  *   transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS
  *   streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR
+ *   streams-bench BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR RECORDS
  *   group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
  * </pre>
  *
@@ -31,6 +32,7 @@ public final class ClientCheck {
             "       client-check transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS",
             "       client-check transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS",
             "       client-check streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR",
+            "       client-check streams-bench BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR RECORDS",
             "       client-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]",
             "PROTOCOL: classic | consumer",
             "CODEC: none | gzip | snappy | lz4 | zstd");
@@ -78,6 +80,10 @@ public final class ClientCheck {
                     TransactionCheck.hang(args[1], args[2], positive(args[3], "PARTITIONS"),
                             positive(args[4], "TIMEOUT_MS"));
                     yield "";
+                }
+                case "streams-bench" -> {
+                    need(args, 7);
+                    yield StreamsBench.run(args[1], args[2], args[3], args[4], args[5], positive(args[6], "RECORDS"));
                 }
                 case "transactions" -> {
                     need(args, 4);

@@ -8,6 +8,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -25,28 +26,7 @@ final class StreamsCount {
     private StreamsCount() {}
 
     static void run(String bootstrap, String input, String output, String appId, String stateDir) {
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");
-        // A killed instance's place is taken within seconds (the broker's minimum).
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
-        StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                .groupByKey()
-                .count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts"))
-                        .withKeySerde(Serdes.String())
-                        .withValueSerde(Serdes.Long()))
-                .toStream()
-                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
-        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        KafkaStreams streams = new KafkaStreams(topology(input, output), props(bootstrap, appId, stateDir));
         CountDownLatch dead = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.RUNNING) {
@@ -70,5 +50,36 @@ final class StreamsCount {
         }
         streams.close();
         System.exit(1);
+    }
+
+    /** The app's configuration: exactly_once_v2, commits every 100 ms, no record cache. */
+    static Properties props(String bootstrap, String appId, String stateDir) {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");
+        // A killed instance's place is taken within seconds (the broker's minimum).
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
+        return props;
+    }
+
+    /** Counts each key of INPUT in an in-memory store; every new count goes to OUTPUT. */
+    static Topology topology(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts"))
+                        .withKeySerde(Serdes.String())
+                        .withValueSerde(Serdes.Long()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
     }
 }
