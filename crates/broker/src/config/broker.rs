@@ -135,6 +135,13 @@ impl BrokerConfig {
         if values.boolean("remote.log.storage.system.enable") {
             return Err(invalid("remote.log.storage.system.enable", "true", "krabka has no tiered storage"));
         }
+        if values.boolean("unstable.api.versions.enable") {
+            // Kafka would then serve the versions it marks unstable
+            // (InitProducerId v6 with KIP-939's flags among them); krabka
+            // serves Kafka 4.3.1's stable versions only.
+            let why = "krabka serves only the API versions Kafka 4.3.1 marks stable";
+            return Err(invalid("unstable.api.versions.enable", "true", why));
+        }
         let metrics_listener = metrics_listener(values.set("krabka.metrics.listener"))?;
         let log_level = values.get("krabka.log.level").unwrap_or("info").to_string();
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {

@@ -112,6 +112,7 @@ fn invalid_values_name_their_key() {
         ("process.roles", "controller"),
         ("security.inter.broker.protocol", "TLS"),
         ("remote.log.storage.system.enable", "true"),
+        ("unstable.api.versions.enable", "true"),
         ("controller.quorum.voters", "2@127.0.0.1:9093"),
         ("controller.quorum.voters", "1@127.0.0.1"),
     ] {
