@@ -264,6 +264,70 @@ fn idempotence_errors_match_kafka() {
     assert_eq!(values(&fetch(&mut client, TOPIC, 0, 0)).len(), 4);
 }
 
+/// The sequence rules behind the duplicates of an early cut-off
+/// (docs/reliability.md, "Duplicates after an early cut-off"), side by
+/// side with Apache Kafka 4.3.1 over raw requests: a leader that does not
+/// know a producer takes its batch at any sequence (KIP-360), refuses the
+/// earlier sequences after it (OUT_OF_ORDER_SEQUENCE_NUMBER), and takes
+/// sequence 0 again under the next epoch, which is how a producer that
+/// bumps its epoch writes a batch a second time. Both brokers answer alike.
+#[test]
+fn sequence_rules_of_an_unknown_producer_match_kafka_side_by_side() {
+    let krabka = BrokerProcess::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let port = support::free_port();
+    let _kafka = support::KafkaNode::start_combined(dir.path(), port, support::free_port(), "");
+    let kafka_bootstrap = format!("127.0.0.1:{port}");
+    support::wait_for("Kafka to serve", Duration::from_secs(120), || {
+        std::net::TcpStream::connect(&kafka_bootstrap).is_ok()
+    });
+    let answers = |bootstrap: &str| -> Vec<i16> {
+        let mut client = RawClient::connect(bootstrap);
+        support::wait_for("the topic", Duration::from_secs(60), || {
+            let code = create_topic(&mut client, TOPIC, 1, &[]).topics[0].error_code;
+            code == 0 || code == ErrorCode::TOPIC_ALREADY_EXISTS.code()
+        });
+        support::wait_for("the partition's leader", Duration::from_secs(60), || {
+            let request = MetadataRequest { topics: None, ..Default::default() };
+            let answer: MetadataResponse = client.request(ApiKey::Metadata, 12, &request);
+            let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC));
+            topic.is_some_and(|t| t.partitions.first().is_some_and(|p| p.leader_id >= 0))
+        });
+        // A fresh broker may still be fetching its first block of producer ids.
+        let mut producer = None;
+        support::wait_for("a producer id", Duration::from_secs(60), || {
+            let request = InitProducerIdRequest {
+                transactional_id: None,
+                transaction_timeout_ms: 60_000,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
+            };
+            let answer: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 5, &request);
+            producer = (answer.error_code == 0).then_some((answer.producer_id, answer.producer_epoch));
+            producer.is_some()
+        });
+        let (id, epoch) = producer.expect("a producer id");
+        let mut send = |epoch, sequence, first| {
+            let records = batch(Some((id, epoch, sequence)), first, 3, Compression::None);
+            produce(&mut client, TOPIC, 0, records).error_code
+        };
+        let codes = vec![
+            send(epoch, 165, 0),   // unknown producer, mid-sequence: taken
+            send(epoch, 0, 3),     // the earlier batch, retried: out of order
+            send(epoch + 1, 0, 6), // the next epoch from 0: taken (a copy, if it was a retry)
+            send(epoch + 1, 7, 9), // a gap: out of order
+            send(epoch, 3, 12),    // the fenced epoch
+        ];
+        let written = values(&fetch(&mut client, TOPIC, 0, 0)).len();
+        assert_eq!(written, 6, "{bootstrap}: the batches taken");
+        codes
+    };
+    let expected = [0, 45, 0, 45, 47];
+    assert_eq!(answers(&krabka.bootstrap()), expected, "krabka");
+    assert_eq!(answers(&kafka_bootstrap), expected, "Kafka 4.3.1");
+}
+
 #[test]
 fn long_poll_is_woken_by_an_append_and_responses_keep_request_order() {
     let broker = BrokerProcess::start(&[]);

@@ -551,6 +551,21 @@ fn bad_transaction_requests_get_kafkas_errors() {
     );
     assert!(ok, "{printed}");
     assert_eq!(produce(&mut client, 11, 1), 0, "verification off");
+    // The coordinator knows nothing of that batch's transaction: a hanging
+    // one, which `kafka-transactions find-hanging` finds and `abort` ends.
+    let tool = |args: &[&str]| {
+        let (ok, printed) = kafka_cli("kafka-transactions", &[&["--bootstrap-server", &bootstrap], args].concat());
+        assert!(ok, "{args:?}: {printed}");
+        printed
+    };
+    let hanging = tool(&["find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0"]);
+    let row = hanging.lines().find(|l| l.starts_with("bad ")).unwrap_or_else(|| panic!("not found: {hanging}"));
+    // Topic, Partition, ProducerId, ProducerEpoch, CoordinatorEpoch, StartOffset, ...
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(fields[2], pid.to_string(), "{row}");
+    tool(&["abort", "--topic", "bad", "--partition", "0", "--start-offset", fields[5]]);
+    let hanging = tool(&["find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0"]);
+    assert!(!hanging.lines().any(|l| l.starts_with("bad ")), "{hanging}");
     // Markers from an older coordinator epoch than the partition has seen are fenced.
     let marker = |client: &mut support::RawClient, coordinator_epoch| -> i16 {
         let request = WriteTxnMarkersRequest {

@@ -609,6 +609,21 @@ impl KafkaNode {
         Self::start(dir, &config, cluster_id)
     }
 
+    /// A lone combined node (node 1, its own only voter) serving clients on
+    /// `port`, every internal topic with one replica; `extra` adds config lines.
+    pub fn start_combined(dir: &Path, port: u16, controller_port: u16, extra: &str) -> Self {
+        let config = format!(
+            "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{controller_port}\n\
+             listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}\n\
+             controller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\nlog.dirs={}\n\
+             offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n\
+             transaction.state.log.min.isr=1\n{extra}",
+            dir.join("logs").display()
+        );
+        Self::start(dir, &config, TEST_CLUSTER_ID)
+    }
+
     /// A broker-only node (node `id`) serving clients on `port`, under the
     /// controllers `voters` names; `extra` adds config lines.
     pub fn start_broker(dir: &Path, id: i32, port: u16, voters: &str, cluster_id: &str, extra: &str) -> Self {
