@@ -333,6 +333,19 @@ impl Broker {
             || self.groups.follow_leadership(&self.group_host(), self.groups.partition_for(group_id))
     }
 
+    /// `body` to broker `id` at `version`, on a connection kept for
+    /// `purpose` (markers, verification), each exchange within `timeout`.
+    pub async fn call_broker<M: krabka_protocol::Message, R: krabka_protocol::Message>(
+        &self,
+        (id, purpose): (i32, &'static str),
+        timeout: std::time::Duration,
+        request: (krabka_protocol::ApiKey, i16),
+        body: &M,
+    ) -> Result<R, String> {
+        let connect = || self.connect_to_broker(id, timeout, purpose);
+        self.broker_channels.call((id, purpose), connect, request, body).await
+    }
+
     /// A connection to broker `id`'s inter-broker listener, as the image
     /// lists it (its first listener if it has none of that name).
     pub async fn connect_to_broker(

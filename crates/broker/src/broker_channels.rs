@@ -4,12 +4,11 @@
 //! would cost a TCP handshake, and a socket in TIME_WAIT, each time.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use krabka_protocol::{ApiKey, Message};
 
-use crate::broker::Broker;
 use crate::quorum::Channel;
 
 /// Idle connections kept per (broker, purpose): enough for the requests a
@@ -36,27 +35,30 @@ impl BrokerChannels {
     }
 }
 
-impl Broker {
-    /// `body` to broker `id` at `version`, on a connection kept for
-    /// `purpose`, each exchange within `timeout`. A kept connection that
+impl BrokerChannels {
+    /// `body` at `(key, version)` to `peer` (broker id, purpose) on a kept
+    /// connection, else on one `connect` opens. A kept connection that
     /// fails is dropped and the request sent once more on a new one: the
     /// peer may have restarted since it was last used.
-    pub async fn call_broker<M: Message, R: Message>(
+    pub async fn call<M: Message, R: Message, C>(
         &self,
-        (id, purpose): (i32, &'static str),
-        timeout: Duration,
+        peer: (i32, &'static str),
+        connect: impl FnOnce() -> C,
         (key, version): (ApiKey, i16),
         body: &M,
-    ) -> Result<R, String> {
-        if let Some(mut channel) = self.broker_channels.take((id, purpose)) {
+    ) -> Result<R, String>
+    where
+        C: Future<Output = Result<Channel, String>>,
+    {
+        if let Some(mut channel) = self.take(peer) {
             if let Ok(response) = channel.call(key, version, body).await {
-                self.broker_channels.put_back((id, purpose), channel);
+                self.put_back(peer, channel);
                 return Ok(response);
             }
         }
-        let mut channel = self.connect_to_broker(id, timeout, purpose).await?;
+        let mut channel = connect().await?;
         let response = channel.call(key, version, body).await?;
-        self.broker_channels.put_back((id, purpose), channel);
+        self.put_back(peer, channel);
         Ok(response)
     }
 }
