@@ -248,9 +248,9 @@ impl Broker {
         self.shutdown.send_replace(true);
     }
 
-    /// The brokers clients are told of (Metadata, DescribeCluster): every
-    /// registered broker that is not fenced, on its endpoint of this one's
-    /// advertised listener name (on a lone node, this one always).
+    /// The live brokers on this node's first advertised listener (the
+    /// inter-broker one on a controller-only node): for decisions that
+    /// need ids, not a client's endpoints.
     pub fn live_brokers(&self) -> Vec<LiveBroker> {
         // A controller-only node is no broker: only the registered ones, on
         // the inter-broker listener.
@@ -259,13 +259,22 @@ impl Broker {
         } else {
             self.config.inter_broker_listener_name.as_str()
         };
+        self.live_brokers_on(listener_name)
+    }
+
+    /// The brokers clients are told of (Metadata, DescribeCluster): every
+    /// registered broker that is not fenced, on its endpoint of the
+    /// listener the client came in on, as Kafka answers (on a lone node,
+    /// this one always).
+    pub fn live_brokers_on(&self, listener_name: &str) -> Vec<LiveBroker> {
         // A node that is its quorum's only voter is the whole cluster; in a
         // shared quorum this broker is listed as the others are, from the
         // image, so not while it is fenced (starting, or cut off from the
         // controller), as Kafka's metadata cache lists its own broker.
         let single = self.metadata.quorum().is_none();
         let this = (single && self.config.is_broker()).then(|| {
-            let listener = self.config.advertised_listener();
+            let listener = self.config.advertised_listeners.iter().find(|l| l.name == listener_name);
+            let listener = listener.unwrap_or_else(|| self.config.advertised_listener());
             LiveBroker {
                 id: self.node_id,
                 host: listener.host.clone(),
@@ -310,18 +319,19 @@ impl Broker {
     /// The broker coordinating `group_id` (Kafka's group coordinator is
     /// the leader of the group's `__consumer_offsets` partition): this one
     /// on a node that is its quorum's only voter; None while that partition
-    /// has no live leader (or the topic does not exist yet).
-    pub fn group_coordinator(&self, group_id: &str) -> Option<LiveBroker> {
-        self.coordinator_on(OFFSETS_TOPIC, self.groups.partition_for(group_id))
+    /// has no live leader (or the topic does not exist yet). Named by its
+    /// endpoint of `listener_name`.
+    pub fn group_coordinator(&self, group_id: &str, listener_name: &str) -> Option<LiveBroker> {
+        self.coordinator_on(OFFSETS_TOPIC, self.groups.partition_for(group_id), listener_name)
     }
 
     /// The live leader of a coordinator's topic partition: that
     /// coordinator's broker (None while it has no live leader).
-    pub fn coordinator_on(&self, topic: &str, partition: usize) -> Option<LiveBroker> {
+    pub fn coordinator_on(&self, topic: &str, partition: usize, listener_name: &str) -> Option<LiveBroker> {
         let image = self.metadata.image();
         let state = image.topic(topic)?.partitions.get(partition)?.clone();
         let leader = self.partition_leader(&state);
-        self.live_brokers().into_iter().find(|b| b.id == leader)
+        self.live_brokers_on(listener_name).into_iter().find(|b| b.id == leader)
     }
 
     /// Whether this broker coordinates `group_id`: it leads the group's

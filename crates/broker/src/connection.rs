@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use krabka_log::FileSlice;
 use krabka_protocol::frame::{FrameError, RequestFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
@@ -30,16 +30,18 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
+use crate::authentication::{Admission, Authenticator};
 use crate::broker::Broker;
+use crate::config::security::ClientListener;
 use crate::handlers;
 use crate::observability::FailureKind;
-use crate::request::{Chunk, Close, ConnectionInfo, Reply};
+use crate::request::{Chunk, Close, ConnectionInfo, Reply, Response};
 
 /// Requests read ahead of the writer, per connection: bounds the memory one
 /// pipelining client can hold (Kafka's clients keep at most five in flight).
 const MAX_QUEUED_RESPONSES: usize = 32;
 
-pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
+pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>, listener: Arc<ClientListener>) {
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel(MAX_QUEUED_RESPONSES);
@@ -48,10 +50,15 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
     // waits) are dropped then, not left holding the socket until they expire.
     let (gone, gone_signal) = watch::channel(false);
     let writer_task = tokio::spawn(write_loop(writer, rx, Arc::clone(&activity), gone_signal));
-    let info = ConnectionInfo { peer, forwarded: false };
-    match read_loop(reader, &broker, &info, tx, &activity).await {
-        // A broker shutting down lets the writer finish in-flight requests.
+    let authenticator = Authenticator::new(listener, broker.config.security.connections_max_reauth_ms);
+    match read_loop(reader, &broker, peer, authenticator, tx, &activity).await {
+        // A broker shutting down lets the writer finish in-flight requests;
+        // a failed authentication's answer is sent before the close.
         Ok(ReadEnd::Shutdown) => {}
+        Ok(ReadEnd::AuthenticationFailed(reason)) => {
+            tracing::info!(%peer, %reason, "failed authentication");
+            broker.metrics.failed_authentication();
+        }
         Ok(ReadEnd::ClientClosed) => {
             let _ = gone.send(true);
         }
@@ -77,6 +84,8 @@ enum ReadEnd {
     ClientClosed,
     /// The broker is shutting down.
     Shutdown,
+    /// The client failed to authenticate; its answer is queued.
+    AuthenticationFailed(String),
 }
 
 /// When the connection last read or wrote: `connections.max.idle.ms`
@@ -152,16 +161,23 @@ async fn next_size_prefix(
 async fn read_loop(
     mut reader: OwnedReadHalf,
     broker: &Arc<Broker>,
-    info: &ConnectionInfo,
+    peer: SocketAddr,
+    mut authenticator: Authenticator,
     tx: mpsc::Sender<Reply>,
     activity: &Activity,
 ) -> Result<ReadEnd, Close> {
-    let max_request_bytes = broker.config.socket_request_max_bytes;
+    let security = &broker.config.security;
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
     let mut shutdown = broker.shutdown_signal();
     // Frames are split off this buffer without copying; request bodies
     // (record batches included) stay slices of it until handled.
     let mut buf = BytesMut::new();
+    let mut info = ConnectionInfo {
+        peer,
+        forwarded: false,
+        listener_name: authenticator.listener_name().into(),
+        principal: authenticator.principal(),
+    };
     loop {
         tokio::select! {
             read = next_size_prefix(&mut reader, &mut buf, activity, idle) => match read {
@@ -172,11 +188,13 @@ async fn read_loop(
             _ = shutdown.wait_for(|stop| *stop) => return Ok(ReadEnd::Shutdown),
         }
         let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-        if size < 0 || size as u32 > max_request_bytes {
+        let max_bytes = authenticator
+            .max_frame_bytes(broker.config.socket_request_max_bytes, security.sasl_server_max_receive_size);
+        if size < 0 || size as u32 > max_bytes {
             // Kafka's InvalidReceiveException: the frame cannot be skipped safely.
             return Err(Close::failure(
                 FailureKind::InvalidFrame,
-                format!("request size {size} is outside [0, socket.request.max.bytes = {max_request_bytes}]"),
+                format!("request size {size} is outside [0, {max_bytes}] (socket.request.max.bytes, or sasl.server.max.receive.size before authentication)"),
             ));
         }
         if !fill(&mut reader, &mut buf, 4 + size as usize, activity).await? {
@@ -189,8 +207,26 @@ async fn read_loop(
             // allocation, so an idle connection keeps no read buffer.
             buf = BytesMut::new();
         }
-        let reply = match RequestFrame::parse(frame) {
-            Ok(request) => handlers::handle(broker, info, request).await?,
+        let reply = match admit(&mut authenticator, frame, broker) {
+            Ok(Admission::Serve(request)) => handlers::handle(broker, &info, request).await?,
+            Ok(Admission::Answer(answer)) => {
+                if authenticator.take_completed() {
+                    info.principal = authenticator.principal();
+                    broker.metrics.authenticated();
+                    tracing::debug!(%peer, principal = %info.principal, "authenticated");
+                }
+                Reply::Now(Response::from_bytes(answer))
+            }
+            Ok(Admission::Fail { answer, reason }) => {
+                // Held before the answer and the close (KIP-306), to slow
+                // down a client guessing passwords.
+                tokio::time::sleep(Duration::from_millis(security.failed_authentication_delay_ms)).await;
+                if let Some(answer) = answer {
+                    let _ = tx.send(Reply::Now(Response::from_bytes(answer))).await;
+                }
+                return Ok(ReadEnd::AuthenticationFailed(reason));
+            }
+            Ok(Admission::Close(close)) => return Err(close),
             Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id }) => {
                 handlers::unsupported_version(broker, api_key, api_version, correlation_id)?
             }
@@ -200,6 +236,18 @@ async fn read_loop(
             return Err(Close::routine("writer gone"));
         }
     }
+}
+
+/// Parses `frame` (unless it is a raw SASL token) and lets the
+/// authenticator gate it.
+fn admit(authenticator: &mut Authenticator, frame: Bytes, broker: &Broker) -> Result<Admission, FrameError> {
+    // The image is read only when a mechanism looks a credential up.
+    let image = || broker.metadata.image();
+    if authenticator.expects_raw_token() {
+        return Ok(authenticator.raw_token(&frame, &image));
+    }
+    let request = RequestFrame::parse(frame)?;
+    Ok(authenticator.admit(request, &image))
 }
 
 async fn write_loop(

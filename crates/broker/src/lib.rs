@@ -10,6 +10,7 @@
 
 pub mod active_controller;
 pub mod alter_partition;
+pub mod authentication;
 pub mod auto_creations;
 pub mod broker;
 pub mod broker_channels;

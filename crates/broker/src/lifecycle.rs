@@ -145,8 +145,7 @@ async fn register(broker: &Broker, channel: &mut Channel, incarnation_id: Uuid) 
             name: l.name.clone(),
             host: l.host.clone(),
             port: l.port,
-            // Only PLAINTEXT is served (its id is 0).
-            security_protocol: 0,
+            security_protocol: config.security.client_listener(&l.name).map_or(0, |c| c.protocol.id()),
             ..Default::default()
         })
         .collect();

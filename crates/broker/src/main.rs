@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::Parser;
 use krabka_broker::broker::Broker;
+use krabka_broker::config::security::ClientListener;
 use krabka_broker::config::BrokerConfig;
 use krabka_broker::observability;
 use krabka_broker::quorum::serve_controller_listener;
@@ -54,25 +55,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if !config.is_broker() {
         return run_controller(config).await;
     }
-    let listener_config = config
-        .listeners
-        .iter()
-        .find(|l| !config.controller_listener_names.contains(&l.name))
-        .context("no client listener in listeners")?
-        .clone();
-    let host = if listener_config.host.is_empty() { "0.0.0.0" } else { listener_config.host.as_str() };
-    let address = format!("{host}:{}", listener_config.port);
     let metrics_listener = config.metrics_listener.clone();
-    // Bound now (port 0 learns its port, to advertise) but not listening
-    // until the storage is open: a client connecting during recovery is
-    // refused and retries, rather than waiting on a broker that cannot answer.
-    let socket = bind_client_socket(&address).await?;
     let backlog = config.socket_listen_backlog_size;
     let mut config = config;
-    let bound_port = socket.local_addr()?.port();
-    for advertised in config.advertised_listeners.iter_mut().filter(|l| l.name == listener_config.name && l.port == 0) {
-        advertised.port = bound_port;
-    }
+    let sockets = bind_client_listeners(&mut config).await?;
     let controller_listener = bind_controller_listener(&config).await?;
     let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     observability::failures::install_panic_hook(broker.metrics.clone());
@@ -98,7 +84,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         () = broker.wait_until_unfenced() => {}
         _ = shutdown.wait_for(|stop| *stop) => return broker.close().await,
     }
-    let listener = socket.listen(backlog).with_context(|| format!("listening on {address}"))?;
+    let mut listeners = Vec::new();
+    for (socket, listener) in sockets {
+        let address = socket.local_addr()?;
+        let socket = socket.listen(backlog).with_context(|| format!("listening on {address}"))?;
+        tracing::info!(listener = %listener.name, protocol = ?listener.protocol, %address, "listening");
+        listeners.push((socket, listener));
+    }
+    let first = listeners.first().context("no client listener in listeners")?.0.local_addr()?;
     if let Some(metrics_address) = metrics_listener {
         let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
         tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
@@ -107,10 +100,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     tracing::info!(
         node_id = broker.node_id,
         cluster_id = %broker.cluster_id,
-        address = %listener.local_addr()?,
+        address = %first,
         "krabka broker serving"
     );
-    broker.run(listener).await
+    broker.run(listeners).await
 }
 
 /// A controller-only node (`process.roles=controller`): the metadata
@@ -159,6 +152,26 @@ fn serve_quorum(broker: &Arc<Broker>, listener: TcpListener) -> anyhow::Result<(
 /// before the storage opens: the other voters reach this node's raft
 /// through it while it catches up. None for a combined node that is its
 /// quorum's only voter, or a node that is no controller.
+/// Binds every client listener, in `listeners` order. Bound now (port 0
+/// learns its port, to advertise) but not listening until the storage is
+/// open: a client connecting during recovery is refused and retries,
+/// rather than waiting on a broker that cannot answer.
+async fn bind_client_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<(TcpSocket, Arc<ClientListener>)>> {
+    let mut sockets = Vec::new();
+    for listener in config.security.client_listeners.clone() {
+        let bound = config.listeners.iter().find(|l| l.name == listener.name).context("a client listener is listed")?;
+        let host = if bound.host.is_empty() { "0.0.0.0" } else { bound.host.as_str() };
+        let socket = bind_client_socket(&format!("{host}:{}", bound.port)).await?;
+        let port = socket.local_addr()?.port();
+        for advertised in config.advertised_listeners.iter_mut().filter(|l| l.name == listener.name && l.port == 0) {
+            advertised.port = port;
+        }
+        sockets.push((socket, listener));
+    }
+    anyhow::ensure!(!sockets.is_empty(), "no client listener in listeners");
+    Ok(sockets)
+}
+
 async fn bind_controller_listener(config: &BrokerConfig) -> anyhow::Result<Option<TcpListener>> {
     if !config.is_controller() || (config.is_broker() && !config.quorum.is_shared(config.node_id)) {
         return Ok(None);

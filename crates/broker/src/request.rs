@@ -10,6 +10,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use krabka_log::FileSlice;
 use krabka_protocol::{ApiKey, ResponseBody};
+use krabka_security::KafkaPrincipal;
 use tokio::task::JoinHandle;
 
 use crate::broker::Broker;
@@ -70,6 +71,25 @@ pub struct ConnectionInfo {
     /// again, so two nodes that each take the other for the controller
     /// cannot pass a request back and forth.
     pub forwarded: bool,
+    /// The listener the request came in on: Metadata and FindCoordinator
+    /// name each broker by its endpoint of this name, as Kafka does.
+    pub listener_name: Arc<str>,
+    /// Who sent it (ANONYMOUS on a PLAINTEXT listener).
+    pub principal: KafkaPrincipal,
+}
+
+impl ConnectionInfo {
+    /// A request that came from another broker: in an Envelope, or sent to
+    /// the controller listener directly. `listener_name` is the listener
+    /// whose endpoints its answer names.
+    pub fn forwarded(peer: SocketAddr, listener_name: &str) -> Self {
+        ConnectionInfo {
+            peer,
+            forwarded: true,
+            listener_name: listener_name.into(),
+            principal: KafkaPrincipal::anonymous(),
+        }
+    }
 }
 
 /// What a handler knows about the request it serves.

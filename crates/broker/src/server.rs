@@ -7,10 +7,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
+use std::net::SocketAddr;
+
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use crate::broker::Broker;
+use crate::config::security::ClientListener;
 use crate::connection;
 use crate::observability::PartitionLogState;
 use crate::replica::ReplicaManager;
@@ -39,8 +42,9 @@ impl Drop for ConnectionSlot {
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 impl Broker {
-    /// Serves `listener` until shutdown, then closes the storage cleanly.
-    pub async fn run(self: &Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
+    /// Serves the client `listeners` until shutdown, then closes the
+    /// storage cleanly.
+    pub async fn run(self: &Arc<Self>, listeners: Vec<(TcpListener, Arc<ClientListener>)>) -> anyhow::Result<()> {
         let housekeeping = tokio::spawn(housekeeping_loop(self.clone()));
         let group_clock = tokio::spawn(group_clock_loop(self.clone()));
         let transaction_clock = tokio::spawn(crate::transactions::transaction_clock_loop(self.clone()));
@@ -52,18 +56,17 @@ impl Broker {
         ];
         let mut connections = JoinSet::new();
         let mut shutdown = self.shutdown_signal();
+        // One accept loop per listener, all feeding this one, which holds
+        // the connection limit for them all.
+        let (accepted_tx, mut accepted) = tokio::sync::mpsc::channel(64);
+        let acceptors: Vec<_> = listeners
+            .into_iter()
+            .map(|(socket, listener)| tokio::spawn(accept_loop(socket, listener, accepted_tx.clone())))
+            .collect();
+        drop(accepted_tx);
         loop {
             tokio::select! {
-                accepted = listener.accept() => {
-                    let (stream, peer) = match accepted {
-                        Ok(pair) => pair,
-                        Err(e) => {
-                            // EMFILE and friends: back off instead of spinning.
-                            tracing::warn!(error = %e, "accept failed");
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            continue;
-                        }
-                    };
+                Some((stream, peer, listener)) = accepted.recv() => {
                     if self.open_connections.load(Ordering::Relaxed) >= self.config.max_connections {
                         self.metrics.connection_rejected();
                         tracing::warn!(%peer, limit = self.config.max_connections, "max.connections reached");
@@ -74,7 +77,7 @@ impl Broker {
                     connections.spawn(async move {
                         // The slot is given back when the task ends, even by a panic.
                         let broker = slot.0.clone();
-                        connection::serve(stream, peer, broker).await;
+                        connection::serve(stream, peer, broker, listener).await;
                         drop(slot);
                     });
                 }
@@ -82,7 +85,9 @@ impl Broker {
                 _ = shutdown.wait_for(|stop| *stop) => break,
             }
         }
-        drop(listener);
+        for acceptor in acceptors {
+            acceptor.abort();
+        }
         // Fenced first, so clients are sent elsewhere while this one drains.
         crate::lifecycle::controlled_shutdown(self).await;
         tracing::info!(open = connections.len(), "shutting down: finishing in-flight requests");
@@ -99,6 +104,29 @@ impl Broker {
             task.abort();
         }
         self.close().await
+    }
+}
+
+/// Accepts `socket`'s connections for the server loop, tagged with their
+/// listener.
+async fn accept_loop(
+    socket: TcpListener,
+    listener: Arc<ClientListener>,
+    accepted: tokio::sync::mpsc::Sender<(TcpStream, SocketAddr, Arc<ClientListener>)>,
+) {
+    loop {
+        match socket.accept().await {
+            Ok((stream, peer)) => {
+                if accepted.send((stream, peer, listener.clone())).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(error = %e, listener = %listener.name, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 }
 

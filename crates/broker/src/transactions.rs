@@ -43,9 +43,10 @@ impl Broker {
     }
 
     /// The broker coordinating `transactional_id`: the leader of its
-    /// `__transaction_state` partition (this one on a lone node).
-    pub fn txn_coordinator(&self, transactional_id: &str) -> Option<LiveBroker> {
-        self.coordinator_on(TRANSACTION_STATE_TOPIC, self.txns.partition_for(transactional_id))
+    /// `__transaction_state` partition (this one on a lone node), named by
+    /// its endpoint of `listener_name`.
+    pub fn txn_coordinator(&self, transactional_id: &str, listener_name: &str) -> Option<LiveBroker> {
+        self.coordinator_on(TRANSACTION_STATE_TOPIC, self.txns.partition_for(transactional_id), listener_name)
     }
 }
 
@@ -298,7 +299,8 @@ async fn ask_once(
     partitions: Vec<TopicPartition>,
     add: bool,
 ) -> Vec<(TopicPartition, ErrorCode)> {
-    let coordinator = broker.txn_coordinator(transactional_id).map(|c| c.id);
+    let listener = &broker.config.inter_broker_listener_name;
+    let coordinator = broker.txn_coordinator(transactional_id, listener).map(|c| c.id);
     let (pid, epoch) = producer;
     let answers = match coordinator {
         Some(id) if id == broker.node_id => broker.with_txn_host(None, |host| {

@@ -44,6 +44,7 @@ pub mod partitions;
 pub mod placement;
 pub mod producer_ids;
 pub mod reassignment;
+pub mod scram;
 #[cfg(test)]
 mod test_images;
 pub mod topics;

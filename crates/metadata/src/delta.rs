@@ -88,6 +88,8 @@ impl Change {
             | MetadataRecord::RegisterController(_)
             | MetadataRecord::UnregisterBroker(_)
             | MetadataRecord::FeatureLevel(_)
+            | MetadataRecord::UserScramCredential(_)
+            | MetadataRecord::RemoveUserScramCredential(_)
             | MetadataRecord::Other { .. } => Change::Nothing,
         }
     }

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use krabka_protocol::{PartitionChangeRecord, RegisterBrokerRecord, RegisterControllerRecord, Uuid};
+use krabka_protocol::{
+    PartitionChangeRecord, RegisterBrokerRecord, RegisterControllerRecord, UserScramCredentialRecord, Uuid,
+};
 
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 
@@ -70,7 +72,10 @@ pub struct MetadataImage {
     /// Per-broker dynamic configs (`ConfigRecord`s of a broker resource
     /// naming one broker), by broker id as the record names it, then key.
     pub per_broker_configs: BTreeMap<String, BTreeMap<String, String>>,
-    /// Records of cluster state krabka does not model (ACLs, quotas, SCRAM
+    /// SCRAM credentials by (user, mechanism type: 1 SCRAM-SHA-256, 2
+    /// SCRAM-SHA-512), as their latest `UserScramCredentialRecord`s.
+    pub scram_credentials: BTreeMap<(String, i8), UserScramCredentialRecord>,
+    /// Records of cluster state krabka does not model (ACLs, quotas,
     /// credentials, delegation tokens, newer types), in log order: a
     /// snapshot writes them back, so nothing the log held is lost to it.
     pub unmodeled: Arc<Vec<MetadataRecord>>,
@@ -263,6 +268,12 @@ impl MetadataImage {
                     }
                     _ => return Err(format!("unregistration of broker {} epoch {}", r.broker_id, r.broker_epoch)),
                 }
+            }
+            MetadataRecord::UserScramCredential(r) => {
+                self.scram_credentials.insert((r.name.clone(), r.mechanism), r.clone());
+            }
+            MetadataRecord::RemoveUserScramCredential(r) => {
+                self.scram_credentials.remove(&(r.name.clone(), r.mechanism));
             }
             MetadataRecord::Other { .. } if record.is_unmodeled_state() => {
                 Arc::make_mut(&mut self.unmodeled).push(record.clone());

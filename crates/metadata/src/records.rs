@@ -8,7 +8,7 @@ use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
     BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord, FeatureLevelRecord, Message, NoOpRecord,
     PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord,
-    RemoveTopicRecord, TopicRecord, UnregisterBrokerRecord,
+    RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnregisterBrokerRecord, UserScramCredentialRecord,
 };
 
 /// The frame version Kafka writes before every metadata record.
@@ -33,6 +33,8 @@ mod record_type {
     pub const FEATURE_LEVEL: u32 = 12;
     pub const REGISTER_CONTROLLER: u32 = 27;
     pub const CLEAR_ELR: u32 = 28;
+    pub const USER_SCRAM_CREDENTIAL: u32 = 11;
+    pub const REMOVE_USER_SCRAM_CREDENTIAL: u32 = 22;
 }
 
 /// ConfigRecord resource types (Kafka's ConfigResource.Type ids).
@@ -56,7 +58,10 @@ pub enum MetadataRecord {
     /// topic's when the name is empty), after its min.insync.replicas
     /// changed (KIP-966).
     ClearElr(ClearElrRecord),
-    /// A record type krabka does not apply itself (ACLs, quotas, SCRAM
+    /// A user's SCRAM credential for one mechanism, added or replaced.
+    UserScramCredential(UserScramCredentialRecord),
+    RemoveUserScramCredential(RemoveUserScramCredentialRecord),
+    /// A record type krabka does not apply itself (ACLs, quotas,
     /// credentials, delegation tokens, a newer version's): `raw` is the
     /// whole record as it arrived, written back as it was.
     Other {
@@ -114,6 +119,8 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::RegisterController(_) => (record_type::REGISTER_CONTROLLER, 0),
         MetadataRecord::UnregisterBroker(_) => (record_type::UNREGISTER_BROKER, 0),
         MetadataRecord::ClearElr(_) => (record_type::CLEAR_ELR, 0),
+        MetadataRecord::UserScramCredential(_) => (record_type::USER_SCRAM_CREDENTIAL, 0),
+        MetadataRecord::RemoveUserScramCredential(_) => (record_type::REMOVE_USER_SCRAM_CREDENTIAL, 0),
         MetadataRecord::Other { record_type, version, .. } => (*record_type, *version as i16),
     }
 }
@@ -152,6 +159,8 @@ impl MetadataRecord {
             MetadataRecord::RegisterController(r) => r.encode(&mut buf, version),
             MetadataRecord::UnregisterBroker(r) => r.encode(&mut buf, version),
             MetadataRecord::ClearElr(r) => r.encode(&mut buf, version),
+            MetadataRecord::UserScramCredential(r) => r.encode(&mut buf, version),
+            MetadataRecord::RemoveUserScramCredential(r) => r.encode(&mut buf, version),
             MetadataRecord::Other { .. } => unreachable!("written as it arrived"),
         };
         // Records are built by krabka from valid values: failing to encode one
@@ -189,6 +198,12 @@ impl MetadataRecord {
                 UnregisterBrokerRecord::decode(buf, v).map(MetadataRecord::UnregisterBroker)
             }
             record_type::CLEAR_ELR => ClearElrRecord::decode(buf, v).map(MetadataRecord::ClearElr),
+            record_type::USER_SCRAM_CREDENTIAL => {
+                UserScramCredentialRecord::decode(buf, v).map(MetadataRecord::UserScramCredential)
+            }
+            record_type::REMOVE_USER_SCRAM_CREDENTIAL => {
+                RemoveUserScramCredentialRecord::decode(buf, v).map(MetadataRecord::RemoveUserScramCredential)
+            }
             _ => return Ok(MetadataRecord::Other { record_type, version, raw }),
         };
         record.map_err(|e| format!("metadata record type {record_type} v{version}: {e}"))

@@ -12,6 +12,7 @@ use super::describe::{broker_synonyms, ConfigEntry, ConfigSource};
 use super::dynamic::{dynamic_entry, DynamicConfigs};
 use super::listeners::{Listener, Listeners};
 use super::quorum::QuorumConfig;
+use super::security::SecurityConfig;
 use super::topic_keys::broker_topic_defaults;
 use krabka_controller::features::ControllerDefaults;
 use krabka_log::config_values::split_list;
@@ -96,6 +97,8 @@ pub struct BrokerConfig {
     pub raw: BTreeMap<String, String>,
     /// `listener.security.protocol.map` as in effect: listener name to protocol.
     pub listener_security_protocols: BTreeMap<String, String>,
+    /// How each client listener authenticates, and the SASL limits.
+    pub security: SecurityConfig,
     /// The broker-level default of every topic config (by topic config name,
     /// canonical text), from server.properties or Kafka's defaults.
     pub topic_defaults: BTreeMap<String, String>,
@@ -126,6 +129,8 @@ impl BrokerConfig {
         let broker_role = process_roles.iter().any(|r| r == "broker");
         let quorum = QuorumConfig::read(&values, node_id, controller_role)?;
         let layout = Listeners::resolve(&values, controller_role, broker_role)?;
+        let security =
+            SecurityConfig::read(&values, &props, &layout.listeners, &layout.controller_names, &layout.protocols)?;
 
         // log.dirs wins over log.dir; both are validated non-empty lists.
         let dirs = values.set("log.dirs").or(values.get("log.dir")).unwrap_or_default();
@@ -204,6 +209,7 @@ impl BrokerConfig {
             log_level,
             raw: props,
             listener_security_protocols: layout.protocols,
+            security,
             topic_defaults,
         };
         Ok((config, warnings))

@@ -136,6 +136,7 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     long("connections.max.idle.ms", some("600000"), Any),
     long("connections.max.reauth.ms", some("0"), Any),
     int("connection.failed.authentication.delay.ms", some("100"), AtLeast(0)),
+    int("sasl.server.max.receive.size", some("524288"), AtLeast(1)),
     int("max.connections", INT_MAX, AtLeast(0)).dynamic(),
     int("max.connections.per.ip", INT_MAX, AtLeast(0)).dynamic(),
     string("max.connections.per.ip.overrides", some("")).dynamic(),
@@ -339,7 +340,8 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     int("kafka.metrics.polling.interval.secs", some("10"), AtLeast(1)),
     int("telemetry.max.bytes", some("1048576"), AtLeast(1)),
 
-    // Security: accepted so stock files load; krabka serves PLAINTEXT only.
+    // Security: SASL (PLAIN, SCRAM) is served (config/security.rs); the rest
+    // is accepted so stock files load.
     string("authorizer.class.name", some("")),
     string("super.users", None),
     boolean("allow.everyone.if.no.acl.found", false),

@@ -108,14 +108,19 @@ impl Listeners {
                     format!("no security protocol for listener {} in listener.security.protocol.map", listener.name);
                 return Err(invalid("listeners", listeners_text, reason));
             };
-            if protocol != "PLAINTEXT" && !is_controller(&listener.name) {
-                let reason =
-                    format!("listener {} uses {protocol}; krabka serves only PLAINTEXT listeners", listener.name);
+            if let Some(reason) = unserved_protocol(&listener.name, protocol, is_controller(&listener.name)) {
                 return Err(invalid("listeners", listeners_text, reason));
             }
         }
 
         let inter_broker = inter_broker_listener(values)?;
+        if protocols.get(&inter_broker).is_some_and(|p| p != "PLAINTEXT") {
+            // A broker's own connections to the others (replica fetchers,
+            // markers, forwarding) do not authenticate yet.
+            let reason =
+                "krabka's inter-broker listener must be a PLAINTEXT one (its own connections do not authenticate yet)";
+            return Err(invalid("inter.broker.listener.name", &inter_broker, reason));
+        }
         if is_controller(&inter_broker) {
             let reason = "the inter-broker listener must not be a controller listener";
             return Err(invalid("inter.broker.listener.name", &inter_broker, reason));
@@ -138,6 +143,19 @@ impl Listeners {
             return Err(invalid("listeners", listeners_text, reason));
         }
         Ok(Listeners { listeners, advertised, controller_names, inter_broker, protocols })
+    }
+}
+
+/// Why krabka cannot serve `protocol` on listener `name`, if it cannot:
+/// client listeners take PLAINTEXT or SASL_PLAINTEXT, the KRaft quorum's
+/// connections PLAINTEXT only.
+fn unserved_protocol(name: &str, protocol: &str, controller: bool) -> Option<String> {
+    match (protocol, controller) {
+        ("PLAINTEXT", _) | ("SASL_PLAINTEXT", false) => None,
+        (_, true) => Some(format!("controller listener {name} uses {protocol}; krabka's quorum listens on PLAINTEXT")),
+        (_, false) => Some(format!(
+            "listener {name} uses {protocol}; krabka serves PLAINTEXT and SASL_PLAINTEXT client listeners"
+        )),
     }
 }
 

@@ -14,7 +14,7 @@
 //! cluster's default, a broker's own) over server.properties.
 //!
 //! Imports point one way, from the top down: `topic` -> `dynamic` -> `broker` ->
-//! `listeners`, `quorum` (the KRaft voters and timers), `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
+//! `security` (client listeners' SASL settings) -> `listeners`, `quorum` (the KRaft voters and timers), `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
 //! `broker_keys` -> krabka-log's `topic_config` -> `config_values`.
 
 pub mod broker;
@@ -23,6 +23,7 @@ mod describe;
 pub mod dynamic;
 mod listeners;
 mod quorum;
+pub mod security;
 pub mod topic;
 mod topic_keys;
 

@@ -76,7 +76,7 @@ pub fn delete_records(ctx: &RequestContext<'_>, request: DeleteRecordsRequest) -
 pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterRequest) -> DescribeClusterResponse {
     let broker = ctx.broker;
     let brokers = broker
-        .live_brokers()
+        .live_brokers_on(&ctx.connection.listener_name)
         .into_iter()
         .map(|b| DescribeClusterBroker {
             broker_id: b.id,

@@ -59,6 +59,11 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         DescribeCluster,
         DescribeProducers,
         DescribeTopicPartitions,
+        // Answered by the connection's authenticator (authentication.rs).
+        SaslHandshake,
+        SaslAuthenticate,
+        DescribeUserScramCredentials,
+        AlterUserScramCredentials,
         DescribeQuorum,
         ElectLeaders,
         AlterPartitionReassignments,

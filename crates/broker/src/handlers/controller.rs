@@ -191,7 +191,8 @@ async fn allocate_producer_ids(
 /// Kafka's controllers), answered by the client handlers; None for any
 /// other API.
 async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16) -> Option<ResponseBody> {
-    let connection = ConnectionInfo { peer: SocketAddr::from(([0, 0, 0, 0], 0)), forwarded: true };
+    let listener = &broker.config.inter_broker_listener_name;
+    let connection = ConnectionInfo::forwarded(SocketAddr::from(([0, 0, 0, 0], 0)), listener);
     let ctx = RequestContext {
         broker,
         connection: &connection,
@@ -227,7 +228,7 @@ async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeRes
         return refuse(ErrorCode::INVALID_REQUEST);
     }
     let Ok(body) = frame.decode_body() else { return refuse(ErrorCode::INVALID_REQUEST) };
-    let connection = ConnectionInfo { peer: client, forwarded: true };
+    let connection = ConnectionInfo::forwarded(client, &broker.config.inter_broker_listener_name);
     let ctx = RequestContext {
         broker,
         connection: &connection,

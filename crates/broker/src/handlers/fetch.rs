@@ -37,6 +37,8 @@ const READ_COMMITTED: i8 = 1;
 /// Everything the fetch needs to (re)plan its reads from a task.
 struct FetchPlan {
     broker: Arc<Broker>,
+    /// The client's listener, whose endpoints leader hints name.
+    listener_name: Arc<str>,
     api_version: i16,
     correlation_id: i32,
     session: SessionContext,
@@ -80,6 +82,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
     };
     let plan = FetchPlan {
         broker: broker.clone(),
+        listener_name: ctx.connection.listener_name.clone(),
         api_version: ctx.api_version,
         correlation_id: ctx.correlation_id,
         session,
@@ -389,7 +392,7 @@ impl FetchPlan {
                 }
             }
         }
-        let mut hints = LeaderHints::new(&self.broker);
+        let mut hints = LeaderHints::new(&self.broker, &self.listener_name);
         if self.api_version >= LEADER_HINTS_VERSION {
             for result in &mut included {
                 let code = result.data.error_code;

@@ -112,8 +112,8 @@ pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinator
         };
         let coordinator = match error {
             Some(_) => None,
-            None if group => broker.group_coordinator(key),
-            None => broker.txn_coordinator(key),
+            None if group => broker.group_coordinator(key, &ctx.connection.listener_name),
+            None => broker.txn_coordinator(key, &ctx.connection.listener_name),
         };
         match (error, coordinator) {
             (None, Some(coordinator)) => Coordinator {

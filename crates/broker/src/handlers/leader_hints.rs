@@ -12,13 +12,15 @@ use crate::broker::{Broker, LiveBroker};
 /// The leaders named so far in one response, by id.
 pub struct LeaderHints<'b> {
     broker: &'b Broker,
+    /// The client's listener: the endpoints named are of this name.
+    listener_name: &'b str,
     live: Option<Vec<LiveBroker>>,
     named: BTreeMap<i32, LiveBroker>,
 }
 
 impl<'b> LeaderHints<'b> {
-    pub fn new(broker: &'b Broker) -> Self {
-        LeaderHints { broker, live: None, named: BTreeMap::new() }
+    pub fn new(broker: &'b Broker, listener_name: &'b str) -> Self {
+        LeaderHints { broker, listener_name, live: None, named: BTreeMap::new() }
     }
 
     /// The leader and leader epoch of `topic`-`partition` (-1, -1 when not
@@ -35,7 +37,7 @@ impl<'b> LeaderHints<'b> {
             }
         };
         if leader >= 0 && !self.named.contains_key(&leader) {
-            let live = self.live.get_or_insert_with(|| self.broker.live_brokers());
+            let live = self.live.get_or_insert_with(|| self.broker.live_brokers_on(self.listener_name));
             if let Some(node) = live.iter().find(|b| b.id == leader) {
                 self.named.insert(leader, node.clone());
             }

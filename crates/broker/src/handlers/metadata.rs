@@ -90,7 +90,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         }
     }
     let brokers = broker
-        .live_brokers()
+        .live_brokers_on(&ctx.connection.listener_name)
         .into_iter()
         .map(|b| MetadataResponseBroker {
             node_id: b.id,

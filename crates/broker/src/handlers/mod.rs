@@ -18,6 +18,7 @@ pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
 pub mod recompress;
+pub mod scram_credentials;
 pub mod topics;
 pub mod transactions;
 
@@ -61,6 +62,9 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
         }
         RequestBody::UpdateFeatures(r) => {
             ResponseBody::UpdateFeatures(Box::new(features::update_features(ctx, *r).await))
+        }
+        RequestBody::AlterUserScramCredentials(r) => {
+            ResponseBody::AlterUserScramCredentials(Box::new(scram_credentials::alter(ctx, *r).await))
         }
         other => return Err(other),
     })
@@ -146,6 +150,9 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::DescribeConfigs(r) => ResponseBody::DescribeConfigs(Box::new(configs::describe(&ctx, *r))),
         RequestBody::DeleteRecords(r) => ResponseBody::DeleteRecords(Box::new(admin::delete_records(&ctx, *r))),
         RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(Box::new(admin::describe_cluster(&ctx, *r))),
+        RequestBody::DescribeUserScramCredentials(r) => {
+            ResponseBody::DescribeUserScramCredentials(Box::new(scram_credentials::describe(&ctx, *r)))
+        }
         RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(Box::new(admin::describe_log_dirs(&ctx, *r))),
         RequestBody::OffsetForLeaderEpoch(r) => {
             ResponseBody::OffsetForLeaderEpoch(Box::new(admin::offset_for_leader_epoch(&ctx, *r)))

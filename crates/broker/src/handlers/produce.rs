@@ -156,8 +156,11 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             }
         }
     }
-    let node_endpoints =
-        if ctx.api_version >= LEADER_HINTS_VERSION { name_leaders(broker, &image, &mut responses) } else { Vec::new() };
+    let node_endpoints = if ctx.api_version >= LEADER_HINTS_VERSION {
+        name_leaders(broker, &ctx.connection.listener_name, &image, &mut responses)
+    } else {
+        Vec::new()
+    };
     ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, node_endpoints, ..Default::default() })))
 }
 
@@ -233,10 +236,11 @@ async fn verify_transactions(
 /// leader; the leaders' endpoints, for the response.
 fn name_leaders(
     broker: &Broker,
+    listener_name: &str,
     image: &MetadataImage,
     responses: &mut [TopicProduceResponse],
 ) -> Vec<produce_response::NodeEndpoint> {
-    let mut hints = LeaderHints::new(broker);
+    let mut hints = LeaderHints::new(broker, listener_name);
     for topic in responses {
         let name = match image.topic_by_id(&topic.topic_id) {
             Some(t) if topic.name.is_empty() => t.name.clone(),

@@ -41,6 +41,10 @@ pub struct Metrics {
     connections: IntGauge,
     connections_accepted: IntCounter,
     connections_rejected: IntCounter,
+    /// SASL authentications that completed and that failed, as Kafka's
+    /// socket-server-metrics count them.
+    authentications_succeeded: IntCounter,
+    authentications_failed: IntCounter,
     fetch_wakeups: IntCounter,
     /// What the per-partition log gauges are built from at each scrape.
     partition_states: Arc<Mutex<Vec<PartitionLogState>>>,
@@ -142,6 +146,18 @@ impl Metrics {
         )
         .expect("static counter");
         register(&registry, connections_rejected.clone());
+        let authentications_succeeded = IntCounter::new(
+            "kafka_server_socket_server_metrics_successful_authentication_total",
+            "SASL authentications completed (re-authentications included).",
+        )
+        .expect("static counter");
+        register(&registry, authentications_succeeded.clone());
+        let authentications_failed = IntCounter::new(
+            "kafka_server_socket_server_metrics_failed_authentication_total",
+            "SASL authentications refused (wrong credentials, unsupported mechanism).",
+        )
+        .expect("static counter");
+        register(&registry, authentications_failed.clone());
         let fetch_wakeups = IntCounter::new(
             "kafka_fetch_wakeups_total",
             "Times a parked fetch was woken by a change to a partition it waits on, and read again.",
@@ -168,6 +184,8 @@ impl Metrics {
             connections,
             connections_accepted,
             connections_rejected,
+            authentications_succeeded,
+            authentications_failed,
             fetch_wakeups,
             partition_states,
             replica_gauges,
@@ -231,6 +249,14 @@ impl Metrics {
 
     pub fn connection_rejected(&self) {
         self.connections_rejected.inc();
+    }
+
+    pub fn authenticated(&self) {
+        self.authentications_succeeded.inc();
+    }
+
+    pub fn failed_authentication(&self) {
+        self.authentications_failed.inc();
     }
 
     /// A parked fetch woke to read again.

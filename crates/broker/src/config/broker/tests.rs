@@ -165,7 +165,12 @@ fn listeners_and_advertised_listeners() {
 #[test]
 fn listener_layouts_kafka_refuses() {
     let ssl = [("listeners", "SSL://:9094,CONTROLLER://:9093"), ("inter.broker.listener.name", "SSL")];
-    assert!(error(&ssl).contains("only PLAINTEXT"));
+    assert!(error(&ssl).contains("serves PLAINTEXT and SASL_PLAINTEXT"), "{}", error(&ssl));
+    let sasl_between_brokers =
+        [("listeners", "SASL_PLAINTEXT://:9094,CONTROLLER://:9093"), ("inter.broker.listener.name", "SASL_PLAINTEXT")];
+    assert!(error(&sasl_between_brokers).contains("inter-broker listener must be a PLAINTEXT one"));
+    let sasl_quorum = [("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT")];
+    assert!(error(&sasl_quorum).contains("quorum listens on PLAINTEXT"));
     let unmapped =
         [("listeners", "EXT://:9092,CONTROLLER://:9093"), ("listener.security.protocol.map", "CONTROLLER:PLAINTEXT")];
     assert!(error(&unmapped).contains("no security protocol for listener EXT"));

@@ -1,0 +1,243 @@
+//! How each client listener authenticates: its security protocol, the SASL
+//! mechanisms it enables and the PLAIN users of its JAAS configuration, read
+//! from Kafka's keys (`sasl.enabled.mechanisms` and its
+//! `listener.name.<listener>.` override, and
+//! `listener.name.<listener>.<mechanism>.sasl.jaas.config`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use krabka_log::config_values::{split_list, ConfigError};
+use krabka_security::jaas;
+use krabka_security::SaslMechanism;
+
+use super::broker_keys::KeyValues;
+use super::listeners::Listener;
+
+/// Kafka's security protocols, as the broker serves them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    Plaintext,
+    SaslPlaintext,
+}
+
+impl SecurityProtocol {
+    /// Kafka's SecurityProtocol id, as BrokerRegistration carries it.
+    pub fn id(self) -> i16 {
+        match self {
+            SecurityProtocol::Plaintext => 0,
+            SecurityProtocol::SaslPlaintext => 2,
+        }
+    }
+}
+
+/// What one client listener needs to serve a connection.
+#[derive(Debug)]
+pub struct ClientListener {
+    /// The listener's name (`PLAINTEXT`, `SASL_PLAINTEXT`, `INTERNAL`, ...):
+    /// Metadata answers with every broker's endpoint of this name.
+    pub name: String,
+    pub protocol: SecurityProtocol,
+    /// Set on a SASL listener.
+    pub sasl: Option<SaslListener>,
+}
+
+/// A SASL listener's mechanisms and the users its JAAS config names.
+pub struct SaslListener {
+    /// In the order configured, as SaslHandshake lists them.
+    pub enabled_mechanisms: Vec<SaslMechanism>,
+    /// PLAIN's users (`user_<name>="<password>"` in the PLAIN JAAS entry).
+    pub plain_users: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for SaslListener {
+    /// Names the users, never their passwords.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslListener")
+            .field("enabled_mechanisms", &self.enabled_mechanisms)
+            .field("plain_users", &self.plain_users.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The security settings every connection shares.
+#[derive(Clone, Debug)]
+pub struct SecurityConfig {
+    /// Each client (non-controller) listener, in `listeners` order.
+    pub client_listeners: Vec<Arc<ClientListener>>,
+    /// `connections.max.reauth.ms`: a SASL session's lifetime (0: unlimited, as Kafka).
+    pub connections_max_reauth_ms: i64,
+    /// `connection.failed.authentication.delay.ms`: how long a failed
+    /// authentication's connection is held before it is closed (KIP-306).
+    pub failed_authentication_delay_ms: u64,
+    /// `sasl.server.max.receive.size`: the largest frame read from a
+    /// client that has not authenticated yet.
+    pub sasl_server_max_receive_size: u32,
+}
+
+fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
+impl SecurityConfig {
+    pub(crate) fn read(
+        values: &KeyValues,
+        props: &BTreeMap<String, String>,
+        listeners: &[Listener],
+        controller_names: &[String],
+        protocols: &BTreeMap<String, String>,
+    ) -> Result<SecurityConfig, ConfigError> {
+        let client_listeners = listeners
+            .iter()
+            .filter(|l| !controller_names.contains(&l.name))
+            .map(|l| client_listener(values, props, &l.name, protocols).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SecurityConfig {
+            client_listeners,
+            connections_max_reauth_ms: values.int("connections.max.reauth.ms").max(0),
+            failed_authentication_delay_ms: values.int("connection.failed.authentication.delay.ms").max(0) as u64,
+            sasl_server_max_receive_size: values.int("sasl.server.max.receive.size").clamp(1, i64::from(u32::MAX))
+                as u32,
+        })
+    }
+
+    /// The listener of this name, if it is a client listener.
+    pub fn client_listener(&self, name: &str) -> Option<&Arc<ClientListener>> {
+        self.client_listeners.iter().find(|l| l.name == name)
+    }
+}
+
+fn client_listener(
+    values: &KeyValues,
+    props: &BTreeMap<String, String>,
+    name: &str,
+    protocols: &BTreeMap<String, String>,
+) -> Result<ClientListener, ConfigError> {
+    let protocol = protocols.get(name).map(String::as_str).unwrap_or("PLAINTEXT");
+    let protocol = match protocol {
+        "PLAINTEXT" => SecurityProtocol::Plaintext,
+        "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
+        other => {
+            let reason = format!("listener {name} uses {other}; krabka serves PLAINTEXT and SASL_PLAINTEXT listeners");
+            return Err(invalid("listener.security.protocol.map", other, reason));
+        }
+    };
+    let sasl = match protocol {
+        SecurityProtocol::SaslPlaintext => Some(sasl_listener(values, props, name)?),
+        SecurityProtocol::Plaintext => None,
+    };
+    Ok(ClientListener { name: name.to_string(), protocol, sasl })
+}
+
+/// Kafka's prefix for a listener's own keys: its name in lower case.
+fn listener_prefix(name: &str) -> String {
+    format!("listener.name.{}.", name.to_ascii_lowercase())
+}
+
+fn sasl_listener(
+    values: &KeyValues,
+    props: &BTreeMap<String, String>,
+    name: &str,
+) -> Result<SaslListener, ConfigError> {
+    let prefix = listener_prefix(name);
+    let own_key = format!("{prefix}sasl.enabled.mechanisms");
+    let (key, text) = match props.get(&own_key) {
+        Some(text) => (own_key.as_str(), text.as_str()),
+        None => ("sasl.enabled.mechanisms", values.get("sasl.enabled.mechanisms").unwrap_or_default()),
+    };
+    let mut enabled_mechanisms = Vec::new();
+    for mechanism_name in split_list(text).into_iter().filter(|m| !m.is_empty()) {
+        let Some(mechanism) = SaslMechanism::from_name(&mechanism_name) else {
+            let reason = format!(
+                "krabka does not support SASL mechanism {mechanism_name}; it serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"
+            );
+            return Err(invalid(key, text, reason));
+        };
+        if !enabled_mechanisms.contains(&mechanism) {
+            enabled_mechanisms.push(mechanism);
+        }
+    }
+    if enabled_mechanisms.is_empty() {
+        return Err(invalid(key, text, format!("SASL listener {name} enables no mechanism")));
+    }
+    let plain_users =
+        if enabled_mechanisms.contains(&SaslMechanism::Plain) { plain_users(props, &prefix)? } else { BTreeMap::new() };
+    Ok(SaslListener { enabled_mechanisms, plain_users })
+}
+
+/// PLAIN's users from `listener.name.<listener>.plain.sasl.jaas.config`,
+/// which Kafka requires for a listener that enables PLAIN.
+fn plain_users(props: &BTreeMap<String, String>, prefix: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let key = format!("{prefix}plain.sasl.jaas.config");
+    let Some(text) = props.get(&key) else {
+        return Err(ConfigError::Missing(format!(
+            "{key} (PLAIN needs a PlainLoginModule entry naming its users: user_<name>=\"<password>\")"
+        )));
+    };
+    // The value is a secret: errors name the key, never the text.
+    let entries = jaas::parse(text).map_err(|e| invalid(&key, "[hidden]", e.to_string()))?;
+    let [entry] = entries.as_slice() else {
+        return Err(invalid(&key, "[hidden]", "it must hold exactly one login module entry"));
+    };
+    Ok(jaas::plain_users(entry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<SecurityConfig, ConfigError> {
+        let props: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (values, _) = KeyValues::read(&props)?;
+        let listeners = vec![
+            Listener { name: "PLAINTEXT".into(), host: String::new(), port: 9092 },
+            Listener { name: "SASL_PLAINTEXT".into(), host: String::new(), port: 9094 },
+            Listener { name: "CONTROLLER".into(), host: String::new(), port: 9093 },
+        ];
+        let protocols: BTreeMap<String, String> =
+            [("PLAINTEXT", "PLAINTEXT"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("CONTROLLER", "PLAINTEXT")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        SecurityConfig::read(&values, &props, &listeners, &["CONTROLLER".into()], &protocols)
+    }
+
+    const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice secret";"#;
+
+    #[test]
+    fn reads_a_plain_listener_beside_a_plaintext_one() {
+        let config = read(&[
+            ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512"),
+            ("listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS),
+            ("connections.max.reauth.ms", "60000"),
+        ])
+        .unwrap();
+        assert_eq!(config.client_listeners.len(), 2, "the controller listener serves no clients");
+        assert!(config.client_listener("PLAINTEXT").unwrap().sasl.is_none());
+        let sasl = config.client_listener("SASL_PLAINTEXT").unwrap().sasl.as_ref().unwrap();
+        assert_eq!(sasl.enabled_mechanisms, [SaslMechanism::Plain, SaslMechanism::ScramSha512]);
+        assert_eq!(sasl.plain_users.get("alice").map(String::as_str), Some("alice secret"));
+        assert_eq!(config.connections_max_reauth_ms, 60_000);
+        assert_eq!(config.failed_authentication_delay_ms, 100);
+        assert_eq!(config.sasl_server_max_receive_size, 524_288);
+    }
+
+    #[test]
+    fn the_listener_override_wins_and_unsupported_mechanisms_are_refused() {
+        let scram_only = read(&[("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "SCRAM-SHA-256")]).unwrap();
+        let sasl = scram_only.client_listener("SASL_PLAINTEXT").unwrap().sasl.as_ref().unwrap();
+        assert_eq!(sasl.enabled_mechanisms, [SaslMechanism::ScramSha256]);
+        // Kafka's default mechanism is GSSAPI (Kerberos), which krabka lacks.
+        let err = read(&[]).unwrap_err().to_string();
+        assert!(err.contains("GSSAPI"), "{err}");
+        let err = read(&[("sasl.enabled.mechanisms", "PLAIN")]).unwrap_err().to_string();
+        assert!(err.contains("listener.name.sasl_plaintext.plain.sasl.jaas.config"), "{err}");
+        let err = read(&[
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("listener.name.sasl_plaintext.plain.sasl.jaas.config", "user_a=\"secret\""),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains("secret"), "a JAAS value is never echoed: {err}");
+    }
+}
