@@ -38,6 +38,7 @@ pub fn mentions(response: &ResponseBody, code: ErrorCode) -> bool {
             r.error_code == code
                 || r.replica_election_results.iter().flat_map(|t| &t.partition_result).any(|p| p.error_code == code)
         }
+        ResponseBody::AlterUserScramCredentials(r) => r.results.iter().any(|u| u.error_code == code),
         _ => false,
     }
 }
@@ -164,6 +165,9 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
                 ..Default::default()
             }))
         }
+        RequestBody::AlterUserScramCredentials(r) => {
+            ResponseBody::AlterUserScramCredentials(Box::new(super::scram_credentials::failed(r, code.code(), message)))
+        }
         _ => return None,
     })
 }
@@ -238,6 +242,10 @@ mod tests {
             RequestBody::UpdateFeatures(Box::default()),
             RequestBody::AlterPartitionReassignments(Box::default()),
             RequestBody::ListPartitionReassignments(Box::default()),
+            RequestBody::AlterUserScramCredentials(Box::new(krabka_protocol::AlterUserScramCredentialsRequest {
+                deletions: vec![Default::default()],
+                ..Default::default()
+            })),
             RequestBody::ElectLeaders(Box::new(ElectLeadersRequest {
                 topic_partitions: Some(vec![krabka_protocol::elect_leaders_request::TopicPartitions {
                     topic: "t".into(),

@@ -83,19 +83,26 @@ pub async fn alter(
             })
             .collect(),
         // The commit failed: every user named is answered with its error.
-        Err(e) => {
-            let names = request.deletions.iter().map(|d| &d.name).chain(request.upsertions.iter().map(|u| &u.name));
-            let unique: std::collections::BTreeSet<&String> = names.collect();
-            unique
-                .into_iter()
-                .map(|user| AlterUserScramCredentialsResult {
-                    user: user.clone(),
-                    error_code: e.code,
-                    error_message: Some(e.message.clone()),
-                    ..Default::default()
-                })
-                .collect()
-        }
+        Err(e) => return failed(&request, e.code, &e.message),
     };
+    AlterUserScramCredentialsResponse { results, ..Default::default() }
+}
+
+/// Every user of `request` answered with `code` and `message`, as Kafka's
+/// getErrorResponse answers them (deletions, then upsertions).
+pub fn failed(
+    request: &AlterUserScramCredentialsRequest,
+    code: i16,
+    message: &str,
+) -> AlterUserScramCredentialsResponse {
+    let names = request.deletions.iter().map(|d| &d.name).chain(request.upsertions.iter().map(|u| &u.name));
+    let results = names
+        .map(|user| AlterUserScramCredentialsResult {
+            user: user.clone(),
+            error_code: code,
+            error_message: Some(message.to_string()),
+            ..Default::default()
+        })
+        .collect();
     AlterUserScramCredentialsResponse { results, ..Default::default() }
 }
