@@ -30,6 +30,7 @@
 pub mod alter_partition;
 pub mod brokers;
 pub mod budget;
+pub mod client_quotas;
 pub mod configs;
 pub mod controller;
 pub mod controllers;

@@ -90,6 +90,7 @@ impl Change {
             | MetadataRecord::FeatureLevel(_)
             | MetadataRecord::UserScramCredential(_)
             | MetadataRecord::RemoveUserScramCredential(_)
+            | MetadataRecord::ClientQuota(_)
             | MetadataRecord::Other { .. } => Change::Nothing,
         }
     }

@@ -52,6 +52,10 @@ impl TopicImage {
     }
 }
 
+/// A client quota entity: entity type (`user`, `client-id`, `ip`) to name,
+/// None naming the type's default entity.
+pub type QuotaEntity = BTreeMap<String, Option<String>>;
+
 #[derive(Clone, Debug, Default)]
 pub struct MetadataImage {
     pub topics: HashMap<String, Arc<TopicImage>>,
@@ -75,7 +79,9 @@ pub struct MetadataImage {
     /// SCRAM credentials by (user, mechanism type: 1 SCRAM-SHA-256, 2
     /// SCRAM-SHA-512), as their latest `UserScramCredentialRecord`s.
     pub scram_credentials: BTreeMap<(String, i8), UserScramCredentialRecord>,
-    /// Records of cluster state krabka does not model (ACLs, quotas,
+    /// Client quotas (`ClientQuotaRecord`s) by entity, then quota key.
+    pub client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, f64>>,
+    /// Records of cluster state krabka does not model (ACLs,
     /// credentials, delegation tokens, newer types), in log order: a
     /// snapshot writes them back, so nothing the log held is lost to it.
     pub unmodeled: Arc<Vec<MetadataRecord>>,
@@ -267,6 +273,20 @@ impl MetadataImage {
                         self.brokers.remove(&r.broker_id);
                     }
                     _ => return Err(format!("unregistration of broker {} epoch {}", r.broker_id, r.broker_epoch)),
+                }
+            }
+            MetadataRecord::ClientQuota(r) => {
+                let entity: QuotaEntity =
+                    r.entity.iter().map(|e| (e.entity_type.clone(), e.entity_name.clone())).collect();
+                if r.remove {
+                    if let Some(quotas) = self.client_quotas.get_mut(&entity) {
+                        quotas.remove(&r.key);
+                        if quotas.is_empty() {
+                            self.client_quotas.remove(&entity);
+                        }
+                    }
+                } else {
+                    self.client_quotas.entry(entity).or_default().insert(r.key.clone(), r.value);
                 }
             }
             MetadataRecord::UserScramCredential(r) => {

@@ -25,7 +25,7 @@ pub mod records;
 pub mod snapshot;
 
 pub use delta::MetadataDelta;
-pub use image::{MetadataImage, PartitionImage, TopicImage};
+pub use image::{MetadataImage, PartitionImage, QuotaEntity, TopicImage};
 pub use loader::MetadataLoader;
 pub use publisher::{MetadataPublisher, MetadataUpdate};
 pub use records::MetadataRecord;

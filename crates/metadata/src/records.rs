@@ -6,9 +6,10 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
-    BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord, FeatureLevelRecord, Message, NoOpRecord,
-    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord,
-    RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnregisterBrokerRecord, UserScramCredentialRecord,
+    BrokerRegistrationChangeRecord, ClearElrRecord, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, Message,
+    NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RegisterControllerRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 };
 
 /// The frame version Kafka writes before every metadata record.
@@ -34,6 +35,7 @@ mod record_type {
     pub const REGISTER_CONTROLLER: u32 = 27;
     pub const CLEAR_ELR: u32 = 28;
     pub const USER_SCRAM_CREDENTIAL: u32 = 11;
+    pub const CLIENT_QUOTA: u32 = 14;
     pub const REMOVE_USER_SCRAM_CREDENTIAL: u32 = 22;
 }
 
@@ -61,7 +63,9 @@ pub enum MetadataRecord {
     /// A user's SCRAM credential for one mechanism, added or replaced.
     UserScramCredential(UserScramCredentialRecord),
     RemoveUserScramCredential(RemoveUserScramCredentialRecord),
-    /// A record type krabka does not apply itself (ACLs, quotas,
+    /// One quota of a client quota entity set or removed.
+    ClientQuota(ClientQuotaRecord),
+    /// A record type krabka does not apply itself (ACLs,
     /// credentials, delegation tokens, a newer version's): `raw` is the
     /// whole record as it arrived, written back as it was.
     Other {
@@ -121,6 +125,7 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::ClearElr(_) => (record_type::CLEAR_ELR, 0),
         MetadataRecord::UserScramCredential(_) => (record_type::USER_SCRAM_CREDENTIAL, 0),
         MetadataRecord::RemoveUserScramCredential(_) => (record_type::REMOVE_USER_SCRAM_CREDENTIAL, 0),
+        MetadataRecord::ClientQuota(_) => (record_type::CLIENT_QUOTA, 0),
         MetadataRecord::Other { record_type, version, .. } => (*record_type, *version as i16),
     }
 }
@@ -161,6 +166,7 @@ impl MetadataRecord {
             MetadataRecord::ClearElr(r) => r.encode(&mut buf, version),
             MetadataRecord::UserScramCredential(r) => r.encode(&mut buf, version),
             MetadataRecord::RemoveUserScramCredential(r) => r.encode(&mut buf, version),
+            MetadataRecord::ClientQuota(r) => r.encode(&mut buf, version),
             MetadataRecord::Other { .. } => unreachable!("written as it arrived"),
         };
         // Records are built by krabka from valid values: failing to encode one
@@ -201,6 +207,7 @@ impl MetadataRecord {
             record_type::USER_SCRAM_CREDENTIAL => {
                 UserScramCredentialRecord::decode(buf, v).map(MetadataRecord::UserScramCredential)
             }
+            record_type::CLIENT_QUOTA => ClientQuotaRecord::decode(buf, v).map(MetadataRecord::ClientQuota),
             record_type::REMOVE_USER_SCRAM_CREDENTIAL => {
                 RemoveUserScramCredentialRecord::decode(buf, v).map(MetadataRecord::RemoveUserScramCredential)
             }

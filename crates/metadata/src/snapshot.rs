@@ -15,8 +15,8 @@ use krabka_protocol::records::{
     control_batch, control_type_id, ControlType, NewRecord, RecordBatchBuilder, RecordBatches,
 };
 use krabka_protocol::{
-    ConfigRecord, FeatureLevelRecord, Message, PartitionRecord, ProducerIdsRecord, SnapshotFooterRecord,
-    SnapshotHeaderRecord, TopicRecord,
+    client_quota_record, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, Message, PartitionRecord,
+    ProducerIdsRecord, SnapshotFooterRecord, SnapshotHeaderRecord, TopicRecord,
 };
 
 use crate::image::MetadataImage;
@@ -105,9 +105,24 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
         records.extend(configs.iter().map(|(key, value)| config_record(CONFIG_RESOURCE_BROKER, broker, key, value)));
     }
     records.extend(image.scram_credentials.values().cloned().map(MetadataRecord::UserScramCredential));
+    for (entity, quotas) in &image.client_quotas {
+        records.extend(quotas.iter().map(|(key, &value)| client_quota_record(entity, key, value)));
+    }
     // Last, in log order, what the image keeps without modelling it.
     records.extend(image.unmodeled.iter().cloned());
     records
+}
+
+fn client_quota_record(entity: &crate::image::QuotaEntity, key: &str, value: f64) -> MetadataRecord {
+    let entity = entity
+        .iter()
+        .map(|(entity_type, entity_name)| client_quota_record::EntityData {
+            entity_type: entity_type.clone(),
+            entity_name: entity_name.clone(),
+            ..Default::default()
+        })
+        .collect();
+    MetadataRecord::ClientQuota(ClientQuotaRecord { entity, key: key.into(), value, ..Default::default() })
 }
 
 fn config_record(resource_type: i8, resource_name: &str, name: &str, value: &str) -> MetadataRecord {
@@ -288,6 +303,40 @@ mod tests {
         let loaded = decode(encode(&image, 1).unwrap()).unwrap();
         assert_eq!(loaded.scram_credentials, image.scram_credentials);
         assert!(loaded.unmodeled.is_empty(), "credentials are modelled, not kept raw");
+    }
+
+    #[test]
+    fn client_quotas_replay_are_removed_and_survive_a_snapshot() {
+        let mut image = image();
+        let entity = |user: Option<&str>, client: Option<&str>| {
+            let mut entity = vec![client_quota_record::EntityData {
+                entity_type: "user".into(),
+                entity_name: user.map(Into::into),
+                ..Default::default()
+            }];
+            if let Some(client) = client {
+                let client = Some(client.to_string());
+                entity.push(client_quota_record::EntityData {
+                    entity_type: "client-id".into(),
+                    entity_name: client,
+                    ..Default::default()
+                });
+            }
+            entity
+        };
+        let set = |entity, key: &str, value, remove| {
+            let record = ClientQuotaRecord { entity, key: key.into(), value, remove, ..Default::default() };
+            MetadataRecord::decode(MetadataRecord::ClientQuota(record).encode()).unwrap()
+        };
+        image.apply(&set(entity(Some("alice"), None), "producer_byte_rate", 1024.0, false)).unwrap();
+        image.apply(&set(entity(Some("alice"), Some("app")), "consumer_byte_rate", 2048.0, false)).unwrap();
+        image.apply(&set(entity(None, None), "request_percentage", 50.0, false)).unwrap();
+        image.apply(&set(entity(Some("alice"), None), "producer_byte_rate", 0.0, true)).unwrap();
+        assert_eq!(image.client_quotas.len(), 2, "an entity without quotas is gone: {:?}", image.client_quotas);
+        let default_user: crate::image::QuotaEntity = [("user".to_string(), None)].into();
+        assert_eq!(image.client_quotas[&default_user]["request_percentage"], 50.0);
+        let loaded = decode(encode(&image, 1).unwrap()).unwrap();
+        assert_eq!(loaded.client_quotas, image.client_quotas);
     }
 
     #[test]

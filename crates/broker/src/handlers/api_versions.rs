@@ -64,6 +64,8 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         SaslAuthenticate,
         DescribeUserScramCredentials,
         AlterUserScramCredentials,
+        DescribeClientQuotas,
+        AlterClientQuotas,
         DescribeQuorum,
         ElectLeaders,
         AlterPartitionReassignments,

@@ -39,6 +39,7 @@ pub fn mentions(response: &ResponseBody, code: ErrorCode) -> bool {
                 || r.replica_election_results.iter().flat_map(|t| &t.partition_result).any(|p| p.error_code == code)
         }
         ResponseBody::AlterUserScramCredentials(r) => r.results.iter().any(|u| u.error_code == code),
+        ResponseBody::AlterClientQuotas(r) => r.entries.iter().any(|e| e.error_code == code),
         _ => false,
     }
 }
@@ -165,6 +166,9 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
                 ..Default::default()
             }))
         }
+        RequestBody::AlterClientQuotas(r) => {
+            ResponseBody::AlterClientQuotas(Box::new(super::client_quotas::failed(r, code.code(), message)))
+        }
         RequestBody::AlterUserScramCredentials(r) => {
             ResponseBody::AlterUserScramCredentials(Box::new(super::scram_credentials::failed(r, code.code(), message)))
         }
@@ -242,6 +246,10 @@ mod tests {
             RequestBody::UpdateFeatures(Box::default()),
             RequestBody::AlterPartitionReassignments(Box::default()),
             RequestBody::ListPartitionReassignments(Box::default()),
+            RequestBody::AlterClientQuotas(Box::new(krabka_protocol::AlterClientQuotasRequest {
+                entries: vec![Default::default()],
+                ..Default::default()
+            })),
             RequestBody::AlterUserScramCredentials(Box::new(krabka_protocol::AlterUserScramCredentialsRequest {
                 deletions: vec![Default::default()],
                 ..Default::default()

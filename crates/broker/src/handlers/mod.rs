@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod api_versions;
+pub mod client_quotas;
 pub mod configs;
 pub mod controller;
 pub mod features;
@@ -62,6 +63,9 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
         }
         RequestBody::UpdateFeatures(r) => {
             ResponseBody::UpdateFeatures(Box::new(features::update_features(ctx, *r).await))
+        }
+        RequestBody::AlterClientQuotas(r) => {
+            ResponseBody::AlterClientQuotas(Box::new(client_quotas::alter(ctx, *r).await))
         }
         RequestBody::AlterUserScramCredentials(r) => {
             ResponseBody::AlterUserScramCredentials(Box::new(scram_credentials::alter(ctx, *r).await))
@@ -150,6 +154,9 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::DescribeConfigs(r) => ResponseBody::DescribeConfigs(Box::new(configs::describe(&ctx, *r))),
         RequestBody::DeleteRecords(r) => ResponseBody::DeleteRecords(Box::new(admin::delete_records(&ctx, *r))),
         RequestBody::DescribeCluster(r) => ResponseBody::DescribeCluster(Box::new(admin::describe_cluster(&ctx, *r))),
+        RequestBody::DescribeClientQuotas(r) => {
+            ResponseBody::DescribeClientQuotas(Box::new(client_quotas::describe(&ctx, *r)))
+        }
         RequestBody::DescribeUserScramCredentials(r) => {
             ResponseBody::DescribeUserScramCredentials(Box::new(scram_credentials::describe(&ctx, *r)))
         }
