@@ -266,7 +266,12 @@ fn main() {
         coordinator.add(&name, &seed);
     }
 
-    for corpus in [&requests, &responses, &record_batches, &compressed, &coordinator] {
+    let mut sasl = Corpus::new(&out_dir, "sasl_server");
+    for (name, seed) in sasl_seeds() {
+        sasl.add(&name, &seed);
+    }
+
+    for corpus in [&requests, &responses, &record_batches, &compressed, &coordinator, &sasl] {
         println!("{}: {} seeds", corpus.dir.display(), corpus.written.len());
     }
 }
@@ -360,4 +365,29 @@ fn fetch_batches(fetch: &FetchResponse) -> Vec<Bytes> {
         }
     }
     out
+}
+
+/// `sasl_server` seeds: whole exchanges that succeed (PLAIN; SCRAM's
+/// client-first and client-final for the target's user, salt and server
+/// nonce, tokens split by 0xFF), and JAAS texts.
+fn sasl_seeds() -> Vec<(String, Vec<u8>)> {
+    use krabka_security::{InMemoryCredentials, SaslClient, SaslMechanism, SaslServer, ScramCredential};
+    let mut seeds = vec![("plain".to_owned(), [&[0u8][..], b"\0alice\0alice-secret"].concat())];
+    for (mode, mechanism) in [(1u8, SaslMechanism::ScramSha256), (2, SaslMechanism::ScramSha512)] {
+        let scram = mechanism.scram().unwrap();
+        let mut credentials = InMemoryCredentials::new();
+        let credential = ScramCredential::from_password(scram, "alice-secret", b"fuzz-salt".to_vec(), 4096);
+        credentials.add_scram_credential("alice", credential);
+        let mut client = SaslClient::new(mechanism, "alice", "alice-secret", "fuzzClientNonce".into());
+        let mut server = SaslServer::new(mechanism, "fuzzServerNonce".into());
+        let first = client.initial_token();
+        let krabka_security::SaslStep::Challenge(challenge) = server.evaluate(&first, &credentials).unwrap() else {
+            panic!("SCRAM answers the client-first message with a challenge")
+        };
+        let last = client.evaluate(&challenge).unwrap().unwrap();
+        seeds.push((mechanism.name().to_owned(), [&[mode][..], &first, &[0xFF], &last].concat()));
+    }
+    let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="a b=c;" user_admin="x";"#;
+    seeds.push(("jaas".to_owned(), [&[3u8][..], jaas.as_bytes()].concat()));
+    seeds
 }

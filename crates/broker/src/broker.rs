@@ -39,6 +39,8 @@ pub struct Broker {
     pub auto_creations: crate::auto_creations::AutoCreations,
     pub replicas: Arc<ReplicaManager>,
     pub metrics: Arc<Metrics>,
+    /// Produce and fetch byte rates against the client quotas.
+    pub client_quotas: crate::client_quota_manager::ClientQuotaManager,
     pub fetch_sessions: FetchSessionCache,
     pub groups: GroupCoordinator,
     /// The `__consumer_offsets` partitions the group coordinator persists to.
@@ -163,10 +165,12 @@ impl Broker {
             auto_creations: Default::default(),
             log_dir_ids,
             cluster_id: meta.cluster_id,
+            client_quotas: crate::client_quota_manager::ClientQuotaManager::from_config(&config),
             config,
             metadata,
             replicas,
             metrics: Arc::new(Metrics::new()),
+
             fetch_sessions,
             membership,
             markers_at_load: Default::default(),

@@ -177,6 +177,7 @@ async fn read_loop(
         forwarded: false,
         listener_name: authenticator.listener_name().into(),
         principal: authenticator.principal(),
+        throttle_ms: Arc::default(),
     };
     loop {
         tokio::select! {
@@ -234,6 +235,15 @@ async fn read_loop(
         };
         if tx.send(reply).await.is_err() {
             return Err(Close::routine("writer gone"));
+        }
+        // A client over its quota: read nothing more for the throttle time
+        // (Kafka mutes the channel once the response is out).
+        let mute = info.throttle_ms.swap(0, Ordering::Relaxed);
+        if mute > 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(mute)) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(ReadEnd::Shutdown),
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod authentication;
 pub mod auto_creations;
 pub mod broker;
 pub mod broker_channels;
+pub mod client_quota_manager;
 pub mod clock;
 pub mod cluster_control;
 pub mod config;

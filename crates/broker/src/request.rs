@@ -4,6 +4,7 @@
 //! back (`Reply`, `Response` in `Chunk`s, or `Close`).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -76,6 +77,10 @@ pub struct ConnectionInfo {
     pub listener_name: Arc<str>,
     /// Who sent it (ANONYMOUS on a PLAINTEXT listener).
     pub principal: KafkaPrincipal,
+    /// How long the connection reads nothing more once the current
+    /// response is out (KIP-219): set by a handler whose client went over
+    /// its quota, possibly from a task answering later.
+    pub throttle_ms: Arc<AtomicU64>,
 }
 
 impl ConnectionInfo {
@@ -88,6 +93,15 @@ impl ConnectionInfo {
             forwarded: true,
             listener_name: listener_name.into(),
             principal: KafkaPrincipal::anonymous(),
+            throttle_ms: Arc::default(),
+        }
+    }
+
+    /// Mutes the connection for `ms` after the current response (the
+    /// longest of the throttles asked for wins).
+    pub fn throttle(&self, ms: u64) {
+        if ms > 0 {
+            self.throttle_ms.fetch_max(ms, Ordering::Relaxed);
         }
     }
 }

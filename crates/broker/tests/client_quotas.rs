@@ -1,11 +1,14 @@
 //! Client quotas as operators manage them with Kafka's own
 //! `kafka-configs.sh`: users, client ids, both, their defaults and IPs
 //! set, described, changed and deleted; Kafka's refusals; kept in the
-//! metadata log across a restart. (Enforcement is not built yet.)
+//! metadata log across a restart. And enforced: a producer and a consumer
+//! over their byte rates are held to them while a client without a quota
+//! on the same broker is not.
 
 mod support;
 
 use std::process::Command;
+use std::time::Instant;
 
 use support::{repo_root, BrokerProcess};
 
@@ -78,4 +81,91 @@ fn kafka_configs_sets_describes_and_deletes_client_quotas() {
     assert!(out.contains("producer_byte_rate=1048576.0") && !out.contains("request_percentage"), "{out}");
     let out = describe(&bootstrap, &user_client);
     assert!(out.contains("producer_byte_rate=4096.0"), "{out}");
+}
+
+fn perf_test(args: &[&str]) -> String {
+    let output =
+        Command::new(repo_root().join("tools/kafka-reference/kafka-cli")).args(args).output().expect("run a perf test");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{args:?}: {text}");
+    text
+}
+
+/// The records/s of the whole run, from kafka-producer-perf-test's
+/// summary ("N records sent, R records/sec (...), ... 99.9th.").
+fn overall_rate(report: &str) -> Option<f64> {
+    let summary = report.lines().find(|l| l.contains("records sent, ") && l.contains("99.9th"))?;
+    summary.split("records sent, ").nth(1)?.split(" records/sec").next()?.trim().parse().ok()
+}
+
+const QUOTA_BYTES_PER_SECOND: f64 = 1_048_576.0;
+const RECORD_BYTES: usize = 1000;
+
+#[test]
+fn producers_and_consumers_are_held_to_their_byte_rates() {
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    let quota = format!("producer_byte_rate={QUOTA_BYTES_PER_SECOND},consumer_byte_rate={QUOTA_BYTES_PER_SECOND}");
+    alter_ok(&bootstrap, &["--add-config", &quota, "--entity-type", "clients", "--entity-name", "throttled"]);
+    // 24 MiB: Kafka's rate over 11 one-second windows lets the first ~10 s
+    // of quota through at once, then holds the producer to 1 MiB/s.
+    let records = (24.0 * QUOTA_BYTES_PER_SECOND / RECORD_BYTES as f64) as usize;
+    let producer = |client_id: &'static str, topic: &'static str| {
+        let bootstrap = bootstrap.clone();
+        std::thread::spawn(move || {
+            let props = [format!("bootstrap.servers={bootstrap}"), format!("client.id={client_id}"), "acks=1".into()];
+            let (records, size) = (records.to_string(), RECORD_BYTES.to_string());
+            let mut args = vec!["kafka-producer-perf-test", "--topic", topic, "--num-records", &records];
+            args.extend(["--record-size", &size, "--throughput", "-1", "--producer-props"]);
+            args.extend(props.iter().map(String::as_str));
+            let started = Instant::now();
+            (perf_test(&args), started.elapsed())
+        })
+    };
+    let throttled = producer("throttled", "quota-throttled");
+    let free = producer("free", "quota-free");
+    let (free_report, free_took) = free.join().expect("free producer");
+    let (throttled_report, throttled_took) = throttled.join().expect("throttled producer");
+    // Over the whole run, as the issue asks: Kafka's rate lets ~10 s of
+    // quota through at once, then the producer waits until the average over
+    // the windows is back at the quota.
+    let rate = overall_rate(&throttled_report).expect("a summary line") * RECORD_BYTES as f64;
+    let off = (rate - QUOTA_BYTES_PER_SECOND).abs() / QUOTA_BYTES_PER_SECOND;
+    assert!(off < 0.10, "throttled at {rate:.0} B/s, {:.0}% off the quota:\n{throttled_report}", off * 100.0);
+    assert!(
+        free_took.as_secs_f64() * 2.0 < throttled_took.as_secs_f64(),
+        "the free producer took {free_took:?}, the throttled one {throttled_took:?}:\n{free_report}"
+    );
+
+    // Reading the 24 MiB back: 1 MiB/s after the burst for the throttled
+    // consumer, at once for the free one.
+    let consume = |client_id: &str, topic: &str| {
+        let records = records.to_string();
+        let started = Instant::now();
+        let args = [
+            "kafka-consumer-perf-test",
+            "--bootstrap-server",
+            &bootstrap,
+            "--topic",
+            topic,
+            "--messages",
+            &records,
+            "--timeout",
+            "60000",
+        ];
+        let config = format!("client.id={client_id}");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("consumer.properties");
+        std::fs::write(&path, config).expect("write consumer config");
+        perf_test(&[&args[..], &["--consumer.config", path.to_str().expect("utf-8 path")]].concat());
+        started.elapsed()
+    };
+    let free_took = consume("free", "quota-free");
+    let throttled_took = consume("throttled", "quota-throttled");
+    // 24 MiB at 1 MiB/s with ~10 s allowed at once: about 14 s.
+    assert!(throttled_took.as_secs_f64() > 11.0, "the throttled consumer read 24 MiB in {throttled_took:?}");
+    assert!(
+        free_took.as_secs_f64() * 2.0 < throttled_took.as_secs_f64(),
+        "free {free_took:?}, throttled {throttled_took:?}"
+    );
 }

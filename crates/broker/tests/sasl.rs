@@ -173,6 +173,75 @@ fn sessions_reauthenticate_and_expire_at_connections_max_reauth_ms() {
     assert!(client.is_closed(), "a request after the session expired");
 }
 
+/// A small xorshift generator: the hostile test is replayable from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A valid exchange's token, mutated: bytes flipped, cut, or grown.
+fn mutated(rng: &mut Rng, token: &[u8]) -> Vec<u8> {
+    let mut token = token.to_vec();
+    for _ in 0..=rng.below(4) {
+        match rng.below(4) {
+            0 if !token.is_empty() => {
+                let at = rng.below(token.len());
+                token[at] = rng.next() as u8;
+            }
+            1 => token.truncate(rng.below(token.len() + 1)),
+            2 => token.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
+            _ => token.insert(rng.below(token.len() + 1), b','),
+        }
+    }
+    token
+}
+
+#[test]
+fn hostile_tokens_before_authentication_leave_the_listener_serving() {
+    let broker = SaslBroker::start(&["connection.failed.authentication.delay.ms=0"]);
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
+    let mut rng = Rng(seed);
+    let mechanisms = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+    let scram_first = b"n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL".to_vec();
+    let scram_final = b"c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts=".to_vec();
+    let seeds = [plain_token("alice", "alice-secret"), scram_first, scram_final];
+    let mut answered = 0;
+    for _ in 0..300 {
+        let mut client = broker.connect();
+        let mechanism = mechanisms[rng.below(mechanisms.len())];
+        assert_eq!(handshake(&mut client, 1, mechanism).error_code, 0, "{mechanism} refused (seed {seed})");
+        // Up to three tokens, each a mutation of a valid one; the broker
+        // answers or closes, and never hangs or dies.
+        for _ in 0..=rng.below(3) {
+            let pick = rng.below(seeds.len());
+            let token = mutated(&mut rng, &seeds[pick]);
+            let request = SaslAuthenticateRequest { auth_bytes: Bytes::from(token), ..Default::default() };
+            client.send(ApiKey::SaslAuthenticate, 2, &request);
+            match client.read_frame() {
+                Ok(_) => answered += 1,
+                Err(_) => break,
+            }
+        }
+    }
+    assert!(answered > 100, "the broker answered {answered} tokens (seed {seed})");
+    // Still serving, and a real login still works.
+    let (mut client, answer) = plain_login(&broker, "alice", "alice-secret");
+    assert_eq!(answer.error_code, 0, "seed {seed}");
+    assert_eq!(metadata_ports(&mut client), [i32::from(broker.sasl_port)]);
+    assert!(!broker.broker.log().contains("panicked"), "seed {seed}");
+}
+
 // ---- Real clients -------------------------------------------------------
 
 /// Runs `program` with `args`, `stdin` fed in; returns (success, stdout + stderr).

@@ -295,6 +295,33 @@ mod tests {
         assert!(!no_op.is_unmodeled_state());
     }
 
+    /// The bytes Kafka 4.3.1's MetadataRecordSerde writes for the same
+    /// records (type 11 and 22, version 0), and back.
+    #[test]
+    fn scram_credential_records_are_framed_as_kafkas() {
+        let credential = MetadataRecord::UserScramCredential(UserScramCredentialRecord {
+            name: "al".into(),
+            mechanism: 1,
+            salt: Bytes::from_static(b"s"),
+            stored_key: Bytes::from_static(b"k"),
+            server_key: Bytes::from_static(b"v"),
+            iterations: 4096,
+            ..Default::default()
+        });
+        let kafka: &[u8] = &[1, 11, 0, 3, b'a', b'l', 1, 2, b's', 2, b'k', 2, b'v', 0, 0, 16, 0, 0];
+        assert_eq!(&credential.encode()[..], kafka);
+        assert_eq!(MetadataRecord::decode(Bytes::copy_from_slice(kafka)).unwrap(), credential);
+        let remove = MetadataRecord::RemoveUserScramCredential(RemoveUserScramCredentialRecord {
+            name: "al".into(),
+            mechanism: 2,
+            ..Default::default()
+        });
+        let kafka: &[u8] = &[1, 22, 0, 3, b'a', b'l', 2, 0];
+        assert_eq!(&remove.encode()[..], kafka);
+        assert_eq!(MetadataRecord::decode(Bytes::copy_from_slice(kafka)).unwrap(), remove);
+        assert!(!remove.is_unmodeled_state() && !credential.is_unmodeled_state(), "both are modelled");
+    }
+
     #[test]
     fn decode_batches_skips_control_batches_and_records_before_the_start() {
         use krabka_protocol::compression::Compression;

@@ -54,6 +54,32 @@ impl ByteRate {
         total as f64 * 1000.0 / span_ms as f64
     }
 
+    /// Takes `bytes` back from the newest sample (a throttled fetch whose
+    /// records are not sent, as Kafka unrecords them).
+    pub fn unrecord(&mut self, bytes: u64, now_ms: i64) {
+        self.expire(now_ms);
+        if let Some((_, total)) = self.samples.back_mut() {
+            *total = total.saturating_sub(bytes);
+        }
+    }
+
+    /// The rate and the window it is measured over, as Kafka's
+    /// `Rate.measure` and `Rate.windowSize`: the time since the oldest
+    /// sample kept, counted as at least `windows - 1` full windows.
+    pub fn measure(&mut self, now_ms: i64) -> (f64, i64) {
+        self.expire(now_ms);
+        let Some(&(oldest, _)) = self.samples.front() else { return (0.0, self.window_ms) };
+        let total: u64 = self.samples.iter().map(|(_, bytes)| bytes).sum();
+        let mut window = now_ms - oldest;
+        let full = window / self.window_ms;
+        let min_full = self.windows as i64 - 1;
+        if full < min_full {
+            window += (min_full - full) * self.window_ms;
+        }
+        let window = window.max(1);
+        (total as f64 * 1000.0 / window as f64, window)
+    }
+
     /// Drops the samples older than the windows kept.
     fn expire(&mut self, now_ms: i64) {
         let horizon = now_ms - self.window_ms * self.windows as i64;

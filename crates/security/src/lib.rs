@@ -2,7 +2,8 @@
 //! clients with, as Apache Kafka 4.3.1 speaks them: PLAIN and
 //! SCRAM-SHA-256/512 server state machines (and the matching clients), the
 //! SCRAM credential arithmetic the controller needs for
-//! AlterUserScramCredentials, and the `sasl.jaas.config` parser.
+//! AlterUserScramCredentials, the `sasl.jaas.config` parser, and which
+//! client quota applies to a request (`quota`).
 //!
 //! This crate is sans-IO. It must never open a socket, use tokio or any
 //! runtime, spawn a thread, or read the clock; it does not log. The broker
@@ -23,6 +24,7 @@ pub mod jaas;
 mod mechanism;
 mod plain;
 mod principal;
+pub mod quota;
 pub mod scram;
 mod server;
 

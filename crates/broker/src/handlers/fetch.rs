@@ -6,6 +6,7 @@
 //! sendfile(2).
 
 use krabka_protocol::ErrorCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use krabka_protocol::fetch_splice::{
 use krabka_protocol::FetchRequest;
 
 use crate::broker::Broker;
+use crate::client_quota_manager::QuotaKind;
 use crate::errors::log_error_code;
 use crate::fetch_session::{SessionContext, SessionPartition};
 use crate::handlers::leader_hints::LeaderHints;
@@ -28,6 +30,7 @@ use crate::replica::Partition;
 use crate::request::RequestContext;
 use crate::request::{Chunk, Reply, Response};
 use krabka_replication::divergence::leader_divergence;
+use krabka_security::KafkaPrincipal;
 
 /// The first Fetch version whose refused partitions name their leader (KIP-951).
 const LEADER_HINTS_VERSION: i16 = 16;
@@ -53,6 +56,9 @@ struct FetchPlan {
     /// A consumer that may read from followers (KIP-392, Fetch v11+), and
     /// its rack when the leader is to point it at a replica in that rack.
     consumer: Option<ConsumerPlacement>,
+    /// A consumer's principal and client id, for its `consumer_byte_rate`,
+    /// and its connection's throttle (followers have no client quota).
+    quota_client: Option<(KafkaPrincipal, String, Arc<AtomicU64>)>,
 }
 
 /// What KIP-392 knows of a consumer's fetch.
@@ -77,10 +83,15 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         Ok(admitted) => admitted,
         Err(error_code) => {
             let empty = (&[] as &[SplicedTopic<'_>], &[] as &[NodeEndpoint]);
-            return Reply::Now(encode_response(ctx.api_version, ctx.correlation_id, 0, error_code.code(), empty, &[]));
+            return Reply::Now(encode_response(
+                (ctx.api_version, ctx.correlation_id, 0),
+                (error_code.code(), 0),
+                empty,
+                &[],
+            ));
         }
     };
-    let plan = FetchPlan {
+    let mut plan = FetchPlan {
         broker: broker.clone(),
         listener_name: ctx.connection.listener_name.clone(),
         api_version: ctx.api_version,
@@ -93,7 +104,13 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         started: ctx.started,
         replica: replica_of(&request, ctx.api_version),
         consumer: consumer_placement(broker, &request, ctx.api_version),
+        quota_client: None,
     };
+    if plan.replica.is_none() {
+        let connection = ctx.connection;
+        let client_id = ctx.client_id.unwrap_or_default().to_string();
+        plan.quota_client = Some((connection.principal.clone(), client_id, connection.throttle_ms.clone()));
+    }
     if plan.replica.is_some() {
         plan.record_follower_progress();
     }
@@ -210,6 +227,31 @@ impl FetchPlan {
             let quota = &self.broker.replicas.throttles.leader;
             quota.lock().unwrap_or_else(|e| e.into_inner()).record(bytes, crate::clock::now_ms());
         }
+    }
+
+    /// A consumer over its `consumer_byte_rate`: Kafka answers it with no
+    /// partitions and the throttle time (the bytes not sent taken back
+    /// from its rate), and mutes its connection for that long.
+    fn over_client_quota(&self, results: &[PartitionResult]) -> Option<Response> {
+        let (principal, client_id, connection_throttle) = self.quota_client.as_ref()?;
+        let image = self.broker.metadata.image();
+        if image.client_quotas.is_empty() {
+            return None;
+        }
+        let bytes: u64 = results.iter().filter_map(|r| r.slice.as_ref()).map(|s| u64::from(s.length)).sum();
+        let (quotas, client, now) =
+            (&self.broker.client_quotas, (principal, client_id.as_str()), crate::clock::now_ms());
+        let throttle_ms = quotas.record(QuotaKind::Fetch, &image, client, bytes, now);
+        if throttle_ms == 0 {
+            return None;
+        }
+        quotas.unrecord(QuotaKind::Fetch, &image, client, bytes, now);
+        connection_throttle.fetch_max(throttle_ms, Ordering::Relaxed);
+        let throttle_time_ms = throttle_ms.min(i32::MAX as u64) as i32;
+        let head = (self.api_version, self.correlation_id, self.session.session_id());
+        let empty = (&[] as &[SplicedTopic<'_>], &[] as &[NodeEndpoint]);
+        self.broker.metrics.request_completed("Fetch", 0, self.started.elapsed());
+        Some(encode_response(head, (ErrorCode::NONE.code(), throttle_time_ms), empty, &[]))
     }
 
     /// A follower's fetch offsets are its log end: each partition led here
@@ -364,6 +406,9 @@ impl FetchPlan {
     /// and encodes the frame.
     fn finish(&self, results: Vec<PartitionResult>) -> Response {
         self.record_throttled_bytes(&results);
+        if let Some(throttled) = self.over_client_quota(&results) {
+            return throttled;
+        }
         let mut included = Vec::with_capacity(results.len());
         match &self.session {
             SessionContext::Sessionless => included = results,
@@ -423,10 +468,8 @@ impl FetchPlan {
         grouped.sort_by_key(|result| result.topic_index);
         let session_id = self.session.session_id();
         let response = encode_response(
-            self.api_version,
-            self.correlation_id,
-            session_id,
-            ErrorCode::NONE.code(),
+            (self.api_version, self.correlation_id, session_id),
+            (ErrorCode::NONE.code(), 0),
             (&topics, &node_endpoints),
             &grouped,
         );
@@ -469,15 +512,13 @@ impl SplicedPartition for PartitionResult {
 /// for the connection to send with sendfile(2). `results` are grouped by
 /// topic in topic order.
 fn encode_response(
-    version: i16,
-    correlation_id: i32,
-    session_id: i32,
-    error_code: i16,
+    (version, correlation_id, session_id): (i16, i32, i32),
+    (error_code, throttle_time_ms): (i16, i32),
     (topics, node_endpoints): (&[SplicedTopic<'_>], &[NodeEndpoint]),
     results: &[PartitionResult],
 ) -> Response {
     let header =
-        SplicedFetchHeader { version, correlation_id, throttle_time_ms: 0, error_code, session_id, node_endpoints };
+        SplicedFetchHeader { version, correlation_id, throttle_time_ms, error_code, session_id, node_endpoints };
     let chunks = encode_spliced_fetch_response(&header, topics, results, |part| match part {
         FramePart::Bytes(bytes) => Chunk::Bytes(bytes),
         FramePart::Records(slice) => Chunk::File(slice.clone()),
@@ -524,7 +565,7 @@ mod tests {
                 partition(0, 1, None),
                 partition(1, 4, Some(slice(150, 150))),
             ];
-            let response = encode_response(version, 77, 9, ErrorCode::NONE.code(), (&topics, &[]), &results);
+            let response = encode_response((version, 77, 9), (ErrorCode::NONE.code(), 0), (&topics, &[]), &results);
             let files = response.chunks.iter().filter(|c| matches!(c, Chunk::File(_))).count();
             assert_eq!(files, 2, "fetch v{version}: one file range per partition with records");
             let mut ours = Vec::new();

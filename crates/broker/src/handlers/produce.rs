@@ -22,6 +22,7 @@ use krabka_log::{AppendInfo, LogError};
 
 use super::recompress::recompress;
 use crate::broker::Broker;
+use crate::client_quota_manager::QuotaKind;
 use crate::clock::now_ms;
 use crate::config::DynamicConfigs;
 
@@ -125,6 +126,17 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
     };
+    // Kafka counts the request's size against producer_byte_rate; its
+    // record batches are nearly all of it.
+    let batch_bytes: usize = request
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
+        .sum();
+    let client = (&ctx.connection.principal, ctx.client_id.unwrap_or_default());
+    let throttle_ms = broker.client_quotas.record(QuotaKind::Produce, &image, client, batch_bytes as u64, now);
+    ctx.connection.throttle(throttle_ms);
     let mut appends: Vec<PendingAppend> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
@@ -161,7 +173,13 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     } else {
         Vec::new()
     };
-    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, node_endpoints, ..Default::default() })))
+    let throttle_time_ms = throttle_ms.min(i32::MAX as u64) as i32;
+    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse {
+        responses,
+        node_endpoints,
+        throttle_time_ms,
+        ..Default::default()
+    })))
 }
 
 /// KIP-890: a transactional batch that would open its producer's

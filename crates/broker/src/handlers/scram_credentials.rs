@@ -78,7 +78,9 @@ pub async fn alter(
             .map(|r| AlterUserScramCredentialsResult {
                 user: r.user,
                 error_code: r.error.as_ref().map_or(0, |e| e.code),
-                error_message: r.error.map(|e| e.message),
+                // An empty message is Kafka's null (its UNKNOWN_SERVER_ERROR
+                // for a salted password no HMAC takes says nothing more).
+                error_message: r.error.map(|e| e.message).filter(|message| !message.is_empty()),
                 ..Default::default()
             })
             .collect(),
