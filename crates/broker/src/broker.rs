@@ -58,6 +58,8 @@ pub struct Broker {
     pub(crate) markers_at_load: std::sync::Mutex<Vec<krabka_coordinator::txn::Markers>>,
     /// Open client connections, against `max.connections` (the server counts them).
     pub(crate) open_connections: AtomicUsize,
+    /// Open client connections by peer address (`max.connections.per.ip`).
+    pub(crate) connections_per_ip: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
     /// Kept connections to other brokers (markers, verification).
     pub(crate) broker_channels: crate::broker_channels::BrokerChannels,
     shutdown: watch::Sender<bool>,
@@ -175,6 +177,7 @@ impl Broker {
             membership,
             markers_at_load: Default::default(),
             open_connections: AtomicUsize::new(0),
+            connections_per_ip: Default::default(),
             broker_channels: Default::default(),
             shutdown: watch::channel(false).0,
         });

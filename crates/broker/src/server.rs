@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
@@ -18,21 +18,48 @@ use crate::connection;
 use crate::observability::PartitionLogState;
 use crate::replica::ReplicaManager;
 
-/// One of the `max.connections`: counted while its connection task lives,
-/// however that task ends (a panicking handler included), so a bug cannot
-/// leak slots until the broker refuses every client.
-struct ConnectionSlot(Arc<Broker>);
+/// One of the `max.connections` and of its peer's `max.connections.per.ip`:
+/// counted while its connection task lives, however that task ends (a
+/// panicking handler included), so a bug cannot leak slots until the
+/// broker refuses every client.
+struct ConnectionSlot(Arc<Broker>, IpAddr);
 
 impl ConnectionSlot {
-    fn take(broker: Arc<Broker>) -> Self {
+    /// A slot for a connection from `ip`, or which limit refuses it.
+    fn take(broker: Arc<Broker>, ip: IpAddr) -> Result<Self, (&'static str, usize)> {
+        let limit = broker.config.max_connections;
+        if broker.open_connections.load(Ordering::Relaxed) >= limit {
+            return Err(("max.connections", limit));
+        }
+        let config = &broker.config;
+        let per_ip = config.max_connections_per_ip_overrides.get(&ip).copied().unwrap_or(config.max_connections_per_ip);
+        {
+            let mut counts = broker.connections_per_ip.lock().unwrap_or_else(|e| e.into_inner());
+            let count = counts.entry(ip).or_insert(0);
+            if *count >= per_ip {
+                if *count == 0 {
+                    counts.remove(&ip);
+                }
+                return Err(("max.connections.per.ip", per_ip));
+            }
+            *count += 1;
+        }
         broker.open_connections.fetch_add(1, Ordering::Relaxed);
         broker.metrics.connection_opened();
-        ConnectionSlot(broker)
+        Ok(ConnectionSlot(broker, ip))
     }
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
+        let mut counts = self.0.connections_per_ip.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = counts.get_mut(&self.1) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.1);
+            }
+        }
+        drop(counts);
         self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
         self.0.metrics.connection_closed();
     }
@@ -67,13 +94,15 @@ impl Broker {
         loop {
             tokio::select! {
                 Some((stream, peer, listener)) = accepted.recv() => {
-                    if self.open_connections.load(Ordering::Relaxed) >= self.config.max_connections {
-                        self.metrics.connection_rejected();
-                        tracing::warn!(%peer, limit = self.config.max_connections, "max.connections reached");
-                        drop(stream);
-                        continue;
-                    }
-                    let slot = ConnectionSlot::take(self.clone());
+                    let slot = match ConnectionSlot::take(self.clone(), peer.ip()) {
+                        Ok(slot) => slot,
+                        Err((key, limit)) => {
+                            self.metrics.connection_rejected();
+                            tracing::warn!(%peer, limit, "{key} reached");
+                            drop(stream);
+                            continue;
+                        }
+                    };
                     connections.spawn(async move {
                         // The slot is given back when the task ends, even by a panic.
                         let broker = slot.0.clone();

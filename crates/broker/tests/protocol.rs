@@ -763,6 +763,52 @@ fn max_connections_and_idle_timeout_are_enforced() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// A connection to `bootstrap` from the loopback address `source`.
+fn connect_from(source: [u8; 4], bootstrap: &str) -> RawClient {
+    use std::os::fd::FromRawFd;
+    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
+    let address = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes(ip).to_be() },
+        sin_zero: [0; 8],
+    };
+    let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a fresh socket, bound and connected with valid sockaddr_in
+    // values of the size given; the descriptor is handed to TcpStream.
+    let stream = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let local = address(source, 0);
+        assert_eq!(libc::bind(fd, &local as *const _ as *const libc::sockaddr, size), 0, "bind");
+        let remote = address([127, 0, 0, 1], port);
+        assert_eq!(libc::connect(fd, &remote as *const _ as *const libc::sockaddr, size), 0, "connect");
+        std::net::TcpStream::from_raw_fd(fd)
+    };
+    RawClient::from_stream(stream)
+}
+
+#[test]
+fn max_connections_per_ip_and_its_overrides_are_enforced() {
+    let broker = BrokerProcess::start(&["max.connections.per.ip=2", "max.connections.per.ip.overrides=127.0.0.2:1"]);
+    let answered = |client: &mut RawClient| {
+        client.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+        client.read_frame().is_ok()
+    };
+    let mut first: Vec<RawClient> = (0..2).map(|_| connect_from([127, 0, 0, 1], &broker.bootstrap())).collect();
+    assert!(first.iter_mut().all(answered));
+    let mut third = connect_from([127, 0, 0, 1], &broker.bootstrap());
+    assert!(third.is_closed(), "a third connection from 127.0.0.1 is over max.connections.per.ip");
+    let mut other = connect_from([127, 0, 0, 2], &broker.bootstrap());
+    assert!(answered(&mut other), "another address has its own count");
+    let mut second_other = connect_from([127, 0, 0, 2], &broker.bootstrap());
+    assert!(second_other.is_closed(), "127.0.0.2's override is 1");
+    drop(first.pop());
+    support::wait_for("a free slot for 127.0.0.1", Duration::from_secs(10), || {
+        answered(&mut connect_from([127, 0, 0, 1], &broker.bootstrap()))
+    });
+}
+
 #[test]
 fn metrics_and_cpu_profile_are_served_over_http() {
     let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);

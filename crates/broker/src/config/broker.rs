@@ -67,6 +67,9 @@ pub struct BrokerConfig {
     pub num_io_threads: usize,
     pub connections_max_idle_ms: i64,
     pub max_connections: usize,
+    /// `max.connections.per.ip` and its `max.connections.per.ip.overrides`.
+    pub max_connections_per_ip: usize,
+    pub max_connections_per_ip_overrides: BTreeMap<std::net::IpAddr, usize>,
     pub queued_max_requests: usize,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
@@ -106,6 +109,31 @@ pub struct BrokerConfig {
 
 fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
+/// `max.connections.per.ip.overrides`: `host:count` pairs; a host name is
+/// resolved once, at start, as Kafka resolves it.
+fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, ConfigError> {
+    use std::net::ToSocketAddrs;
+    let key = "max.connections.per.ip.overrides";
+    let mut overrides = BTreeMap::new();
+    for entry in split_list(text).into_iter().filter(|e| !e.is_empty()) {
+        let parsed =
+            entry.rsplit_once(':').and_then(|(host, count)| Some((host.trim(), count.trim().parse::<usize>().ok()?)));
+        let Some((host, count)) = parsed.filter(|(host, _)| !host.is_empty()) else {
+            return Err(invalid(key, text, format!("{entry:?} is not host:count")));
+        };
+        let address = host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .ok()
+            .or_else(|| (host, 0).to_socket_addrs().ok()?.next().map(|a| a.ip()));
+        let Some(address) = address else {
+            return Err(invalid(key, text, format!("cannot resolve host {host}")));
+        };
+        overrides.insert(address, count);
+    }
+    Ok(overrides)
 }
 
 impl BrokerConfig {
@@ -153,6 +181,11 @@ impl BrokerConfig {
             return Err(invalid("krabka.log.level", &log_level, format!("not a tracing filter: {e}")));
         }
         let topic_defaults = broker_topic_defaults(&values)?;
+        let per_ip_overrides = per_ip_overrides(values.get("max.connections.per.ip.overrides").unwrap_or_default())?;
+        if values.int("max.connections.per.ip") == 0 && per_ip_overrides.is_empty() {
+            let reason = "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides is set";
+            return Err(invalid("max.connections.per.ip", "0", reason));
+        }
 
         let int = |name| values.int(name);
         let config = BrokerConfig {
@@ -179,6 +212,8 @@ impl BrokerConfig {
             num_io_threads: int("num.io.threads") as usize,
             connections_max_idle_ms: int("connections.max.idle.ms"),
             max_connections: int("max.connections") as usize,
+            max_connections_per_ip: int("max.connections.per.ip") as usize,
+            max_connections_per_ip_overrides: per_ip_overrides,
             queued_max_requests: int("queued.max.requests") as usize,
             log_retention_check_interval_ms: int("log.retention.check.interval.ms"),
             log_flush_scheduler_interval_ms: int("log.flush.scheduler.interval.ms"),

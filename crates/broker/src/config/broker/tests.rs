@@ -265,3 +265,17 @@ fn the_quorum_voters_and_timers_are_read_as_kafka_reads_them() {
         assert!(error(&[("controller.quorum.voters", bad)]).contains("controller.quorum.voters"), "{bad}");
     }
 }
+
+#[test]
+fn connection_limits_per_ip() {
+    let c = config(&[("max.connections.per.ip", "5"), ("max.connections.per.ip.overrides", "127.0.0.2:1, [::1]:7")]);
+    assert_eq!(c.max_connections_per_ip, 5);
+    let overrides: Vec<(String, usize)> =
+        c.max_connections_per_ip_overrides.iter().map(|(ip, n)| (ip.to_string(), *n)).collect();
+    assert_eq!(overrides, [("127.0.0.2".to_string(), 1), ("::1".to_string(), 7)]);
+    assert!(error(&[("max.connections.per.ip", "0")]).contains("only if max.connections.per.ip.overrides"));
+    assert!(error(&[("max.connections.per.ip.overrides", "127.0.0.1")]).contains("not host:count"));
+    let zero_with_overrides =
+        config(&[("max.connections.per.ip", "0"), ("max.connections.per.ip.overrides", "10.0.0.1:3")]);
+    assert_eq!(zero_with_overrides.max_connections_per_ip, 0);
+}
