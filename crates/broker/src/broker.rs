@@ -381,7 +381,14 @@ impl Broker {
             .or_else(|| registration.end_points.first())
             .ok_or("the broker registered no listener")?;
         let client_id = format!("broker-{}-{purpose}", self.node_id);
-        crate::quorum::Channel::connect(&endpoint.host, endpoint.port, timeout, client_id).await
+        let mut channel = crate::quorum::Channel::connect(&endpoint.host, endpoint.port, timeout, client_id).await?;
+        // A SASL endpoint (SASL_PLAINTEXT 2, SASL_SSL 3, as registered):
+        // log in as the broker's own user.
+        let sasl = matches!(endpoint.security_protocol, 2 | 3);
+        if let Some(login) = self.config.security.inter_broker_login.as_ref().filter(|_| sasl) {
+            channel.authenticate(login.mechanism, &login.username, &login.password).await?;
+        }
+        Ok(channel)
     }
 
     /// The controller clients are told of: the active controller when it

@@ -354,6 +354,53 @@ fn java_tools_authenticate_with_plain_and_scram_users_made_by_kafka_configs() {
     assert!(!ok && out.contains("Authentication failed"), "SCRAM-SHA-512 after its deletion: {out}");
 }
 
+#[test]
+fn brokers_replicate_over_a_sasl_inter_broker_listener() {
+    // The one client listener, named PLAINTEXT, speaks SASL_PLAINTEXT, and
+    // is the inter-broker listener: followers and markers log in as "broker".
+    let jaas = concat!(
+        "listener.name.plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule ",
+        r#"required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";"#
+    );
+    let nodes = BrokerProcess::start_cluster(
+        3,
+        &[
+            "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms=PLAIN",
+            "sasl.mechanism.inter.broker.protocol=PLAIN",
+            jaas,
+        ],
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = client_config(dir.path(), "PLAIN", "alice", "alice-secret");
+    let bootstrap = nodes[0].bootstrap();
+    let create = ["kafka-topics", "--bootstrap-server", &bootstrap, "--create", "--topic", "replicated"];
+    let more = ["--partitions", "3", "--replication-factor", "3", "--command-config", &config];
+    let (ok, out) = kafka_cli(&[&create[..], &more[..]].concat(), "");
+    assert!(ok, "kafka-topics --create: {out}");
+    // acks=all completes only once both followers fetched over SASL.
+    let lines: Vec<String> = (0..30).map(|i| format!("replicated-{i}")).collect();
+    let producer = ["kafka-console-producer", "--bootstrap-server", &bootstrap, "--topic", "replicated"];
+    let props = ["--producer-property", "acks=all", "--producer.config", &config];
+    let (ok, out) = kafka_cli(&[&producer[..], &props[..]].concat(), &lines.join("\n"));
+    assert!(ok, "console producer: {out}");
+    let describe = ["kafka-topics", "--bootstrap-server", &bootstrap, "--describe", "--topic", "replicated"];
+    let (ok, out) = kafka_cli(&[&describe[..], &["--command-config", &config]].concat(), "");
+    let full_isr = out.lines().filter(|l| l.contains("Partition:") && l.contains("Isr:")).all(|l| {
+        let isr = l.split("Isr:").nth(1).unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        isr.split(',').count() == 3
+    });
+    assert!(ok && full_isr && out.contains("Partition: 2"), "every replica in sync: {out}");
+    let consumer = ["kafka-console-consumer", "--bootstrap-server", &nodes[2].bootstrap(), "--topic", "replicated"];
+    let more = ["--from-beginning", "--max-messages", "30", "--timeout-ms", "30000", "--consumer.config", &config];
+    let (ok, out) = kafka_cli(&[&consumer[..], &more[..]].concat(), "");
+    assert!(ok, "console consumer: {out}");
+    let mut read: Vec<&str> = out.lines().filter(|l| l.starts_with("replicated-")).collect();
+    read.sort_by_key(|l| l[11..].parse::<u32>().unwrap_or(u32::MAX));
+    assert_eq!(read, lines, "{out}");
+    assert!(nodes.iter().all(|n| !n.log().contains("authentication failed")), "no failed inter-broker login");
+}
+
 fn venv_python() -> String {
     repo_root().join("target/client-venv/bin/python").to_str().expect("utf-8 path").to_string()
 }

@@ -157,8 +157,9 @@ impl BrokerConfig {
         let broker_role = process_roles.iter().any(|r| r == "broker");
         let quorum = QuorumConfig::read(&values, node_id, controller_role)?;
         let layout = Listeners::resolve(&values, controller_role, broker_role)?;
-        let security =
-            SecurityConfig::read(&values, &props, &layout.listeners, &layout.controller_names, &layout.protocols)?;
+        let listener_names =
+            (layout.listeners.as_slice(), layout.controller_names.as_slice(), layout.inter_broker.as_str());
+        let security = SecurityConfig::read(&values, &props, listener_names, &layout.protocols)?;
 
         // log.dirs wins over log.dir; both are validated non-empty lists.
         let dirs = values.set("log.dirs").or(values.get("log.dir")).unwrap_or_default();

@@ -114,13 +114,6 @@ impl Listeners {
         }
 
         let inter_broker = inter_broker_listener(values)?;
-        if protocols.get(&inter_broker).is_some_and(|p| p != "PLAINTEXT") {
-            // A broker's own connections to the others (replica fetchers,
-            // markers, forwarding) do not authenticate yet.
-            let reason =
-                "krabka's inter-broker listener must be a PLAINTEXT one (its own connections do not authenticate yet)";
-            return Err(invalid("inter.broker.listener.name", &inter_broker, reason));
-        }
         if is_controller(&inter_broker) {
             let reason = "the inter-broker listener must not be a controller listener";
             return Err(invalid("inter.broker.listener.name", &inter_broker, reason));

@@ -60,11 +60,33 @@ impl std::fmt::Debug for SaslListener {
     }
 }
 
+/// How this broker logs in to the others when the inter-broker listener
+/// is a SASL one: `sasl.mechanism.inter.broker.protocol` with the
+/// username and password of that listener's JAAS entry for it.
+#[derive(Clone)]
+pub struct InterBrokerLogin {
+    pub mechanism: SaslMechanism,
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for InterBrokerLogin {
+    /// Never the password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterBrokerLogin")
+            .field("mechanism", &self.mechanism)
+            .field("username", &self.username)
+            .finish()
+    }
+}
+
 /// The security settings every connection shares.
 #[derive(Clone, Debug)]
 pub struct SecurityConfig {
     /// Each client (non-controller) listener, in `listeners` order.
     pub client_listeners: Vec<Arc<ClientListener>>,
+    /// Set when the inter-broker listener authenticates.
+    pub inter_broker_login: Option<InterBrokerLogin>,
     /// `connections.max.reauth.ms`: a SASL session's lifetime (0: unlimited, as Kafka).
     pub connections_max_reauth_ms: i64,
     /// `connection.failed.authentication.delay.ms`: how long a failed
@@ -83,8 +105,7 @@ impl SecurityConfig {
     pub(crate) fn read(
         values: &KeyValues,
         props: &BTreeMap<String, String>,
-        listeners: &[Listener],
-        controller_names: &[String],
+        (listeners, controller_names, inter_broker): (&[Listener], &[String], &str),
         protocols: &BTreeMap<String, String>,
     ) -> Result<SecurityConfig, ConfigError> {
         let client_listeners = listeners
@@ -92,8 +113,14 @@ impl SecurityConfig {
             .filter(|l| !controller_names.contains(&l.name))
             .map(|l| client_listener(values, props, &l.name, protocols).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
+        let inter_broker_listener = client_listeners.iter().find(|l| l.name == inter_broker);
+        let inter_broker_login = match inter_broker_listener.and_then(|l| l.sasl.as_ref()) {
+            Some(sasl) => Some(inter_broker_login(values, props, inter_broker, sasl)?),
+            None => None,
+        };
         Ok(SecurityConfig {
             client_listeners,
+            inter_broker_login,
             connections_max_reauth_ms: values.int("connections.max.reauth.ms").max(0),
             failed_authentication_delay_ms: values.int("connection.failed.authentication.delay.ms").max(0) as u64,
             sasl_server_max_receive_size: values.int("sasl.server.max.receive.size").clamp(1, i64::from(u32::MAX))
@@ -165,6 +192,33 @@ fn sasl_listener(
     Ok(SaslListener { enabled_mechanisms, plain_users })
 }
 
+/// The login of a broker whose inter-broker listener is a SASL one, as
+/// Kafka's broker takes it: the mechanism the listener must enable, and
+/// the username and password of its JAAS entry for that mechanism.
+fn inter_broker_login(
+    values: &KeyValues,
+    props: &BTreeMap<String, String>,
+    listener: &str,
+    sasl: &SaslListener,
+) -> Result<InterBrokerLogin, ConfigError> {
+    let key = "sasl.mechanism.inter.broker.protocol";
+    let name = values.get(key).unwrap_or_default();
+    let Some(mechanism) = SaslMechanism::from_name(name).filter(|m| sasl.enabled_mechanisms.contains(m)) else {
+        let reason = format!("the inter-broker listener {listener} must enable it (and krabka serves PLAIN and SCRAM)");
+        return Err(invalid(key, name, reason));
+    };
+    let jaas_key = format!("{}{}.sasl.jaas.config", listener_prefix(listener), mechanism.name().to_ascii_lowercase());
+    let Some(text) = props.get(&jaas_key) else {
+        return Err(ConfigError::Missing(format!("{jaas_key} (the broker's own username and password)")));
+    };
+    let entries = jaas::parse(text).map_err(|e| invalid(&jaas_key, "[hidden]", e.to_string()))?;
+    let option = |name: &str| entries.first().and_then(|e| e.options.get(name)).cloned();
+    match (option("username"), option("password")) {
+        (Some(username), Some(password)) => Ok(InterBrokerLogin { mechanism, username, password }),
+        _ => Err(invalid(&jaas_key, "[hidden]", "it must give username and password for the broker's own login")),
+    }
+}
+
 /// PLAIN's users from `listener.name.<listener>.plain.sasl.jaas.config`,
 /// which Kafka requires for a listener that enables PLAIN.
 fn plain_users(props: &BTreeMap<String, String>, prefix: &str) -> Result<BTreeMap<String, String>, ConfigError> {
@@ -199,7 +253,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-        SecurityConfig::read(&values, &props, &listeners, &["CONTROLLER".into()], &protocols)
+        SecurityConfig::read(&values, &props, (&listeners, &["CONTROLLER".into()], "PLAINTEXT"), &protocols)
     }
 
     const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice secret";"#;

@@ -32,6 +32,37 @@ impl Channel {
         Ok(Channel { stream, correlation_id: 0, timeout: timeout_after, client_id })
     }
 
+    /// Logs in over SASL as `username` (SaslHandshake v1, then
+    /// SaslAuthenticate v2 until the mechanism completes), as a Kafka
+    /// broker does on a SASL inter-broker listener.
+    pub async fn authenticate(
+        &mut self,
+        mechanism: krabka_security::SaslMechanism,
+        username: &str,
+        password: &str,
+    ) -> Result<(), String> {
+        use krabka_protocol::{SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest};
+        let handshake = SaslHandshakeRequest { mechanism: mechanism.name().into(), ..Default::default() };
+        let answer: krabka_protocol::SaslHandshakeResponse = self.call(ApiKey::SaslHandshake, 1, &handshake).await?;
+        if answer.error_code != 0 {
+            return Err(format!("SaslHandshake {} refused ({})", mechanism.name(), answer.error_code));
+        }
+        let nonce = krabka_security::SaslServer::random_nonce();
+        let mut client = krabka_security::SaslClient::new(mechanism, username, password, nonce);
+        let mut token = client.initial_token();
+        loop {
+            let request = SaslAuthenticateRequest { auth_bytes: Bytes::from(token), ..Default::default() };
+            let answer: SaslAuthenticateResponse = self.call(ApiKey::SaslAuthenticate, 2, &request).await?;
+            if answer.error_code != 0 {
+                return Err(format!("authentication failed: {}", answer.error_message.unwrap_or_default()));
+            }
+            match client.evaluate(&answer.auth_bytes).map_err(|e| e.0)? {
+                Some(next) => token = next,
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// Sends `body` (an `M`) at `version` and decodes its answer as an `R`.
     pub async fn call<M: Message, R: Message>(&mut self, key: ApiKey, version: i16, body: &M) -> Result<R, String> {
         let correlation_id = self.next_correlation_id();

@@ -166,9 +166,13 @@ fn listeners_and_advertised_listeners() {
 fn listener_layouts_kafka_refuses() {
     let ssl = [("listeners", "SSL://:9094,CONTROLLER://:9093"), ("inter.broker.listener.name", "SSL")];
     assert!(error(&ssl).contains("serves PLAINTEXT and SASL_PLAINTEXT"), "{}", error(&ssl));
-    let sasl_between_brokers =
-        [("listeners", "SASL_PLAINTEXT://:9094,CONTROLLER://:9093"), ("inter.broker.listener.name", "SASL_PLAINTEXT")];
-    assert!(error(&sasl_between_brokers).contains("inter-broker listener must be a PLAINTEXT one"));
+    let sasl_between_brokers_without_a_mechanism = [
+        ("listeners", "SASL_PLAINTEXT://:9094,CONTROLLER://:9093"),
+        ("inter.broker.listener.name", "SASL_PLAINTEXT"),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+    ];
+    let refused = error(&sasl_between_brokers_without_a_mechanism);
+    assert!(refused.contains("sasl.mechanism.inter.broker.protocol"), "{refused}");
     let sasl_quorum = [("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT")];
     assert!(error(&sasl_quorum).contains("quorum listens on PLAINTEXT"));
     let unmapped =
