@@ -8,11 +8,12 @@
 //! work here beyond seeing that the image has none.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
 
 use krabka_metadata::MetadataImage;
 use krabka_replication::throttle::ByteRate;
-use krabka_security::quota::{applied_quota, throttle_time_ms};
+use krabka_security::quota::{applied_quota, ip_connection_rate, throttle_time_ms};
 use krabka_security::KafkaPrincipal;
 
 /// Which quota a rate counts against.
@@ -33,16 +34,23 @@ impl QuotaKind {
     }
 }
 
-/// The rates of the quota entities clients have used, by kind and tags.
+/// The rates of the quota entities clients have used, by kind and tags,
+/// and the connection creation rates of the addresses that connected.
 pub struct ClientQuotaManager {
     windows: usize,
     window_ms: i64,
     rates: Mutex<HashMap<(QuotaKind, String, String), ByteRate>>,
+    connection_rates: Mutex<HashMap<IpAddr, ByteRate>>,
 }
 
 impl ClientQuotaManager {
     pub fn new(windows: usize, window_ms: i64) -> Self {
-        ClientQuotaManager { windows, window_ms, rates: Mutex::new(HashMap::new()) }
+        ClientQuotaManager {
+            windows,
+            window_ms,
+            rates: Mutex::new(HashMap::new()),
+            connection_rates: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Over `quota.window.num` windows of `quota.window.size.seconds`.
@@ -75,6 +83,22 @@ impl ClientQuotaManager {
         rate.record(bytes, now_ms);
         let (per_second, window_ms) = rate.measure(now_ms);
         throttle_time_ms(per_second, quota.bound, window_ms)
+    }
+
+    /// Records a new connection from `ip` against its
+    /// `connection_creation_rate` (KIP-612) and returns how long to hold
+    /// it before closing it (0: it may stay), as Kafka's ConnectionQuotas
+    /// delays the close of a connection over the rate.
+    pub fn record_connection(&self, image: &MetadataImage, ip: IpAddr, now_ms: i64) -> u64 {
+        if image.client_quotas.is_empty() {
+            return 0;
+        }
+        let Some(bound) = ip_connection_rate(&image.client_quotas, &ip.to_string()) else { return 0 };
+        let mut rates = self.connection_rates.lock().unwrap_or_else(|e| e.into_inner());
+        let rate = rates.entry(ip).or_insert_with(|| ByteRate::new(self.windows, self.window_ms));
+        rate.record(1, now_ms);
+        let (per_second, window_ms) = rate.measure(now_ms);
+        throttle_time_ms(per_second, bound, window_ms)
     }
 
     /// Takes back bytes recorded for a response that was not sent (a

@@ -94,6 +94,20 @@ impl Broker {
         loop {
             tokio::select! {
                 Some((stream, peer, listener)) = accepted.recv() => {
+                    let now = crate::clock::now_ms();
+                    let hold_ms = self.client_quotas.record_connection(&self.metadata.image(), peer.ip(), now);
+                    if hold_ms > 0 {
+                        // Over its address's connection_creation_rate: closed
+                        // after the throttle time, as Kafka's acceptor does,
+                        // so a reconnecting client is slowed down too.
+                        self.metrics.connection_rejected();
+                        tracing::debug!(%peer, hold_ms, "connection_creation_rate exceeded");
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+                            drop(stream);
+                        });
+                        continue;
+                    }
                     let slot = match ConnectionSlot::take(self.clone(), peer.ip()) {
                         Ok(slot) => slot,
                         Err((key, limit)) => {

@@ -810,6 +810,37 @@ fn max_connections_per_ip_and_its_overrides_are_enforced() {
 }
 
 #[test]
+fn connections_over_their_address_creation_rate_are_held_then_closed() {
+    let broker = BrokerProcess::start(&[]);
+    let mut admin = connect_from([127, 0, 0, 3], &broker.bootstrap());
+    let entity = alter_client_quotas_request::EntityData {
+        entity_type: "ip".into(),
+        entity_name: Some("127.0.0.1".into()),
+        ..Default::default()
+    };
+    let op = alter_client_quotas_request::OpData {
+        key: "connection_creation_rate".into(),
+        value: 2.0,
+        ..Default::default()
+    };
+    let entry = alter_client_quotas_request::EntryData { entity: vec![entity], ops: vec![op], ..Default::default() };
+    let request = AlterClientQuotasRequest { entries: vec![entry], ..Default::default() };
+    let answer: AlterClientQuotasResponse = admin.request(ApiKey::AlterClientQuotas, 1, &request);
+    assert_eq!(answer.entries[0].error_code, 0, "{answer:?}");
+    // 2 a second over 11 one-second windows: about 20 connections at once,
+    // then each new one is held (never answered) and closed later.
+    let answered = |source| {
+        let mut client = connect_from(source, &broker.bootstrap());
+        client.stream.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        client.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+        client.read_frame().is_ok()
+    };
+    let served = (0..40).filter(|_| answered([127, 0, 0, 1])).count();
+    assert!((15..=25).contains(&served), "{served} of 40 connections from 127.0.0.1 served");
+    assert!(answered([127, 0, 0, 2]), "another address has no quota");
+}
+
+#[test]
 fn metrics_and_cpu_profile_are_served_over_http() {
     let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);
     let mut client = RawClient::connect(&broker.bootstrap());

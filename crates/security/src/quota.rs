@@ -61,6 +61,14 @@ pub fn applied_quota(
     })
 }
 
+/// The `connection_creation_rate` of connections from `ip` (its text
+/// form): the address's own entity, else the default ip entity's.
+pub fn ip_connection_rate(quotas: &BTreeMap<QuotaEntity, BTreeMap<String, f64>>, ip: &str) -> Option<f64> {
+    let entity = |name: Option<&str>| QuotaEntity::from([("ip".to_string(), name.map(str::to_string))]);
+    let rate = |entity: QuotaEntity| quotas.get(&entity)?.get("connection_creation_rate").copied();
+    rate(entity(Some(ip))).or_else(|| rate(entity(None)))
+}
+
 /// Kafka's QuotaUtils.throttleTime: how long until a measured `rate` over
 /// `window_ms` comes back to `bound`, in whole milliseconds (0 within it).
 pub fn throttle_time_ms(rate: f64, bound: f64, window_ms: i64) -> u64 {
@@ -109,6 +117,17 @@ mod tests {
         assert_eq!(applied(&quotas, "alice", "app"), Some((1.0, "alice".into(), "app".into())));
         assert_eq!(applied(&quotas, "alice", "other").unwrap().0, 2.0);
         assert_eq!(applied(&quotas, "bob", "other").unwrap().0, 5.0);
+    }
+
+    #[test]
+    fn an_address_has_its_own_connection_rate_or_the_default() {
+        let mut quotas = BTreeMap::new();
+        assert_eq!(ip_connection_rate(&quotas, "10.0.0.1"), None);
+        let ip = |name: Option<&str>| QuotaEntity::from([("ip".to_string(), name.map(str::to_string))]);
+        quotas.insert(ip(None), BTreeMap::from([("connection_creation_rate".to_string(), 5.0)]));
+        quotas.insert(ip(Some("10.0.0.1")), BTreeMap::from([("connection_creation_rate".to_string(), 2.0)]));
+        assert_eq!(ip_connection_rate(&quotas, "10.0.0.1"), Some(2.0));
+        assert_eq!(ip_connection_rate(&quotas, "10.0.0.2"), Some(5.0));
     }
 
     #[test]
