@@ -401,6 +401,42 @@ fn brokers_replicate_over_a_sasl_inter_broker_listener() {
     assert!(nodes.iter().all(|n| !n.log().contains("authentication failed")), "no failed inter-broker login");
 }
 
+#[test]
+fn the_java_client_reauthenticates_within_connections_max_reauth_ms() {
+    let broker = SaslBroker::start(&["connections.max.reauth.ms=2000", "krabka.metrics.listener=127.0.0.1:0"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = client_config(dir.path(), "PLAIN", "alice", "alice-secret");
+    // 10 s of producing at 50 records/s on connections whose sessions last 2 s.
+    let bootstrap = broker.sasl_bootstrap();
+    let args = ["kafka-producer-perf-test", "--topic", "reauth", "--num-records", "500", "--record-size", "100"];
+    let more = [
+        "--throughput",
+        "50",
+        "--producer.config",
+        &config,
+        "--producer-props",
+        &format!("bootstrap.servers={bootstrap}"),
+    ];
+    let (ok, out) = kafka_cli(&[&args[..], &more[..]].concat(), "");
+    assert!(ok && out.contains("500 records sent"), "perf test: {out}");
+    let (status, body) = broker.broker.http_get("/metrics");
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&body);
+    let count = |name: &str| {
+        text.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().last()?.parse::<f64>().ok())
+    };
+    let succeeded = count("kafka_server_socket_server_metrics_successful_authentication_total").unwrap_or(0.0);
+    let failed = count("kafka_server_socket_server_metrics_failed_authentication_total").unwrap_or(0.0);
+    let accepted = count("kafka_connections_accepted_total").unwrap_or(0.0);
+    // The producer's few connections (bootstrap, leader) log in, then again
+    // about every 2 s on the same connections (KIP-368), not by reconnecting
+    // (a session past its lifetime would be closed).
+    assert!(
+        succeeded >= 6.0 && failed == 0.0 && accepted <= 4.0 && succeeded >= 2.0 * accepted,
+        "{succeeded} authentications, {failed} failed, {accepted} connections:\n{out}"
+    );
+}
+
 fn venv_python() -> String {
     repo_root().join("target/client-venv/bin/python").to_str().expect("utf-8 path").to_string()
 }
