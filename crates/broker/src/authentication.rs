@@ -138,18 +138,18 @@ impl Authenticator {
         match (&self.state, api_key) {
             (State::Open, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) => illegal_state_answer(&request),
             (State::Open, _) => Admission::Serve(request),
+            // An expired session is closed whatever comes, a late
+            // re-authentication included, as Kafka's processor closes it.
+            (State::Authenticated(session), _) if session.expires.is_some_and(|at| Instant::now() >= at) => {
+                Admission::Close(Close::routine("SASL session expired (connections.max.reauth.ms)"))
+            }
             (State::Authenticated(session), ApiKey::SaslHandshake) => {
                 let previous = Some(session.clone());
                 self.state = State::Handshake { previous };
                 self.handshake(&request)
             }
             (State::Authenticated(_), ApiKey::SaslAuthenticate) => illegal_state_answer(&request),
-            (State::Authenticated(session), _) => match session.expires {
-                Some(expires) if Instant::now() >= expires => {
-                    Admission::Close(Close::routine("SASL session expired (connections.max.reauth.ms)"))
-                }
-                _ => Admission::Serve(request),
-            },
+            (State::Authenticated(_), _) => Admission::Serve(request),
             (State::Handshake { previous: None }, ApiKey::ApiVersions) => Admission::Serve(request),
             (State::Handshake { .. }, ApiKey::SaslHandshake) => self.handshake(&request),
             (State::Authenticate { kafka_headers: true, .. }, ApiKey::SaslAuthenticate) => {

@@ -171,6 +171,12 @@ fn sessions_reauthenticate_and_expire_at_connections_max_reauth_ms() {
     std::thread::sleep(Duration::from_millis(3300));
     client.send(ApiKey::Metadata, 12, &MetadataRequest::default());
     assert!(client.is_closed(), "a request after the session expired");
+    // Too late to re-authenticate, too.
+    let (mut client, _) = plain_login(&broker, "alice", "alice-secret");
+    std::thread::sleep(Duration::from_millis(3300));
+    let request = SaslHandshakeRequest { mechanism: "PLAIN".into(), ..Default::default() };
+    client.send(ApiKey::SaslHandshake, 1, &request);
+    assert!(client.is_closed(), "a handshake after the session expired");
 }
 
 /// A small xorshift generator: the hostile test is replayable from its seed.
