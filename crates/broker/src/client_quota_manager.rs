@@ -76,12 +76,11 @@ impl ClientQuotaManager {
         let Some(quota) = applied_quota(&image.client_quotas, kind.key(), &principal.name, client_id) else {
             return 0;
         };
-        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
-        let rate = rates
-            .entry((kind, quota.user_tag, quota.client_tag))
-            .or_insert_with(|| ByteRate::new(self.windows, self.window_ms));
-        rate.record(bytes, now_ms);
-        let (per_second, window_ms) = rate.measure(now_ms);
+        let key = (kind, quota.user_tag, quota.client_tag);
+        let (per_second, window_ms) = self.with_rate(&self.rates, key, |rate| {
+            rate.record(bytes, now_ms);
+            rate.measure(now_ms)
+        });
         throttle_time_ms(per_second, quota.bound, window_ms)
     }
 
@@ -94,10 +93,10 @@ impl ClientQuotaManager {
             return 0;
         }
         let Some(bound) = ip_connection_rate(&image.client_quotas, &ip.to_string()) else { return 0 };
-        let mut rates = self.connection_rates.lock().unwrap_or_else(|e| e.into_inner());
-        let rate = rates.entry(ip).or_insert_with(|| ByteRate::new(self.windows, self.window_ms));
-        rate.record(1, now_ms);
-        let (per_second, window_ms) = rate.measure(now_ms);
+        let (per_second, window_ms) = self.with_rate(&self.connection_rates, ip, |rate| {
+            rate.record(1, now_ms);
+            rate.measure(now_ms)
+        });
         throttle_time_ms(per_second, bound, window_ms)
     }
 
@@ -114,10 +113,19 @@ impl ClientQuotaManager {
         let Some(quota) = applied_quota(&image.client_quotas, kind.key(), &principal.name, client_id) else {
             return;
         };
-        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(rate) = rates.get_mut(&(kind, quota.user_tag, quota.client_tag)) {
-            rate.unrecord(bytes, now_ms);
-        }
+        let key = (kind, quota.user_tag, quota.client_tag);
+        self.with_rate(&self.rates, key, |rate| rate.unrecord(bytes, now_ms));
+    }
+
+    /// Runs `f` on the rate of `key` in `rates`, made empty on first use.
+    fn with_rate<K: std::hash::Hash + Eq, T>(
+        &self,
+        rates: &Mutex<HashMap<K, ByteRate>>,
+        key: K,
+        f: impl FnOnce(&mut ByteRate) -> T,
+    ) -> T {
+        let mut rates = rates.lock().unwrap_or_else(|e| e.into_inner());
+        f(rates.entry(key).or_insert_with(|| ByteRate::new(self.windows, self.window_ms)))
     }
 }
 

@@ -53,8 +53,9 @@ impl TopicImage {
 }
 
 /// A client quota entity: entity type (`user`, `client-id`, `ip`) to name,
-/// None naming the type's default entity.
-pub type QuotaEntity = BTreeMap<String, Option<String>>;
+/// None naming the type's default entity; one definition, krabka-security's,
+/// which decides the quota that applies.
+pub use krabka_security::quota::QuotaEntity;
 
 #[derive(Clone, Debug, Default)]
 pub struct MetadataImage {

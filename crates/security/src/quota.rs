@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-/// A quota entity: entity type (`user`, `client-id`) to name, None naming
-/// the type's default (the metadata image's `QuotaEntity`).
+/// A quota entity: entity type (`user`, `client-id`, `ip`) to name, None
+/// naming the type's default (as ClientQuotaRecord keeps it in the image).
 pub type QuotaEntity = BTreeMap<String, Option<String>>;
 
 /// The quota that applies, and the rate bucket it is measured in: the

@@ -29,6 +29,7 @@ use crate::replica::purgatory::Waiter;
 use crate::replica::Partition;
 use crate::request::RequestContext;
 use crate::request::{Chunk, Reply, Response};
+use krabka_metadata::MetadataImage;
 use krabka_replication::divergence::leader_divergence;
 use krabka_security::KafkaPrincipal;
 
@@ -56,9 +57,18 @@ struct FetchPlan {
     /// A consumer that may read from followers (KIP-392, Fetch v11+), and
     /// its rack when the leader is to point it at a replica in that rack.
     consumer: Option<ConsumerPlacement>,
-    /// A consumer's principal and client id, for its `consumer_byte_rate`,
-    /// and its connection's throttle (followers have no client quota).
-    quota_client: Option<(KafkaPrincipal, String, Arc<AtomicU64>)>,
+    /// A consumer whose fetches count against a `consumer_byte_rate`
+    /// (None for followers, and when the image has no client quotas).
+    quota_client: Option<QuotaClient>,
+}
+
+/// A consumer's principal and client id, the image whose quotas apply to
+/// it, and its connection's throttle.
+struct QuotaClient {
+    principal: KafkaPrincipal,
+    client_id: String,
+    image: Arc<MetadataImage>,
+    connection_throttle: Arc<AtomicU64>,
 }
 
 /// What KIP-392 knows of a consumer's fetch.
@@ -106,10 +116,15 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         consumer: consumer_placement(broker, &request, ctx.api_version),
         quota_client: None,
     };
-    if plan.replica.is_none() {
-        let connection = ctx.connection;
-        let client_id = ctx.client_id.unwrap_or_default().to_string();
-        plan.quota_client = Some((connection.principal.clone(), client_id, connection.throttle_ms.clone()));
+    // Built only when some quota exists: most brokers have none, and this
+    // is every consumer fetch.
+    if plan.replica.is_none() && !image.client_quotas.is_empty() {
+        plan.quota_client = Some(QuotaClient {
+            principal: ctx.connection.principal.clone(),
+            client_id: ctx.client_id.unwrap_or_default().to_string(),
+            image: image.clone(),
+            connection_throttle: ctx.connection.throttle_ms.clone(),
+        });
     }
     if plan.replica.is_some() {
         plan.record_follower_progress();
@@ -233,19 +248,15 @@ impl FetchPlan {
     /// partitions and the throttle time (the bytes not sent taken back
     /// from its rate), and mutes its connection for that long.
     fn over_client_quota(&self, results: &[PartitionResult]) -> Option<Response> {
-        let (principal, client_id, connection_throttle) = self.quota_client.as_ref()?;
-        let image = self.broker.metadata.image();
-        if image.client_quotas.is_empty() {
-            return None;
-        }
+        let QuotaClient { principal, client_id, image, connection_throttle } = self.quota_client.as_ref()?;
         let bytes: u64 = results.iter().filter_map(|r| r.slice.as_ref()).map(|s| u64::from(s.length)).sum();
         let (quotas, client, now) =
             (&self.broker.client_quotas, (principal, client_id.as_str()), crate::clock::now_ms());
-        let throttle_ms = quotas.record(QuotaKind::Fetch, &image, client, bytes, now);
+        let throttle_ms = quotas.record(QuotaKind::Fetch, image, client, bytes, now);
         if throttle_ms == 0 {
             return None;
         }
-        quotas.unrecord(QuotaKind::Fetch, &image, client, bytes, now);
+        quotas.unrecord(QuotaKind::Fetch, image, client, bytes, now);
         connection_throttle.fetch_max(throttle_ms, Ordering::Relaxed);
         let throttle_time_ms = throttle_ms.min(i32::MAX as u64) as i32;
         let head = (self.api_version, self.correlation_id, self.session.session_id());
