@@ -14,8 +14,10 @@
 //!
 //! Modules point one way: `base64`, `principal`, `mechanism` <
 //! `scram::formatter` < `credentials`, `scram::messages`, `failure` < `plain`,
-//! `scram::server`, `scram::client` < `server`, `client`; `jaas` stands alone.
+//! `scram::server`, `scram::client` < `server`, `client`; `jaas` and `acl`
+//! (ACLs and the StandardAuthorizer decision) stand alone.
 
+pub mod acl;
 pub mod base64;
 mod client;
 mod credentials;
