@@ -271,7 +271,12 @@ fn main() {
         sasl.add(&name, &seed);
     }
 
-    for corpus in [&requests, &responses, &record_batches, &compressed, &coordinator, &sasl] {
+    let mut x509 = Corpus::new(&out_dir, "x509_subject");
+    for (name, seed) in x509_seeds() {
+        x509.add(&name, &seed);
+    }
+
+    for corpus in [&requests, &responses, &record_batches, &compressed, &coordinator, &sasl, &x509] {
         println!("{}: {} seeds", corpus.dir.display(), corpus.written.len());
     }
 }
@@ -389,5 +394,61 @@ fn sasl_seeds() -> Vec<(String, Vec<u8>)> {
     }
     let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="a b=c;" user_admin="x";"#;
     seeds.push(("jaas".to_owned(), [&[3u8][..], jaas.as_bytes()].concat()));
+    seeds
+}
+
+/// `x509_subject` seeds: certificates (mode 0) made with `openssl req
+/// -x509` (Ed25519 keys), and mapping rules with a name (mode 1, 0xFF
+/// between them).
+fn x509_seeds() -> Vec<(String, Vec<u8>)> {
+    let certificates = [
+        (
+            "simple",
+            concat!(
+                "3082015130820103a003020102020107300506032b6570303a310b3009060355040613025553310d300b060355040a0c",
+                "0441636d65310c300a060355040b0c03656e67310e300c06035504030c05616c6963653020170d323631323034313633",
+                "3432375a180f32313236313131303136333432375a303a310b3009060355040613025553310d300b060355040a0c0441",
+                "636d65310c300a060355040b0c03656e67310e300c06035504030c05616c696365302a300506032b6570032100162a11",
+                "1bbf45c38d4bba0ba3670f5e819470179d699fae343849bf7cdb806e78a32c302a30090603551d1304023000301d0603",
+                "551d0e041604144985cf7cc9fd6de23ac4b86cf9e68c43f334ad28300506032b6570034100eb4c3d37e89d1416e774c7",
+                "da1e1f26bc8de01dfca2091441ffe660838f1a765be912975a0b3ac6a620bf4cfd66711dc1e5acc482cc6dcb4702df01",
+                "bddc91310a",
+            ),
+        ),
+        (
+            "email",
+            concat!(
+                "3082015730820109a003020102020107300506032b6570303d310d300b060355040a0c0441636d65310c300a06035504",
+                "030c03626f62311e301c06092a864886f70d010901160f626f62406578616d706c652e636f6d3020170d323631323034",
+                "3136333432375a180f32313236313131303136333432375a303d310d300b060355040a0c0441636d65310c300a060355",
+                "04030c03626f62311e301c06092a864886f70d010901160f626f62406578616d706c652e636f6d302a300506032b6570",
+                "032100162a111bbf45c38d4bba0ba3670f5e819470179d699fae343849bf7cdb806e78a32c302a30090603551d130402",
+                "3000301d0603551d0e041604144985cf7cc9fd6de23ac4b86cf9e68c43f334ad28300506032b6570034100b50ac2d125",
+                "919d5d7f433f30eb4a7c85f12210f4ed8d3535804693f9f711ac43cabe4eab5814535094df78a3a596196d91e6e16e63",
+                "c9f65cfffc7971da573b08",
+            ),
+        ),
+    ];
+    let hex = |text: &str| -> Vec<u8> {
+        (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
+    };
+    let mut seeds: Vec<(String, Vec<u8>)> =
+        certificates.iter().map(|(name, der)| (name.to_string(), [&[0u8][..], &hex(der)].concat())).collect();
+    let rules = [
+        (
+            "kafka-docs",
+            concat!(
+                "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, ",
+                "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L, DEFAULT",
+            ),
+            "CN=Duke,OU=ServiceUsers,O=Org,C=US",
+        ),
+        ("escapes", r"RULE:^CN=((\\, *|\w)+)(,.*|$)/$1/,DEFAULT", r"CN=Tkac\, Adam,OU=ITZ,DC=geodis,DC=cz"),
+        ("back-references", "RULE:^CN=(.*?),OU=(.*?)$/$12-$3-${g}$0/U", "CN=a,OU=b"),
+        ("lazy", "  RULE:(.*?)/x/ ,,DEFAULT\n", "ab"),
+    ];
+    for (name, rules, dn) in rules {
+        seeds.push((format!("rules-{name}"), [&[1u8][..], rules.as_bytes(), &[0xFF], dn.as_bytes()].concat()));
+    }
     seeds
 }

@@ -55,7 +55,8 @@ struct Session {
 }
 
 enum State {
-    /// A PLAINTEXT listener: every request is served as from ANONYMOUS.
+    /// A PLAINTEXT or SSL listener: every request is served as from the
+    /// transport's principal (ANONYMOUS, or an SSL client certificate's).
     Open,
     /// Waiting for SaslHandshake (ApiVersions allowed); `previous` is the
     /// session being re-authenticated.
@@ -75,6 +76,9 @@ enum State {
 pub struct Authenticator {
     listener: Arc<ClientListener>,
     state: State,
+    /// Who the transport says the client is: an SSL listener's client
+    /// certificate subject, mapped; ANONYMOUS otherwise. SASL replaces it.
+    transport_principal: KafkaPrincipal,
     /// `connections.max.reauth.ms` (0: sessions never expire).
     max_reauth_ms: i64,
     /// Set when an authentication completed, until `take_completed`.
@@ -82,9 +86,9 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    pub fn new(listener: Arc<ClientListener>, max_reauth_ms: i64) -> Self {
+    pub fn new(listener: Arc<ClientListener>, max_reauth_ms: i64, transport_principal: KafkaPrincipal) -> Self {
         let state = if listener.sasl.is_some() { State::Handshake { previous: None } } else { State::Open };
-        Authenticator { listener, state, max_reauth_ms, completed: false }
+        Authenticator { listener, state, transport_principal, max_reauth_ms, completed: false }
     }
 
     /// Whether an authentication completed since the last call (the
@@ -104,6 +108,7 @@ impl Authenticator {
             State::Handshake { previous: Some(session) } | State::Authenticate { previous: Some(session), .. } => {
                 session.principal.clone()
             }
+            State::Open => self.transport_principal.clone(),
             _ => KafkaPrincipal::anonymous(),
         }
     }

@@ -382,6 +382,13 @@ impl Broker {
             .ok_or("the broker registered no listener")?;
         let client_id = format!("broker-{}-{purpose}", self.node_id);
         let mut channel = crate::quorum::Channel::connect(&endpoint.host, endpoint.port, timeout, client_id).await?;
+        // A TLS endpoint (SSL 1, SASL_SSL 3): as a client of this broker's
+        // own listener of that name (its truststore and certificate).
+        if matches!(endpoint.security_protocol, 1 | 3) {
+            let own = self.config.security.client_listener(&endpoint.name).and_then(|l| l.tls.as_ref());
+            let tls = own.ok_or_else(|| format!("listener {} is TLS here only on the peer", endpoint.name))?;
+            channel = channel.start_tls(tls.client.clone(), &endpoint.host).await?;
+        }
         // A SASL endpoint (SASL_PLAINTEXT 2, SASL_SSL 3, as registered):
         // log in as the broker's own user.
         let sasl = matches!(endpoint.security_protocol, 2 | 3);

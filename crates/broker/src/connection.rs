@@ -7,7 +7,8 @@
 //! The writer sends responses strictly in request order; a fetch parked for
 //! `fetch.max.wait.ms` therefore never stalls the requests read after it from
 //! being handled, only their responses from overtaking it. Fetched records go
-//! from segment files to the socket with sendfile(2).
+//! from segment files to the socket with sendfile(2), or through TLS
+//! (transport.rs).
 //!
 //! A connection ends when the client closes it, when it has neither read
 //! nor written for `connections.max.idle.ms`, or on a protocol error; the
@@ -17,16 +18,13 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use krabka_log::FileSlice;
 use krabka_protocol::frame::{FrameError, RequestFrame};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
@@ -36,21 +34,35 @@ use crate::config::security::ClientListener;
 use crate::handlers;
 use crate::observability::FailureKind;
 use crate::request::{Chunk, Close, ConnectionInfo, Reply, Response};
+use crate::transport::{self, AcceptError, RequestReader, ResponseWriter};
 
 /// Requests read ahead of the writer, per connection: bounds the memory one
 /// pipelining client can hold (Kafka's clients keep at most five in flight).
 const MAX_QUEUED_RESPONSES: usize = 32;
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>, listener: Arc<ClientListener>) {
-    let _ = stream.set_nodelay(true);
-    let (reader, writer) = stream.into_split();
+    let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
+    let (transport, transport_principal) = match transport::accept(stream, &listener, idle).await {
+        Ok(accepted) => accepted,
+        Err(AcceptError::AuthenticationFailed(reason)) => {
+            tracing::info!(%peer, %reason, "failed authentication");
+            broker.metrics.failed_authentication();
+            return;
+        }
+        Err(AcceptError::Closed(reason)) => {
+            tracing::debug!(%peer, %reason, "closing connection");
+            return;
+        }
+    };
+    let (reader, writer) = transport.split();
     let (tx, rx) = mpsc::channel(MAX_QUEUED_RESPONSES);
     let activity = Arc::new(Activity::new());
     // Set when the client is gone: parked requests (long polls, group
     // waits) are dropped then, not left holding the socket until they expire.
     let (gone, gone_signal) = watch::channel(false);
     let writer_task = tokio::spawn(write_loop(writer, rx, Arc::clone(&activity), gone_signal));
-    let authenticator = Authenticator::new(listener, broker.config.security.connections_max_reauth_ms);
+    let max_reauth_ms = broker.config.security.connections_max_reauth_ms;
+    let authenticator = Authenticator::new(listener, max_reauth_ms, transport_principal);
     match read_loop(reader, &broker, peer, authenticator, tx, &activity).await {
         // A broker shutting down lets the writer finish in-flight requests;
         // a failed authentication's answer is sent before the close.
@@ -118,7 +130,7 @@ const READ_AHEAD_BYTES: usize = 4 * 1024;
 /// Reads into `buf` until it holds `wanted` bytes. Ok(false) on a clean EOF
 /// before any byte of a new frame; Err on a frame cut short.
 async fn fill(
-    reader: &mut OwnedReadHalf,
+    reader: &mut RequestReader,
     buf: &mut BytesMut,
     wanted: usize,
     activity: &Activity,
@@ -141,7 +153,7 @@ async fn fill(
 /// Waits for the next frame's size prefix; fails once the connection has
 /// neither read nor written for `idle`.
 async fn next_size_prefix(
-    reader: &mut OwnedReadHalf,
+    reader: &mut RequestReader,
     buf: &mut BytesMut,
     activity: &Activity,
     idle: Duration,
@@ -159,7 +171,7 @@ async fn next_size_prefix(
 }
 
 async fn read_loop(
-    mut reader: OwnedReadHalf,
+    mut reader: RequestReader,
     broker: &Arc<Broker>,
     peer: SocketAddr,
     mut authenticator: Authenticator,
@@ -261,7 +273,7 @@ fn admit(authenticator: &mut Authenticator, frame: Bytes, broker: &Broker) -> Re
 }
 
 async fn write_loop(
-    mut writer: OwnedWriteHalf,
+    mut writer: ResponseWriter,
     mut rx: mpsc::Receiver<Reply>,
     activity: Arc<Activity>,
     mut gone: watch::Receiver<bool>,
@@ -295,11 +307,12 @@ async fn write_loop(
         };
         for chunk in response.chunks {
             match chunk {
-                Chunk::Bytes(bytes) => writer.write_all(&bytes).await?,
-                Chunk::File(slice) => send_file(&writer, &slice).await?,
+                Chunk::Bytes(bytes) => writer.write_bytes(&bytes).await?,
+                Chunk::File(slice) => writer.write_file(&slice).await?,
             }
             activity.touch();
         }
+        writer.flush().await?;
     }
     writer.shutdown().await
 }
@@ -313,38 +326,4 @@ fn abandon_queued(rx: &mut mpsc::Receiver<Reply>) {
             task.abort();
         }
     }
-}
-
-/// Sends `slice` from its segment file with sendfile(2), waiting for the
-/// socket to drain when it is full.
-async fn send_file(writer: &OwnedWriteHalf, slice: &FileSlice) -> io::Result<()> {
-    let stream: &TcpStream = writer.as_ref();
-    let socket_fd = stream.as_raw_fd();
-    let file_fd = slice.file.as_raw_fd();
-    let mut offset = slice.position as libc::off_t;
-    let end = slice.position + u64::from(slice.length);
-    while (offset as u64) < end {
-        stream.writable().await?;
-        let remaining = (end - offset as u64) as usize;
-        let sent = stream.try_io(Interest::WRITABLE, || {
-            // SAFETY: both descriptors are open for the duration of the call
-            // (the FileSlice holds its file; the stream is borrowed) and
-            // `offset` is a valid out-parameter.
-            let n = unsafe { libc::sendfile(socket_fd, file_fd, &mut offset, remaining) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        });
-        match sent {
-            // The file ended early: it was truncated after the read was
-            // planned. The frame's length is already promised; close.
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "segment file shorter than planned")),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

@@ -36,6 +36,7 @@ pub mod replica_fetcher;
 pub mod request;
 pub mod server;
 pub mod transactions;
+pub mod transport;
 pub mod wire;
 
 /// CPUs this process may run on (its affinity mask, e.g. under `taskset`),

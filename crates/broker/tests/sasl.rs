@@ -8,7 +8,6 @@
 mod support;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,7 +16,8 @@ use krabka_protocol::{
     DescribeUserScramCredentialsResponse, MetadataRequest, MetadataResponse, SaslAuthenticateRequest,
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
-use support::{free_port, repo_root, BrokerProcess, RawClient};
+use support::tools::{kafka_cli, replicate_rf3_with_kafka_tools, run, venv_python};
+use support::{free_port, BrokerProcess, RawClient};
 
 const PLAIN_JAAS: &str = concat!(
     r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" "#,
@@ -250,27 +250,6 @@ fn hostile_tokens_before_authentication_leave_the_listener_serving() {
 
 // ---- Real clients -------------------------------------------------------
 
-/// Runs `program` with `args`, `stdin` fed in; returns (success, stdout + stderr).
-fn run(program: &str, args: &[&str], stdin: &str) -> (bool, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(repo_root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("feed stdin");
-    let output = child.wait_with_output().expect("wait");
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    (output.status.success(), text)
-}
-
-fn kafka_cli(args: &[&str], stdin: &str) -> (bool, String) {
-    let cli = repo_root().join("tools/kafka-reference/kafka-cli");
-    run(cli.to_str().expect("utf-8 path"), args, stdin)
-}
-
 /// A Java client config file for `mechanism` as `user`.
 fn client_config(dir: &std::path::Path, mechanism: &str, user: &str, password: &str) -> String {
     let module = if mechanism == "PLAIN" {
@@ -379,31 +358,7 @@ fn brokers_replicate_over_a_sasl_inter_broker_listener() {
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let config = client_config(dir.path(), "PLAIN", "alice", "alice-secret");
-    let bootstrap = nodes[0].bootstrap();
-    let create = ["kafka-topics", "--bootstrap-server", &bootstrap, "--create", "--topic", "replicated"];
-    let more = ["--partitions", "3", "--replication-factor", "3", "--command-config", &config];
-    let (ok, out) = kafka_cli(&[&create[..], &more[..]].concat(), "");
-    assert!(ok, "kafka-topics --create: {out}");
-    // acks=all completes only once both followers fetched over SASL.
-    let lines: Vec<String> = (0..30).map(|i| format!("replicated-{i}")).collect();
-    let producer = ["kafka-console-producer", "--bootstrap-server", &bootstrap, "--topic", "replicated"];
-    let props = ["--producer-property", "acks=all", "--producer.config", &config];
-    let (ok, out) = kafka_cli(&[&producer[..], &props[..]].concat(), &lines.join("\n"));
-    assert!(ok, "console producer: {out}");
-    let describe = ["kafka-topics", "--bootstrap-server", &bootstrap, "--describe", "--topic", "replicated"];
-    let (ok, out) = kafka_cli(&[&describe[..], &["--command-config", &config]].concat(), "");
-    let full_isr = out.lines().filter(|l| l.contains("Partition:") && l.contains("Isr:")).all(|l| {
-        let isr = l.split("Isr:").nth(1).unwrap_or_default().split_whitespace().next().unwrap_or_default();
-        isr.split(',').count() == 3
-    });
-    assert!(ok && full_isr && out.contains("Partition: 2"), "every replica in sync: {out}");
-    let consumer = ["kafka-console-consumer", "--bootstrap-server", &nodes[2].bootstrap(), "--topic", "replicated"];
-    let more = ["--from-beginning", "--max-messages", "30", "--timeout-ms", "30000", "--consumer.config", &config];
-    let (ok, out) = kafka_cli(&[&consumer[..], &more[..]].concat(), "");
-    assert!(ok, "console consumer: {out}");
-    let mut read: Vec<&str> = out.lines().filter(|l| l.starts_with("replicated-")).collect();
-    read.sort_by_key(|l| l[11..].parse::<u32>().unwrap_or(u32::MAX));
-    assert_eq!(read, lines, "{out}");
+    replicate_rf3_with_kafka_tools((&nodes[0].bootstrap(), &nodes[2].bootstrap()), &config);
     assert!(nodes.iter().all(|n| !n.log().contains("authentication failed")), "no failed inter-broker login");
 }
 
@@ -441,10 +396,6 @@ fn the_java_client_reauthenticates_within_connections_max_reauth_ms() {
         succeeded >= 6.0 && failed == 0.0 && accepted <= 4.0 && succeeded >= 2.0 * accepted,
         "{succeeded} authentications, {failed} failed, {accepted} connections:\n{out}"
     );
-}
-
-fn venv_python() -> String {
-    repo_root().join("target/client-venv/bin/python").to_str().expect("utf-8 path").to_string()
 }
 
 /// librdkafka and kafka-python: produce and read back with each mechanism,

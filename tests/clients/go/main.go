@@ -164,13 +164,14 @@ var codecs = map[string]kgo.CompressionCodec{
 }
 
 func baseOpts(bootstrap string) []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(bootstrap),
 		// Default 5 s: every retry after e.g. a transient NOT_LEADER right
 		// after topic creation would otherwise wait that long.
 		kgo.MetadataMinAge(200 * time.Millisecond),
 		kgo.WithLogger(kgo.BasicLogger(os.Stderr, logLevel(), func() string { return "franz-go " })),
 	}
+	return append(opts, securityOpts()...)
 }
 
 func producerOpts(codec kgo.CompressionCodec) []kgo.Opt {

@@ -340,8 +340,9 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     int("kafka.metrics.polling.interval.secs", some("10"), AtLeast(1)),
     int("telemetry.max.bytes", some("1048576"), AtLeast(1)),
 
-    // Security: SASL (PLAIN, SCRAM) is served (config/security.rs); the rest
-    // is accepted so stock files load.
+    // Security: SASL (PLAIN, SCRAM) and TLS with PEM stores are served
+    // (config/security.rs, config/tls.rs); the rest is accepted so stock
+    // files load.
     string("authorizer.class.name", some("")),
     string("super.users", None),
     boolean("allow.everyone.if.no.acl.found", false),
@@ -362,6 +363,10 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     string("ssl.truststore.type", some("JKS")).dynamic(),
     string("ssl.truststore.location", None).dynamic(),
     password("ssl.truststore.password").dynamic(),
+    password("ssl.keystore.key").dynamic(),
+    password("ssl.keystore.certificate.chain").dynamic(),
+    password("ssl.truststore.certificates").dynamic(),
+    string("ssl.principal.mapping.rules", some("DEFAULT")),
     password("delegation.token.secret.key"),
     long("delegation.token.max.lifetime.ms", some("604800000"), AtLeast(1)),
     long("delegation.token.expiry.time.ms", some("86400000"), AtLeast(1)),

@@ -140,15 +140,12 @@ impl Listeners {
 }
 
 /// Why krabka cannot serve `protocol` on listener `name`, if it cannot:
-/// client listeners take PLAINTEXT or SASL_PLAINTEXT, the KRaft quorum's
-/// connections PLAINTEXT only.
+/// client listeners take every protocol, the KRaft quorum's connections
+/// PLAINTEXT only.
 fn unserved_protocol(name: &str, protocol: &str, controller: bool) -> Option<String> {
     match (protocol, controller) {
-        ("PLAINTEXT", _) | ("SASL_PLAINTEXT", false) => None,
+        ("PLAINTEXT", _) | (_, false) => None,
         (_, true) => Some(format!("controller listener {name} uses {protocol}; krabka's quorum listens on PLAINTEXT")),
-        (_, false) => Some(format!(
-            "listener {name} uses {protocol}; krabka serves PLAINTEXT and SASL_PLAINTEXT client listeners"
-        )),
     }
 }
 

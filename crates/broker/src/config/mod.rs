@@ -21,9 +21,11 @@ pub mod broker;
 mod broker_keys;
 mod describe;
 pub mod dynamic;
+mod keystore;
 mod listeners;
 mod quorum;
 pub mod security;
+pub mod tls;
 pub mod topic;
 mod topic_keys;
 

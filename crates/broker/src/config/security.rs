@@ -13,12 +13,15 @@ use krabka_security::SaslMechanism;
 
 use super::broker_keys::KeyValues;
 use super::listeners::Listener;
+use super::tls::{tls_listener, TlsListener};
 
 /// Kafka's security protocols, as the broker serves them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SecurityProtocol {
     Plaintext,
+    Ssl,
     SaslPlaintext,
+    SaslSsl,
 }
 
 impl SecurityProtocol {
@@ -26,8 +29,18 @@ impl SecurityProtocol {
     pub fn id(self) -> i16 {
         match self {
             SecurityProtocol::Plaintext => 0,
+            SecurityProtocol::Ssl => 1,
             SecurityProtocol::SaslPlaintext => 2,
+            SecurityProtocol::SaslSsl => 3,
         }
+    }
+
+    fn is_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    fn is_sasl(self) -> bool {
+        matches!(self, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl)
     }
 }
 
@@ -40,6 +53,8 @@ pub struct ClientListener {
     pub protocol: SecurityProtocol,
     /// Set on a SASL listener.
     pub sasl: Option<SaslListener>,
+    /// Set on a TLS (SSL, SASL_SSL) listener.
+    pub tls: Option<TlsListener>,
 }
 
 /// A SASL listener's mechanisms and the users its JAAS config names.
@@ -143,17 +158,17 @@ fn client_listener(
     let protocol = protocols.get(name).map(String::as_str).unwrap_or("PLAINTEXT");
     let protocol = match protocol {
         "PLAINTEXT" => SecurityProtocol::Plaintext,
+        "SSL" => SecurityProtocol::Ssl,
         "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
+        "SASL_SSL" => SecurityProtocol::SaslSsl,
         other => {
-            let reason = format!("listener {name} uses {other}; krabka serves PLAINTEXT and SASL_PLAINTEXT listeners");
+            let reason = format!("listener {name} uses an unknown security protocol {other}");
             return Err(invalid("listener.security.protocol.map", other, reason));
         }
     };
-    let sasl = match protocol {
-        SecurityProtocol::SaslPlaintext => Some(sasl_listener(values, props, name)?),
-        SecurityProtocol::Plaintext => None,
-    };
-    Ok(ClientListener { name: name.to_string(), protocol, sasl })
+    let sasl = if protocol.is_sasl() { Some(sasl_listener(values, props, name)?) } else { None };
+    let tls = if protocol.is_tls() { Some(tls_listener(values, props, listener_prefix(name))?) } else { None };
+    Ok(ClientListener { name: name.to_string(), protocol, sasl, tls })
 }
 
 /// Kafka's prefix for a listener's own keys: its name in lower case.

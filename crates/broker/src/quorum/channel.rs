@@ -9,15 +9,19 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::frame::{encode_request, encode_request_body, parse_response_header};
 use krabka_protocol::{ApiKey, Message, RequestBody, ResponseBody};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
+
+/// The channel's bytes: TCP, or TLS over it.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
 
 /// A response frame larger than this is a peer gone wrong.
 const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 pub struct Channel {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     correlation_id: i32,
     timeout: Duration,
     client_id: String,
@@ -29,7 +33,18 @@ impl Channel {
         let connect = timeout(timeout_after, TcpStream::connect((host, port))).await;
         let stream = connect.map_err(|_| "connect timed out".to_string())?.map_err(|e| e.to_string())?;
         let _ = stream.set_nodelay(true);
-        Ok(Channel { stream, correlation_id: 0, timeout: timeout_after, client_id })
+        Ok(Channel { stream: Box::new(stream), correlation_id: 0, timeout: timeout_after, client_id })
+    }
+
+    /// Makes the channel a TLS client of `host` (checked against the
+    /// certificate, as Kafka's `ssl.endpoint.identification.algorithm=https`).
+    pub async fn start_tls(mut self, config: std::sync::Arc<rustls::ClientConfig>, host: &str) -> Result<Self, String> {
+        let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))?;
+        let connector = tokio_rustls::TlsConnector::from(config);
+        let handshake = timeout(self.timeout, connector.connect(name, self.stream));
+        let stream = handshake.await.map_err(|_| "TLS handshake timed out".to_string())?;
+        self.stream = Box::new(stream.map_err(|e| format!("TLS handshake failed: {e}"))?);
+        Ok(self)
     }
 
     /// Logs in over SASL as `username` (SaslHandshake v1, then
@@ -98,6 +113,7 @@ impl Channel {
     ) -> Result<Bytes, String> {
         let exchange = async {
             self.stream.write_all(frame).await?;
+            self.stream.flush().await?;
             let size = self.stream.read_i32().await?;
             let size = usize::try_from(size).ok().filter(|&s| s <= MAX_RESPONSE_BYTES);
             let size = size.ok_or_else(|| std::io::Error::other("bad response size"))?;

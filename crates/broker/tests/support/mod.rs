@@ -18,6 +18,7 @@ use krabka_protocol::{ApiKey, Message};
 pub mod cluster;
 pub mod netns;
 pub mod replicated;
+pub mod tools;
 
 pub use netns::Host;
 

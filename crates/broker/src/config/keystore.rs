@@ -1,0 +1,128 @@
+//! A TLS listener's keystore: its private key and certificate chain (PEM,
+//! as Kafka's `ssl.keystore.type=PEM`), from a file or inline, and the
+//! rustls certificate resolver that serves it. A keystore file is re-read
+//! when it changes (a new modification time or size seen at a handshake),
+//! so a renewed certificate is served to new connections without a
+//! restart; a file that does not read back as a key and its chain is
+//! logged and the previous one kept.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use krabka_log::config_values::ConfigError;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+use super::tls::{certificates, invalid, require_pem, ListenerKeys};
+
+/// A key and its chain, and the file they came from (None: inline).
+pub(super) struct Keystore {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+    pub file: Option<PathBuf>,
+}
+
+impl Keystore {
+    /// The listener's keystore, from `ssl.keystore.key` and
+    /// `ssl.keystore.certificate.chain`, else `ssl.keystore.location`.
+    pub(super) fn read(keys: &ListenerKeys<'_>) -> Result<Keystore, ConfigError> {
+        require_pem(keys, "ssl.keystore.type")?;
+        if keys.value("ssl.key.password").is_some() {
+            let reason = "krabka reads unencrypted PEM keys; decrypt the key (openssl pkcs8 -nocrypt) and leave ssl.key.password unset";
+            return Err(invalid("ssl.key.password", "[hidden]", reason));
+        }
+        match (keys.value("ssl.keystore.key"), keys.value("ssl.keystore.location")) {
+            (Some(key), _) => {
+                let chain = keys.value("ssl.keystore.certificate.chain").unwrap_or_default();
+                Self::parse(format!("{key}\n{chain}").as_bytes(), "ssl.keystore.key", None)
+            }
+            (None, Some(path)) => {
+                let pem = std::fs::read(&path).map_err(|e| invalid("ssl.keystore.location", &path, e.to_string()))?;
+                Self::parse(&pem, "ssl.keystore.location", Some(PathBuf::from(path)))
+            }
+            (None, None) => Err(ConfigError::Missing(
+                "ssl.keystore.location (or ssl.keystore.key and ssl.keystore.certificate.chain) for a TLS listener"
+                    .into(),
+            )),
+        }
+    }
+
+    fn parse(pem: &[u8], from: &str, file: Option<PathBuf>) -> Result<Keystore, ConfigError> {
+        let chain = certificates(pem, from)?;
+        if chain.is_empty() {
+            return Err(invalid(
+                from,
+                "[hidden]",
+                "no CERTIFICATE block: the keystore needs the key's certificate chain",
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(pem)
+            .map_err(|e| invalid(from, "[hidden]", format!("no readable PRIVATE KEY block: {e}")))?;
+        Ok(Keystore { chain, key, file })
+    }
+}
+
+/// What identifies a version of the keystore file.
+type FileVersion = Option<(SystemTime, u64)>;
+
+fn file_version(path: &PathBuf) -> FileVersion {
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.modified().ok()?, metadata.len()))
+}
+
+/// Serves the keystore's certificate, re-reading its file when it changed.
+#[derive(Debug)]
+pub(super) struct ReloadingKeystore {
+    file: Option<PathBuf>,
+    provider: Arc<CryptoProvider>,
+    current: RwLock<(FileVersion, Arc<CertifiedKey>)>,
+}
+
+impl ReloadingKeystore {
+    pub(super) fn new(keystore: Keystore, provider: Arc<CryptoProvider>) -> Result<Self, rustls::Error> {
+        let version = keystore.file.as_ref().and_then(file_version);
+        let certified = CertifiedKey::from_der(keystore.chain, keystore.key, &provider)?;
+        Ok(ReloadingKeystore { file: keystore.file, provider, current: RwLock::new((version, Arc::new(certified))) })
+    }
+
+    /// The file's key and chain if it changed since last read.
+    fn reload(&self, path: &PathBuf, seen: FileVersion) -> Option<Arc<CertifiedKey>> {
+        let now = file_version(path);
+        if now == seen || now.is_none() {
+            return None;
+        }
+        let read = std::fs::read(path).map_err(|e| e.to_string()).and_then(|pem| {
+            let keystore = Keystore::parse(&pem, "ssl.keystore.location", None).map_err(|e| e.to_string())?;
+            CertifiedKey::from_der(keystore.chain, keystore.key, &self.provider).map_err(|e| e.to_string())
+        });
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        // Recorded either way: a broken file is reported once, not at
+        // every handshake, and read again when it changes next.
+        current.0 = now;
+        match read {
+            Ok(certified) => {
+                tracing::info!(path = %path.display(), "TLS keystore changed: serving its new certificate");
+                current.1 = Arc::new(certified);
+                Some(current.1.clone())
+            }
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "TLS keystore changed but does not load; keeping the previous one");
+                None
+            }
+        }
+    }
+}
+
+impl ResolvesServerCert for ReloadingKeystore {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let (seen, certified) = self.current.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match &self.file {
+            Some(path) => Some(self.reload(path, seen).unwrap_or(certified)),
+            None => Some(certified),
+        }
+    }
+}

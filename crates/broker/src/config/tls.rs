@@ -1,0 +1,254 @@
+//! A TLS listener's settings, read from Kafka's `ssl.*` keys (each
+//! overridable per listener as `listener.name.<listener>.ssl.*`) into a
+//! rustls server configuration, and the client side a broker uses towards
+//! another broker's TLS listener.
+//!
+//! Keys and certificates are PEM, as Kafka's `ssl.keystore.type=PEM`: a
+//! keystore file holding the private key and its certificate chain, or
+//! the inline `ssl.keystore.key` and `ssl.keystore.certificate.chain`;
+//! trusted certificates from `ssl.truststore.location` or the inline
+//! `ssl.truststore.certificates`. JKS and PKCS12 stores are refused with a
+//! message saying how to convert them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use krabka_log::config_values::{split_list, ConfigError};
+use krabka_security::SslPrincipalMapper;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedProtocolVersion};
+
+use super::broker_keys::KeyValues;
+use super::keystore::{Keystore, ReloadingKeystore};
+
+/// `ssl.client.auth`: whether the listener asks clients for a certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuth {
+    None,
+    /// Asked for; a client without one is served as ANONYMOUS.
+    Requested,
+    /// A client without a trusted certificate fails the handshake.
+    Required,
+}
+
+/// What a TLS (SSL or SASL_SSL) listener needs to serve a connection.
+pub struct TlsListener {
+    pub server: Arc<ServerConfig>,
+    pub client_auth: ClientAuth,
+    /// `ssl.principal.mapping.rules`: a client certificate's subject to
+    /// the principal's name (SSL listeners; SASL_SSL takes SASL's).
+    pub principal_mapper: SslPrincipalMapper,
+    /// The same key and trust, as a client: how this broker connects to
+    /// another broker's listener of this name.
+    pub client: Arc<ClientConfig>,
+}
+
+impl std::fmt::Debug for TlsListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsListener").field("client_auth", &self.client_auth).finish_non_exhaustive()
+    }
+}
+
+/// One listener's view of the `ssl.*` keys: its own override first.
+pub(super) struct ListenerKeys<'a> {
+    values: &'a KeyValues,
+    props: &'a BTreeMap<String, String>,
+    prefix: String,
+}
+
+impl ListenerKeys<'_> {
+    /// The key the value comes from (for error messages) and the value.
+    pub(super) fn get(&self, key: &str) -> (String, Option<String>) {
+        let own = format!("{}{key}", self.prefix);
+        match self.props.get(&own) {
+            Some(value) => (own, Some(value.clone())),
+            None => (key.to_string(), self.values.get(key).map(str::to_string)),
+        }
+    }
+
+    pub(super) fn value(&self, key: &str) -> Option<String> {
+        self.get(key).1.filter(|v| !v.is_empty())
+    }
+}
+
+pub(super) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
+/// Reads listener `name`'s TLS settings (`prefix` is its
+/// `listener.name.<name>.`).
+pub(crate) fn tls_listener(
+    values: &KeyValues,
+    props: &BTreeMap<String, String>,
+    prefix: String,
+) -> Result<TlsListener, ConfigError> {
+    let keys = ListenerKeys { values, props, prefix };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions = protocol_versions(&keys)?;
+    let keystore = Keystore::read(&keys)?;
+    let (chain, key) = (keystore.chain.clone(), keystore.key.clone_key());
+    let roots = truststore(&keys)?;
+    let client_auth = match keys.value("ssl.client.auth").as_deref() {
+        Some("required") => ClientAuth::Required,
+        Some("requested") => ClientAuth::Requested,
+        _ => ClientAuth::None,
+    };
+    let tls_error = |key: &str, e: rustls::Error| invalid(key, "[hidden]", e.to_string());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|e| tls_error("ssl.enabled.protocols", e))?;
+    let builder = match (client_auth, &roots) {
+        (ClientAuth::None, _) => builder.with_no_client_auth(),
+        (_, None) => {
+            let reason = "client certificates are checked against a truststore: set ssl.truststore.location or ssl.truststore.certificates (PEM)";
+            return Err(invalid("ssl.client.auth", "required", reason));
+        }
+        (_, Some(roots)) => {
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+            let verifier =
+                if client_auth == ClientAuth::Requested { verifier.allow_unauthenticated() } else { verifier };
+            let verifier =
+                verifier.build().map_err(|e| invalid("ssl.truststore.location", "[hidden]", e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let resolver =
+        ReloadingKeystore::new(keystore, provider.clone()).map_err(|e| tls_error("ssl.keystore.location", e))?;
+    let server = builder.with_cert_resolver(Arc::new(resolver));
+    let client = client_config(provider, &versions, roots, (chain, key))?;
+    let (rules_key, rules) = keys.get("ssl.principal.mapping.rules");
+    let rules = rules.unwrap_or_else(|| "DEFAULT".into());
+    let principal_mapper =
+        SslPrincipalMapper::from_rules(&rules).map_err(|e| invalid(&rules_key, &rules, e.to_string()))?;
+    Ok(TlsListener { server: Arc::new(server), client_auth, principal_mapper, client: Arc::new(client) })
+}
+
+/// The client configuration a broker connects to its peers with: the
+/// listener's truststore (or none: the connection cannot be verified and
+/// is refused) and its certificate, for listeners that ask for one.
+fn client_config(
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    versions: &[&'static SupportedProtocolVersion],
+    roots: Option<Arc<RootCertStore>>,
+    (chain, key): (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>),
+) -> Result<ClientConfig, ConfigError> {
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| invalid("ssl.enabled.protocols", "", e.to_string()))?
+        .with_root_certificates(roots.unwrap_or_else(|| Arc::new(RootCertStore::empty())));
+    builder.with_client_auth_cert(chain, key).map_err(|e| invalid("ssl.keystore.location", "[hidden]", e.to_string()))
+}
+
+/// `ssl.enabled.protocols`: TLSv1.2 and TLSv1.3 (rustls has no older).
+fn protocol_versions(keys: &ListenerKeys<'_>) -> Result<Vec<&'static SupportedProtocolVersion>, ConfigError> {
+    let (key, text) = keys.get("ssl.enabled.protocols");
+    let text = text.unwrap_or_default();
+    let mut versions = Vec::new();
+    for name in split_list(&text) {
+        let version = match name.as_str() {
+            "TLSv1.3" => &rustls::version::TLS13,
+            "TLSv1.2" => &rustls::version::TLS12,
+            other => {
+                return Err(invalid(&key, &text, format!("{other} is not served; krabka's TLS is TLSv1.2 and TLSv1.3")))
+            }
+        };
+        versions.push(version);
+    }
+    if versions.is_empty() {
+        return Err(invalid(&key, &text, "no protocol enabled"));
+    }
+    Ok(versions)
+}
+
+/// The trusted certificates, if a truststore is configured.
+fn truststore(keys: &ListenerKeys<'_>) -> Result<Option<Arc<RootCertStore>>, ConfigError> {
+    let (pem, from) = match (keys.value("ssl.truststore.certificates"), keys.value("ssl.truststore.location")) {
+        (Some(inline), _) => (inline.into_bytes(), "ssl.truststore.certificates"),
+        (None, Some(path)) => {
+            require_pem(keys, "ssl.truststore.type")?;
+            let pem = std::fs::read(&path).map_err(|e| invalid("ssl.truststore.location", &path, e.to_string()))?;
+            (pem, "ssl.truststore.location")
+        }
+        (None, None) => return Ok(None),
+    };
+    let mut roots = RootCertStore::empty();
+    for certificate in certificates(&pem, from)? {
+        roots.add(certificate).map_err(|e| invalid(from, "[hidden]", e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(invalid(from, "[hidden]", "no CERTIFICATE block"));
+    }
+    Ok(Some(Arc::new(roots)))
+}
+
+pub(super) fn certificates(pem: &[u8], from: &str) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(from, "[hidden]", format!("unreadable PEM: {e}")))
+}
+
+/// Stores are PEM files: JKS and PKCS12 are named with the way out.
+pub(super) fn require_pem(keys: &ListenerKeys<'_>, type_key: &str) -> Result<(), ConfigError> {
+    let (key, store_type) = keys.get(type_key);
+    match store_type.as_deref() {
+        Some("PEM") => Ok(()),
+        other => {
+            let reason = "krabka reads PEM stores: set it to PEM (convert a JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12 -nodes)";
+            Err(invalid(&key, other.unwrap_or_default(), reason))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads an SSL listener named `SSL` from `pairs`.
+    fn read(pairs: &[(&str, &str)]) -> Result<TlsListener, ConfigError> {
+        let props: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (values, _) = KeyValues::read(&props)?;
+        tls_listener(&values, &props, "listener.name.ssl.".into())
+    }
+
+    fn refusal(pairs: &[(&str, &str)]) -> String {
+        read(pairs).map(|_| ()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn stores_other_than_pem_and_encrypted_keys_are_refused_with_the_way_out() {
+        // Kafka's default store type is JKS.
+        let err = refusal(&[("ssl.keystore.location", "/nonexistent.jks")]);
+        assert!(err.contains("ssl.keystore.type") && err.contains("PEM"), "{err}");
+        let err = refusal(&[("listener.name.ssl.ssl.keystore.type", "PKCS12")]);
+        assert!(err.contains("listener.name.ssl.ssl.keystore.type") && err.contains("openssl pkcs12"), "{err}");
+        let err = refusal(&[("ssl.keystore.type", "PEM"), ("ssl.key.password", "secret")]);
+        assert!(err.contains("ssl.key.password") && !err.contains("secret\""), "{err}");
+        let err = refusal(&[("ssl.keystore.type", "PEM")]);
+        assert!(err.contains("ssl.keystore.location"), "{err}");
+        let err = refusal(&[("ssl.keystore.type", "PEM"), ("ssl.keystore.location", "/nonexistent.pem")]);
+        assert!(err.contains("/nonexistent.pem"), "{err}");
+    }
+
+    #[test]
+    fn only_tls_1_2_and_1_3_are_served() {
+        let err = refusal(&[("ssl.enabled.protocols", "TLSv1.1,TLSv1.2")]);
+        assert!(err.contains("TLSv1.1 is not served"), "{err}");
+        let err = refusal(&[("listener.name.ssl.ssl.enabled.protocols", "")]);
+        assert!(err.contains("no protocol enabled"), "{err}");
+    }
+
+    #[test]
+    fn a_keystore_without_a_key_or_certificate_is_refused() {
+        let not_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+        let err = refusal(&[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.key", "x"),
+            ("ssl.keystore.certificate.chain", not_pem),
+        ]);
+        assert!(err.contains("ssl.keystore.key") && err.contains("PEM"), "{err}");
+        let err = refusal(&[("ssl.keystore.type", "PEM"), ("ssl.keystore.key", "no blocks at all")]);
+        assert!(err.contains("no CERTIFICATE block"), "{err}");
+    }
+}

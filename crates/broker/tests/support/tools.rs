@@ -1,0 +1,65 @@
+//! Real client programs for black-box tests: Kafka's own CLI tools (through
+//! tools/kafka-reference/kafka-cli) and the Python clients' virtualenv.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use super::repo_root;
+
+/// Runs `program` with `args`, `stdin` fed in; returns (success, stdout + stderr).
+pub fn run(program: &str, args: &[&str], stdin: &str) -> (bool, String) {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("feed stdin");
+    let output = child.wait_with_output().expect("wait");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
+}
+
+/// One of Kafka 4.3.1's tools (`kafka-topics`, `kafka-console-producer`, ...).
+pub fn kafka_cli(args: &[&str], stdin: &str) -> (bool, String) {
+    let cli = repo_root().join("tools/kafka-reference/kafka-cli");
+    run(cli.to_str().expect("utf-8 path"), args, stdin)
+}
+
+/// The Python with confluent-kafka (librdkafka) and kafka-python.
+pub fn venv_python() -> String {
+    repo_root().join("target/client-venv/bin/python").to_str().expect("utf-8 path").to_string()
+}
+
+/// Kafka's tools on a three-node cluster (`bootstraps` of node 1 and node
+/// 3, clients configured by `config`): an RF3 topic made, 30 lines
+/// produced with acks=all, every replica in sync, the lines read back from
+/// node 3. acks=all completes only once both followers fetched, so this
+/// checks the inter-broker listener the followers connect through.
+pub fn replicate_rf3_with_kafka_tools((first, third): (&str, &str), config: &str) {
+    let create = ["kafka-topics", "--bootstrap-server", first, "--create", "--topic", "replicated"];
+    let more = ["--partitions", "3", "--replication-factor", "3", "--command-config", config];
+    let (ok, out) = kafka_cli(&[&create[..], &more[..]].concat(), "");
+    assert!(ok, "kafka-topics --create: {out}");
+    let lines: Vec<String> = (0..30).map(|i| format!("replicated-{i}")).collect();
+    let producer = ["kafka-console-producer", "--bootstrap-server", first, "--topic", "replicated"];
+    let props = ["--producer-property", "acks=all", "--producer.config", config];
+    let (ok, out) = kafka_cli(&[&producer[..], &props[..]].concat(), &lines.join("\n"));
+    assert!(ok, "console producer: {out}");
+    let describe = ["kafka-topics", "--bootstrap-server", first, "--describe", "--topic", "replicated"];
+    let (ok, out) = kafka_cli(&[&describe[..], &["--command-config", config]].concat(), "");
+    let full_isr = out.lines().filter(|l| l.contains("Partition:") && l.contains("Isr:")).all(|l| {
+        let isr = l.split("Isr:").nth(1).unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        isr.split(',').count() == 3
+    });
+    assert!(ok && full_isr && out.contains("Partition: 2"), "every replica in sync: {out}");
+    let consumer = ["kafka-console-consumer", "--bootstrap-server", third, "--topic", "replicated"];
+    let more = ["--from-beginning", "--max-messages", "30", "--timeout-ms", "30000", "--consumer.config", config];
+    let (ok, out) = kafka_cli(&[&consumer[..], &more[..]].concat(), "");
+    assert!(ok, "console consumer: {out}");
+    let mut read: Vec<&str> = out.lines().filter(|l| l.starts_with("replicated-")).collect();
+    read.sort_by_key(|l| l[11..].parse::<u32>().unwrap_or(u32::MAX));
+    assert_eq!(read, lines, "{out}");
+}
