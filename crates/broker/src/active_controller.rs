@@ -20,6 +20,7 @@ use krabka_protocol::{
 
 use crate::broker::Broker;
 use crate::quorum::{Channel, Quorum};
+use krabka_security::KafkaPrincipal;
 
 /// AllocateProducerIds' and Envelope's only versions.
 const ALLOCATE_PRODUCER_IDS_VERSION: i16 = 0;
@@ -131,11 +132,15 @@ pub enum ForwardError {
 /// and body as the client reads them (without the size prefix). The
 /// exchange may take `request.timeout.ms`, as Kafka's forwarding does: a
 /// controller commit may take the quorum's whole request timeout.
-pub async fn forward(broker: &Broker, request: &RequestFrame, client: SocketAddr) -> Result<Bytes, ForwardError> {
+pub async fn forward(
+    broker: &Broker,
+    request: &RequestFrame,
+    (client, principal): (SocketAddr, &KafkaPrincipal),
+) -> Result<Bytes, ForwardError> {
     let request_data = request.to_bytes().map_err(|e| ForwardError::NotTaken(e.to_string()))?;
     let envelope = EnvelopeRequest {
         request_data,
-        request_principal: Some(serialized_principal()),
+        request_principal: Some(serialized_principal(principal)),
         client_host_address: match client.ip() {
             IpAddr::V4(ip) => Bytes::copy_from_slice(&ip.octets()),
             IpAddr::V6(ip) => Bytes::copy_from_slice(&ip.octets()),
@@ -174,9 +179,13 @@ pub async fn create_topics(broker: &Broker, request: &CreateTopicsRequest) -> Re
 /// The principal a forwarded request acts for, as Kafka's default
 /// principal builder serializes it (a version, then DefaultPrincipalData):
 /// every client is User:ANONYMOUS until krabka authenticates them.
-pub fn serialized_principal() -> Bytes {
+pub fn serialized_principal(principal: &KafkaPrincipal) -> Bytes {
     const VERSION: i16 = 0;
-    let principal = DefaultPrincipalData { r#type: "User".into(), name: "ANONYMOUS".into(), ..Default::default() };
+    let principal = DefaultPrincipalData {
+        r#type: principal.principal_type.clone(),
+        name: principal.name.clone(),
+        ..Default::default()
+    };
     let mut buf = BytesMut::new();
     buf.put_i16(VERSION);
     principal.encode(&mut buf, VERSION).expect("DefaultPrincipalData v0 encodes");

@@ -189,6 +189,7 @@ async fn read_loop(
         forwarded: false,
         listener_name: authenticator.listener_name().into(),
         principal: authenticator.principal(),
+        authorized: true,
         throttle_ms: Arc::default(),
     };
     loop {

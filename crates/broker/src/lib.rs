@@ -11,6 +11,7 @@
 pub mod active_controller;
 pub mod alter_partition;
 pub mod authentication;
+pub mod authorization;
 pub mod auto_creations;
 pub mod broker;
 pub mod broker_channels;

@@ -75,8 +75,12 @@ pub struct ConnectionInfo {
     /// The listener the request came in on: Metadata and FindCoordinator
     /// name each broker by its endpoint of this name, as Kafka does.
     pub listener_name: Arc<str>,
-    /// Who sent it (ANONYMOUS on a PLAINTEXT listener).
+    /// Who sent it (ANONYMOUS on a PLAINTEXT listener; for a forwarded
+    /// request, the principal its Envelope names).
     pub principal: KafkaPrincipal,
+    /// Whether its requests are checked against the ACLs under an
+    /// authorizer (all but another node's own requests to the controller).
+    pub authorized: bool,
     /// How long the connection reads nothing more once the current
     /// response is out (KIP-219): set by a handler whose client went over
     /// its quota, possibly from a task answering later.
@@ -87,12 +91,16 @@ impl ConnectionInfo {
     /// A request that came from another broker: in an Envelope, or sent to
     /// the controller listener directly. `listener_name` is the listener
     /// whose endpoints its answer names.
-    pub fn forwarded(peer: SocketAddr, listener_name: &str) -> Self {
+    /// A request forwarded in an Envelope on behalf of `principal` (None:
+    /// the other node acting for itself, sent straight to the controller
+    /// listener, which is not checked against ACLs).
+    pub fn forwarded(peer: SocketAddr, listener_name: &str, principal: Option<KafkaPrincipal>) -> Self {
         ConnectionInfo {
             peer,
             forwarded: true,
             listener_name: listener_name.into(),
-            principal: KafkaPrincipal::anonymous(),
+            authorized: principal.is_some(),
+            principal: principal.unwrap_or_else(KafkaPrincipal::anonymous),
             throttle_ms: Arc::default(),
         }
     }

@@ -14,7 +14,7 @@ use krabka_protocol::{ApiKey, ApiVersionsResponse, Message, ResponseBody, Respon
 /// serves), and the controller listener serves them too (a Kafka broker
 /// forwards only what its controller lists, and sends its own topic
 /// creations there unwrapped).
-pub const FORWARDED_APIS: [ApiKey; 12] = [
+pub const FORWARDED_APIS: [ApiKey; 14] = [
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
@@ -27,6 +27,8 @@ pub const FORWARDED_APIS: [ApiKey; 12] = [
     ApiKey::ListPartitionReassignments,
     ApiKey::AlterUserScramCredentials,
     ApiKey::AlterClientQuotas,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 /// DescribeCluster's endpoint types (KIP-919): a broker listener lists the

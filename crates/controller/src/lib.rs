@@ -27,6 +27,7 @@
 //! `configs`, `producer_ids`, `brokers`, `controllers` -> `placement`, `features`,
 //! `budget` -> `error` -> `limits`.
 
+pub mod acls;
 pub mod alter_partition;
 pub mod brokers;
 pub mod budget;

@@ -91,6 +91,8 @@ impl Change {
             | MetadataRecord::UserScramCredential(_)
             | MetadataRecord::RemoveUserScramCredential(_)
             | MetadataRecord::ClientQuota(_)
+            | MetadataRecord::AccessControlEntry(_)
+            | MetadataRecord::RemoveAccessControlEntry(_)
             | MetadataRecord::Other { .. } => Change::Nothing,
         }
     }

@@ -52,6 +52,7 @@ impl TopicImage {
     }
 }
 
+use krabka_security::acl::{AclBinding, Authorizer};
 /// A client quota entity: entity type (`user`, `client-id`, `ip`) to name,
 /// None naming the type's default entity; one definition, krabka-security's,
 /// which decides the quota that applies.
@@ -86,6 +87,9 @@ pub struct MetadataImage {
     /// credentials, delegation tokens, newer types), in log order: a
     /// snapshot writes them back, so nothing the log held is lost to it.
     pub unmodeled: Arc<Vec<MetadataRecord>>,
+    /// The ACLs (AccessControlEntryRecords), by id and indexed for
+    /// authorization; the broker decides under its own `super.users`.
+    pub acls: Arc<Authorizer>,
     /// Offset of the last applied record (the image's "epoch").
     pub offset: i64,
 }
@@ -295,6 +299,21 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveUserScramCredential(r) => {
                 self.scram_credentials.remove(&(r.name.clone(), r.mechanism));
+            }
+            MetadataRecord::AccessControlEntry(r) => {
+                let binding = AclBinding::from_record(
+                    r.resource_type,
+                    &r.resource_name,
+                    r.pattern_type,
+                    &r.principal,
+                    &r.host,
+                    r.operation,
+                    r.permission_type,
+                );
+                Arc::make_mut(&mut self.acls).add(r.id.0, binding).map_err(|e| e.to_string())?;
+            }
+            MetadataRecord::RemoveAccessControlEntry(r) => {
+                Arc::make_mut(&mut self.acls).remove(&r.id.0).map_err(|e| e.to_string())?;
             }
             MetadataRecord::Other { .. } if record.is_unmodeled_state() => {
                 Arc::make_mut(&mut self.unmodeled).push(record.clone());

@@ -6,11 +6,12 @@ use bytes::{Bytes, BytesMut};
 use krabka_protocol::primitives::{get_unsigned_varint, put_unsigned_varint};
 use krabka_protocol::records::{RecordBatches, RecordError};
 use krabka_protocol::{
-    BrokerRegistrationChangeRecord, ClearElrRecord, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, Message,
-    NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
-    RegisterControllerRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnregisterBrokerRecord,
-    UserScramCredentialRecord,
+    AccessControlEntryRecord, BrokerRegistrationChangeRecord, ClearElrRecord, ClientQuotaRecord, ConfigRecord,
+    FeatureLevelRecord, Message, NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
+    RegisterBrokerRecord, RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord,
+    RemoveUserScramCredentialRecord, TopicRecord, UnregisterBrokerRecord, UserScramCredentialRecord,
 };
+use krabka_security::acl::{AclBinding, AclId};
 
 /// The frame version Kafka writes before every metadata record.
 const FRAME_VERSION: u32 = 1;
@@ -37,6 +38,8 @@ mod record_type {
     pub const USER_SCRAM_CREDENTIAL: u32 = 11;
     pub const CLIENT_QUOTA: u32 = 14;
     pub const REMOVE_USER_SCRAM_CREDENTIAL: u32 = 22;
+    pub const ACCESS_CONTROL_ENTRY: u32 = 18;
+    pub const REMOVE_ACCESS_CONTROL_ENTRY: u32 = 19;
 }
 
 /// ConfigRecord resource types (Kafka's ConfigResource.Type ids).
@@ -65,6 +68,10 @@ pub enum MetadataRecord {
     RemoveUserScramCredential(RemoveUserScramCredentialRecord),
     /// One quota of a client quota entity set or removed.
     ClientQuota(ClientQuotaRecord),
+    /// An ACL added, by its id.
+    AccessControlEntry(AccessControlEntryRecord),
+    /// The ACL of this id removed.
+    RemoveAccessControlEntry(RemoveAccessControlEntryRecord),
     /// A record type krabka does not apply itself (ACLs,
     /// credentials, delegation tokens, a newer version's): `raw` is the
     /// whole record as it arrived, written back as it was.
@@ -80,6 +87,22 @@ impl MetadataRecord {
     /// image does not model it: any `Other` but the ones that mark the log
     /// itself (NoOp, ZK migration, metadata transaction markers), as
     /// Kafka's image holds everything else.
+    /// The AccessControlEntryRecord that adds `binding` as ACL `id`.
+    pub fn access_control_entry(id: AclId, binding: &AclBinding) -> Self {
+        let (pattern, entry) = (&binding.pattern, &binding.entry);
+        MetadataRecord::AccessControlEntry(AccessControlEntryRecord {
+            id: krabka_protocol::Uuid(id),
+            resource_type: pattern.resource_type.code(),
+            resource_name: pattern.name.clone(),
+            pattern_type: pattern.pattern_type.code(),
+            principal: entry.principal.clone(),
+            host: entry.host.clone(),
+            operation: entry.operation.code(),
+            permission_type: entry.permission_type.code(),
+            ..Default::default()
+        })
+    }
+
     pub fn is_unmodeled_state(&self) -> bool {
         use record_type::*;
         matches!(self, MetadataRecord::Other { record_type, .. }
@@ -126,6 +149,8 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::UserScramCredential(_) => (record_type::USER_SCRAM_CREDENTIAL, 0),
         MetadataRecord::RemoveUserScramCredential(_) => (record_type::REMOVE_USER_SCRAM_CREDENTIAL, 0),
         MetadataRecord::ClientQuota(_) => (record_type::CLIENT_QUOTA, 0),
+        MetadataRecord::AccessControlEntry(_) => (record_type::ACCESS_CONTROL_ENTRY, 0),
+        MetadataRecord::RemoveAccessControlEntry(_) => (record_type::REMOVE_ACCESS_CONTROL_ENTRY, 0),
         MetadataRecord::Other { record_type, version, .. } => (*record_type, *version as i16),
     }
 }
@@ -167,6 +192,8 @@ impl MetadataRecord {
             MetadataRecord::UserScramCredential(r) => r.encode(&mut buf, version),
             MetadataRecord::RemoveUserScramCredential(r) => r.encode(&mut buf, version),
             MetadataRecord::ClientQuota(r) => r.encode(&mut buf, version),
+            MetadataRecord::AccessControlEntry(r) => r.encode(&mut buf, version),
+            MetadataRecord::RemoveAccessControlEntry(r) => r.encode(&mut buf, version),
             MetadataRecord::Other { .. } => unreachable!("written as it arrived"),
         };
         // Records are built by krabka from valid values: failing to encode one
@@ -208,6 +235,12 @@ impl MetadataRecord {
                 UserScramCredentialRecord::decode(buf, v).map(MetadataRecord::UserScramCredential)
             }
             record_type::CLIENT_QUOTA => ClientQuotaRecord::decode(buf, v).map(MetadataRecord::ClientQuota),
+            record_type::ACCESS_CONTROL_ENTRY => {
+                AccessControlEntryRecord::decode(buf, v).map(MetadataRecord::AccessControlEntry)
+            }
+            record_type::REMOVE_ACCESS_CONTROL_ENTRY => {
+                RemoveAccessControlEntryRecord::decode(buf, v).map(MetadataRecord::RemoveAccessControlEntry)
+            }
             record_type::REMOVE_USER_SCRAM_CREDENTIAL => {
                 RemoveUserScramCredentialRecord::decode(buf, v).map(MetadataRecord::RemoveUserScramCredential)
             }

@@ -18,6 +18,7 @@ use krabka_protocol::{
     client_quota_record, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, Message, PartitionRecord,
     ProducerIdsRecord, SnapshotFooterRecord, SnapshotHeaderRecord, TopicRecord,
 };
+use krabka_security::acl::AclBindingFilter;
 
 use crate::image::MetadataImage;
 use crate::records::{MetadataRecord, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
@@ -108,9 +109,18 @@ pub fn image_records(image: &MetadataImage) -> Vec<MetadataRecord> {
     for (entity, quotas) in &image.client_quotas {
         records.extend(quotas.iter().map(|(key, &value)| client_quota_record(entity, key, value)));
     }
+    records.extend(acl_records(image));
     // Last, in log order, what the image keeps without modelling it.
     records.extend(image.unmodeled.iter().cloned());
     records
+}
+
+/// Each ACL as the AccessControlEntryRecord that added it.
+fn acl_records(image: &MetadataImage) -> impl Iterator<Item = MetadataRecord> + '_ {
+    let acls = &image.acls;
+    acls.matching_ids(&AclBindingFilter::ANY)
+        .into_iter()
+        .filter_map(move |id| Some(MetadataRecord::access_control_entry(id, acls.get(&id)?)))
 }
 
 fn client_quota_record(entity: &crate::image::QuotaEntity, key: &str, value: f64) -> MetadataRecord {
@@ -340,17 +350,52 @@ mod tests {
     }
 
     #[test]
+    fn acls_replay_are_removed_and_survive_a_snapshot() {
+        use krabka_protocol::{AccessControlEntryRecord, RemoveAccessControlEntryRecord, Uuid};
+        let mut image = image();
+        let acl = |id: u8, name: &str, principal: &str| {
+            let record = AccessControlEntryRecord {
+                id: Uuid([id; 16]),
+                resource_type: 2, // TOPIC
+                resource_name: name.into(),
+                pattern_type: 4, // PREFIXED
+                principal: principal.into(),
+                host: "*".into(),
+                operation: 4,       // WRITE
+                permission_type: 3, // ALLOW
+                ..Default::default()
+            };
+            MetadataRecord::decode(MetadataRecord::AccessControlEntry(record).encode()).unwrap()
+        };
+        image.apply(&acl(1, "orders-", "User:alice")).unwrap();
+        image.apply(&acl(2, "payments", "User:bob")).unwrap();
+        image.apply(&acl(3, "audit", "User:carol")).unwrap();
+        assert!(image.apply(&acl(1, "other", "User:dave")).is_err(), "an id already held");
+        let remove = RemoveAccessControlEntryRecord { id: Uuid([3; 16]), ..Default::default() };
+        image.apply(&MetadataRecord::RemoveAccessControlEntry(remove.clone())).unwrap();
+        assert!(image.apply(&MetadataRecord::RemoveAccessControlEntry(remove)).is_err(), "an id not held");
+        let loaded = decode(encode(&image, 1).unwrap()).unwrap();
+        assert_eq!(loaded.acls.len(), 2);
+        assert!(loaded.unmodeled.is_empty(), "ACLs are modelled, not kept raw");
+        let ids = loaded.acls.matching_ids(&krabka_security::acl::AclBindingFilter::ANY);
+        assert_eq!(ids.len(), 2);
+        for id in ids {
+            assert_eq!(loaded.acls.get(&id), image.acls.get(&id));
+        }
+    }
+
+    #[test]
     fn a_snapshot_keeps_what_the_image_does_not_model_and_per_broker_configs() {
         let mut image = image();
-        // An AccessControlEntryRecord (type 18) krabka does not apply, and a
-        // NoOpRecord (type 20), which marks the log and is no state.
-        let acl = MetadataRecord::decode(Bytes::from_static(&[1, 18, 0, 7, 7, 7])).unwrap();
-        image.apply(&acl).unwrap();
+        // A record of a type krabka does not know (99), and a NoOpRecord
+        // (type 20), which marks the log and is no state.
+        let unknown = MetadataRecord::decode(Bytes::from_static(&[1, 99, 0, 7, 7, 7])).unwrap();
+        image.apply(&unknown).unwrap();
         image.apply(&MetadataRecord::decode(Bytes::from_static(&[1, 20, 0, 0])).unwrap()).unwrap();
         image.apply(&config_record(CONFIG_RESOURCE_BROKER, "2", "log.cleaner.threads", "3")).unwrap();
         image.apply(&config_record(CONFIG_RESOURCE_BROKER, "", "log.retention.ms", "9")).unwrap();
         let loaded = decode(encode(&image, 1).unwrap()).unwrap();
-        assert_eq!(*loaded.unmodeled, vec![acl]);
+        assert_eq!(*loaded.unmodeled, vec![unknown]);
         assert_eq!(loaded.per_broker_configs["2"]["log.cleaner.threads"], "3");
         assert_eq!(loaded.broker_configs.len(), 1, "a broker's own config is not the cluster's");
         // A record the image refuses is skipped, as replaying the log skips it.

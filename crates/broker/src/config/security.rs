@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use krabka_log::config_values::{split_list, ConfigError};
+use krabka_security::acl::AuthorizerConfig;
 use krabka_security::jaas;
 use krabka_security::SaslMechanism;
 
@@ -110,6 +111,11 @@ pub struct SecurityConfig {
     /// `sasl.server.max.receive.size`: the largest frame read from a
     /// client that has not authenticated yet.
     pub sasl_server_max_receive_size: u32,
+    /// Set when `authorizer.class.name` names Kafka's StandardAuthorizer:
+    /// its `super.users` and `allow.everyone.if.no.acl.found`. None: no
+    /// authorizer, every principal may do everything and the ACL APIs
+    /// answer SECURITY_DISABLED, as Kafka without one.
+    pub authorizer: Option<AuthorizerConfig>,
 }
 
 fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
@@ -140,6 +146,7 @@ impl SecurityConfig {
             failed_authentication_delay_ms: values.int("connection.failed.authentication.delay.ms").max(0) as u64,
             sasl_server_max_receive_size: values.int("sasl.server.max.receive.size").clamp(1, i64::from(u32::MAX))
                 as u32,
+            authorizer: authorizer(values)?,
         })
     }
 
@@ -169,6 +176,24 @@ fn client_listener(
     let sasl = if protocol.is_sasl() { Some(sasl_listener(values, props, name)?) } else { None };
     let tls = if protocol.is_tls() { Some(tls_listener(values, props, listener_prefix(name))?) } else { None };
     Ok(ClientListener { name: name.to_string(), protocol, sasl, tls })
+}
+
+/// Kafka's KRaft authorizer class, the one krabka implements.
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+fn authorizer(values: &KeyValues) -> Result<Option<AuthorizerConfig>, ConfigError> {
+    let key = "authorizer.class.name";
+    match values.get(key).unwrap_or_default() {
+        "" => Ok(None),
+        STANDARD_AUTHORIZER => {
+            let super_users = values.get("super.users");
+            let allow_everyone = values.get("allow.everyone.if.no.acl.found");
+            let config = AuthorizerConfig::from_values(super_users, allow_everyone)
+                .map_err(|e| invalid("super.users", super_users.unwrap_or_default(), e.to_string()))?;
+            Ok(Some(config))
+        }
+        other => Err(invalid(key, other, format!("krabka's authorizer is Kafka's KRaft one, {STANDARD_AUTHORIZER}"))),
+    }
 }
 
 /// Kafka's prefix for a listener's own keys: its name in lower case.

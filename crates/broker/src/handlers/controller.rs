@@ -21,8 +21,8 @@ use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    ControllerRegistrationRequest, ControllerRegistrationResponse, DescribeClusterRequest, DescribeClusterResponse,
-    EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody, ResponseBody,
+    ControllerRegistrationRequest, ControllerRegistrationResponse, DefaultPrincipalData, DescribeClusterRequest,
+    DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody, ResponseBody,
 };
 
 use super::{api_versions, forwarded};
@@ -31,6 +31,7 @@ use crate::cluster_control::ClusterControl;
 use crate::quorum::ControllerHandler;
 use crate::request::{Chunk, ConnectionInfo, RequestContext};
 use crate::wire::{ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS, FORWARDED_APIS};
+use krabka_security::KafkaPrincipal;
 
 /// The handler the controller listener hands its controller APIs to.
 pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerHandler {
@@ -192,7 +193,7 @@ async fn allocate_producer_ids(
 /// other API.
 async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16) -> Option<ResponseBody> {
     let listener = &broker.config.inter_broker_listener_name;
-    let connection = ConnectionInfo::forwarded(SocketAddr::from(([0, 0, 0, 0], 0)), listener);
+    let connection = ConnectionInfo::forwarded(SocketAddr::from(([0, 0, 0, 0], 0)), listener, None);
     let ctx = RequestContext {
         broker,
         connection: &connection,
@@ -216,9 +217,11 @@ async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeRes
     if !broker.metadata.is_active_controller() {
         return refuse(ErrorCode::NOT_CONTROLLER);
     }
-    let (Ok(frame), Some(client)) =
-        (RequestFrame::parse(request.request_data), client_address(&request.client_host_address))
-    else {
+    let (Ok(frame), Some(client), Some(principal)) = (
+        RequestFrame::parse(request.request_data),
+        client_address(&request.client_host_address),
+        request.request_principal.as_deref().and_then(deserialized_principal),
+    ) else {
         return refuse(ErrorCode::INVALID_REQUEST);
     };
     let (api_key, api_version) = (frame.api_key, frame.api_version());
@@ -228,7 +231,7 @@ async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeRes
         return refuse(ErrorCode::INVALID_REQUEST);
     }
     let Ok(body) = frame.decode_body() else { return refuse(ErrorCode::INVALID_REQUEST) };
-    let connection = ConnectionInfo::forwarded(client, &broker.config.inter_broker_listener_name);
+    let connection = ConnectionInfo::forwarded(client, &broker.config.inter_broker_listener_name, Some(principal));
     let ctx = RequestContext {
         broker,
         connection: &connection,
@@ -256,6 +259,18 @@ async fn envelope(broker: &Arc<Broker>, request: EnvelopeRequest) -> EnvelopeRes
 }
 
 /// The forwarded client's address: its 4 or 16 address bytes (no port).
+/// The Envelope's principal, as Kafka's DefaultKafkaPrincipalBuilder
+/// serializes it: a version (0) and DefaultPrincipalData.
+fn deserialized_principal(bytes: &[u8]) -> Option<KafkaPrincipal> {
+    let (version, rest) = bytes.split_first_chunk::<2>()?;
+    let version = i16::from_be_bytes(*version);
+    if version != 0 {
+        return None;
+    }
+    let data = DefaultPrincipalData::decode_body(&mut Bytes::copy_from_slice(rest), version).ok()?;
+    Some(KafkaPrincipal { principal_type: data.r#type, name: data.name })
+}
+
 fn client_address(bytes: &[u8]) -> Option<SocketAddr> {
     let ip = match bytes.len() {
         4 => IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),

@@ -20,6 +20,7 @@ use krabka_protocol::fetch_splice::{
 };
 use krabka_protocol::FetchRequest;
 
+use crate::authorization::Authorization;
 use crate::broker::Broker;
 use crate::client_quota_manager::QuotaKind;
 use crate::errors::log_error_code;
@@ -31,7 +32,9 @@ use crate::request::RequestContext;
 use crate::request::{Chunk, Reply, Response};
 use krabka_metadata::MetadataImage;
 use krabka_replication::divergence::leader_divergence;
+use krabka_security::acl::{AclOperation, ResourceType};
 use krabka_security::KafkaPrincipal;
+use std::collections::HashMap;
 
 /// The first Fetch version whose refused partitions name their leader (KIP-951).
 const LEADER_HINTS_VERSION: i16 = 16;
@@ -60,6 +63,9 @@ struct FetchPlan {
     /// A consumer whose fetches count against a `consumer_byte_rate`
     /// (None for followers, and when the image has no client quotas).
     quota_client: Option<QuotaClient>,
+    /// Under an authorizer, the partitions of `wanted` the principal may
+    /// not read (empty: all may be read).
+    denied: Vec<bool>,
 }
 
 /// A consumer's principal and client id, the image whose quotas apply to
@@ -115,7 +121,11 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         replica: replica_of(&request, ctx.api_version),
         consumer: consumer_placement(broker, &request, ctx.api_version),
         quota_client: None,
+        denied: Vec::new(),
     };
+    if let Some(authorization) = Authorization::of(ctx, &image) {
+        plan.denied = denied_partitions(&authorization, plan.replica.is_some(), &plan.wanted);
+    }
     // Built only when some quota exists: most brokers have none, and this
     // is every consumer fetch.
     if plan.replica.is_none() && !image.client_quotas.is_empty() {
@@ -126,7 +136,8 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
             connection_throttle: ctx.connection.throttle_ms.clone(),
         });
     }
-    if plan.replica.is_some() {
+    // A follower refused CLUSTER_ACTION makes no progress.
+    if plan.replica.is_some() && !plan.denied.contains(&true) {
         plan.record_follower_progress();
     }
     let (results, bytes, errors) = plan.read();
@@ -155,6 +166,26 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         };
         plan.finish(latest)
     }))
+}
+
+/// Which of `wanted` may not be read: by a follower without CLUSTER_ACTION
+/// on the cluster, all; by a consumer, those of topics it may not READ.
+/// A topic id nobody knows (no name) is left to answer UNKNOWN_TOPIC_ID.
+fn denied_partitions(authorization: &Authorization<'_>, follower: bool, wanted: &[SessionPartition]) -> Vec<bool> {
+    if follower {
+        let allowed = authorization.allows_cluster(AclOperation::ClusterAction);
+        return vec![!allowed; wanted.len()];
+    }
+    let mut verdicts: HashMap<&str, bool> = HashMap::new();
+    wanted
+        .iter()
+        .map(|p| {
+            !p.topic.is_empty()
+                && *verdicts
+                    .entry(p.topic.as_str())
+                    .or_insert_with(|| !authorization.allows(AclOperation::Read, ResourceType::Topic, &p.topic))
+        })
+        .collect()
 }
 
 /// The follower a fetch comes from, with its broker epoch (-1 before
@@ -325,6 +356,12 @@ impl FetchPlan {
                 records: Some(Bytes::new()),
                 ..Default::default()
             };
+            if self.denied.get(topic_index).copied().unwrap_or(false) {
+                data.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.code();
+                errors = true;
+                results.push(PartitionResult { topic_index, data, slice: None });
+                continue;
+            }
             let Some(partition) = self.partition(wanted) else {
                 let not_led_here = self.broker.replicas.not_led_here(&wanted.topic, wanted.partition);
                 data.error_code = if not_led_here == ErrorCode::NOT_LEADER_OR_FOLLOWER.code() {

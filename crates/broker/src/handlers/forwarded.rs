@@ -40,6 +40,8 @@ pub fn mentions(response: &ResponseBody, code: ErrorCode) -> bool {
         }
         ResponseBody::AlterUserScramCredentials(r) => r.results.iter().any(|u| u.error_code == code),
         ResponseBody::AlterClientQuotas(r) => r.entries.iter().any(|e| e.error_code == code),
+        ResponseBody::CreateAcls(r) => r.results.iter().any(|c| c.error_code == code),
+        ResponseBody::DeleteAcls(r) => r.filter_results.iter().any(|f| f.error_code == code),
         _ => false,
     }
 }
@@ -172,6 +174,12 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
         RequestBody::AlterUserScramCredentials(r) => {
             ResponseBody::AlterUserScramCredentials(Box::new(super::scram_credentials::failed(r, code.code(), message)))
         }
+        RequestBody::CreateAcls(r) => {
+            ResponseBody::CreateAcls(Box::new(super::acls::create_failed(r, code.code(), message)))
+        }
+        RequestBody::DeleteAcls(r) => {
+            ResponseBody::DeleteAcls(Box::new(super::acls::delete_failed(r, code.code(), message)))
+        }
         _ => return None,
     })
 }
@@ -252,6 +260,14 @@ mod tests {
             })),
             RequestBody::AlterUserScramCredentials(Box::new(krabka_protocol::AlterUserScramCredentialsRequest {
                 deletions: vec![Default::default()],
+                ..Default::default()
+            })),
+            RequestBody::CreateAcls(Box::new(krabka_protocol::CreateAclsRequest {
+                creations: vec![Default::default()],
+                ..Default::default()
+            })),
+            RequestBody::DeleteAcls(Box::new(krabka_protocol::DeleteAclsRequest {
+                filters: vec![Default::default()],
                 ..Default::default()
             })),
             RequestBody::ElectLeaders(Box::new(ElectLeadersRequest {

@@ -25,6 +25,7 @@ use krabka_protocol::{
 };
 
 use super::topics::ensure_internal_topic;
+use crate::authorization::allowed;
 use crate::clock::coordinator_time;
 use crate::request::RequestContext;
 use crate::request::{Reply, Response};
@@ -34,6 +35,7 @@ use krabka_coordinator::group::classic::{GroupState, JoinRequest};
 use krabka_coordinator::group::consumer::HeartbeatRequest as ConsumerHeartbeat;
 use krabka_coordinator::group::{CommittedOffset, OFFSETS_TOPIC};
 use krabka_coordinator::runtime::{Outcome, Waiter};
+use krabka_security::acl::{AclOperation, ResourceType};
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -104,6 +106,11 @@ pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinator
         let error = if !group && !transaction {
             // Share groups are not served yet.
             Some((ErrorCode::COORDINATOR_NOT_AVAILABLE.code(), "The coordinator is not available."))
+        } else if group && !allowed(ctx, AclOperation::Describe, ResourceType::Group, key) {
+            Some((ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), "Group authorization failed."))
+        } else if transaction && !allowed(ctx, AclOperation::Describe, ResourceType::TransactionalId, key) {
+            let code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
+            Some((code, "Transactional Id authorization failed."))
         } else if key.is_empty() && ctx.api_version < 4 {
             let invalid = if group { ErrorCode::INVALID_GROUP_ID } else { ErrorCode::INVALID_REQUEST };
             Some((invalid.code(), "The key is invalid."))
@@ -151,6 +158,12 @@ pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinator
         port: c.port,
         ..Default::default()
     }
+}
+
+/// READ on the group: what joining, syncing, heartbeating, leaving and
+/// committing take under an authorizer.
+fn may_read_group(ctx: &RequestContext<'_>, group_id: &str) -> bool {
+    allowed(ctx, AclOperation::Read, ResourceType::Group, group_id)
 }
 
 fn join_error(ctx: &RequestContext<'_>, member_id: &str, code: i16) -> JoinGroupResponse {
@@ -208,6 +221,10 @@ fn later<T: Send + 'static>(
 
 pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> Reply {
     let version = ctx.api_version;
+    if !may_read_group(ctx, &request.group_id) {
+        let body = join_error(ctx, &request.member_id, ErrorCode::GROUP_AUTHORIZATION_FAILED.code());
+        return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
+    }
     if request.group_id.is_empty() {
         let body = join_error(ctx, &request.member_id, ErrorCode::INVALID_GROUP_ID.code());
         return ctx.reply(ResponseBody::JoinGroup(Box::new(body)));
@@ -255,6 +272,10 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
 
 pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply {
     let version = ctx.api_version;
+    if !may_read_group(ctx, &request.group_id) {
+        let body = SyncGroupResponse { error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), ..Default::default() };
+        return ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, body))));
+    }
     if not_coordinator(ctx, &request.group_id) {
         let body = SyncGroupResponse { error_code: NOT_COORDINATOR, ..Default::default() };
         return ctx.reply(ResponseBody::SyncGroup(Box::new(normalize_sync(version, body))));
@@ -279,6 +300,9 @@ pub fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> Reply 
 }
 
 pub fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
+    if !may_read_group(ctx, &request.group_id) {
+        return HeartbeatResponse { error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), ..Default::default() };
+    }
     if not_coordinator(ctx, &request.group_id) {
         return HeartbeatResponse { error_code: NOT_COORDINATOR, ..Default::default() };
     }
@@ -293,7 +317,9 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
     } else {
         vec![(request.member_id.clone(), None)]
     };
-    let left = if !not_coordinator(ctx, &request.group_id) {
+    let left = if !may_read_group(ctx, &request.group_id) {
+        Err(ErrorCode::GROUP_AUTHORIZATION_FAILED.code())
+    } else if !not_coordinator(ctx, &request.group_id) {
         ctx.broker.groups.leave(&ctx.broker.group_host(), &request.group_id, &members)
     } else {
         Err(NOT_COORDINATOR)
@@ -345,21 +371,31 @@ pub async fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitReques
             })
         })
         .collect();
-    let codes = if request.group_id.is_empty() {
+    // Under an authorizer the topics it may not READ are refused, the
+    // others committed.
+    let denied: Vec<bool> =
+        offsets.iter().map(|(topic, ..)| !allowed(ctx, AclOperation::Read, ResourceType::Topic, topic)).collect();
+    let permitted: Vec<_> = offsets.iter().zip(&denied).filter(|(_, d)| !**d).map(|(o, _)| o.clone()).collect();
+    let codes = if !may_read_group(ctx, &request.group_id) {
+        vec![ErrorCode::GROUP_AUTHORIZATION_FAILED.code(); offsets.len()]
+    } else if request.group_id.is_empty() {
         vec![ErrorCode::INVALID_GROUP_ID.code(); offsets.len()]
     } else if let Err(code) = ensure_offsets_topic(ctx).await {
         vec![code; offsets.len()]
     } else if not_coordinator(ctx, &request.group_id) {
         vec![NOT_COORDINATOR; offsets.len()]
     } else {
-        broker.groups.commit_offsets(
+        let committed = broker.groups.commit_offsets(
             &broker.group_host(),
             &request.group_id,
             &request.member_id,
             request.group_instance_id.as_deref(),
             request.generation_id_or_member_epoch,
-            &offsets,
-        )
+            &permitted,
+        );
+        let mut committed = committed.into_iter();
+        let topic_denied = ErrorCode::TOPIC_AUTHORIZATION_FAILED.code();
+        denied.iter().map(|&d| if d { topic_denied } else { committed.next().unwrap_or(topic_denied) }).collect()
     };
     let mut codes = codes.into_iter();
     let topics = request
@@ -434,6 +470,10 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
     let groups: Vec<OffsetFetchResponseGroup> = asked
         .into_iter()
         .map(|(group_id, wanted)| {
+            if !allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) {
+                let error_code = ErrorCode::GROUP_AUTHORIZATION_FAILED.code();
+                return OffsetFetchResponseGroup { group_id: group_id.to_string(), error_code, ..Default::default() };
+            }
             if not_coordinator(ctx, group_id) {
                 let error_code = NOT_COORDINATOR;
                 return OffsetFetchResponseGroup { group_id: group_id.to_string(), error_code, ..Default::default() };
@@ -442,10 +482,19 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
             // RequireStable (KIP-447): offsets a transaction may still change are not answered.
             let unstable =
                 if request.require_stable { ctx.broker.groups.pending_partitions(group_id) } else { Vec::new() };
+            // Topics it may not DESCRIBE: left out of "every committed
+            // offset", refused where named.
+            let may_describe = |name: &str| allowed(ctx, AclOperation::Describe, ResourceType::Topic, name);
             let topics = found
                 .into_iter()
+                .filter(|(name, _)| wanted.is_some() || may_describe(name))
                 .map(|(name, partitions)| {
                     let mut partitions: Vec<_> = partitions.into_iter().map(committed_partition).collect();
+                    if !may_describe(&name) {
+                        for p in &mut partitions {
+                            (p.error_code, p.committed_offset) = (ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(), -1);
+                        }
+                    }
                     for p in partitions.iter_mut().filter(|p| unstable.contains(&(name.clone(), p.partition_index))) {
                         p.error_code = ErrorCode::UNSTABLE_OFFSET_COMMIT.code();
                         p.committed_offset = -1;
@@ -644,6 +693,18 @@ pub async fn consumer_group_heartbeat(
         member_epoch: -1,
         ..Default::default()
     };
+    if !may_read_group(ctx, &request.group_id) {
+        return fail(ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), "Group authorization failed.");
+    }
+    let subscribed = request.subscribed_topic_names.iter().flatten();
+    let mut unauthorized: Vec<&String> =
+        subscribed.filter(|t| !allowed(ctx, AclOperation::Describe, ResourceType::Topic, t)).collect();
+    if !unauthorized.is_empty() {
+        unauthorized.sort();
+        let names = unauthorized.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ");
+        let message = format!("The group has subscribed to topics that are not authorized: {names}");
+        return fail(ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(), &message);
+    }
     if request.group_id.is_empty() {
         return fail(ErrorCode::INVALID_GROUP_ID.code(), "GroupId can't be empty.");
     }

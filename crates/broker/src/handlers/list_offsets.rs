@@ -3,8 +3,10 @@
 use krabka_protocol::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use krabka_protocol::{ErrorCode, ListOffsetsRequest, ListOffsetsResponse};
 
+use crate::authorization::allowed;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
+use krabka_security::acl::{AclOperation, ResourceType};
 
 /// Special timestamps of ListOffsets (KIP-734, KIP-1005, KIP-1023).
 const LATEST: i64 = -1;
@@ -23,6 +25,8 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
         .topics
         .into_iter()
         .map(|topic| {
+            // DESCRIBE on the topic, under an authorizer, as Kafka asks it.
+            let denied = !allowed(ctx, AclOperation::Describe, ResourceType::Topic, &topic.name);
             let partitions = topic
                 .partitions
                 .iter()
@@ -34,6 +38,10 @@ pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffs
                         leader_epoch: -1,
                         ..Default::default()
                     };
+                    if denied {
+                        out.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.code();
+                        return out;
+                    }
                     let partition = match broker.replicas.leader_partition(
                         &topic.name,
                         p.partition_index,

@@ -2,14 +2,17 @@
 //! Unknown topics are created when the client allows it and
 //! `auto.create.topics.enable` is on.
 
+use krabka_protocol::metadata_request::MetadataRequestTopic;
 use krabka_protocol::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use krabka_protocol::ErrorCode;
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
 use super::topics::{auto_create_topics, AutoCreation};
+use crate::authorization::Authorization;
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::request::RequestContext;
 use krabka_controller::topics::validate_topic_name;
+use krabka_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Every operation a topic or cluster allows (no ACLs: all are allowed).
 /// Bits of Kafka's AclOperation codes READ(3)..DESCRIBE_CONFIGS(10) etc.
@@ -21,74 +24,24 @@ const NULLABLE_NAME_VERSION: i16 = 12;
 
 pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataResponse {
     let broker = ctx.broker;
-    let mut image = broker.metadata.image();
-    let mut topics = Vec::new();
+    let image = broker.metadata.image();
     let all_topics =
         request.topics.is_none() || (ctx.api_version == 0 && request.topics.as_ref().is_some_and(Vec::is_empty));
-    let requested_topics = if all_topics { None } else { request.topics };
-    match requested_topics {
-        None => {
-            let mut names: Vec<&String> = image.topics.keys().collect();
+    // Under an authorizer a principal sees the topics it may DESCRIBE
+    // (the ACLs of the image as the request found it).
+    let access = TopicAccess { authorization: Authorization::of(ctx, &image) };
+    let with_operations = request.include_topic_authorized_operations;
+    let topics = match request.topics {
+        Some(requested) if !all_topics => {
+            let allow_creation = request.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
+            describe_requested(ctx, &access, requested, (allow_creation, with_operations)).await
+        }
+        _ => {
+            let mut names: Vec<&String> = image.topics.keys().filter(|name| access.may_describe(name)).collect();
             names.sort();
-            for name in names {
-                topics.push(describe(&image.topics[name], &image, ctx, request.include_topic_authorized_operations));
-            }
+            names.into_iter().map(|name| describe(&image.topics[name], &image, ctx, with_operations)).collect()
         }
-        Some(requested) => {
-            let wanted_creation = request.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
-            // Topics asked of the active controller: not here yet.
-            let mut on_their_way = Vec::new();
-            if wanted_creation {
-                let missing: Vec<String> = requested
-                    .iter()
-                    .filter_map(|t| t.name.clone())
-                    .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
-                    .collect();
-                if !missing.is_empty() {
-                    match auto_create_topics(broker, &missing).await {
-                        AutoCreation::Committed(created) => image = created,
-                        AutoCreation::Requested => on_their_way = missing,
-                        AutoCreation::NotCreated => {}
-                    }
-                }
-            }
-            for wanted in requested {
-                let found = match &wanted.name {
-                    Some(name) => image.topic(name),
-                    None => image.topic_by_id(&wanted.topic_id),
-                };
-                match found {
-                    Some(topic) => {
-                        topics.push(describe(topic, &image, ctx, request.include_topic_authorized_operations))
-                    }
-                    None => {
-                        let error_code = match &wanted.name {
-                            Some(name) if validate_topic_name(name).is_err() => {
-                                ErrorCode::INVALID_TOPIC_EXCEPTION.code()
-                            }
-                            Some(name) if on_their_way.contains(name) => ErrorCode::LEADER_NOT_AVAILABLE.code(),
-                            Some(_) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
-                            // v10-11 requests may carry a null name but have no topic
-                            // ids (Kafka: "Topic name can not be null for version").
-                            None if ctx.api_version < NULLABLE_NAME_VERSION => ErrorCode::INVALID_REQUEST.code(),
-                            None => ErrorCode::UNKNOWN_TOPIC_ID.code(),
-                        };
-                        // Before v12 a response topic's name is not nullable.
-                        let name = match &wanted.name {
-                            None if ctx.api_version < NULLABLE_NAME_VERSION => Some(String::new()),
-                            name => name.clone(),
-                        };
-                        topics.push(MetadataResponseTopic {
-                            error_code,
-                            name,
-                            topic_id: wanted.topic_id,
-                            ..Default::default()
-                        });
-                    }
-                }
-            }
-        }
-    }
+    };
     let brokers = broker
         .live_brokers_on(&ctx.connection.listener_name)
         .into_iter()
@@ -112,6 +65,93 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         },
         ..Default::default()
     }
+}
+
+/// What the request's principal may see and create, under an authorizer.
+struct TopicAccess<'a> {
+    authorization: Option<Authorization<'a>>,
+}
+
+impl TopicAccess<'_> {
+    fn may(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
+        self.authorization.as_ref().is_none_or(|a| a.allows(operation, resource_type, name))
+    }
+
+    fn may_describe(&self, name: &str) -> bool {
+        self.may(AclOperation::Describe, ResourceType::Topic, name)
+    }
+
+    /// Auto-creation takes CREATE on the cluster or on the topic.
+    fn may_create(&self, name: &str) -> bool {
+        self.may(AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME)
+            || self.may(AclOperation::Create, ResourceType::Topic, name)
+    }
+}
+
+/// The topics a request names (by name or id), those missing created
+/// first when it allows it and the principal may.
+async fn describe_requested(
+    ctx: &RequestContext<'_>,
+    access: &TopicAccess<'_>,
+    requested: Vec<MetadataRequestTopic>,
+    (allow_creation, with_operations): (bool, bool),
+) -> Vec<MetadataResponseTopic> {
+    let mut image = ctx.broker.metadata.image();
+    // Topics asked of the active controller: not here yet.
+    let mut on_their_way = Vec::new();
+    if allow_creation {
+        let missing: Vec<String> = requested
+            .iter()
+            .filter_map(|t| t.name.clone())
+            .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
+            .filter(|name| access.may_describe(name) && access.may_create(name))
+            .collect();
+        if !missing.is_empty() {
+            match auto_create_topics(ctx.broker, &missing).await {
+                AutoCreation::Committed(created) => image = created,
+                AutoCreation::Requested => on_their_way = missing,
+                AutoCreation::NotCreated => {}
+            }
+        }
+    }
+    let mut topics = Vec::with_capacity(requested.len());
+    for wanted in requested {
+        let found = match &wanted.name {
+            Some(name) => image.topic(name),
+            None => image.topic_by_id(&wanted.topic_id),
+        };
+        // Refused whether or not the topic exists, so that a principal
+        // cannot learn which do; a creation it may not make is refused alike.
+        let denied = match (&wanted.name, found) {
+            (Some(name), _) => !access.may_describe(name),
+            (None, Some(topic)) => !access.may_describe(&topic.name),
+            (None, None) => false,
+        };
+        let may_not_create =
+            |name: &str| allow_creation && validate_topic_name(name).is_ok() && !access.may_create(name);
+        let refused = denied || (found.is_none() && wanted.name.as_deref().is_some_and(may_not_create));
+        let error_code = match (&wanted.name, found) {
+            _ if refused => ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
+            (_, Some(topic)) => {
+                topics.push(describe(topic, &image, ctx, with_operations));
+                continue;
+            }
+            (Some(name), None) if validate_topic_name(name).is_err() => ErrorCode::INVALID_TOPIC_EXCEPTION.code(),
+            (Some(name), None) if on_their_way.contains(name) => ErrorCode::LEADER_NOT_AVAILABLE.code(),
+            (Some(_), None) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+            // v10-11 requests may carry a null name but have no topic
+            // ids (Kafka: "Topic name can not be null for version").
+            (None, None) if ctx.api_version < NULLABLE_NAME_VERSION => ErrorCode::INVALID_REQUEST.code(),
+            (None, None) => ErrorCode::UNKNOWN_TOPIC_ID.code(),
+        };
+        // Before v12 a response topic's name is not nullable.
+        let name = match wanted.name {
+            None if ctx.api_version < NULLABLE_NAME_VERSION => Some(String::new()),
+            name => name,
+        };
+        topics.push(MetadataResponseTopic { error_code, name, topic_id: wanted.topic_id, ..Default::default() });
+    }
+    topics
 }
 
 fn describe(

@@ -4,6 +4,7 @@
 //! family; each handler takes the decoded request and returns the
 //! response body.
 
+pub mod acls;
 pub mod admin;
 pub mod api_versions;
 pub mod client_quotas;
@@ -70,6 +71,8 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
         RequestBody::AlterUserScramCredentials(r) => {
             ResponseBody::AlterUserScramCredentials(Box::new(scram_credentials::alter(ctx, *r).await))
         }
+        RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(Box::new(acls::create(ctx, *r).await)),
+        RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(Box::new(acls::delete(ctx, *r).await)),
         other => return Err(other),
     })
 }
@@ -100,7 +103,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
     }
     if FORWARDED_APIS.contains(&api_key) && !connection.forwarded && broker.metadata.defers_to_another_controller() {
         let started = Instant::now();
-        match active_controller::forward(broker, &request, connection.peer).await {
+        match active_controller::forward(broker, &request, (connection.peer, &connection.principal)).await {
             Ok(response) => {
                 broker.metrics.request_completed(api_key.info().name, 0, started.elapsed());
                 return Ok(Reply::Now(Response::from_bytes(size_prefixed(&response))));
@@ -157,6 +160,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::DescribeClientQuotas(r) => {
             ResponseBody::DescribeClientQuotas(Box::new(client_quotas::describe(&ctx, *r)))
         }
+        RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(Box::new(acls::describe(&ctx, *r))),
         RequestBody::DescribeUserScramCredentials(r) => {
             ResponseBody::DescribeUserScramCredentials(Box::new(scram_credentials::describe(&ctx, *r)))
         }

@@ -21,10 +21,12 @@ use bytes::Bytes;
 use krabka_log::{AppendInfo, LogError};
 
 use super::recompress::recompress;
+use crate::authorization::Authorization;
 use crate::broker::Broker;
 use crate::client_quota_manager::QuotaKind;
 use crate::clock::now_ms;
 use crate::config::DynamicConfigs;
+use krabka_security::acl::{AclOperation, ResourceType};
 
 use crate::handlers::leader_hints::LeaderHints;
 use crate::metadata::MetadataImage;
@@ -100,11 +102,13 @@ fn append_in_parallel(appends: &[PendingAppend]) -> bool {
 }
 
 /// What every partition of one request is checked against.
-struct RequestChecks {
+struct RequestChecks<'a> {
     /// v13+ names topics by id.
     by_id: bool,
     acks: i16,
     transactional: bool,
+    /// Set under an authorizer: WRITE on each topic is checked.
+    authorization: Option<Authorization<'a>>,
 }
 
 /// What one topic of a request is checked against.
@@ -125,7 +129,14 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         by_id: ctx.api_version >= 13,
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
+        authorization: Authorization::of(ctx, &image),
     };
+    let transactional_id = request.transactional_id.as_deref();
+    if let (Some(authorization), Some(id)) = (&checks.authorization, transactional_id) {
+        if !authorization.allows(AclOperation::Write, ResourceType::TransactionalId, id) {
+            return refuse_whole(ctx, &request, ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        }
+    }
     // Kafka counts the request's size against producer_byte_rate; its
     // record batches are nearly all of it.
     let batch_bytes: usize = request
@@ -180,6 +191,25 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         throttle_time_ms,
         ..Default::default()
     })))
+}
+
+/// The whole request refused with `error` on every partition, as Kafka
+/// answers a transactional producer without WRITE on its transactional id.
+fn refuse_whole(ctx: &RequestContext<'_>, request: &ProduceRequest, error: ErrorCode) -> Reply {
+    let responses = request
+        .topic_data
+        .iter()
+        .map(|t| TopicProduceResponse {
+            name: t.name.clone(),
+            topic_id: t.topic_id,
+            partition_responses: t.partition_data.iter().map(|p| failed(p.index, error.code(), None)).collect(),
+            ..Default::default()
+        })
+        .collect();
+    if request.acks == 0 {
+        return Reply::Nothing;
+    }
+    ctx.reply(ResponseBody::Produce(Box::new(ProduceResponse { responses, ..Default::default() })))
 }
 
 /// KIP-890: a transactional batch that would open its producer's
@@ -279,7 +309,7 @@ fn name_leaders(
 fn decide_topic(
     broker: &Broker,
     image: &MetadataImage,
-    checks: &RequestChecks,
+    checks: &RequestChecks<'_>,
     topic_data: TopicProduceData,
     position: usize,
     appends: &mut Vec<PendingAppend>,
@@ -292,7 +322,16 @@ fn decide_topic(
         hosted.as_ref().map_or((1, None), |h| (h.produce.min_insync_replicas, h.produce.forced_codec));
     let target = TopicTarget { known: topic.is_some(), min_insync_replicas, forced_codec, position };
     let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
+    // Kafka checks WRITE before it looks for the topic, so a principal
+    // cannot learn which topics exist; by id, an unknown id is told first.
+    let name = topic.map_or(topic_data.name.as_str(), |t| t.name.as_str());
+    let authorized = |a: &Authorization<'_>| a.allows(AclOperation::Write, ResourceType::Topic, name);
+    let denied = !(by_id && topic.is_none()) && checks.authorization.as_ref().is_some_and(|a| !authorized(a));
     for data in topic_data.partition_data {
+        if denied {
+            partition_responses.push(failed(data.index, ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(), None));
+            continue;
+        }
         let partition = hosted.as_ref().and_then(|h| h.led_partition(data.index));
         // Another broker leads it, or nobody does now.
         let led_elsewhere = partition.is_none() && hosted.as_ref().is_some_and(|h| h.has_partition(data.index));
@@ -317,7 +356,7 @@ struct Placed<'a> {
 /// One partition's answer, or its placeholder when its append is queued
 /// (at `slot` of its topic's answers). The guards go in Kafka's order.
 fn decide_partition(
-    checks: &RequestChecks,
+    checks: &RequestChecks<'_>,
     target: &TopicTarget,
     Placed { partition, led_elsewhere }: Placed<'_>,
     slot: usize,

@@ -9,10 +9,27 @@ use krabka_protocol::ErrorCode;
 use krabka_protocol::{InitProducerIdRequest, InitProducerIdResponse};
 
 use crate::active_controller;
+use crate::authorization::Authorization;
 use crate::request::RequestContext;
+use krabka_security::acl::{AclOperation, ResourceType};
 
 pub async fn handle(ctx: &RequestContext<'_>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse { producer_id: -1, producer_epoch: -1, ..Default::default() };
+    let image = ctx.broker.metadata.image();
+    let authorization = Authorization::of(ctx, &image);
+    // Under an authorizer: WRITE on the transactional id; an idempotent
+    // producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+    let refused = authorization.as_ref().and_then(|a| match &request.transactional_id {
+        Some(id) => (!a.allows(AclOperation::Write, ResourceType::TransactionalId, id))
+            .then_some(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+        None => (!a.allows_cluster(AclOperation::IdempotentWrite)
+            && !a.allows_some(AclOperation::Write, ResourceType::Topic))
+        .then_some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED),
+    });
+    if let Some(error) = refused {
+        response.error_code = error.code();
+        return response;
+    }
     if let Some(transactional_id) = &request.transactional_id {
         return super::transactions::init_producer_id(ctx, &request, transactional_id).await;
     }

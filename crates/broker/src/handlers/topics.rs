@@ -19,6 +19,7 @@ use krabka_protocol::{
 };
 
 use crate::active_controller;
+use crate::authorization::{allowed, allowed_on_cluster};
 use crate::broker::Broker;
 use crate::config::topic::describe_topic;
 use crate::config::DynamicConfigs;
@@ -39,8 +40,33 @@ use krabka_protocol::{
     ListPartitionReassignmentsResponse,
 };
 use krabka_protocol::{ElectLeadersRequest, ElectLeadersResponse};
+use krabka_security::acl::{AclOperation, ResourceType};
 
-pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
+pub async fn create_topics(ctx: &RequestContext<'_>, mut request: CreateTopicsRequest) -> CreateTopicsResponse {
+    // Under an authorizer: CREATE on the cluster, else on each topic; the
+    // topics refused are answered so and not planned.
+    let refused = if allowed_on_cluster(ctx, AclOperation::Create) {
+        Vec::new()
+    } else {
+        let (permitted, refused) = std::mem::take(&mut request.topics)
+            .into_iter()
+            .partition(|t| allowed(ctx, AclOperation::Create, ResourceType::Topic, &t.name));
+        request.topics = permitted;
+        refused
+    };
+    let mut response = create_permitted_topics(ctx, &request).await;
+    response.topics.extend(refused.into_iter().map(|t| CreatableTopicResult {
+        name: t.name,
+        error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
+        error_message: Some("Authorization failed.".into()),
+        num_partitions: -1,
+        replication_factor: -1,
+        ..Default::default()
+    }));
+    response
+}
+
+async fn create_permitted_topics(ctx: &RequestContext<'_>, request: &CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
     let config = &broker.config;
     let defaults = TopicDefaults {
@@ -48,9 +74,9 @@ pub async fn create_topics(ctx: &RequestContext<'_>, request: CreateTopicsReques
         replication_factor: config.default_replication_factor,
         placement: broker.metadata.placement(broker.node_id),
     };
-    let (image, topics) = match broker.metadata.control(|image| plan_create_topics(image, &request, &defaults)).await {
+    let (image, topics) = match broker.metadata.control(|image| plan_create_topics(image, request, &defaults)).await {
         Ok(done) => done,
-        Err(e) => return CreateTopicsResponse { topics: failed_topics(&request, &e), ..Default::default() },
+        Err(e) => return CreateTopicsResponse { topics: failed_topics(request, &e), ..Default::default() },
     };
     let topics = topics
         .iter()
@@ -248,6 +274,27 @@ pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsReques
     } else {
         request.topic_names.iter().map(|n| (Some(n.clone()), Uuid::ZERO)).collect()
     };
+    // Under an authorizer, DELETE on each topic (named, or found by id).
+    let image = broker.metadata.image();
+    let may_delete = |(name, id): &TopicToDelete| {
+        let name = name.as_deref().or_else(|| image.topic_by_id(id).map(|t| t.name.as_str()));
+        name.is_none_or(|name| allowed(ctx, AclOperation::Delete, ResourceType::Topic, name))
+    };
+    let (wanted, refused): (Vec<TopicToDelete>, Vec<TopicToDelete>) = wanted.into_iter().partition(may_delete);
+    let refused = refused.into_iter().map(|(name, topic_id)| DeletableTopicResult {
+        name,
+        topic_id,
+        error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
+        error_message: (ctx.api_version >= 5).then(|| "Authorization failed.".to_string()),
+        ..Default::default()
+    });
+    let mut response = delete_permitted_topics(ctx, wanted).await;
+    response.responses.extend(refused);
+    response
+}
+
+async fn delete_permitted_topics(ctx: &RequestContext<'_>, wanted: Vec<TopicToDelete>) -> DeleteTopicsResponse {
+    let broker = ctx.broker;
     let deletion_enabled = broker.config.delete_topic_enable;
     let commit = broker.metadata.control(|image| plan_delete_topics(image, &wanted, deletion_enabled)).await;
     match commit {

@@ -1,0 +1,67 @@
+//! Whether a request's principal may do what it asks, as Kafka's broker
+//! asks its authorizer: the ACLs of the metadata image
+//! (AccessControlEntryRecords) weighed by krabka-security's StandardAuthorizer
+//! decision under this broker's `super.users` and
+//! `allow.everyone.if.no.acl.found`. Without `authorizer.class.name` every
+//! request is allowed. A request forwarded in an Envelope is checked as
+//! the principal and client address the Envelope names, as Kafka's
+//! controller checks it; another node's own requests are not checked.
+
+use krabka_metadata::MetadataImage;
+use krabka_security::acl::{host_address, AclOperation, AuthorizationResult, ResourceType, CLUSTER_NAME};
+
+use crate::request::RequestContext;
+
+/// The authorization of one request: who, from where, under which config.
+pub struct Authorization<'a> {
+    ctx: &'a RequestContext<'a>,
+    image: &'a MetadataImage,
+    host: String,
+}
+
+impl<'a> Authorization<'a> {
+    /// None when nothing is checked (no authorizer, or another node's own
+    /// request).
+    pub fn of(ctx: &'a RequestContext<'a>, image: &'a MetadataImage) -> Option<Self> {
+        ctx.broker.config.security.authorizer.as_ref()?;
+        if !ctx.connection.authorized {
+            return None;
+        }
+        Some(Authorization { ctx, image, host: host_address(ctx.connection.peer.ip()) })
+    }
+
+    /// Whether `operation` on the resource is allowed.
+    pub fn allows(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
+        let Some(config) = self.ctx.broker.config.security.authorizer.as_ref() else { return true };
+        let principal = &self.ctx.connection.principal;
+        let result = self.image.acls.authorize_under(config, principal, &self.host, operation, (resource_type, name));
+        result == AuthorizationResult::Allowed
+    }
+
+    /// Whether `operation` on the cluster is allowed.
+    pub fn allows_cluster(&self, operation: AclOperation) -> bool {
+        self.allows(operation, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    /// Kafka's `authorizeByResourceType`: `operation` on some resource of
+    /// the type (e.g. WRITE on some transactional id for InitProducerId).
+    pub fn allows_some(&self, operation: AclOperation, resource_type: ResourceType) -> bool {
+        let Some(config) = self.ctx.broker.config.security.authorizer.as_ref() else { return true };
+        let principal = &self.ctx.connection.principal;
+        let result =
+            self.image.acls.authorize_by_resource_type_under(config, principal, &self.host, operation, resource_type);
+        result == Ok(AuthorizationResult::Allowed)
+    }
+}
+
+/// Whether the request may perform `operation` on the resource (always,
+/// without an authorizer).
+pub fn allowed(ctx: &RequestContext<'_>, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
+    let image = ctx.broker.metadata.image();
+    Authorization::of(ctx, &image).is_none_or(|a| a.allows(operation, resource_type, name))
+}
+
+/// Whether the request may perform `operation` on the cluster.
+pub fn allowed_on_cluster(ctx: &RequestContext<'_>, operation: AclOperation) -> bool {
+    allowed(ctx, operation, ResourceType::Cluster, CLUSTER_NAME)
+}

@@ -1,0 +1,199 @@
+//! ACLs as Kafka 4.3.1's StandardAuthorizer applies them, managed with
+//! `kafka-acls.sh` and checked with Kafka's Java tools: SASL users that may
+//! only do what their ACLs allow (WRITE to produce, READ on the topic and
+//! the group to consume, prefixed and DENY ACLs, topics hidden from
+//! Metadata), super users, ACLs kept across a restart, and Kafka's
+//! SECURITY_DISABLED without an authorizer.
+
+mod support;
+
+use krabka_protocol::{ApiKey, DescribeAclsRequest, DescribeAclsResponse};
+use support::tools::kafka_cli;
+use support::{free_port, BrokerProcess, RawClient};
+
+const PLAIN_JAAS: &str = concat!(
+    r#"org.apache.kafka.common.security.plain.PlainLoginModule required "#,
+    r#"user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";"#
+);
+
+/// A broker with StandardAuthorizer: the harness's PLAINTEXT listener
+/// (ANONYMOUS, a super user, as operators let their brokers' own
+/// listener be) and a SASL_PLAINTEXT one for alice and bob.
+struct AclBroker {
+    broker: BrokerProcess,
+    sasl_port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl AclBroker {
+    fn start() -> Self {
+        let sasl_port = free_port();
+        let listeners = format!(
+            "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port},CONTROLLER://127.0.0.1:0"
+        );
+        let jaas = format!("listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}");
+        let keys = [
+            listeners.as_str(),
+            "sasl.enabled.mechanisms=PLAIN",
+            &jaas,
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:ANONYMOUS;User:admin",
+        ];
+        let dir = tempfile::tempdir().expect("temp dir");
+        AclBroker { broker: BrokerProcess::start(&keys), sasl_port, dir }
+    }
+
+    fn sasl(&self) -> String {
+        format!("127.0.0.1:{}", self.sasl_port)
+    }
+
+    /// A Java client config logging in as `user`.
+    fn login(&self, user: &str) -> String {
+        let path = self.dir.path().join(format!("{user}.properties"));
+        let text = format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=\
+             org.apache.kafka.common.security.plain.PlainLoginModule required username=\"{user}\" password=\"{user}-secret\";\n"
+        );
+        std::fs::write(&path, text).expect("write client config");
+        path.to_str().expect("utf-8 path").to_string()
+    }
+
+    /// `kafka-acls` through the PLAINTEXT listener (a super user) with `args`.
+    fn acls(&self, args: &[&str]) -> String {
+        let bootstrap = self.broker.bootstrap();
+        let (ok, out) = kafka_cli(&[&["kafka-acls", "--bootstrap-server", &bootstrap][..], args].concat(), "");
+        assert!(ok, "kafka-acls {args:?}: {out}");
+        out
+    }
+
+    fn create_topic(&self, topic: &str) {
+        let bootstrap = self.broker.bootstrap();
+        let (ok, out) =
+            kafka_cli(&["kafka-topics", "--bootstrap-server", &bootstrap, "--create", "--topic", topic], "");
+        assert!(ok, "kafka-topics --create {topic}: {out}");
+    }
+
+    /// The console producer as `user`: (whether every record was sent,
+    /// output). It exits 0 whatever happened to the records; failed
+    /// sends are in its log.
+    fn produce(&self, user: &str, topic: &str) -> (bool, String) {
+        let sasl = self.sasl();
+        let producer = ["kafka-console-producer", "--bootstrap-server", &sasl, "--topic", topic];
+        let config = self.login(user);
+        let props = ["--producer.config", &config, "--producer-property", "max.block.ms=10000"];
+        let (ok, out) = kafka_cli(&[&producer[..], &props[..]].concat(), &format!("{user}-1\n{user}-2\n"));
+        (ok && !out.contains("Exception"), out)
+    }
+
+    /// The console consumer as `user` in `group`: (success, output).
+    fn consume(&self, user: &str, topic: &str, group: &str, count: usize) -> (bool, String) {
+        let sasl = self.sasl();
+        let config = self.login(user);
+        let consumer = ["kafka-console-consumer", "--bootstrap-server", &sasl, "--topic", topic, "--group", group];
+        let count = count.to_string();
+        let more =
+            ["--from-beginning", "--max-messages", &count, "--timeout-ms", "20000", "--consumer.config", &config];
+        kafka_cli(&[&consumer[..], &more[..]].concat(), "")
+    }
+
+    fn list_topics(&self, user: &str) -> Vec<String> {
+        let (sasl, config) = (self.sasl(), self.login(user));
+        let (ok, out) =
+            kafka_cli(&["kafka-topics", "--bootstrap-server", &sasl, "--list", "--command-config", &config], "");
+        assert!(ok, "kafka-topics --list as {user}: {out}");
+        out.lines().filter(|l| !l.contains(' ') && !l.is_empty()).map(str::to_string).collect()
+    }
+}
+
+#[test]
+fn principals_may_do_what_their_acls_allow_and_nothing_else() {
+    let mut acl = AclBroker::start();
+    for topic in ["orders", "pay-1", "pay-secret"] {
+        acl.create_topic(topic);
+    }
+    // No ACL on a resource: nobody but super users (allow.everyone.if.no.acl.found=false).
+    let (ok, out) = acl.produce("alice", "orders");
+    assert!(!ok && out.contains("TopicAuthorizationException"), "alice without ACLs: {out}");
+    acl.acls(&["--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders"]);
+    let (ok, out) = acl.produce("alice", "orders");
+    assert!(ok, "alice with WRITE on orders: {out}");
+
+    // READ on the topic is not enough to consume in a group: READ on it too.
+    acl.acls(&["--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "orders"]);
+    let (ok, out) = acl.consume("alice", "orders", "billing", 2);
+    // (The console consumer exits 0 whatever happened; its log says.)
+    assert!(out.contains("GroupAuthorizationException"), "alice without READ on the group: {ok} {out}");
+    acl.acls(&["--add", "--allow-principal", "User:alice", "--operation", "Read", "--group", "billing"]);
+    let (ok, out) = acl.consume("alice", "orders", "billing", 2);
+    assert!(ok && out.contains("alice-1") && out.contains("alice-2"), "alice consuming: {out}");
+
+    // A prefixed ALLOW, and a DENY that wins over it.
+    let prefixed = ["--resource-pattern-type", "prefixed", "--topic", "pay-"];
+    acl.acls(&[&["--add", "--allow-principal", "User:bob", "--operation", "All"][..], &prefixed[..]].concat());
+    acl.acls(&["--add", "--deny-principal", "User:bob", "--operation", "Write", "--topic", "pay-secret"]);
+    assert!(acl.produce("bob", "pay-1").0, "bob may write every pay- topic");
+    let (ok, out) = acl.produce("bob", "pay-secret");
+    assert!(!ok && out.contains("TopicAuthorizationException"), "the DENY wins: {out}");
+    let (ok, _) = acl.produce("bob", "orders");
+    assert!(!ok, "bob has no ACL on orders");
+
+    // Metadata hides what a principal may not DESCRIBE (READ and WRITE imply it).
+    assert_eq!(acl.list_topics("alice"), ["orders"]);
+    assert_eq!(acl.list_topics("bob"), ["pay-1", "pay-secret"]);
+
+    // Only a principal with ALTER on the cluster manages ACLs.
+    let (sasl, alice) = (acl.sasl(), acl.login("alice"));
+    let add = ["kafka-acls", "--bootstrap-server", &sasl, "--command-config", &alice, "--add"];
+    let (ok, out) =
+        kafka_cli(&[&add[..], &["--allow-principal", "User:alice", "--operation", "All", "--topic", "*"]].concat(), "");
+    assert!(!ok || out.contains("ClusterAuthorizationException"), "alice granting herself everything: {out}");
+
+    let listed = acl.acls(&["--list"]);
+    for expected in [
+        "name=orders",
+        "name=pay-, patternType=PREFIXED",
+        "name=billing",
+        "principal=User:bob, host=*, operation=WRITE, permissionType=DENY",
+    ] {
+        assert!(listed.contains(expected), "{expected} in:\n{listed}");
+    }
+    // ACLs are kept in the metadata log: a restart keeps them.
+    assert!(acl.broker.stop().success());
+    acl.broker.restart();
+    // (kafka-acls prints resources in a Java hash order that changes
+    // from run to run: compared as sets.)
+    let resources = |listing: &str| {
+        let mut blocks: Vec<String> = listing.split("\n\n").map(str::trim).map(str::to_string).collect();
+        blocks.sort();
+        blocks
+    };
+    assert_eq!(resources(&acl.acls(&["--list"])), resources(&listed));
+    acl.acls(&["--remove", "--force", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders"]);
+    // With WRITE on no topic at all she may not even be an idempotent
+    // producer (InitProducerId: IDEMPOTENT_WRITE or some WRITE), as on Kafka.
+    let (ok, out) = acl.produce("alice", "orders");
+    assert!(!ok && out.contains("ClusterAuthorizationException"), "alice after her WRITE was removed: {out}");
+    assert!(acl.produce("admin", "orders").0, "a super user needs no ACL");
+}
+
+#[test]
+fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
+    let broker = BrokerProcess::start(&[]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let described: DescribeAclsResponse = client.request(
+        ApiKey::DescribeAcls,
+        3,
+        &DescribeAclsRequest {
+            resource_type_filter: 1,
+            pattern_type_filter: 1,
+            operation: 1,
+            permission_type: 1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(described.error_code, 54, "SECURITY_DISABLED");
+    assert_eq!(described.error_message.as_deref(), Some("No Authorizer is configured."));
+    let bootstrap = broker.bootstrap();
+    let (ok, out) = kafka_cli(&["kafka-acls", "--bootstrap-server", &bootstrap, "--list"], "");
+    assert!(!ok || out.contains("SecurityDisabledException"), "{out}");
+}
