@@ -65,3 +65,8 @@ pub fn allowed(ctx: &RequestContext<'_>, operation: AclOperation, resource_type:
 pub fn allowed_on_cluster(ctx: &RequestContext<'_>, operation: AclOperation) -> bool {
     allowed(ctx, operation, ResourceType::Cluster, CLUSTER_NAME)
 }
+
+/// CLUSTER_AUTHORIZATION_FAILED and Kafka's message for it.
+pub fn cluster_denied() -> (i16, Option<String>) {
+    (krabka_protocol::ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code(), Some("Cluster authorization failed.".into()))
+}

@@ -176,24 +176,110 @@ fn principals_may_do_what_their_acls_allow_and_nothing_else() {
     assert!(acl.produce("admin", "orders").0, "a super user needs no ACL");
 }
 
+/// DescribeAcls for every ACL (ANY everywhere).
+fn describe_every_acl() -> DescribeAclsRequest {
+    DescribeAclsRequest {
+        resource_type_filter: 1,
+        pattern_type_filter: 1,
+        operation: 1,
+        permission_type: 1,
+        ..Default::default()
+    }
+}
+
 #[test]
 fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
     let broker = BrokerProcess::start(&[]);
     let mut client = RawClient::connect(&broker.bootstrap());
-    let described: DescribeAclsResponse = client.request(
-        ApiKey::DescribeAcls,
-        3,
-        &DescribeAclsRequest {
-            resource_type_filter: 1,
-            pattern_type_filter: 1,
-            operation: 1,
-            permission_type: 1,
-            ..Default::default()
-        },
-    );
+    let described: DescribeAclsResponse = client.request(ApiKey::DescribeAcls, 3, &describe_every_acl());
     assert_eq!(described.error_code, 54, "SECURITY_DISABLED");
     assert_eq!(described.error_message.as_deref(), Some("No Authorizer is configured."));
     let bootstrap = broker.bootstrap();
     let (ok, out) = kafka_cli(&["kafka-acls", "--bootstrap-server", &bootstrap, "--list"], "");
     assert!(!ok || out.contains("SecurityDisabledException"), "{out}");
+}
+
+/// A principal no ACL names (here ANONYMOUS, not a super user) is refused
+/// by every API that checks, each with Kafka's error, and sees nothing:
+/// raw requests, so each answer is checked field by field.
+#[test]
+fn a_principal_without_acls_is_refused_by_each_api_with_kafkas_errors() {
+    use krabka_protocol::*;
+    let broker = BrokerProcess::start(&[
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users=User:admin",
+    ]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let (topic_denied, group_denied, cluster_denied, txn_denied) = (29, 30, 31, 53);
+
+    let create = CreateTopicsRequest {
+        topics: vec![create_topics_request::CreatableTopic {
+            name: "orders".into(),
+            num_partitions: 1,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &create);
+    assert_eq!(created.topics[0].error_code, topic_denied);
+    let metadata: MetadataResponse = client.request(ApiKey::Metadata, 12, &MetadataRequest::default());
+    assert!(metadata.topics.is_empty(), "nothing to DESCRIBE: {:?}", metadata.topics);
+    let named = MetadataRequest {
+        topics: Some(vec![metadata_request::MetadataRequestTopic {
+            name: Some("orders".into()),
+            ..Default::default()
+        }]),
+        allow_auto_topic_creation: true,
+        ..Default::default()
+    };
+    let metadata: MetadataResponse = client.request(ApiKey::Metadata, 12, &named);
+    assert_eq!(metadata.topics[0].error_code, topic_denied, "named, missing and not creatable: refused alike");
+
+    let find = FindCoordinatorRequest { key_type: 0, coordinator_keys: vec!["g".into()], ..Default::default() };
+    let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+    assert_eq!(found.coordinators[0].error_code, group_denied);
+    let init: InitProducerIdResponse = client.request(
+        ApiKey::InitProducerId,
+        4,
+        &InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(init.error_code, cluster_denied, "an idempotent producer needs IDEMPOTENT_WRITE or some WRITE");
+    let end = EndTxnRequest { transactional_id: "t".into(), producer_id: 1, ..Default::default() };
+    let ended: EndTxnResponse = client.request(ApiKey::EndTxn, 3, &end);
+    assert_eq!(ended.error_code, txn_denied);
+
+    let broker_configs = DescribeConfigsRequest {
+        resources: vec![describe_configs_request::DescribeConfigsResource {
+            resource_type: 4,
+            resource_name: "1".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let described: DescribeConfigsResponse = client.request(ApiKey::DescribeConfigs, 4, &broker_configs);
+    assert_eq!(described.results[0].error_code, cluster_denied);
+    let partitions =
+        elect_leaders_request::TopicPartitions { topic: "orders".into(), partitions: vec![0], ..Default::default() };
+    let elect =
+        ElectLeadersRequest { topic_partitions: Some(vec![partitions]), timeout_ms: 1000, ..Default::default() };
+    let elected: ElectLeadersResponse = client.request(ApiKey::ElectLeaders, 2, &elect);
+    assert_eq!(elected.replica_election_results[0].partition_result[0].error_code, cluster_denied);
+    let quotas: DescribeClientQuotasResponse =
+        client.request(ApiKey::DescribeClientQuotas, 1, &DescribeClientQuotasRequest::default());
+    assert_eq!(quotas.error_code, cluster_denied);
+    let users: DescribeUserScramCredentialsResponse =
+        client.request(ApiKey::DescribeUserScramCredentials, 0, &DescribeUserScramCredentialsRequest::default());
+    assert_eq!(users.error_code, cluster_denied);
+    let acls: DescribeAclsResponse = client.request(ApiKey::DescribeAcls, 3, &describe_every_acl());
+    assert_eq!(acls.error_code, cluster_denied);
+    let groups: ListGroupsResponse = client.request(ApiKey::ListGroups, 4, &ListGroupsRequest::default());
+    assert!(groups.error_code == 0 && groups.groups.is_empty());
 }

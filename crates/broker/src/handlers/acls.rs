@@ -18,7 +18,7 @@ use krabka_security::acl::{
     AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
 };
 
-use crate::authorization::allowed_on_cluster;
+use crate::authorization::{allowed_on_cluster, cluster_denied};
 use crate::request::RequestContext;
 
 const NO_AUTHORIZER: &str = "No Authorizer is configured.";
@@ -29,7 +29,8 @@ fn refusal(ctx: &RequestContext<'_>, operation: AclOperation) -> Option<(i16, St
         return Some((ErrorCode::SECURITY_DISABLED.code(), NO_AUTHORIZER.into()));
     }
     if !allowed_on_cluster(ctx, operation) {
-        return Some((ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code(), "Cluster authorization failed.".into()));
+        let (code, message) = cluster_denied();
+        return Some((code, message.unwrap_or_default()));
     }
     None
 }

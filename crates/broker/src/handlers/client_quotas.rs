@@ -16,7 +16,9 @@ use krabka_protocol::{
     DescribeClientQuotasRequest, DescribeClientQuotasResponse, ErrorCode,
 };
 
+use crate::authorization::{allowed_on_cluster, cluster_denied};
 use crate::request::RequestContext;
+use krabka_security::acl::AclOperation;
 
 const MATCH_EXACT: i8 = 0;
 const MATCH_DEFAULT: i8 = 1;
@@ -31,6 +33,10 @@ struct Filter {
 }
 
 pub fn describe(ctx: &RequestContext<'_>, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse {
+    if !allowed_on_cluster(ctx, AclOperation::DescribeConfigs) {
+        let (error_code, error_message) = cluster_denied();
+        return DescribeClientQuotasResponse { error_code, error_message, entries: None, ..Default::default() };
+    }
     let filter = match filter(&request) {
         Ok(filter) => filter,
         Err(e) => {
@@ -131,6 +137,10 @@ impl Filter {
 }
 
 pub async fn alter(ctx: &RequestContext<'_>, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse {
+    if !allowed_on_cluster(ctx, AclOperation::AlterConfigs) {
+        let (code, message) = cluster_denied();
+        return failed(&request, code, &message.unwrap_or_default());
+    }
     let alterations: Vec<QuotaAlteration> = request
         .entries
         .iter()

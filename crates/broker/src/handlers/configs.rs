@@ -13,6 +13,7 @@ use krabka_protocol::{
     DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 
+use crate::authorization::{allowed, allowed_on_cluster, cluster_denied};
 use crate::config::dynamic::{check_dynamic_update, describe_cluster_default};
 use crate::config::topic::describe_topic;
 use crate::config::DynamicConfigs;
@@ -22,6 +23,7 @@ use crate::metadata::MetadataUpdate;
 use crate::request::RequestContext;
 use krabka_controller::configs::{plan_alter_configs, plan_incremental_alter_configs, ConfigOutcome};
 use krabka_controller::ApiError;
+use krabka_security::acl::{AclOperation, ResourceType};
 
 fn config_type_code(config_type: ConfigType) -> i8 {
     match config_type {
@@ -78,6 +80,11 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
                 resource_name: resource.resource_name.clone(),
                 ..Default::default()
             };
+            let describing = (resource.resource_type, resource.resource_name.as_str());
+            if let Some(e) = unauthorized(ctx, AclOperation::DescribeConfigs, describing) {
+                (result.error_code, result.error_message) = (e.code, Some(e.message));
+                return result;
+            }
             let entries = match resource.resource_type {
                 CONFIG_RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
                     Some(topic) => describe_topic(&broker.config, &dynamic, &topic.configs),
@@ -118,6 +125,41 @@ pub fn describe(ctx: &RequestContext<'_>, request: DescribeConfigsRequest) -> De
 /// Kafka's broker checks the keys and values of BROKER resources before
 /// the controller sees them (its `ConfigAdminManager`): the refusal of
 /// each resource, None for those that go on to the controller.
+/// The refusal of `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
+/// resource under an authorizer: on the topic, or on the cluster for
+/// broker configs, as Kafka asks.
+fn unauthorized(
+    ctx: &RequestContext<'_>,
+    operation: AclOperation,
+    (resource_type, name): (i8, &str),
+) -> Option<ApiError> {
+    match resource_type {
+        CONFIG_RESOURCE_TOPIC if !allowed(ctx, operation, ResourceType::Topic, name) => {
+            Some(ApiError::new(ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(), "Topic authorization failed."))
+        }
+        CONFIG_RESOURCE_BROKER if !allowed_on_cluster(ctx, operation) => {
+            let (code, message) = cluster_denied();
+            Some(ApiError::new(code, message.unwrap_or_default()))
+        }
+        _ => None,
+    }
+}
+
+/// Each resource's first refusal: its authorization, then the broker's checks.
+fn refusals(
+    ctx: &RequestContext<'_>,
+    resources: &[(i8, String)],
+    checked: Vec<Option<ApiError>>,
+) -> Vec<Option<ApiError>> {
+    resources
+        .iter()
+        .zip(checked)
+        .map(|((resource_type, name), checked)| {
+            unauthorized(ctx, AclOperation::AlterConfigs, (*resource_type, name)).or(checked)
+        })
+        .collect()
+}
+
 fn broker_refusals<'r, I>(resources: impl Iterator<Item = (i8, I)>) -> Vec<Option<ApiError>>
 where
     I: Iterator<Item = (&'r str, Option<&'r str>)>,
@@ -173,6 +215,7 @@ pub async fn alter(ctx: &RequestContext<'_>, mut request: AlterConfigsRequest) -
             .iter()
             .map(|r| (r.resource_type, r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())))),
     );
+    let refusals = self::refusals(ctx, &resources, refusals);
     request.resources = kept(std::mem::take(&mut request.resources), &refusals);
     // Legacy AlterConfigs replaces the whole set of overrides.
     let commit = ctx.broker.metadata.control(|image| plan_alter_configs(image, &request)).await;
@@ -206,6 +249,7 @@ pub async fn incremental_alter(
             r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref().filter(|_| c.config_operation != 1)));
         (r.resource_type, changes)
     }));
+    let refusals = self::refusals(ctx, &resources, refusals);
     request.resources = kept(std::mem::take(&mut request.resources), &refusals);
     let commit = ctx.broker.metadata.control(|image| plan_incremental_alter_configs(image, &request)).await;
     let outcomes = outcomes(resources, refusals, commit);

@@ -25,7 +25,7 @@ use krabka_protocol::{
 };
 
 use super::topics::ensure_internal_topic;
-use crate::authorization::allowed;
+use crate::authorization::{allowed, allowed_on_cluster};
 use crate::clock::coordinator_time;
 use crate::request::RequestContext;
 use crate::request::{Reply, Response};
@@ -551,12 +551,15 @@ fn top_level_topic(topic: OffsetFetchResponseTopics) -> OffsetFetchResponseTopic
 pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> ListGroupsResponse {
     let states: Vec<String> = request.states_filter.iter().map(|s| s.to_ascii_lowercase()).collect();
     let types: Vec<String> = request.types_filter.iter().map(|s| s.to_ascii_lowercase()).collect();
+    // DESCRIBE on the cluster lists every group, else those it may DESCRIBE.
+    let every_group = allowed_on_cluster(ctx, AclOperation::Describe);
     let groups = ctx
         .broker
         .groups
         .list_groups()
         .into_iter()
         .filter(|(group_id, ..)| !not_coordinator(ctx, group_id))
+        .filter(|(group_id, ..)| every_group || allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id))
         .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
         .filter(|(_, _, _, kind)| types.is_empty() || types.iter().any(|t| t == kind))
         .map(|(group_id, protocol_type, state, kind)| ListedGroup {
@@ -575,6 +578,11 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
         .groups
         .iter()
         .map(|group_id| match ctx.broker.groups.describe_group(group_id) {
+            _ if !allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) => DescribedGroup {
+                group_id: group_id.clone(),
+                error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(),
+                ..Default::default()
+            },
             _ if not_coordinator(ctx, group_id) => {
                 DescribedGroup { group_id: group_id.clone(), error_code: NOT_COORDINATOR, ..Default::default() }
             }
@@ -625,7 +633,9 @@ pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> 
         .iter()
         .map(|group_id| krabka_protocol::delete_groups_response::DeletableGroupResult {
             group_id: group_id.clone(),
-            error_code: if !not_coordinator(ctx, group_id) {
+            error_code: if !allowed(ctx, AclOperation::Delete, ResourceType::Group, group_id) {
+                ErrorCode::GROUP_AUTHORIZATION_FAILED.code()
+            } else if !not_coordinator(ctx, group_id) {
                 ctx.broker.groups.delete_group(&ctx.broker.group_host(), group_id)
             } else {
                 NOT_COORDINATOR
@@ -642,6 +652,9 @@ pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> 
         .iter()
         .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
         .collect();
+    if !allowed(ctx, AclOperation::Delete, ResourceType::Group, &request.group_id) {
+        return OffsetDeleteResponse { error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), ..Default::default() };
+    }
     if not_coordinator(ctx, &request.group_id) {
         return OffsetDeleteResponse { error_code: NOT_COORDINATOR, ..Default::default() };
     }

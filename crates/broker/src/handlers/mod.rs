@@ -44,6 +44,14 @@ pub use api_versions::supported_apis;
 /// (`FORWARDED_APIS`), for the client listener and for the controller
 /// listener's direct requests; any other request is handed back.
 pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<ResponseBody, RequestBody> {
+    // The cluster-wide operations, refused whole without their ACL.
+    if let Some(operation) = cluster_operation(&body) {
+        if !crate::authorization::allowed_on_cluster(ctx, operation) {
+            let (code, message) = crate::authorization::cluster_denied();
+            let refused = forwarded::error_response(&body, ErrorCode::from(code), &message.unwrap_or_default());
+            return refused.ok_or(body);
+        }
+    }
     Ok(match body {
         RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(topics::create_topics(ctx, *r).await)),
         RequestBody::DeleteTopics(r) => ResponseBody::DeleteTopics(Box::new(topics::delete_topics(ctx, *r).await)),
@@ -75,6 +83,19 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
         RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(Box::new(acls::delete(ctx, *r).await)),
         other => return Err(other),
     })
+}
+
+/// The operation on the cluster a forwarded request needs, for those
+/// Kafka authorizes on the cluster as a whole.
+fn cluster_operation(body: &RequestBody) -> Option<krabka_security::acl::AclOperation> {
+    use krabka_security::acl::AclOperation::{Alter, Describe};
+    match body {
+        RequestBody::ElectLeaders(_) | RequestBody::AlterPartitionReassignments(_) | RequestBody::UpdateFeatures(_) => {
+            Some(Alter)
+        }
+        RequestBody::ListPartitionReassignments(_) | RequestBody::DescribeQuorum(_) => Some(Describe),
+        _ => None,
+    }
 }
 
 fn size_prefixed(frame: &[u8]) -> Bytes {

@@ -16,12 +16,18 @@ use krabka_protocol::{
     DescribeUserScramCredentialsResponse, ErrorCode,
 };
 
+use crate::authorization::{allowed_on_cluster, cluster_denied};
 use crate::request::RequestContext;
+use krabka_security::acl::AclOperation;
 
 pub fn describe(
     ctx: &RequestContext<'_>,
     request: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
+    if !allowed_on_cluster(ctx, AclOperation::Describe) {
+        let (error_code, error_message) = cluster_denied();
+        return DescribeUserScramCredentialsResponse { error_code, error_message, ..Default::default() };
+    }
     let image = ctx.broker.metadata.image();
     // Each user asked for, and whether it was asked for twice.
     let mut users: BTreeMap<String, bool> = BTreeMap::new();
@@ -64,6 +70,10 @@ pub async fn alter(
     ctx: &RequestContext<'_>,
     request: AlterUserScramCredentialsRequest,
 ) -> AlterUserScramCredentialsResponse {
+    if !allowed_on_cluster(ctx, AclOperation::Alter) {
+        let (code, message) = cluster_denied();
+        return failed(&request, code, &message.unwrap_or_default());
+    }
     let planned = ctx
         .broker
         .metadata

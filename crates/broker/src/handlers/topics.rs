@@ -24,6 +24,7 @@ use crate::broker::Broker;
 use crate::config::topic::describe_topic;
 use crate::config::DynamicConfigs;
 use crate::metadata::MetadataImage;
+use crate::metadata::MetadataUpdate;
 use crate::request::RequestContext;
 use krabka_controller::delete_topics::{plan_delete_topics, TopicToDelete};
 use krabka_controller::elect_leaders::plan_elect_leaders;
@@ -325,10 +326,33 @@ async fn delete_permitted_topics(ctx: &RequestContext<'_>, wanted: Vec<TopicToDe
     }
 }
 
-pub async fn create_partitions(ctx: &RequestContext<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
+pub async fn create_partitions(
+    ctx: &RequestContext<'_>,
+    mut request: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
     let broker = ctx.broker;
+    // Under an authorizer, ALTER on each topic.
+    let (permitted, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| allowed(ctx, AclOperation::Alter, ResourceType::Topic, &t.name));
+    request.topics = permitted;
+    let refused = refused.into_iter().map(|t| CreatePartitionsTopicResult {
+        name: t.name,
+        error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
+        error_message: Some("Authorization failed.".into()),
+        ..Default::default()
+    });
     let placement = broker.metadata.placement(broker.node_id);
     let commit = broker.metadata.control(|image| plan_create_partitions(image, &request, placement)).await;
+    let mut response = planned_partitions(&request, commit);
+    response.results.extend(refused);
+    response
+}
+
+fn planned_partitions(
+    request: &CreatePartitionsRequest,
+    commit: Result<(MetadataUpdate, Vec<CreatePartitionsTopicResult>), ApiError>,
+) -> CreatePartitionsResponse {
     match commit {
         Ok((_, results)) => CreatePartitionsResponse { results, ..Default::default() },
         Err(e) => CreatePartitionsResponse {

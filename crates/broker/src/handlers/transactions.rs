@@ -26,8 +26,10 @@ use krabka_protocol::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
+use crate::authorization::{allowed, allowed_on_cluster};
 use crate::request::RequestContext;
 use crate::transactions::{append_marker, by_topic, check_in_transaction, spawn_markers};
+use krabka_security::acl::{AclOperation, ResourceType};
 
 /// Calls the coordinator; when the broker's block of producer ids is used
 /// up, fetches the next one and calls again with an id of it in hand.
@@ -133,6 +135,12 @@ pub fn add_partitions_to_txn(
             request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch,
         );
+        if let Some(results) = unauthorized_partitions(ctx, id, &partitions) {
+            return AddPartitionsToTxnResponse {
+                results_by_topic_v3_and_below: topic_results(results),
+                ..Default::default()
+            };
+        }
         let unknown = unknown_partitions(ctx, &partitions);
         let results = if !unknown.is_empty() {
             let code = |tp: &TopicPartition| {
@@ -152,6 +160,13 @@ pub fn add_partitions_to_txn(
         };
         return AddPartitionsToTxnResponse {
             results_by_topic_v3_and_below: topic_results(results),
+            ..Default::default()
+        };
+    }
+    // v4+ batches come from brokers verifying their producers' writes.
+    if !allowed_on_cluster(ctx, AclOperation::ClusterAction) {
+        return AddPartitionsToTxnResponse {
+            error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code(),
             ..Default::default()
         };
     }
@@ -179,6 +194,37 @@ pub fn add_partitions_to_txn(
     AddPartitionsToTxnResponse { results_by_transaction, ..Default::default() }
 }
 
+/// WRITE on the transactional id and on each topic, under an authorizer:
+/// None when all is allowed, else every partition's answer (those of
+/// allowed topics not attempted), as Kafka's AddPartitionsToTxn v0-3.
+fn unauthorized_partitions(
+    ctx: &RequestContext<'_>,
+    transactional_id: &str,
+    partitions: &[TopicPartition],
+) -> Option<Vec<(TopicPartition, ErrorCode)>> {
+    if !may_write_transaction(ctx, transactional_id) {
+        let code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        return Some(partitions.iter().map(|tp| (tp.clone(), code)).collect());
+    }
+    let denied = |(topic, _): &TopicPartition| !allowed(ctx, AclOperation::Write, ResourceType::Topic, topic);
+    if !partitions.iter().any(denied) {
+        return None;
+    }
+    let code = |tp: &TopicPartition| {
+        if denied(tp) {
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED
+        } else {
+            ErrorCode::OPERATION_NOT_ATTEMPTED
+        }
+    };
+    Some(partitions.iter().map(|tp| (tp.clone(), code(tp))).collect())
+}
+
+/// WRITE on the transactional id, under an authorizer.
+fn may_write_transaction(ctx: &RequestContext<'_>, transactional_id: &str) -> bool {
+    allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, transactional_id)
+}
+
 /// The partitions of `partitions` that do not exist.
 fn unknown_partitions(ctx: &RequestContext<'_>, partitions: &[TopicPartition]) -> Vec<TopicPartition> {
     let image = ctx.broker.metadata.image();
@@ -189,6 +235,10 @@ fn unknown_partitions(ctx: &RequestContext<'_>, partitions: &[TopicPartition]) -
 
 /// EndTxn: the transaction prepared, its markers written in the background.
 pub async fn end_txn(ctx: &RequestContext<'_>, request: EndTxnRequest) -> EndTxnResponse {
+    if !may_write_transaction(ctx, &request.transactional_id) {
+        let error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
+        return EndTxnResponse { error_code, producer_id: -1, producer_epoch: -1, ..Default::default() };
+    }
     let end = EndTxn {
         producer_id: request.producer_id,
         producer_epoch: request.producer_epoch,
@@ -213,6 +263,8 @@ pub async fn end_txn(ctx: &RequestContext<'_>, request: EndTxnRequest) -> EndTxn
 /// WriteTxnMarkers from a transaction coordinator: each marker appended
 /// to its partitions as their leader, answered once followers have it.
 pub async fn write_txn_markers(ctx: &RequestContext<'_>, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    // Only brokers write markers: CLUSTER_ACTION, under an authorizer.
+    let refused = !allowed_on_cluster(ctx, AclOperation::ClusterAction);
     let mut markers = Vec::with_capacity(request.markers.len());
     for marker in &request.markers {
         let written = (marker.producer_id, marker.producer_epoch, marker.transaction_result, marker.coordinator_epoch);
@@ -220,7 +272,11 @@ pub async fn write_txn_markers(ctx: &RequestContext<'_>, request: WriteTxnMarker
         for topic in &marker.topics {
             let mut partitions = Vec::with_capacity(topic.partition_indexes.len());
             for &partition in &topic.partition_indexes {
-                let code = append_marker(ctx.broker, written, &topic.name, partition).await.err().unwrap_or(0);
+                let code = if refused {
+                    ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code()
+                } else {
+                    append_marker(ctx.broker, written, &topic.name, partition).await.err().unwrap_or(0)
+                };
                 partitions.push(WritableTxnMarkerPartitionResult {
                     partition_index: partition,
                     error_code: code,
@@ -313,6 +369,18 @@ pub fn list_transactions(ctx: &RequestContext<'_>, request: ListTransactionsRequ
 /// transaction (its offsets are committed with it).
 pub async fn add_offsets_to_txn(ctx: &RequestContext<'_>, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
     let broker = ctx.broker;
+    if !may_write_transaction(ctx, &request.transactional_id) {
+        return AddOffsetsToTxnResponse {
+            error_code: ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(),
+            ..Default::default()
+        };
+    }
+    if !allowed(ctx, AclOperation::Read, ResourceType::Group, &request.group_id) {
+        return AddOffsetsToTxnResponse {
+            error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(),
+            ..Default::default()
+        };
+    }
     // The partition must exist for its marker to be written.
     if let Err(code) = super::groups::ensure_offsets_topic(ctx).await {
         return AddOffsetsToTxnResponse { error_code: code, ..Default::default() };
@@ -352,7 +420,21 @@ pub async fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommi
             })
         })
         .collect();
-    let codes = if super::groups::not_coordinator(ctx, &request.group_id) {
+    let codes = if !may_write_transaction(ctx, &request.transactional_id) {
+        vec![ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(); offsets.len()]
+    } else if !allowed(ctx, AclOperation::Read, ResourceType::Group, &request.group_id) {
+        vec![ErrorCode::GROUP_AUTHORIZATION_FAILED.code(); offsets.len()]
+    } else if offsets.iter().any(|(topic, ..)| !allowed(ctx, AclOperation::Read, ResourceType::Topic, topic)) {
+        let denied = |topic: &str| !allowed(ctx, AclOperation::Read, ResourceType::Topic, topic);
+        let code = |topic: &str| {
+            if denied(topic) {
+                ErrorCode::TOPIC_AUTHORIZATION_FAILED
+            } else {
+                ErrorCode::OPERATION_NOT_ATTEMPTED
+            }
+        };
+        offsets.iter().map(|(topic, ..)| code(topic).code()).collect()
+    } else if super::groups::not_coordinator(ctx, &request.group_id) {
         vec![ErrorCode::NOT_COORDINATOR.code(); offsets.len()]
     } else if in_transaction != ErrorCode::NONE {
         vec![in_transaction.code(); offsets.len()]
