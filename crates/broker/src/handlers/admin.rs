@@ -21,10 +21,12 @@ use krabka_protocol::{
 use krabka_raft::wire::{describe_quorum_response, Endpoint};
 use krabka_raft::{QuorumDescription, ReplicaDescription};
 
+use crate::authorization::{allowed, allowed_on_cluster};
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
 use crate::wire::{ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS};
+use krabka_security::acl::{AclOperation, ResourceType};
 
 /// DeleteRecords' "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;
@@ -134,6 +136,10 @@ fn disk_space(path: &Path) -> (i64, i64) {
 
 pub fn describe_log_dirs(ctx: &RequestContext<'_>, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let broker = ctx.broker;
+    if !allowed_on_cluster(ctx, AclOperation::Describe) {
+        let error_code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code();
+        return DescribeLogDirsResponse { error_code, ..Default::default() };
+    }
     let wanted = |topic: &str, partition: i32| match &request.topics {
         None => true,
         Some(topics) => topics.iter().any(|t| t.topic == topic && t.partitions.contains(&partition)),
@@ -229,11 +235,16 @@ pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRe
         .topics
         .into_iter()
         .map(|topic| {
+            let denied = !allowed(ctx, AclOperation::Read, ResourceType::Topic, &topic.name);
             let partitions = topic
                 .partition_indexes
                 .iter()
                 .map(|&index| {
                     let mut out = PartitionResponse { partition_index: index, ..Default::default() };
+                    if denied {
+                        out.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.code();
+                        return out;
+                    }
                     let partition = match broker.replicas.leader_partition(&topic.name, index, -1) {
                         Ok(partition) => partition,
                         Err(code) => {

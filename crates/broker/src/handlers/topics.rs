@@ -423,8 +423,10 @@ pub fn describe_topic_partitions(
 ) -> DescribeTopicPartitionsResponse {
     let broker = ctx.broker;
     let image = broker.metadata.image();
+    let may_describe = |name: &str| allowed(ctx, AclOperation::Describe, ResourceType::Topic, name);
+    // Every topic: those it may DESCRIBE; named ones are refused below.
     let mut names: Vec<String> = if request.topics.is_empty() {
-        image.topics.keys().cloned().collect()
+        image.topics.keys().filter(|name| may_describe(name)).cloned().collect()
     } else {
         request.topics.iter().map(|t| t.name.clone()).collect()
     };
@@ -438,6 +440,14 @@ pub fn describe_topic_partitions(
     let mut topics = Vec::new();
     let mut next_cursor = None;
     for name in names.iter().filter(|n| start_topic.as_ref().is_none_or(|s| *n >= s)) {
+        if !may_describe(name) {
+            topics.push(DescribeTopicPartitionsResponseTopic {
+                error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
+                name: Some(name.clone()),
+                ..Default::default()
+            });
+            continue;
+        }
         let Some(topic) = image.topic(name) else {
             topics.push(DescribeTopicPartitionsResponseTopic {
                 error_code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),

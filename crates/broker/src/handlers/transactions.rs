@@ -299,8 +299,12 @@ pub fn describe_transactions(
         .transactional_ids
         .iter()
         .map(|id| {
-            let described = broker.with_txn_host(None, |host| broker.txns.describe(host, id));
             let mut state = describe::TransactionState { transactional_id: id.clone(), ..Default::default() };
+            if !allowed(ctx, AclOperation::Describe, ResourceType::TransactionalId, id) {
+                state.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
+                return state;
+            }
+            let described = broker.with_txn_host(None, |host| broker.txns.describe(host, id));
             match described {
                 Ok(meta) => {
                     state.transaction_state = meta.state.name().into();
@@ -341,7 +345,11 @@ pub fn list_transactions(ctx: &RequestContext<'_>, request: ListTransactionsRequ
             }
         },
     };
-    let matches = |id: &str| pattern.as_ref().is_none_or(|r| r.is_match(id));
+    // Only the transactions it may DESCRIBE are listed.
+    let matches = |id: &str| {
+        pattern.as_ref().is_none_or(|r| r.is_match(id))
+            && allowed(ctx, AclOperation::Describe, ResourceType::TransactionalId, id)
+    };
     let filter = ListFilter {
         states: &states,
         producer_ids: &request.producer_id_filters,
