@@ -41,6 +41,9 @@ pub struct ClientQuotaManager {
     window_ms: i64,
     rates: Mutex<HashMap<(QuotaKind, String, String), ByteRate>>,
     connection_rates: Mutex<HashMap<IpAddr, ByteRate>>,
+    /// New connections per listener name, and broker-wide (None: every
+    /// listener but the inter-broker one, as Kafka counts them).
+    accept_rates: Mutex<HashMap<Option<String>, ByteRate>>,
 }
 
 impl ClientQuotaManager {
@@ -50,6 +53,7 @@ impl ClientQuotaManager {
             window_ms,
             rates: Mutex::new(HashMap::new()),
             connection_rates: Mutex::new(HashMap::new()),
+            accept_rates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -98,6 +102,29 @@ impl ClientQuotaManager {
             rate.measure(now_ms)
         });
         throttle_time_ms(per_second, bound, window_ms)
+    }
+
+    /// Records a connection accepted on `listener` against its
+    /// `listener.name.<l>.max.connection.creation.rate` and, unless it is
+    /// the inter-broker listener, the broker's `max.connection.creation.rate`;
+    /// returns how long to wait before accepting more (Kafka's acceptor
+    /// throttles rather than refuses), 0 within both.
+    pub fn record_accept(
+        &self,
+        listener: &str,
+        (listener_rate, broker_rate): (Option<u32>, Option<u32>),
+        now_ms: i64,
+    ) -> u64 {
+        let mut wait = 0;
+        for (key, bound) in [(Some(listener.to_string()), listener_rate), (None, broker_rate)] {
+            let Some(bound) = bound else { continue };
+            let (per_second, window_ms) = self.with_rate(&self.accept_rates, key, |rate| {
+                rate.record(1, now_ms);
+                rate.measure(now_ms)
+            });
+            wait = wait.max(throttle_time_ms(per_second, f64::from(bound), window_ms));
+        }
+        wait
     }
 
     /// Takes back bytes recorded for a response that was not sent (a

@@ -88,7 +88,7 @@ impl Broker {
         let (accepted_tx, mut accepted) = tokio::sync::mpsc::channel(64);
         let acceptors: Vec<_> = listeners
             .into_iter()
-            .map(|(socket, listener)| tokio::spawn(accept_loop(socket, listener, accepted_tx.clone())))
+            .map(|(socket, listener)| tokio::spawn(accept_loop(self.clone(), socket, listener, accepted_tx.clone())))
             .collect();
         drop(accepted_tx);
         loop {
@@ -153,13 +153,31 @@ impl Broker {
 /// Accepts `socket`'s connections for the server loop, tagged with their
 /// listener.
 async fn accept_loop(
+    broker: Arc<Broker>,
     socket: TcpListener,
     listener: Arc<ClientListener>,
     accepted: tokio::sync::mpsc::Sender<(TcpStream, SocketAddr, Arc<ClientListener>)>,
 ) {
+    // The inter-broker listener is not held to the broker-wide rate, so
+    // that replication keeps its connections under a flood of clients.
+    let inter_broker = listener.name == broker.config.inter_broker_listener_name;
+    let broker_rate = broker.config.max_connection_creation_rate.filter(|_| !inter_broker);
+    let rates = (listener.max_connection_creation_rate, broker_rate);
+    let paced = rates.0.is_some() || rates.1.is_some();
     loop {
         match socket.accept().await {
             Ok((stream, peer)) => {
+                // Over a creation rate: this connection waits (it is not
+                // refused), and so does every one behind it (Kafka's acceptor).
+                let wait_ms = if paced {
+                    broker.client_quotas.record_accept(&listener.name, rates, crate::clock::now_ms())
+                } else {
+                    0
+                };
+                if wait_ms > 0 {
+                    broker.metrics.connection_throttled();
+                    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+                }
                 if accepted.send((stream, peer, listener.clone())).await.is_err() {
                     return;
                 }

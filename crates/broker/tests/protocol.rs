@@ -840,6 +840,32 @@ fn connections_over_their_address_creation_rate_are_held_then_closed() {
     assert!(answered([127, 0, 0, 2]), "another address has no quota");
 }
 
+/// `max.connection.creation.rate` on the listener: connections past the
+/// rate wait to be accepted (none is refused), so 30 of them at 5 a
+/// second over two one-second windows take seconds where 5 take none.
+#[test]
+fn a_listeners_connection_creation_rate_paces_its_accepts() {
+    let broker = BrokerProcess::start(&[
+        "listener.name.plaintext.max.connection.creation.rate=5",
+        "quota.window.num=2",
+        "krabka.metrics.listener=127.0.0.1:0",
+    ]);
+    let answered = || {
+        let mut client = RawClient::connect(&broker.bootstrap());
+        client.stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        client.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+        client.read_frame().is_ok()
+    };
+    let started = Instant::now();
+    assert_eq!((0..30).filter(|_| answered()).count(), 30, "every connection is served");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(3), "30 connections at 5/s accepted in {took:?}");
+    let (_, metrics) = broker.http_get("/metrics");
+    let metrics = String::from_utf8(metrics).unwrap();
+    let throttled = metrics.lines().find_map(|l| l.strip_prefix("kafka_connections_throttled_total "));
+    assert!(throttled.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) > 0, "{metrics}");
+}
+
 #[test]
 fn metrics_and_cpu_profile_are_served_over_http() {
     let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);

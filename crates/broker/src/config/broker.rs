@@ -70,6 +70,8 @@ pub struct BrokerConfig {
     /// `max.connections.per.ip` and its `max.connections.per.ip.overrides`.
     pub max_connections_per_ip: usize,
     pub max_connections_per_ip_overrides: BTreeMap<std::net::IpAddr, usize>,
+    /// `max.connection.creation.rate` for the broker (None: Kafka's default, unbounded).
+    pub max_connection_creation_rate: Option<u32>,
     pub queued_max_requests: usize,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
@@ -215,6 +217,9 @@ impl BrokerConfig {
             max_connections: int("max.connections") as usize,
             max_connections_per_ip: int("max.connections.per.ip") as usize,
             max_connections_per_ip_overrides: per_ip_overrides,
+            max_connection_creation_rate: Some(int("max.connection.creation.rate"))
+                .filter(|&rate| rate < i64::from(i32::MAX))
+                .map(|rate| rate as u32),
             queued_max_requests: int("queued.max.requests") as usize,
             log_retention_check_interval_ms: int("log.retention.check.interval.ms"),
             log_flush_scheduler_interval_ms: int("log.flush.scheduler.interval.ms"),

@@ -56,6 +56,8 @@ pub struct ClientListener {
     pub sasl: Option<SaslListener>,
     /// Set on a TLS (SSL, SASL_SSL) listener.
     pub tls: Option<TlsListener>,
+    /// `listener.name.<listener>.max.connection.creation.rate` (None: unbounded).
+    pub max_connection_creation_rate: Option<u32>,
 }
 
 /// A SASL listener's mechanisms and the users its JAAS config names.
@@ -175,7 +177,16 @@ fn client_listener(
     };
     let sasl = if protocol.is_sasl() { Some(sasl_listener(values, props, name)?) } else { None };
     let tls = if protocol.is_tls() { Some(tls_listener(values, props, listener_prefix(name))?) } else { None };
-    Ok(ClientListener { name: name.to_string(), protocol, sasl, tls })
+    let rate_key = format!("{}max.connection.creation.rate", listener_prefix(name));
+    let max_connection_creation_rate = match props.get(&rate_key) {
+        None => None,
+        Some(text) => match text.trim().parse::<u32>() {
+            Ok(rate) if rate < i32::MAX as u32 => Some(rate),
+            Ok(_) => None,
+            Err(_) => return Err(invalid(&rate_key, text, "it must be a whole number of connections per second")),
+        },
+    };
+    Ok(ClientListener { name: name.to_string(), protocol, sasl, tls, max_connection_creation_rate })
 }
 
 /// Kafka's KRaft authorizer class, the one krabka implements.

@@ -41,6 +41,7 @@ pub struct Metrics {
     connections: IntGauge,
     connections_accepted: IntCounter,
     connections_rejected: IntCounter,
+    connections_throttled: IntCounter,
     /// SASL authentications that completed and that failed, as Kafka's
     /// socket-server-metrics count them.
     authentications_succeeded: IntCounter,
@@ -146,6 +147,12 @@ impl Metrics {
         )
         .expect("static counter");
         register(&registry, connections_rejected.clone());
+        let connections_throttled = IntCounter::new(
+            "kafka_connections_throttled_total",
+            "Connections whose accept waited for a max.connection.creation.rate.",
+        )
+        .expect("static counter");
+        register(&registry, connections_throttled.clone());
         let authentications_succeeded = IntCounter::new(
             "kafka_server_socket_server_metrics_successful_authentication_total",
             "SASL authentications completed (re-authentications included).",
@@ -184,6 +191,7 @@ impl Metrics {
             connections,
             connections_accepted,
             connections_rejected,
+            connections_throttled,
             authentications_succeeded,
             authentications_failed,
             fetch_wakeups,
@@ -249,6 +257,10 @@ impl Metrics {
 
     pub fn connection_rejected(&self) {
         self.connections_rejected.inc();
+    }
+
+    pub fn connection_throttled(&self) {
+        self.connections_throttled.inc();
     }
 
     pub fn authenticated(&self) {
