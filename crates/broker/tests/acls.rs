@@ -7,7 +7,7 @@
 
 mod support;
 
-use krabka_protocol::{ApiKey, DescribeAclsRequest, DescribeAclsResponse};
+use krabka_protocol::{ApiKey, CreateAclsRequest, CreateAclsResponse, DescribeAclsRequest, DescribeAclsResponse};
 use support::tools::kafka_cli;
 use support::{free_port, BrokerProcess, RawClient};
 
@@ -193,10 +193,14 @@ fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
     let mut client = RawClient::connect(&broker.bootstrap());
     let described: DescribeAclsResponse = client.request(ApiKey::DescribeAcls, 3, &describe_every_acl());
     assert_eq!(described.error_code, 54, "SECURITY_DISABLED");
-    assert_eq!(described.error_message.as_deref(), Some("No Authorizer is configured."));
+    assert_eq!(described.error_message.as_deref(), Some("No Authorizer is configured on the broker"));
+    let create = CreateAclsRequest { creations: vec![Default::default()], ..Default::default() };
+    let created: CreateAclsResponse = client.request(ApiKey::CreateAcls, 3, &create);
+    assert_eq!(created.results[0].error_code, 54);
+    assert_eq!(created.results[0].error_message.as_deref(), Some("No Authorizer is configured."));
     let bootstrap = broker.bootstrap();
     let (ok, out) = kafka_cli(&["kafka-acls", "--bootstrap-server", &bootstrap, "--list"], "");
-    assert!(!ok || out.contains("SecurityDisabledException"), "{out}");
+    assert!(!ok && out.contains("No Authorizer is configured on the broker"), "{out}");
 }
 
 /// A principal no ACL names (here ANONYMOUS, not a super user) is refused

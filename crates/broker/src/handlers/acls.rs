@@ -21,12 +21,15 @@ use krabka_security::acl::{
 use crate::authorization::{allowed_on_cluster, cluster_denied};
 use crate::request::RequestContext;
 
+/// Kafka 4.3.1's texts: DescribeAcls says where, the changes do not.
+const NO_AUTHORIZER_DESCRIBE: &str = "No Authorizer is configured on the broker";
 const NO_AUTHORIZER: &str = "No Authorizer is configured.";
 
 /// Why the request is refused before its ACLs are looked at, if it is.
 fn refusal(ctx: &RequestContext<'_>, operation: AclOperation) -> Option<(i16, String)> {
     if ctx.broker.config.security.authorizer.is_none() {
-        return Some((ErrorCode::SECURITY_DISABLED.code(), NO_AUTHORIZER.into()));
+        let text = if operation == AclOperation::Describe { NO_AUTHORIZER_DESCRIBE } else { NO_AUTHORIZER };
+        return Some((ErrorCode::SECURITY_DISABLED.code(), text.into()));
     }
     if !allowed_on_cluster(ctx, operation) {
         let (code, message) = cluster_denied();
