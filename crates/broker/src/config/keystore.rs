@@ -4,7 +4,8 @@
 //! when it changes (a new modification time or size seen at a handshake),
 //! so a renewed certificate is served to new connections without a
 //! restart; a file that does not read back as a key and its chain is
-//! logged and the previous one kept.
+//! logged and the previous one kept. The listener's view of the `ssl.*`
+//! keys and the PEM helpers live here too, for tls.rs above it.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -17,7 +18,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::tls::{certificates, invalid, require_pem, ListenerKeys};
+use super::broker_keys::KeyValues;
+use std::collections::BTreeMap;
 
 /// A key and its chain, and the file they came from (None: inline).
 pub(super) struct Keystore {
@@ -123,6 +125,51 @@ impl ResolvesServerCert for ReloadingKeystore {
         match &self.file {
             Some(path) => Some(self.reload(path, seen).unwrap_or(certified)),
             None => Some(certified),
+        }
+    }
+}
+
+/// One listener's view of the `ssl.*` keys: its own override first.
+pub(super) struct ListenerKeys<'a> {
+    pub values: &'a KeyValues,
+    pub props: &'a BTreeMap<String, String>,
+    /// `listener.name.<listener>.`
+    pub prefix: String,
+}
+
+impl ListenerKeys<'_> {
+    /// The key the value comes from (for error messages) and the value.
+    pub(super) fn get(&self, key: &str) -> (String, Option<String>) {
+        let own = format!("{}{key}", self.prefix);
+        match self.props.get(&own) {
+            Some(value) => (own, Some(value.clone())),
+            None => (key.to_string(), self.values.get(key).map(str::to_string)),
+        }
+    }
+
+    pub(super) fn value(&self, key: &str) -> Option<String> {
+        self.get(key).1.filter(|v| !v.is_empty())
+    }
+}
+
+pub(super) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+}
+
+pub(super) fn certificates(pem: &[u8], from: &str) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(from, "[hidden]", format!("unreadable PEM: {e}")))
+}
+
+/// Stores are PEM files: JKS and PKCS12 are named with the way out.
+pub(super) fn require_pem(keys: &ListenerKeys<'_>, type_key: &str) -> Result<(), ConfigError> {
+    let (key, store_type) = keys.get(type_key);
+    match store_type.as_deref() {
+        Some("PEM") => Ok(()),
+        other => {
+            let reason = "krabka reads PEM stores: set it to PEM (convert a JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12 -nodes)";
+            Err(invalid(&key, other.unwrap_or_default(), reason))
         }
     }
 }

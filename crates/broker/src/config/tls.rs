@@ -15,13 +15,12 @@ use std::sync::Arc;
 
 use krabka_log::config_values::{split_list, ConfigError};
 use krabka_security::SslPrincipalMapper;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedProtocolVersion};
 
 use super::broker_keys::KeyValues;
-use super::keystore::{Keystore, ReloadingKeystore};
+use super::keystore::{certificates, invalid, require_pem, Keystore, ListenerKeys, ReloadingKeystore};
 
 /// `ssl.client.auth`: whether the listener asks clients for a certificate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,32 +48,6 @@ impl std::fmt::Debug for TlsListener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsListener").field("client_auth", &self.client_auth).finish_non_exhaustive()
     }
-}
-
-/// One listener's view of the `ssl.*` keys: its own override first.
-pub(super) struct ListenerKeys<'a> {
-    values: &'a KeyValues,
-    props: &'a BTreeMap<String, String>,
-    prefix: String,
-}
-
-impl ListenerKeys<'_> {
-    /// The key the value comes from (for error messages) and the value.
-    pub(super) fn get(&self, key: &str) -> (String, Option<String>) {
-        let own = format!("{}{key}", self.prefix);
-        match self.props.get(&own) {
-            Some(value) => (own, Some(value.clone())),
-            None => (key.to_string(), self.values.get(key).map(str::to_string)),
-        }
-    }
-
-    pub(super) fn value(&self, key: &str) -> Option<String> {
-        self.get(key).1.filter(|v| !v.is_empty())
-    }
-}
-
-pub(super) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
 }
 
 /// Reads listener `name`'s TLS settings (`prefix` is its
@@ -181,24 +154,6 @@ fn truststore(keys: &ListenerKeys<'_>) -> Result<Option<Arc<RootCertStore>>, Con
         return Err(invalid(from, "[hidden]", "no CERTIFICATE block"));
     }
     Ok(Some(Arc::new(roots)))
-}
-
-pub(super) fn certificates(pem: &[u8], from: &str) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
-    CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid(from, "[hidden]", format!("unreadable PEM: {e}")))
-}
-
-/// Stores are PEM files: JKS and PKCS12 are named with the way out.
-pub(super) fn require_pem(keys: &ListenerKeys<'_>, type_key: &str) -> Result<(), ConfigError> {
-    let (key, store_type) = keys.get(type_key);
-    match store_type.as_deref() {
-        Some("PEM") => Ok(()),
-        other => {
-            let reason = "krabka reads PEM stores: set it to PEM (convert a JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12 -nodes)";
-            Err(invalid(&key, other.unwrap_or_default(), reason))
-        }
-    }
 }
 
 #[cfg(test)]
