@@ -7,6 +7,8 @@
 //! the principal and client address the Envelope names, as Kafka's
 //! controller checks it; another node's own requests are not checked.
 
+use std::sync::Arc;
+
 use krabka_metadata::MetadataImage;
 use krabka_security::acl::{host_address, AclOperation, AuthorizationResult, ResourceType, CLUSTER_NAME};
 
@@ -15,19 +17,19 @@ use crate::request::RequestContext;
 /// The authorization of one request: who, from where, under which config.
 pub struct Authorization<'a> {
     ctx: &'a RequestContext<'a>,
-    image: &'a MetadataImage,
+    image: Arc<MetadataImage>,
     host: String,
 }
 
 impl<'a> Authorization<'a> {
     /// None when nothing is checked (no authorizer, or another node's own
     /// request).
-    pub fn of(ctx: &'a RequestContext<'a>, image: &'a MetadataImage) -> Option<Self> {
+    pub fn of(ctx: &'a RequestContext<'a>, image: &Arc<MetadataImage>) -> Option<Self> {
         ctx.broker.config.security.authorizer.as_ref()?;
         if !ctx.connection.authorized {
             return None;
         }
-        Some(Authorization { ctx, image, host: host_address(ctx.connection.peer.ip()) })
+        Some(Authorization { ctx, image: Arc::clone(image), host: host_address(ctx.connection.peer.ip()) })
     }
 
     /// Whether `operation` on the resource is allowed.
@@ -54,20 +56,34 @@ impl<'a> Authorization<'a> {
     }
 }
 
-/// Whether the request may perform `operation` on the resource (always,
-/// without an authorizer).
-pub fn allowed(ctx: &RequestContext<'_>, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
-    // Without an authorizer nothing is looked up (most brokers).
-    if ctx.broker.config.security.authorizer.is_none() || !ctx.connection.authorized {
-        return true;
+/// What one request may do, built once per request and asked per
+/// resource: the image and the client's address are looked up once, and
+/// nothing at all without an authorizer (most brokers).
+pub struct Access<'a>(Option<Authorization<'a>>);
+
+impl<'a> Access<'a> {
+    pub fn of(ctx: &'a RequestContext<'a>) -> Self {
+        if ctx.broker.config.security.authorizer.is_none() || !ctx.connection.authorized {
+            return Access(None);
+        }
+        Access(Authorization::of(ctx, &ctx.broker.metadata.image()))
     }
-    let image = ctx.broker.metadata.image();
-    Authorization::of(ctx, &image).is_none_or(|a| a.allows(operation, resource_type, name))
+
+    /// Whether the request may perform `operation` on the resource.
+    pub fn allows(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|a| a.allows(operation, resource_type, name))
+    }
+
+    /// Whether the request may perform `operation` on the cluster.
+    pub fn allows_cluster(&self, operation: AclOperation) -> bool {
+        self.allows(operation, ResourceType::Cluster, CLUSTER_NAME)
+    }
 }
 
-/// Whether the request may perform `operation` on the cluster.
+/// Whether the request may perform `operation` on the cluster (for
+/// handlers that ask once).
 pub fn allowed_on_cluster(ctx: &RequestContext<'_>, operation: AclOperation) -> bool {
-    allowed(ctx, operation, ResourceType::Cluster, CLUSTER_NAME)
+    Access::of(ctx).allows_cluster(operation)
 }
 
 /// CLUSTER_AUTHORIZATION_FAILED and Kafka's message for it.

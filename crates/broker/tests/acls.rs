@@ -127,6 +127,21 @@ fn principals_may_do_what_their_acls_allow_and_nothing_else() {
     let (ok, out) = acl.consume("alice", "orders", "billing", 2);
     assert!(ok && out.contains("alice-1") && out.contains("alice-2"), "alice consuming: {out}");
 
+    // Deleting a group's offsets takes DELETE on the group and READ on each topic.
+    let delete_offsets = |topics: &[&str]| {
+        let (sasl, config) = (acl.sasl(), acl.login("alice"));
+        let delete = ["kafka-consumer-groups", "--bootstrap-server", &sasl, "--command-config", &config];
+        let topics: Vec<&str> = topics.iter().flat_map(|t| ["--topic", *t]).collect();
+        kafka_cli(&[&delete[..], &["--delete-offsets", "--group", "billing"], &topics[..]].concat(), "").1
+    };
+    let out = delete_offsets(&["orders"]);
+    assert!(out.contains("GroupAuthorizationException"), "alice without DELETE on the group: {out}");
+    acl.acls(&["--add", "--allow-principal", "User:alice", "--operation", "Delete", "--group", "billing"]);
+    let out = delete_offsets(&["orders", "pay-1:0"]);
+    let row = |topic: &str| out.lines().find(|l| l.starts_with(topic)).unwrap_or_default().trim_end().to_string();
+    assert!(row("orders").ends_with("Successful"), "alice deleting orders' offsets: {out}");
+    assert!(row("pay-1").contains("TopicAuthorization"), "alice may not READ pay-1: {out}");
+
     // A prefixed ALLOW, and a DENY that wins over it.
     let prefixed = ["--resource-pattern-type", "prefixed", "--topic", "pay-"];
     acl.acls(&[&["--add", "--allow-principal", "User:bob", "--operation", "All"][..], &prefixed[..]].concat());

@@ -21,7 +21,7 @@ use krabka_protocol::{
 use krabka_raft::wire::{describe_quorum_response, Endpoint};
 use krabka_raft::{QuorumDescription, ReplicaDescription};
 
-use crate::authorization::{allowed, allowed_on_cluster};
+use crate::authorization::{allowed_on_cluster, Access};
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
@@ -230,12 +230,13 @@ pub fn offset_for_leader_epoch(
 }
 
 pub fn describe_producers(ctx: &RequestContext<'_>, request: DescribeProducersRequest) -> DescribeProducersResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let topics = request
         .topics
         .into_iter()
         .map(|topic| {
-            let denied = !allowed(ctx, AclOperation::Read, ResourceType::Topic, &topic.name);
+            let denied = !access.allows(AclOperation::Read, ResourceType::Topic, &topic.name);
             let partitions = topic
                 .partition_indexes
                 .iter()

@@ -13,7 +13,7 @@ use krabka_protocol::{
     DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 
-use crate::authorization::{allowed, allowed_on_cluster, cluster_denied};
+use crate::authorization::{allowed_on_cluster, cluster_denied, Access};
 use crate::config::dynamic::{check_dynamic_update, describe_cluster_default};
 use crate::config::topic::describe_topic;
 use crate::config::DynamicConfigs;
@@ -133,8 +133,9 @@ fn unauthorized(
     operation: AclOperation,
     (resource_type, name): (i8, &str),
 ) -> Option<ApiError> {
+    let access = Access::of(ctx);
     match resource_type {
-        CONFIG_RESOURCE_TOPIC if !allowed(ctx, operation, ResourceType::Topic, name) => {
+        CONFIG_RESOURCE_TOPIC if !access.allows(operation, ResourceType::Topic, name) => {
             Some(ApiError::new(ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(), "Topic authorization failed."))
         }
         CONFIG_RESOURCE_BROKER if !allowed_on_cluster(ctx, operation) => {

@@ -25,7 +25,7 @@ use krabka_protocol::{
 };
 
 use super::topics::ensure_internal_topic;
-use crate::authorization::{allowed, allowed_on_cluster};
+use crate::authorization::{allowed_on_cluster, Access};
 use crate::clock::coordinator_time;
 use crate::request::RequestContext;
 use crate::request::{Reply, Response};
@@ -92,6 +92,7 @@ fn coordinator_topic(created: Result<(), i16>) -> Result<(), i16> {
 }
 
 pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let valid_key = |key: &str| !key.is_empty() || ctx.api_version >= 4;
     let (group, transaction) = (request.key_type == KEY_TYPE_GROUP, request.key_type == KEY_TYPE_TRANSACTION);
@@ -106,9 +107,9 @@ pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinator
         let error = if !group && !transaction {
             // Share groups are not served yet.
             Some((ErrorCode::COORDINATOR_NOT_AVAILABLE.code(), "The coordinator is not available."))
-        } else if group && !allowed(ctx, AclOperation::Describe, ResourceType::Group, key) {
+        } else if group && !access.allows(AclOperation::Describe, ResourceType::Group, key) {
             Some((ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), "Group authorization failed."))
-        } else if transaction && !allowed(ctx, AclOperation::Describe, ResourceType::TransactionalId, key) {
+        } else if transaction && !access.allows(AclOperation::Describe, ResourceType::TransactionalId, key) {
             let code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
             Some((code, "Transactional Id authorization failed."))
         } else if key.is_empty() && ctx.api_version < 4 {
@@ -163,7 +164,7 @@ pub async fn find_coordinator(ctx: &RequestContext<'_>, request: FindCoordinator
 /// READ on the group: what joining, syncing, heartbeating, leaving and
 /// committing take under an authorizer.
 fn may_read_group(ctx: &RequestContext<'_>, group_id: &str) -> bool {
-    allowed(ctx, AclOperation::Read, ResourceType::Group, group_id)
+    Access::of(ctx).allows(AclOperation::Read, ResourceType::Group, group_id)
 }
 
 fn join_error(ctx: &RequestContext<'_>, member_id: &str, code: i16) -> JoinGroupResponse {
@@ -347,6 +348,7 @@ pub fn leave_group(ctx: &RequestContext<'_>, request: LeaveGroupRequest) -> Leav
 }
 
 pub async fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let image = broker.metadata.image();
     let by_id = ctx.api_version >= 10;
@@ -374,7 +376,7 @@ pub async fn offset_commit(ctx: &RequestContext<'_>, request: OffsetCommitReques
     // Under an authorizer the topics it may not READ are refused, the
     // others committed.
     let denied: Vec<bool> =
-        offsets.iter().map(|(topic, ..)| !allowed(ctx, AclOperation::Read, ResourceType::Topic, topic)).collect();
+        offsets.iter().map(|(topic, ..)| !access.allows(AclOperation::Read, ResourceType::Topic, topic)).collect();
     let permitted: Vec<_> = offsets.iter().zip(&denied).filter(|(_, d)| !**d).map(|(o, _)| o.clone()).collect();
     let codes = if !may_read_group(ctx, &request.group_id) {
         vec![ErrorCode::GROUP_AUTHORIZATION_FAILED.code(); offsets.len()]
@@ -439,6 +441,7 @@ fn committed_fields(committed: Option<CommittedOffset>) -> (i64, i32, Option<Str
 type WantedOffsets = Option<Vec<(String, Vec<i32>)>>;
 
 pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> OffsetFetchResponse {
+    let access = Access::of(ctx);
     let image = ctx.broker.metadata.image();
     let by_id = ctx.api_version >= 10;
     // v0-7 ask for one group in top-level fields: it is answered as v8+
@@ -470,7 +473,7 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
     let groups: Vec<OffsetFetchResponseGroup> = asked
         .into_iter()
         .map(|(group_id, wanted)| {
-            if !allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) {
+            if !access.allows(AclOperation::Describe, ResourceType::Group, group_id) {
                 let error_code = ErrorCode::GROUP_AUTHORIZATION_FAILED.code();
                 return OffsetFetchResponseGroup { group_id: group_id.to_string(), error_code, ..Default::default() };
             }
@@ -484,7 +487,7 @@ pub fn offset_fetch(ctx: &RequestContext<'_>, request: OffsetFetchRequest) -> Of
                 if request.require_stable { ctx.broker.groups.pending_partitions(group_id) } else { Vec::new() };
             // Topics it may not DESCRIBE: left out of "every committed
             // offset", refused where named.
-            let may_describe = |name: &str| allowed(ctx, AclOperation::Describe, ResourceType::Topic, name);
+            let may_describe = |name: &str| access.allows(AclOperation::Describe, ResourceType::Topic, name);
             let topics = found
                 .into_iter()
                 .filter(|(name, _)| wanted.is_some() || may_describe(name))
@@ -549,6 +552,7 @@ fn top_level_topic(topic: OffsetFetchResponseTopics) -> OffsetFetchResponseTopic
 }
 
 pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> ListGroupsResponse {
+    let access = Access::of(ctx);
     let states: Vec<String> = request.states_filter.iter().map(|s| s.to_ascii_lowercase()).collect();
     let types: Vec<String> = request.types_filter.iter().map(|s| s.to_ascii_lowercase()).collect();
     // DESCRIBE on the cluster lists every group, else those it may DESCRIBE.
@@ -559,7 +563,7 @@ pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> List
         .list_groups()
         .into_iter()
         .filter(|(group_id, ..)| !not_coordinator(ctx, group_id))
-        .filter(|(group_id, ..)| every_group || allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id))
+        .filter(|(group_id, ..)| every_group || access.allows(AclOperation::Describe, ResourceType::Group, group_id))
         .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
         .filter(|(_, _, _, kind)| types.is_empty() || types.iter().any(|t| t == kind))
         .map(|(group_id, protocol_type, state, kind)| ListedGroup {
@@ -574,11 +578,12 @@ pub fn list_groups(ctx: &RequestContext<'_>, request: ListGroupsRequest) -> List
 }
 
 pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let access = Access::of(ctx);
     let groups = request
         .groups
         .iter()
         .map(|group_id| match ctx.broker.groups.describe_group(group_id) {
-            _ if !allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) => DescribedGroup {
+            _ if !access.allows(AclOperation::Describe, ResourceType::Group, group_id) => DescribedGroup {
                 group_id: group_id.clone(),
                 error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(),
                 ..Default::default()
@@ -628,12 +633,13 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
 }
 
 pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let access = Access::of(ctx);
     let results = request
         .groups_names
         .iter()
         .map(|group_id| krabka_protocol::delete_groups_response::DeletableGroupResult {
             group_id: group_id.clone(),
-            error_code: if !allowed(ctx, AclOperation::Delete, ResourceType::Group, group_id) {
+            error_code: if !access.allows(AclOperation::Delete, ResourceType::Group, group_id) {
                 ErrorCode::GROUP_AUTHORIZATION_FAILED.code()
             } else if !not_coordinator(ctx, group_id) {
                 ctx.broker.groups.delete_group(&ctx.broker.group_host(), group_id)
@@ -647,21 +653,38 @@ pub fn delete_groups(ctx: &RequestContext<'_>, request: DeleteGroupsRequest) -> 
 }
 
 pub fn offset_delete(ctx: &RequestContext<'_>, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let access = Access::of(ctx);
     let topics: Vec<(String, Vec<i32>)> = request
         .topics
         .iter()
         .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
         .collect();
-    if !allowed(ctx, AclOperation::Delete, ResourceType::Group, &request.group_id) {
+    if !access.allows(AclOperation::Delete, ResourceType::Group, &request.group_id) {
         return OffsetDeleteResponse { error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(), ..Default::default() };
     }
     if not_coordinator(ctx, &request.group_id) {
         return OffsetDeleteResponse { error_code: NOT_COORDINATOR, ..Default::default() };
     }
-    let (error_code, codes) = ctx.broker.groups.delete_offsets(&ctx.broker.group_host(), &request.group_id, &topics);
+    // Topics it may not READ are refused partition by partition, the
+    // others passed to the coordinator (as Kafka's KafkaApis).
+    let denied: Vec<bool> =
+        topics.iter().map(|(name, _)| !access.allows(AclOperation::Read, ResourceType::Topic, name)).collect();
+    let permitted: Vec<_> = topics.iter().zip(&denied).filter(|(_, d)| !**d).map(|(t, _)| t.clone()).collect();
+    let (error_code, deleted) =
+        ctx.broker.groups.delete_offsets(&ctx.broker.group_host(), &request.group_id, &permitted);
     if error_code != ErrorCode::NONE.code() {
         return OffsetDeleteResponse { error_code, ..Default::default() };
     }
+    let refused = ErrorCode::TOPIC_AUTHORIZATION_FAILED.code();
+    let mut deleted_codes = deleted.into_iter();
+    let codes: Vec<Vec<i16>> = topics
+        .iter()
+        .zip(&denied)
+        .map(|((_, partitions), denied)| match denied {
+            true => vec![refused; partitions.len()],
+            false => deleted_codes.next().unwrap_or_default(),
+        })
+        .collect();
     OffsetDeleteResponse {
         topics: topics
             .into_iter()
@@ -697,6 +720,7 @@ pub async fn consumer_group_heartbeat(
     ctx: &RequestContext<'_>,
     request: krabka_protocol::ConsumerGroupHeartbeatRequest,
 ) -> krabka_protocol::ConsumerGroupHeartbeatResponse {
+    let access = Access::of(ctx);
     use krabka_protocol::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
     use krabka_protocol::ConsumerGroupHeartbeatResponse;
     let fail = |code: i16, message: &str| ConsumerGroupHeartbeatResponse {
@@ -711,7 +735,7 @@ pub async fn consumer_group_heartbeat(
     }
     let subscribed = request.subscribed_topic_names.iter().flatten();
     let mut unauthorized: Vec<&String> =
-        subscribed.filter(|t| !allowed(ctx, AclOperation::Describe, ResourceType::Topic, t)).collect();
+        subscribed.filter(|t| !access.allows(AclOperation::Describe, ResourceType::Topic, t)).collect();
     if !unauthorized.is_empty() {
         unauthorized.sort();
         let names = unauthorized.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ");

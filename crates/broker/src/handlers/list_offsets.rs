@@ -3,7 +3,7 @@
 use krabka_protocol::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use krabka_protocol::{ErrorCode, ListOffsetsRequest, ListOffsetsResponse};
 
-use crate::authorization::allowed;
+use crate::authorization::Access;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
 use krabka_security::acl::{AclOperation, ResourceType};
@@ -20,13 +20,14 @@ const READ_COMMITTED: i8 = 1;
 const LEADER_EPOCH_VERSION: i16 = 4;
 
 pub fn handle(ctx: &RequestContext<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let topics = request
         .topics
         .into_iter()
         .map(|topic| {
             // DESCRIBE on the topic, under an authorizer, as Kafka asks it.
-            let denied = !allowed(ctx, AclOperation::Describe, ResourceType::Topic, &topic.name);
+            let denied = !access.allows(AclOperation::Describe, ResourceType::Topic, &topic.name);
             let partitions = topic
                 .partitions
                 .iter()

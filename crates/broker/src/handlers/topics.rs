@@ -19,7 +19,7 @@ use krabka_protocol::{
 };
 
 use crate::active_controller;
-use crate::authorization::{allowed, allowed_on_cluster};
+use crate::authorization::{allowed_on_cluster, Access};
 use crate::broker::Broker;
 use crate::config::topic::describe_topic;
 use crate::config::DynamicConfigs;
@@ -44,6 +44,7 @@ use krabka_protocol::{ElectLeadersRequest, ElectLeadersResponse};
 use krabka_security::acl::{AclOperation, ResourceType};
 
 pub async fn create_topics(ctx: &RequestContext<'_>, mut request: CreateTopicsRequest) -> CreateTopicsResponse {
+    let access = Access::of(ctx);
     // Under an authorizer: CREATE on the cluster, else on each topic; the
     // topics refused are answered so and not planned.
     let refused = if allowed_on_cluster(ctx, AclOperation::Create) {
@@ -51,7 +52,7 @@ pub async fn create_topics(ctx: &RequestContext<'_>, mut request: CreateTopicsRe
     } else {
         let (permitted, refused) = std::mem::take(&mut request.topics)
             .into_iter()
-            .partition(|t| allowed(ctx, AclOperation::Create, ResourceType::Topic, &t.name));
+            .partition(|t| access.allows(AclOperation::Create, ResourceType::Topic, &t.name));
         request.topics = permitted;
         refused
     };
@@ -268,6 +269,7 @@ async fn create_through_the_controller(
 }
 
 pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     // v6 names topics by name or id; older versions by name only.
     let wanted: Vec<TopicToDelete> = if ctx.api_version >= 6 {
@@ -279,7 +281,7 @@ pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsReques
     let image = broker.metadata.image();
     let may_delete = |(name, id): &TopicToDelete| {
         let name = name.as_deref().or_else(|| image.topic_by_id(id).map(|t| t.name.as_str()));
-        name.is_none_or(|name| allowed(ctx, AclOperation::Delete, ResourceType::Topic, name))
+        name.is_none_or(|name| access.allows(AclOperation::Delete, ResourceType::Topic, name))
     };
     let (wanted, refused): (Vec<TopicToDelete>, Vec<TopicToDelete>) = wanted.into_iter().partition(may_delete);
     let refused = refused.into_iter().map(|(name, topic_id)| DeletableTopicResult {
@@ -330,11 +332,12 @@ pub async fn create_partitions(
     ctx: &RequestContext<'_>,
     mut request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     // Under an authorizer, ALTER on each topic.
     let (permitted, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
         .into_iter()
-        .partition(|t| allowed(ctx, AclOperation::Alter, ResourceType::Topic, &t.name));
+        .partition(|t| access.allows(AclOperation::Alter, ResourceType::Topic, &t.name));
     request.topics = permitted;
     let refused = refused.into_iter().map(|t| CreatePartitionsTopicResult {
         name: t.name,
@@ -421,9 +424,10 @@ pub fn describe_topic_partitions(
     ctx: &RequestContext<'_>,
     request: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let image = broker.metadata.image();
-    let may_describe = |name: &str| allowed(ctx, AclOperation::Describe, ResourceType::Topic, name);
+    let may_describe = |name: &str| access.allows(AclOperation::Describe, ResourceType::Topic, name);
     // Every topic: those it may DESCRIBE; named ones are refused below.
     let mut names: Vec<String> = if request.topics.is_empty() {
         image.topics.keys().filter(|name| may_describe(name)).cloned().collect()

@@ -26,7 +26,7 @@ use krabka_protocol::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-use crate::authorization::{allowed, allowed_on_cluster};
+use crate::authorization::{allowed_on_cluster, Access};
 use crate::request::RequestContext;
 use crate::transactions::{append_marker, by_topic, check_in_transaction, spawn_markers};
 use krabka_security::acl::{AclOperation, ResourceType};
@@ -202,11 +202,12 @@ fn unauthorized_partitions(
     transactional_id: &str,
     partitions: &[TopicPartition],
 ) -> Option<Vec<(TopicPartition, ErrorCode)>> {
+    let access = Access::of(ctx);
     if !may_write_transaction(ctx, transactional_id) {
         let code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         return Some(partitions.iter().map(|tp| (tp.clone(), code)).collect());
     }
-    let denied = |(topic, _): &TopicPartition| !allowed(ctx, AclOperation::Write, ResourceType::Topic, topic);
+    let denied = |(topic, _): &TopicPartition| !access.allows(AclOperation::Write, ResourceType::Topic, topic);
     if !partitions.iter().any(denied) {
         return None;
     }
@@ -222,7 +223,7 @@ fn unauthorized_partitions(
 
 /// WRITE on the transactional id, under an authorizer.
 fn may_write_transaction(ctx: &RequestContext<'_>, transactional_id: &str) -> bool {
-    allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, transactional_id)
+    Access::of(ctx).allows(AclOperation::Write, ResourceType::TransactionalId, transactional_id)
 }
 
 /// The partitions of `partitions` that do not exist.
@@ -294,13 +295,14 @@ pub fn describe_transactions(
     ctx: &RequestContext<'_>,
     request: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let transaction_states = request
         .transactional_ids
         .iter()
         .map(|id| {
             let mut state = describe::TransactionState { transactional_id: id.clone(), ..Default::default() };
-            if !allowed(ctx, AclOperation::Describe, ResourceType::TransactionalId, id) {
+            if !access.allows(AclOperation::Describe, ResourceType::TransactionalId, id) {
                 state.error_code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code();
                 return state;
             }
@@ -326,6 +328,7 @@ pub fn describe_transactions(
 }
 
 pub fn list_transactions(ctx: &RequestContext<'_>, request: ListTransactionsRequest) -> ListTransactionsResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let mut response = ListTransactionsResponse::default();
     let mut states = Vec::new();
@@ -348,7 +351,7 @@ pub fn list_transactions(ctx: &RequestContext<'_>, request: ListTransactionsRequ
     // Only the transactions it may DESCRIBE are listed.
     let matches = |id: &str| {
         pattern.as_ref().is_none_or(|r| r.is_match(id))
-            && allowed(ctx, AclOperation::Describe, ResourceType::TransactionalId, id)
+            && access.allows(AclOperation::Describe, ResourceType::TransactionalId, id)
     };
     let filter = ListFilter {
         states: &states,
@@ -376,6 +379,7 @@ pub fn list_transactions(ctx: &RequestContext<'_>, request: ListTransactionsRequ
 /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the
 /// transaction (its offsets are committed with it).
 pub async fn add_offsets_to_txn(ctx: &RequestContext<'_>, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     if !may_write_transaction(ctx, &request.transactional_id) {
         return AddOffsetsToTxnResponse {
@@ -383,7 +387,7 @@ pub async fn add_offsets_to_txn(ctx: &RequestContext<'_>, request: AddOffsetsToT
             ..Default::default()
         };
     }
-    if !allowed(ctx, AclOperation::Read, ResourceType::Group, &request.group_id) {
+    if !access.allows(AclOperation::Read, ResourceType::Group, &request.group_id) {
         return AddOffsetsToTxnResponse {
             error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(),
             ..Default::default()
@@ -404,6 +408,7 @@ pub async fn add_offsets_to_txn(ctx: &RequestContext<'_>, request: AddOffsetsToT
 /// counted once it commits. From v4 the group's offsets partition must be
 /// in the transaction (KIP-890 part 1); v5 (transactions v2) adds it.
 pub async fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    let access = Access::of(ctx);
     let broker = ctx.broker;
     let mut in_transaction = ErrorCode::NONE;
     if ctx.api_version >= 4 && !super::groups::not_coordinator(ctx, &request.group_id) {
@@ -430,10 +435,10 @@ pub async fn txn_offset_commit(ctx: &RequestContext<'_>, request: TxnOffsetCommi
         .collect();
     let codes = if !may_write_transaction(ctx, &request.transactional_id) {
         vec![ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code(); offsets.len()]
-    } else if !allowed(ctx, AclOperation::Read, ResourceType::Group, &request.group_id) {
+    } else if !access.allows(AclOperation::Read, ResourceType::Group, &request.group_id) {
         vec![ErrorCode::GROUP_AUTHORIZATION_FAILED.code(); offsets.len()]
-    } else if offsets.iter().any(|(topic, ..)| !allowed(ctx, AclOperation::Read, ResourceType::Topic, topic)) {
-        let denied = |topic: &str| !allowed(ctx, AclOperation::Read, ResourceType::Topic, topic);
+    } else if offsets.iter().any(|(topic, ..)| !access.allows(AclOperation::Read, ResourceType::Topic, topic)) {
+        let denied = |topic: &str| !access.allows(AclOperation::Read, ResourceType::Topic, topic);
         let code = |topic: &str| {
             if denied(topic) {
                 ErrorCode::TOPIC_AUTHORIZATION_FAILED
