@@ -291,6 +291,7 @@ fn a_principal_without_acls_is_refused_by_each_api_with_kafkas_errors() {
         ElectLeadersRequest { topic_partitions: Some(vec![partitions]), timeout_ms: 1000, ..Default::default() };
     let elected: ElectLeadersResponse = client.request(ApiKey::ElectLeaders, 2, &elect);
     assert_eq!(elected.replica_election_results[0].partition_result[0].error_code, cluster_denied);
+    assert_eq!(elected.error_code, cluster_denied, "v1+ also at the top, as Kafka's");
     let quotas: DescribeClientQuotasResponse =
         client.request(ApiKey::DescribeClientQuotas, 1, &DescribeClientQuotasRequest::default());
     assert_eq!(quotas.error_code, cluster_denied);

@@ -46,10 +46,10 @@ pub fn mentions(response: &ResponseBody, code: ErrorCode) -> bool {
     }
 }
 
-/// The response to a forwarded `request` that fails every part of it with
-/// `code` and `message`, as Kafka's `getErrorResponse` builds it; None for
-/// an API that brokers do not forward.
-pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> Option<ResponseBody> {
+/// The response to a forwarded `request` (at `version`) that fails every
+/// part of it with `code` and `message`, as Kafka's `getErrorResponse`
+/// builds it; None for an API that brokers do not forward.
+pub fn error_response(request: &RequestBody, version: i16, code: ErrorCode, message: &str) -> Option<ResponseBody> {
     let (error_code, error_message) = (code.code(), Some(message.to_string()));
     Some(match request {
         RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(Box::new(CreateTopicsResponse {
@@ -151,7 +151,7 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
             ..Default::default()
         })),
         RequestBody::ElectLeaders(r) => {
-            ResponseBody::ElectLeaders(Box::new(elect_leaders_refused(r, error_code, error_message)))
+            ResponseBody::ElectLeaders(Box::new(elect_leaders_refused(r, version, error_code, error_message)))
         }
         RequestBody::AlterPartitionReassignments(r) => {
             ResponseBody::AlterPartitionReassignments(Box::new(krabka_protocol::AlterPartitionReassignmentsResponse {
@@ -184,10 +184,11 @@ pub fn error_response(request: &RequestBody, code: ErrorCode, message: &str) -> 
     })
 }
 
-/// An ElectLeaders refused whole: the error on every partition it names
-/// (v0 answers have no top-level error).
+/// An ElectLeaders refused whole: the error on every partition it names,
+/// and from v1 (which has one) at the top as well, as Kafka's.
 pub fn elect_leaders_refused(
     request: &ElectLeadersRequest,
+    version: i16,
     error_code: i16,
     error_message: Option<String>,
 ) -> ElectLeadersResponse {
@@ -210,7 +211,8 @@ pub fn elect_leaders_refused(
             ..Default::default()
         })
         .collect();
-    ElectLeadersResponse { replica_election_results, ..Default::default() }
+    let top_level = if version >= 1 { error_code } else { ErrorCode::NONE.code() };
+    ElectLeadersResponse { error_code: top_level, replica_election_results, ..Default::default() }
 }
 
 /// DeleteTopics names its topics by name (v0-5) or by state (v6+).
@@ -282,12 +284,12 @@ mod tests {
         assert_eq!(requests.len(), crate::wire::FORWARDED_APIS.len());
         for request in &requests {
             assert!(crate::wire::FORWARDED_APIS.contains(&request.api_key()));
-            let response = error_response(request, ErrorCode::UNKNOWN_SERVER_ERROR, "x").expect("forwarded");
+            let response = error_response(request, 2, ErrorCode::UNKNOWN_SERVER_ERROR, "x").expect("forwarded");
             assert!(mentions(&response, ErrorCode::UNKNOWN_SERVER_ERROR), "{:?}", request.api_key());
             assert!(!mentions(&response, ErrorCode::NOT_CONTROLLER), "{:?}", request.api_key());
         }
         let fetch = RequestBody::Fetch(Box::default());
-        assert!(error_response(&fetch, ErrorCode::UNKNOWN_SERVER_ERROR, "x").is_none());
+        assert!(error_response(&fetch, 2, ErrorCode::UNKNOWN_SERVER_ERROR, "x").is_none());
     }
 
     #[test]

@@ -48,7 +48,8 @@ pub async fn forwardable(ctx: &RequestContext<'_>, body: RequestBody) -> Result<
     if let Some(operation) = cluster_operation(&body) {
         if !crate::authorization::allowed_on_cluster(ctx, operation) {
             let (code, message) = crate::authorization::cluster_denied();
-            let refused = forwarded::error_response(&body, ErrorCode::from(code), &message.unwrap_or_default());
+            let refused =
+                forwarded::error_response(&body, ctx.api_version, ErrorCode::from(code), &message.unwrap_or_default());
             return refused.ok_or(body);
         }
     }
@@ -247,7 +248,7 @@ fn refused_by_controller(broker: &Arc<Broker>, request: RequestFrame, code: i16)
     let body = request.decode_body().map_err(|e| {
         Close::failure(FailureKind::UndecodableRequest, format!("cannot decode {api_key:?} v{api_version}: {e}"))
     })?;
-    let response = forwarded::error_response(&body, ErrorCode::UNKNOWN_SERVER_ERROR, MESSAGE)
+    let response = forwarded::error_response(&body, api_version, ErrorCode::UNKNOWN_SERVER_ERROR, MESSAGE)
         .expect("only forwarded APIs are forwarded");
     broker.metrics.request_completed(api_key.info().name, ErrorCode::UNKNOWN_SERVER_ERROR.code(), Default::default());
     Ok(Reply::Now(Response::from_bytes(encode_frame(api_key, api_version, correlation_id, &response).freeze())))

@@ -379,7 +379,7 @@ fn planned_partitions(
 pub async fn elect_leaders(ctx: &RequestContext<'_>, request: ElectLeadersRequest) -> ElectLeadersResponse {
     match ctx.broker.metadata.control(|image| plan_elect_leaders(image, &request)).await {
         Ok((_, response)) => response,
-        Err(e) => super::forwarded::elect_leaders_refused(&request, e.code, Some(e.message)),
+        Err(e) => super::forwarded::elect_leaders_refused(&request, ctx.api_version, e.code, Some(e.message)),
     }
 }
 
