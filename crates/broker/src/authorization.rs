@@ -40,6 +40,11 @@ impl<'a> Authorization<'a> {
         result == AuthorizationResult::Allowed
     }
 
+    /// Kafka's `authorizedOperations` on one resource (see [`Access`]).
+    pub fn authorized_operations(&self, resource_type: ResourceType, name: &str) -> i32 {
+        operation_bits(resource_type, |op| self.allows(op, resource_type, name))
+    }
+
     /// Whether `operation` on the cluster is allowed.
     pub fn allows_cluster(&self, operation: AclOperation) -> bool {
         self.allows(operation, ResourceType::Cluster, CLUSTER_NAME)
@@ -54,6 +59,18 @@ impl<'a> Authorization<'a> {
             self.image.acls.authorize_by_resource_type_under(config, principal, &self.host, operation, resource_type);
         result == Ok(AuthorizationResult::Allowed)
     }
+}
+
+/// Every operation `resource_type` supports, as a bit field (what
+/// `*_authorized_operations` report without an authorizer).
+pub fn all_operations(resource_type: ResourceType) -> i32 {
+    operation_bits(resource_type, |_| true)
+}
+
+/// The bit field of `resource_type`'s supported operations `allowed` allows.
+fn operation_bits(resource_type: ResourceType, allowed: impl Fn(AclOperation) -> bool) -> i32 {
+    let supported = resource_type.supported_operations().iter();
+    supported.filter(|op| allowed(**op)).fold(0, |bits, op| bits | 1 << op.code())
 }
 
 /// What one request may do, built once per request and asked per
@@ -77,6 +94,28 @@ impl<'a> Access<'a> {
     /// Whether the request may perform `operation` on the cluster.
     pub fn allows_cluster(&self, operation: AclOperation) -> bool {
         self.allows(operation, ResourceType::Cluster, CLUSTER_NAME)
+    }
+}
+
+impl Access<'_> {
+    /// Kafka's `authorizedOperations`: the bit field (bit = operation code)
+    /// of the operations the resource type supports that the request may
+    /// perform; all of them without an authorizer.
+    pub fn authorized_operations(&self, resource_type: ResourceType, name: &str) -> i32 {
+        match &self.0 {
+            Some(authorization) => authorization.authorized_operations(resource_type, name),
+            None => all_operations(resource_type),
+        }
+    }
+
+    /// The cluster's operations as Metadata (v8-10) and DescribeCluster
+    /// report them: none without DESCRIBE on the cluster.
+    pub fn cluster_operations(&self) -> i32 {
+        if self.allows_cluster(AclOperation::Describe) {
+            self.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            0
+        }
     }
 }
 

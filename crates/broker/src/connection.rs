@@ -31,9 +31,10 @@ use tokio::sync::{mpsc, watch};
 use crate::authentication::{Admission, Authenticator};
 use crate::broker::Broker;
 use crate::config::security::ClientListener;
+use crate::cpu_time::CpuTimed;
 use crate::handlers;
 use crate::observability::FailureKind;
-use crate::request::{Chunk, Close, ConnectionInfo, Reply, Response};
+use crate::request::{Chunk, Close, ConnectionInfo, Reply, Response, REQUEST_QUOTA_EXEMPT};
 use crate::transport::{self, AcceptError, RequestReader, ResponseWriter};
 
 /// Requests read ahead of the writer, per connection: bounds the memory one
@@ -191,6 +192,7 @@ async fn read_loop(
         principal: authenticator.principal(),
         authorized: true,
         throttle_ms: Arc::default(),
+        request_throttle_ms: Arc::default(),
     };
     loop {
         tokio::select! {
@@ -222,7 +224,7 @@ async fn read_loop(
             buf = BytesMut::new();
         }
         let reply = match admit(&mut authenticator, frame, broker) {
-            Ok(Admission::Serve(request)) => handlers::handle(broker, &info, request).await?,
+            Ok(Admission::Serve(request)) => serve_within_request_quota(broker, &info, request).await?,
             Ok(Admission::Answer(answer)) => {
                 if authenticator.take_completed() {
                     info.principal = authenticator.principal();
@@ -259,6 +261,33 @@ async fn read_loop(
             }
         }
     }
+}
+
+/// Serves a request, under its client's request quota if one applies
+/// (KIP-124): the response announces, and the connection waits, the
+/// throttle the CPU time of the client's earlier requests calls for; this
+/// request's own CPU time (its handler's polls, not its waits) is then
+/// recorded. Requests other nodes forward are not counted.
+async fn serve_within_request_quota(
+    broker: &Arc<Broker>,
+    info: &ConnectionInfo,
+    request: RequestFrame,
+) -> Result<Reply, Close> {
+    let image = broker.metadata.image();
+    let client_id = request.header.client_id.as_deref().unwrap_or_default().to_string();
+    let quota = broker.client_quotas.request_quota(&image, (&info.principal, &client_id));
+    let Some(quota) = quota.filter(|_| !info.forwarded) else {
+        return handlers::handle(broker, info, request).await;
+    };
+    let now = crate::clock::now_ms();
+    let throttle_ms = quota.throttle_ms(now);
+    info.request_throttle_ms.store(throttle_ms, Ordering::Relaxed);
+    let (reply, cpu_nanos) = CpuTimed::new(handlers::handle(broker, info, request)).await;
+    if info.request_throttle_ms.swap(0, Ordering::Relaxed) != REQUEST_QUOTA_EXEMPT {
+        info.throttle(throttle_ms);
+        quota.record(cpu_nanos, now);
+    }
+    reply
 }
 
 /// Parses `frame` (unless it is a raw SASL token) and lets the

@@ -22,6 +22,7 @@ pub mod config;
 pub mod connection;
 pub mod controller_registration;
 pub mod coordinator_log;
+pub mod cpu_time;
 pub mod errors;
 pub mod fetch_session;
 pub mod handlers;

@@ -85,6 +85,9 @@ pub struct ConnectionInfo {
     /// response is out (KIP-219): set by a handler whose client went over
     /// its quota, possibly from a task answering later.
     pub throttle_ms: Arc<AtomicU64>,
+    /// The request quota's throttle (KIP-124) of the request being served,
+    /// which its response announces (0: none).
+    pub request_throttle_ms: Arc<AtomicU64>,
 }
 
 impl ConnectionInfo {
@@ -102,6 +105,7 @@ impl ConnectionInfo {
             authorized: principal.is_some(),
             principal: principal.unwrap_or_else(KafkaPrincipal::anonymous),
             throttle_ms: Arc::default(),
+            request_throttle_ms: Arc::default(),
         }
     }
 
@@ -113,6 +117,10 @@ impl ConnectionInfo {
         }
     }
 }
+
+/// `ConnectionInfo::request_throttle_ms` of a request exempt from the
+/// request quota.
+pub const REQUEST_QUOTA_EXEMPT: u64 = u64::MAX;
 
 /// What a handler knows about the request it serves.
 pub struct RequestContext<'a> {
@@ -131,7 +139,25 @@ impl RequestContext<'_> {
         Response::from_bytes(encode_frame(self.api_key, self.api_version, self.correlation_id, body).freeze())
     }
 
-    pub fn reply(&self, body: ResponseBody) -> Reply {
+    /// The request quota's throttle for this request's response (0: none).
+    pub fn request_throttle_ms(&self) -> u64 {
+        match self.connection.request_throttle_ms.load(Ordering::Relaxed) {
+            REQUEST_QUOTA_EXEMPT => 0,
+            throttle_ms => throttle_ms,
+        }
+    }
+
+    /// Marks the request as one the request quota neither throttles nor
+    /// counts (a follower's fetch).
+    pub fn exempt_from_request_quota(&self) {
+        self.connection.request_throttle_ms.store(REQUEST_QUOTA_EXEMPT, Ordering::Relaxed);
+    }
+
+    pub fn reply(&self, mut body: ResponseBody) -> Reply {
+        let throttle_ms = self.request_throttle_ms();
+        if throttle_ms > 0 {
+            body.throttle(self.api_version, i32::try_from(throttle_ms).unwrap_or(i32::MAX));
+        }
         let response = self.encode(&body);
         self.broker.metrics.request_completed(self.api_key.info().name, 0, self.started.elapsed());
         Reply::Now(response)

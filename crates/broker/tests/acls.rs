@@ -8,7 +8,7 @@
 mod support;
 
 use krabka_protocol::{ApiKey, CreateAclsRequest, CreateAclsResponse, DescribeAclsRequest, DescribeAclsResponse};
-use support::tools::kafka_cli;
+use support::tools::{kafka_cli, run, venv_python};
 use support::{free_port, BrokerProcess, RawClient};
 
 const PLAIN_JAAS: &str = concat!(
@@ -142,6 +142,15 @@ fn principals_may_do_what_their_acls_allow_and_nothing_else() {
     assert!(row("orders").ends_with("Successful"), "alice deleting orders' offsets: {out}");
     assert!(row("pay-1").contains("TopicAuthorization"), "alice may not READ pay-1: {out}");
 
+    // Authorized operations as Kafka reports them: what alice may do, nothing more.
+    let (ok, out) = run(&venv_python(), &["-c", AUTHORIZED_OPERATIONS, &acl.sasl()], "");
+    assert!(ok, "{out}");
+    assert_eq!(
+        out.trim(),
+        "topic orders: ['DESCRIBE', 'READ', 'WRITE']\ngroup billing: ['DELETE', 'DESCRIBE', 'READ']\ncluster: []",
+        "{out}"
+    );
+
     // A prefixed ALLOW, and a DENY that wins over it.
     let prefixed = ["--resource-pattern-type", "prefixed", "--topic", "pay-"];
     acl.acls(&[&["--add", "--allow-principal", "User:bob", "--operation", "All"][..], &prefixed[..]].concat());
@@ -190,6 +199,22 @@ fn principals_may_do_what_their_acls_allow_and_nothing_else() {
     assert!(!ok && out.contains("ClusterAuthorizationException"), "alice after her WRITE was removed: {out}");
     assert!(acl.produce("admin", "orders").0, "a super user needs no ACL");
 }
+
+/// librdkafka's admin client as alice, asking for authorized operations.
+const AUTHORIZED_OPERATIONS: &str = r#"
+import sys
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AdminClient
+admin = AdminClient({"bootstrap.servers": sys.argv[1], "security.protocol": "SASL_PLAINTEXT",
+                     "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"})
+names = lambda ops: sorted(op.name for op in ops or [])
+topic = admin.describe_topics(TopicCollection(["orders"]), include_authorized_operations=True)["orders"].result(30)
+print("topic orders:", names(topic.authorized_operations))
+group = admin.describe_consumer_groups(["billing"], include_authorized_operations=True)["billing"].result(30)
+print("group billing:", names(group.authorized_operations))
+cluster = admin.describe_cluster(include_authorized_operations=True).result(30)
+print("cluster:", names(cluster.authorized_operations))
+"#;
 
 /// DescribeAcls for every ACL (ANY everywhere).
 fn describe_every_acl() -> DescribeAclsRequest {

@@ -169,3 +169,96 @@ fn producers_and_consumers_are_held_to_their_byte_rates() {
         "free {free_took:?}, throttled {throttled_took:?}"
     );
 }
+
+/// CreateTopics with `count` topics named `prefix-<i>` of 10 partitions each.
+fn create_topics(prefix: &str, count: usize) -> krabka_protocol::CreateTopicsRequest {
+    use krabka_protocol::create_topics_request::CreatableTopic;
+    let topics = (0..count)
+        .map(|i| CreatableTopic {
+            name: format!("{prefix}-{i}"),
+            num_partitions: 10,
+            replication_factor: 1,
+            ..Default::default()
+        })
+        .collect();
+    krabka_protocol::CreateTopicsRequest { topics, timeout_ms: 10_000, ..Default::default() }
+}
+
+/// KIP-599: at `controller_mutation_rate=2` a client's bucket holds 22
+/// partition mutations (11 one-second windows); the mutation that finds it
+/// below zero is refused with THROTTLING_QUOTA_EXCEEDED on strict versions
+/// and let through, throttled, on older ones; the throttle time is what
+/// brings the bucket back to zero.
+#[test]
+fn partition_mutations_are_held_to_the_controller_mutation_rate() {
+    use krabka_protocol::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsResponse};
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    alter_ok(&bootstrap, &["--add-config", "controller_mutation_rate=2", "--entity-type", "users", "--entity-default"]);
+    let mut client = support::RawClient::connect(&bootstrap);
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &create_topics("strict", 4));
+    let codes: Vec<i16> = created.topics.iter().map(|t| t.error_code).collect();
+    // 22 -> 12 -> 2 -> -8: the third still finds tokens, the fourth none.
+    assert_eq!(codes, [0, 0, 0, 89], "{created:?}");
+    assert_eq!(created.topics[3].error_message.as_deref(), Some("The throttling quota has been exceeded."));
+    assert!((3_000..=4_000).contains(&created.throttle_time_ms), "{}", created.throttle_time_ms);
+
+    // CreatePartitions v3 is strict too: refused while the bucket is below
+    // zero (on another connection: this one is muted until it is not).
+    let mut other = support::RawClient::connect(&bootstrap);
+    let grow = CreatePartitionsRequest {
+        topics: vec![krabka_protocol::create_partitions_request::CreatePartitionsTopic {
+            name: "strict-0".into(),
+            count: 12,
+            assignments: None,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let grown: CreatePartitionsResponse = other.request(ApiKey::CreatePartitions, 3, &grow);
+    assert_eq!(grown.results[0].error_code, 89, "{grown:?}");
+    // The connection was muted for the throttle time; then a permissive
+    // (v5) request goes through, over the quota, and is throttled.
+    let started = Instant::now();
+    let permissive: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create_topics("permissive", 1));
+    assert!(started.elapsed().as_millis() >= 2_500, "the connection waited out the throttle");
+    assert_eq!(permissive.topics[0].error_code, 0, "{permissive:?}");
+    assert!(permissive.throttle_time_ms > 0, "{permissive:?}");
+
+    // Without the quota nothing is refused or throttled.
+    alter_ok(
+        &bootstrap,
+        &["--delete-config", "controller_mutation_rate", "--entity-type", "users", "--entity-default"],
+    );
+    let grown: CreatePartitionsResponse = other.request(ApiKey::CreatePartitions, 3, &grow);
+    assert_eq!((grown.results[0].error_code, grown.throttle_time_ms), (0, 0), "quota removed: {grown:?}");
+}
+
+/// KIP-124: at `request_percentage=0.01` a client may use 0.1 ms of CPU a
+/// second; its requests' handler time soon puts it over, and its responses
+/// then announce a throttle, bounded by one quota window as Kafka bounds it.
+#[test]
+fn requests_over_the_request_percentage_are_throttled() {
+    use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    let mut client = support::RawClient::connect(&bootstrap);
+    let unthrottled: Vec<i32> = (0..50)
+        .map(|_| {
+            client.request::<_, MetadataResponse>(ApiKey::Metadata, 12, &MetadataRequest::default()).throttle_time_ms
+        })
+        .collect();
+    assert!(unthrottled.iter().all(|t| *t == 0), "no quota: {unthrottled:?}");
+    alter_ok(&bootstrap, &["--add-config", "request_percentage=0.01", "--entity-type", "users", "--entity-default"]);
+    let throttled = (0..500).find_map(|_| {
+        let response: MetadataResponse = client.request(ApiKey::Metadata, 12, &MetadataRequest::default());
+        (response.throttle_time_ms > 0).then_some(response.throttle_time_ms)
+    });
+    let throttled = throttled.expect("a client over its request quota is told to wait");
+    assert!(throttled <= 1_000, "bounded by quota.window.size.seconds: {throttled}");
+    // The connection waits the throttle out before its next request is read.
+    let started = Instant::now();
+    let _: MetadataResponse = client.request(ApiKey::Metadata, 12, &MetadataRequest::default());
+    assert!(started.elapsed().as_millis() as i32 >= throttled - 100, "{:?} for {throttled}", started.elapsed());
+}

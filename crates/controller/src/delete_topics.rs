@@ -7,7 +7,7 @@ use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::delete_topics_response::DeletableTopicResult;
 use krabka_protocol::{ErrorCode, RemoveTopicRecord, Uuid};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, MutationQuota, THROTTLED};
 
 /// A topic a DeleteTopics names: by name (v0-v5, or v6 with a name), else by id.
 pub type TopicToDelete = (Option<String>, Uuid);
@@ -20,6 +20,7 @@ pub fn plan_delete_topics(
     image: &MetadataImage,
     wanted: &[TopicToDelete],
     deletion_enabled: bool,
+    quota: MutationQuota<'_>,
 ) -> Result<(Vec<MetadataRecord>, Vec<DeletableTopicResult>), ApiError> {
     let mut records = Vec::new();
     let mut results = Vec::with_capacity(wanted.len());
@@ -32,6 +33,11 @@ pub fn plan_delete_topics(
         let mut result = DeletableTopicResult { name: name.clone(), topic_id: *id, ..Default::default() };
         let (error, message) = match found {
             _ if !deletion_enabled => (ErrorCode::TOPIC_DELETION_DISABLED, "Topic deletion is disabled."),
+            Some(topic) if !removed.contains(&topic.id) && quota(topic.partitions.len()).is_err() => {
+                result.name = Some(topic.name.clone());
+                result.topic_id = topic.id;
+                (ErrorCode::THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+            }
             Some(topic) => {
                 result.name = Some(topic.name.clone());
                 result.topic_id = topic.id;

@@ -65,3 +65,17 @@ impl From<MetadataError> for ApiError {
         ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR.code(), e.to_string())
     }
 }
+
+/// KIP-599's controller mutation quota as a plan sees it: each topic
+/// created, deleted or grown asks for its partition count before it is
+/// planned; a refusal (THROTTLING_QUOTA_EXCEEDED) is that topic's outcome,
+/// as Kafka's ReplicationControlManager applies `applyPartitionChangeQuota`.
+pub type MutationQuota<'a> = &'a mut dyn FnMut(usize) -> Result<(), ApiError>;
+
+/// Kafka's text for THROTTLING_QUOTA_EXCEEDED.
+pub const THROTTLED: &str = "The throttling quota has been exceeded.";
+
+/// No quota: every mutation is allowed.
+pub fn unlimited_mutations(_partitions: usize) -> Result<(), ApiError> {
+    Ok(())
+}

@@ -9,7 +9,7 @@ use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
 use krabka_protocol::{CreatePartitionsRequest, ErrorCode, PartitionRecord, Uuid};
 
 use crate::budget::RecordBudget;
-use crate::error::ApiError;
+use crate::error::{ApiError, MutationQuota};
 use crate::placement::{PartitionAssignment, Placement, Placer};
 
 /// A new partition of `topic_id` where `assignment` puts it.
@@ -36,6 +36,7 @@ pub fn plan_create_partitions(
     image: &MetadataImage,
     request: &CreatePartitionsRequest,
     placement: Placement,
+    quota: MutationQuota<'_>,
 ) -> Result<(Vec<MetadataRecord>, Vec<CreatePartitionsTopicResult>), ApiError> {
     let mut placer = Placer::new(image, placement);
     let mut records = Vec::new();
@@ -50,6 +51,15 @@ pub fn plan_create_partitions(
         };
         let mut outcome = Ok(());
         if let Ok((topic_id, current)) = checked {
+            if let Err(throttled) = quota((topic.count - current) as usize) {
+                results.push(CreatePartitionsTopicResult {
+                    name: topic.name.clone(),
+                    error_code: throttled.code,
+                    error_message: Some(throttled.message),
+                    ..Default::default()
+                });
+                continue;
+            }
             budget.take((topic.count - current) as usize)?;
             outcome = new_partitions(image, &mut placer, topic, current).map(|assignments| {
                 if !request.validate_only {

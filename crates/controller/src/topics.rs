@@ -11,7 +11,7 @@ use krabka_protocol::create_topics_request::CreatableTopic;
 use krabka_protocol::{ConfigRecord, CreateTopicsRequest, ErrorCode, TopicRecord, Uuid};
 
 use crate::budget::RecordBudget;
-use crate::error::ApiError;
+use crate::error::{ApiError, MutationQuota};
 use crate::limits::MAX_RECORDS_PER_USER_OP;
 use crate::partitions::partition_record;
 use crate::placement::{Placement, Placer};
@@ -242,10 +242,11 @@ pub fn plan_create_topics(
     image: &MetadataImage,
     request: &CreateTopicsRequest,
     defaults: &TopicDefaults,
+    quota: MutationQuota<'_>,
 ) -> Result<(Vec<MetadataRecord>, CreatedTopics), ApiError> {
     check_total_partitions(request, defaults.num_partitions)?;
     let planned = validate_new_topics(&request.topics, defaults);
-    let (records, outcomes) = plan_new_topics(image, &planned, request.validate_only, defaults.placement)?;
+    let (records, outcomes) = plan_new_topics(image, &planned, (request.validate_only, quota), defaults.placement)?;
     let topics = planned.into_iter().zip(outcomes).map(|((name, plan), outcome)| (name, outcome.and(plan))).collect();
     Ok((records, topics))
 }
@@ -259,7 +260,7 @@ type TopicOutcomes = Vec<Result<(), ApiError>>;
 fn plan_new_topics(
     image: &MetadataImage,
     planned: &[(String, Result<NewTopic, ApiError>)],
-    validate_only: bool,
+    (validate_only, quota): (bool, MutationQuota<'_>),
     placement: Placement,
 ) -> Result<(Vec<MetadataRecord>, TopicOutcomes), ApiError> {
     let mut placer = Placer::new(image, placement);
@@ -272,16 +273,19 @@ fn plan_new_topics(
             Ok(_) if image.topic(name).is_some() => {
                 Err(ApiError::new(ErrorCode::TOPIC_ALREADY_EXISTS.code(), format!("Topic '{name}' already exists.")))
             }
-            Ok(topic) => {
-                budget.take(topic.record_count())?;
-                // Validate-only requests are placed too (a placement error is
-                // theirs to see) but build no records.
-                topic_records(image, &mut placer, topic).map(|placed| {
-                    if !validate_only {
-                        records.extend(placed);
-                    }
-                })
-            }
+            Ok(topic) => match quota(topic.partitions.max(0) as usize) {
+                Err(throttled) => Err(throttled),
+                Ok(()) => {
+                    budget.take(topic.record_count())?;
+                    // Validate-only requests are placed too (a placement error is
+                    // theirs to see) but build no records.
+                    topic_records(image, &mut placer, topic).map(|placed| {
+                        if !validate_only {
+                            records.extend(placed);
+                        }
+                    })
+                }
+            },
         };
         outcomes.push(outcome);
     }

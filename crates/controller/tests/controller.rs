@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use krabka_controller::delete_topics::plan_delete_topics;
+use krabka_controller::error::unlimited_mutations;
 use krabka_controller::partitions::plan_create_partitions;
 use krabka_controller::placement::Placer;
 use krabka_controller::producer_ids::{plan_allocate_producer_ids, ProducerIdBlocks, PRODUCER_ID_BLOCK_SIZE};
@@ -75,9 +76,12 @@ fn ten_thousand_and_one_partitions_fail_the_whole_request_and_commit_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open(dir.path());
     for validate_only in [false, true] {
-        let Err(e) = controller
-            .commit(|image| plan_create_topics(image, &request(&[1, 10_000], validate_only), &defaults()), NOW_MS)
-        else {
+        let Err(e) = controller.commit(
+            |image| {
+                plan_create_topics(image, &request(&[1, 10_000], validate_only), &defaults(), &mut unlimited_mutations)
+            },
+            NOW_MS,
+        ) else {
             panic!("10,001 partitions were accepted");
         };
         assert_policy_violation(&e, TOO_MANY_PARTITIONS);
@@ -93,17 +97,24 @@ fn a_create_topics_of_exactly_the_record_limit_commits_one_past_it_does_not() {
     // 10,000 partitions pass the partition check, but with the TopicRecord
     // they are 10,001 records: Kafka refuses the batch, validate-only too.
     for validate_only in [false, true] {
-        let Err(e) = controller
-            .commit(|image| plan_create_topics(image, &request(&[10_000], validate_only), &defaults()), NOW_MS)
-        else {
+        let Err(e) = controller.commit(
+            |image| {
+                plan_create_topics(image, &request(&[10_000], validate_only), &defaults(), &mut unlimited_mutations)
+            },
+            NOW_MS,
+        ) else {
             panic!("10,001 records were accepted");
         };
         assert_policy_violation(&e, TOO_MANY_RECORDS);
     }
     assert_eq!(controller.voter().log().log_end_offset(), 0);
     // 9,999 partitions and the topic: exactly 10,000 records, one batch.
-    let commit =
-        controller.commit(|image| plan_create_topics(image, &request(&[9_999], false), &defaults()), NOW_MS).unwrap();
+    let commit = controller
+        .commit(
+            |image| plan_create_topics(image, &request(&[9_999], false), &defaults(), &mut unlimited_mutations),
+            NOW_MS,
+        )
+        .unwrap();
     let (name, topic) = &commit.result[0];
     assert_eq!((name.as_str(), topic.as_ref().unwrap().partitions), ("t0", 9_999));
     let committed = commit.committed.unwrap();
@@ -115,8 +126,12 @@ fn a_create_topics_of_exactly_the_record_limit_commits_one_past_it_does_not() {
 fn validate_only_counts_but_commits_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open(dir.path());
-    let commit =
-        controller.commit(|image| plan_create_topics(image, &request(&[3, -1], true), &defaults()), NOW_MS).unwrap();
+    let commit = controller
+        .commit(
+            |image| plan_create_topics(image, &request(&[3, -1], true), &defaults(), &mut unlimited_mutations),
+            NOW_MS,
+        )
+        .unwrap();
     assert!(commit.committed.is_none());
     assert!(commit.result.iter().all(|(_, topic)| topic.is_ok()));
     assert!(controller.image().topics.is_empty());
@@ -155,18 +170,29 @@ fn topic_records_builds_what_it_is_given_the_callers_budget_it() {
 fn a_reopened_controller_replays_what_was_committed() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open(dir.path());
-    controller.commit(|image| plan_create_topics(image, &request(&[2, 3], false), &defaults()), NOW_MS).unwrap();
+    controller
+        .commit(
+            |image| plan_create_topics(image, &request(&[2, 3], false), &defaults(), &mut unlimited_mutations),
+            NOW_MS,
+        )
+        .unwrap();
     let grow = CreatePartitionsRequest {
         topics: vec![CreatePartitionsTopic { name: "t0".into(), count: 4, assignments: None, ..Default::default() }],
         ..Default::default()
     };
     let results = controller
-        .commit(|image| plan_create_partitions(image, &grow, Placement::OnlyNode(NODE)), NOW_MS)
+        .commit(
+            |image| plan_create_partitions(image, &grow, Placement::OnlyNode(NODE), &mut unlimited_mutations),
+            NOW_MS,
+        )
         .unwrap()
         .result;
     assert_eq!(results[0].error_code, 0);
     let deleted = controller
-        .commit(|image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true), NOW_MS)
+        .commit(
+            |image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true, &mut unlimited_mutations),
+            NOW_MS,
+        )
         .unwrap()
         .result;
     assert_eq!(deleted[0].error_code, 0);
@@ -191,8 +217,12 @@ fn open_snapshotting(dir: &Path, snapshot_every_bytes: u64) -> Controller<Partit
 fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open_snapshotting(dir.path(), 0);
-    let commit =
-        controller.commit(|image| plan_create_topics(image, &request(&[2, 3], false), &defaults()), NOW_MS).unwrap();
+    let commit = controller
+        .commit(
+            |image| plan_create_topics(image, &request(&[2, 3], false), &defaults(), &mut unlimited_mutations),
+            NOW_MS,
+        )
+        .unwrap();
     let end = commit.committed.unwrap().high_watermark;
     assert_eq!(commit.committed.unwrap().snapshot_due, Some(end));
     let snapshot = controller.voter().log().latest_snapshot().unwrap().unwrap();
@@ -203,7 +233,10 @@ fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
     let mut controller = open_snapshotting(dir.path(), u64::MAX);
     assert_eq!(controller.image().topics.len(), 2);
     let deleted = controller
-        .commit(|image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true), NOW_MS)
+        .commit(
+            |image| plan_delete_topics(image, &[(Some("t1".into()), Uuid::ZERO)], true, &mut unlimited_mutations),
+            NOW_MS,
+        )
         .unwrap()
         .result;
     assert_eq!(deleted[0].error_code, 0);
@@ -220,7 +253,9 @@ fn a_due_snapshot_is_written_and_a_reopen_starts_from_it_plus_the_log_after() {
 fn a_log_that_starts_past_every_snapshot_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let mut controller = open_snapshotting(dir.path(), 0);
-    controller.commit(|image| plan_create_topics(image, &request(&[1], false), &defaults()), NOW_MS).unwrap();
+    controller
+        .commit(|image| plan_create_topics(image, &request(&[1], false), &defaults(), &mut unlimited_mutations), NOW_MS)
+        .unwrap();
     drop(controller);
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
@@ -259,4 +294,29 @@ fn producer_ids_are_unique_across_blocks_and_restarts() {
         .allocate(|node| controller.commit(|image| plan_allocate_producer_ids(image, node), NOW_MS).map(|c| c.result))
         .unwrap();
     assert_eq!(id, 2 * PRODUCER_ID_BLOCK_SIZE);
+}
+
+/// KIP-599: each topic created, deleted or grown asks the quota for its
+/// partitions; a refusal is that topic's outcome and the others go on.
+#[test]
+fn a_refused_mutation_fails_only_its_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut controller = open(dir.path());
+    let mut asked = Vec::new();
+    let mut refuse_second = |partitions: usize| {
+        asked.push(partitions);
+        if asked.len() == 2 {
+            Err(ApiError::new(89, "The throttling quota has been exceeded."))
+        } else {
+            Ok(())
+        }
+    };
+    let created = controller
+        .commit(|image| plan_create_topics(image, &request(&[2, 3, 4], false), &defaults(), &mut refuse_second), NOW_MS)
+        .unwrap();
+    let outcomes: Vec<Option<i16>> = created.result.iter().map(|(_, o)| o.as_ref().err().map(|e| e.code)).collect();
+    assert_eq!(outcomes, [None, Some(89), None]);
+    assert_eq!(asked, [2, 3, 4]);
+    let image = controller.image();
+    assert!(image.topic("t0").is_some() && image.topic("t1").is_none() && image.topic("t2").is_some());
 }

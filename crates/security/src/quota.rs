@@ -80,6 +80,43 @@ pub fn throttle_time_ms(rate: f64, bound: f64, window_ms: i64) -> u64 {
     throttle.round().min(u32::MAX as f64) as u64
 }
 
+/// Kafka's `TokenBucket` stat, which KIP-599's controller mutation quota
+/// measures with: tokens refill at the quota's rate up to a burst of
+/// `windows` windows' worth, each mutation takes its partition count, and
+/// the quota is violated while the tokens are below zero.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TokenBucket {
+    tokens: f64,
+    last_ms: i64,
+}
+
+impl TokenBucket {
+    /// The tokens left at `now_ms` under `rate` (per second) and `burst`.
+    /// A new bucket is full, as Kafka's (refilled from the epoch).
+    pub fn tokens(&mut self, rate: f64, burst: f64, now_ms: i64) -> f64 {
+        let elapsed_seconds = (now_ms - self.last_ms).max(0) as f64 / 1000.0;
+        self.tokens = burst.min(self.tokens + rate * elapsed_seconds);
+        self.last_ms = self.last_ms.max(now_ms);
+        self.tokens
+    }
+
+    /// Takes `permits` tokens at `now_ms`; the tokens left.
+    pub fn record(&mut self, rate: f64, burst: f64, permits: f64, now_ms: i64) -> f64 {
+        let tokens = self.tokens(rate, burst, now_ms);
+        self.tokens = burst.min(tokens - permits);
+        self.tokens
+    }
+}
+
+/// `ControllerMutationQuotaManager.throttleTimeMs`: how long until a bucket
+/// `tokens` below zero refills to zero at `rate`, in whole milliseconds.
+pub fn token_bucket_throttle_ms(tokens: f64, rate: f64) -> u64 {
+    if tokens >= 0.0 || rate <= 0.0 {
+        return 0;
+    }
+    (-tokens / rate * 1000.0).round().min(u32::MAX as f64) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +132,20 @@ mod tests {
         client: &str,
     ) -> Option<(f64, String, String)> {
         applied_quota(quotas, "producer_byte_rate", user, client).map(|q| (q.bound, q.user_tag, q.client_tag))
+    }
+
+    #[test]
+    fn a_token_bucket_starts_full_refills_at_its_rate_and_caps_at_its_burst() {
+        let (rate, burst) = (2.0, 22.0);
+        let mut bucket = TokenBucket::default();
+        assert_eq!(bucket.tokens(rate, burst, 1_000_000), 22.0);
+        assert_eq!(bucket.record(rate, burst, 10.0, 1_000_000), 12.0);
+        assert_eq!(bucket.record(rate, burst, 10.0, 1_000_000), 2.0);
+        assert_eq!(bucket.record(rate, burst, 10.0, 1_000_000), -8.0);
+        assert_eq!(token_bucket_throttle_ms(-8.0, rate), 4_000);
+        assert_eq!(bucket.tokens(rate, burst, 1_001_000), -6.0, "2 tokens a second");
+        assert_eq!(bucket.tokens(rate, burst, 1_100_000), 22.0, "never above the burst");
+        assert_eq!(token_bucket_throttle_ms(0.0, rate), 0);
     }
 
     #[test]

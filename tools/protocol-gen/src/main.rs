@@ -245,7 +245,32 @@ fn emit_body_enum(o: &mut String, enum_name: &str, side: &str, apis: &[Api]) -> 
     }
     writeln!(o, "        }}")?;
     writeln!(o, "    }}")?;
+    if side == "response" {
+        emit_throttle_setter(o, apis)?;
+    }
     writeln!(o, "}}\n")?;
+    Ok(())
+}
+
+/// `ResponseBody::throttle`: raises the top-level `throttle_time_ms` of a
+/// response whose version has one (a quota's delay, KIP-219).
+fn emit_throttle_setter(o: &mut String, apis: &[Api]) -> std::fmt::Result {
+    writeln!(o, "\n    /// Raises the top-level `throttle_time_ms` to `ms` where the response has one at")?;
+    writeln!(o, "    /// `version`; false when it has none (KIP-219: the client is then only muted).")?;
+    writeln!(o, "    pub fn throttle(&mut self, version: i16, ms: i32) -> bool {{")?;
+    writeln!(o, "        match self {{")?;
+    for api in apis {
+        let top = api.response.structs.iter().find(|s| s.name == api.response.name);
+        let Some(field) = top.and_then(|s| s.fields.iter().find(|f| f.name == "ThrottleTimeMs")) else { continue };
+        let (min, max) = (field.versions.min, field.versions.max);
+        writeln!(o, "            Self::{}(body) if ({min}..={max}).contains(&version) => {{", api.name)?;
+        writeln!(o, "                body.throttle_time_ms = body.throttle_time_ms.max(ms);")?;
+        writeln!(o, "                true")?;
+        writeln!(o, "            }}")?;
+    }
+    writeln!(o, "            _ => false,")?;
+    writeln!(o, "        }}")?;
+    writeln!(o, "    }}")?;
     Ok(())
 }
 

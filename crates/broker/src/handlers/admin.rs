@@ -116,7 +116,7 @@ pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterReques
         };
     }
     if request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = 0b0001_1111_1111_1000;
+        response.cluster_authorized_operations = Access::of(ctx).cluster_operations();
     }
     response
 }

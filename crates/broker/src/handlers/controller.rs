@@ -143,9 +143,9 @@ fn describe_controllers(broker: &Broker, request: &DescribeClusterRequest, versi
         cluster_id: broker.cluster_id.clone(),
         controller_id,
         brokers,
-        // Kafka's cluster operations, as its controller reports them.
         cluster_authorized_operations: if request.include_cluster_authorized_operations {
-            0b0001_1111_1111_1000
+            // The controller listener serves other nodes, unchecked: every operation.
+            crate::authorization::all_operations(krabka_security::acl::ResourceType::Cluster)
         } else {
             i32::MIN
         },

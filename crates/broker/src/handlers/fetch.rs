@@ -66,6 +66,8 @@ struct FetchPlan {
     /// Under an authorizer, the partitions of `wanted` the principal may
     /// not read (empty: all may be read).
     denied: Vec<bool>,
+    /// The request quota's throttle the response announces (KIP-124).
+    request_throttle_ms: i32,
 }
 
 /// A consumer's principal and client id, the image whose quotas apply to
@@ -122,7 +124,14 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         consumer: consumer_placement(broker, &request, ctx.api_version),
         quota_client: None,
         denied: Vec::new(),
+        request_throttle_ms: 0,
     };
+    // Followers' fetches are exempt from the request quota, as in Kafka.
+    if plan.replica.is_some() {
+        ctx.exempt_from_request_quota();
+    } else {
+        plan.request_throttle_ms = i32::try_from(ctx.request_throttle_ms()).unwrap_or(i32::MAX);
+    }
     if let Some(authorization) = Authorization::of(ctx, &image) {
         plan.denied = denied_partitions(&authorization, plan.replica.is_some(), &plan.wanted);
     }
@@ -289,7 +298,7 @@ impl FetchPlan {
         }
         quotas.unrecord(QuotaKind::Fetch, image, client, bytes, now);
         connection_throttle.fetch_max(throttle_ms, Ordering::Relaxed);
-        let throttle_time_ms = throttle_ms.min(i32::MAX as u64) as i32;
+        let throttle_time_ms = (throttle_ms.min(i32::MAX as u64) as i32).max(self.request_throttle_ms);
         let head = (self.api_version, self.correlation_id, self.session.session_id());
         let empty = (&[] as &[SplicedTopic<'_>], &[] as &[NodeEndpoint]);
         self.broker.metrics.request_completed("Fetch", 0, self.started.elapsed());
@@ -517,7 +526,7 @@ impl FetchPlan {
         let session_id = self.session.session_id();
         let response = encode_response(
             (self.api_version, self.correlation_id, session_id),
-            (ErrorCode::NONE.code(), 0),
+            (ErrorCode::NONE.code(), self.request_throttle_ms),
             (&topics, &node_endpoints),
             &grouped,
         );

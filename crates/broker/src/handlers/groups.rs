@@ -629,6 +629,12 @@ pub fn describe_groups(ctx: &RequestContext<'_>, request: DescribeGroupsRequest)
             },
         })
         .collect();
+    let mut groups: Vec<DescribedGroup> = groups;
+    if ctx.api_version >= 3 && request.include_authorized_operations {
+        for group in groups.iter_mut().filter(|g| g.error_code == ErrorCode::NONE.code()) {
+            group.authorized_operations = access.authorized_operations(ResourceType::Group, &group.group_id);
+        }
+    }
     DescribeGroupsResponse { groups, ..Default::default() }
 }
 
@@ -801,6 +807,7 @@ pub fn consumer_group_describe(
     use krabka_protocol::consumer_group_describe_response::{
         Assignment as WireAssignment, DescribedGroup, Member, TopicPartitions,
     };
+    let access = Access::of(ctx);
     let image = ctx.broker.metadata.image();
     let wire = |assignment: &Assignment| WireAssignment {
         topic_partitions: assignment
@@ -818,6 +825,14 @@ pub fn consumer_group_describe(
         .group_ids
         .iter()
         .map(|group_id| {
+            if !access.allows(AclOperation::Describe, ResourceType::Group, group_id) {
+                return DescribedGroup {
+                    group_id: group_id.clone(),
+                    error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.code(),
+                    authorized_operations: i32::MIN,
+                    ..Default::default()
+                };
+            }
             if not_coordinator(ctx, group_id) {
                 return DescribedGroup {
                     group_id: group_id.clone(),
@@ -858,7 +873,11 @@ pub fn consumer_group_describe(
                         ..Default::default()
                     })
                     .collect(),
-                authorized_operations: i32::MIN,
+                authorized_operations: if request.include_authorized_operations {
+                    access.authorized_operations(ResourceType::Group, group_id)
+                } else {
+                    i32::MIN
+                },
                 ..Default::default()
             });
             described.unwrap_or_else(|(code, message)| DescribedGroup {

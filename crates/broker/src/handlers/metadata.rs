@@ -8,16 +8,11 @@ use krabka_protocol::ErrorCode;
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
 use super::topics::{auto_create_topics, AutoCreation};
-use crate::authorization::Authorization;
+use crate::authorization::{all_operations, Access, Authorization};
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::request::RequestContext;
 use krabka_controller::topics::validate_topic_name;
 use krabka_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
-
-/// Every operation a topic or cluster allows (no ACLs: all are allowed).
-/// Bits of Kafka's AclOperation codes READ(3)..DESCRIBE_CONFIGS(10) etc.
-const ALL_TOPIC_OPERATIONS: i32 = 0b0000_1111_1111_1000;
-const ALL_CLUSTER_OPERATIONS: i32 = 0b0001_1111_1111_1000;
 
 /// The first Metadata version whose topics may be named by id alone.
 const NULLABLE_NAME_VERSION: i16 = 12;
@@ -34,14 +29,21 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
     let topics = match request.topics {
         Some(requested) if !all_topics => {
             let allow_creation = request.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
-            describe_requested(ctx, &access, requested, (allow_creation, with_operations)).await
+            describe_requested(ctx, &access, requested, allow_creation).await
         }
         _ => {
             let mut names: Vec<&String> = image.topics.keys().filter(|name| access.may_describe(name)).collect();
             names.sort();
-            names.into_iter().map(|name| describe(&image.topics[name], &image, ctx, with_operations)).collect()
+            names.into_iter().map(|name| describe(&image.topics[name], &image, ctx)).collect()
         }
     };
+    let mut topics: Vec<MetadataResponseTopic> = topics;
+    if with_operations {
+        for topic in &mut topics {
+            let name = topic.name.as_deref().unwrap_or_default();
+            topic.topic_authorized_operations = access.operations(name);
+        }
+    }
     let brokers = broker
         .live_brokers_on(&ctx.connection.listener_name)
         .into_iter()
@@ -59,7 +61,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         controller_id: broker.controller_id(),
         topics,
         cluster_authorized_operations: if request.include_cluster_authorized_operations && ctx.api_version <= 10 {
-            ALL_CLUSTER_OPERATIONS
+            Access::of(ctx).cluster_operations()
         } else {
             i32::MIN
         },
@@ -75,6 +77,14 @@ struct TopicAccess<'a> {
 impl TopicAccess<'_> {
     fn may(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
         self.authorization.as_ref().is_none_or(|a| a.allows(operation, resource_type, name))
+    }
+
+    /// The topic's `topic_authorized_operations`.
+    fn operations(&self, name: &str) -> i32 {
+        match &self.authorization {
+            Some(authorization) => authorization.authorized_operations(ResourceType::Topic, name),
+            None => all_operations(ResourceType::Topic),
+        }
     }
 
     fn may_describe(&self, name: &str) -> bool {
@@ -94,7 +104,7 @@ async fn describe_requested(
     ctx: &RequestContext<'_>,
     access: &TopicAccess<'_>,
     requested: Vec<MetadataRequestTopic>,
-    (allow_creation, with_operations): (bool, bool),
+    allow_creation: bool,
 ) -> Vec<MetadataResponseTopic> {
     let mut image = ctx.broker.metadata.image();
     // Topics asked of the active controller: not here yet.
@@ -133,7 +143,7 @@ async fn describe_requested(
         let error_code = match (&wanted.name, found) {
             _ if refused => ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
             (_, Some(topic)) => {
-                topics.push(describe(topic, &image, ctx, with_operations));
+                topics.push(describe(topic, &image, ctx));
                 continue;
             }
             (Some(name), None) if validate_topic_name(name).is_err() => ErrorCode::INVALID_TOPIC_EXCEPTION.code(),
@@ -154,12 +164,7 @@ async fn describe_requested(
     topics
 }
 
-fn describe(
-    topic: &TopicImage,
-    image: &MetadataImage,
-    ctx: &RequestContext<'_>,
-    operations: bool,
-) -> MetadataResponseTopic {
+fn describe(topic: &TopicImage, image: &MetadataImage, ctx: &RequestContext<'_>) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::NONE.code(),
         name: Some(topic.name.clone()),
@@ -185,7 +190,7 @@ fn describe(
                 ..Default::default()
             })
             .collect(),
-        topic_authorized_operations: if operations { ALL_TOPIC_OPERATIONS } else { i32::MIN },
+        topic_authorized_operations: i32::MIN,
         ..Default::default()
     }
 }

@@ -21,6 +21,7 @@ use krabka_protocol::{
 use crate::active_controller;
 use crate::authorization::{allowed_on_cluster, Access};
 use crate::broker::Broker;
+use crate::client_quota_manager::MutationQuota;
 use crate::config::topic::describe_topic;
 use crate::config::DynamicConfigs;
 use crate::metadata::MetadataImage;
@@ -76,9 +77,15 @@ async fn create_permitted_topics(ctx: &RequestContext<'_>, request: &CreateTopic
         replication_factor: config.default_replication_factor,
         placement: broker.metadata.placement(broker.node_id),
     };
-    let (image, topics) = match broker.metadata.control(|image| plan_create_topics(image, request, &defaults)).await {
+    let mut quota = mutation_quota(ctx, 6);
+    let mut apply = |partitions| quota.apply(partitions, crate::clock::now_ms());
+    let planned = broker.metadata.control(|image| plan_create_topics(image, request, &defaults, &mut apply)).await;
+    let throttle_time_ms = mutation_throttle(ctx, &quota);
+    let (image, topics) = match planned {
         Ok(done) => done,
-        Err(e) => return CreateTopicsResponse { topics: failed_topics(request, &e), ..Default::default() },
+        Err(e) => {
+            return CreateTopicsResponse { topics: failed_topics(request, &e), throttle_time_ms, ..Default::default() }
+        }
     };
     let topics = topics
         .iter()
@@ -94,7 +101,26 @@ async fn create_permitted_topics(ctx: &RequestContext<'_>, request: &CreateTopic
             },
         })
         .collect();
-    CreateTopicsResponse { topics, ..Default::default() }
+    CreateTopicsResponse { topics, throttle_time_ms, ..Default::default() }
+}
+
+/// The request's controller mutation quota (KIP-599), strict from
+/// version `strict_since` on.
+fn mutation_quota<'a>(ctx: &'a RequestContext<'_>, strict_since: i16) -> MutationQuota<'a> {
+    let image = ctx.broker.metadata.image();
+    let client = (&ctx.connection.principal, ctx.client_id.unwrap_or_default());
+    ctx.broker.client_quotas.mutation_quota(&image, client, ctx.api_version >= strict_since)
+}
+
+/// The throttle time a mutation quota asks for; the client's connection
+/// waits it out (KIP-219). A request forwarded in an Envelope only carries
+/// it back: the client is on the forwarding broker's connection.
+fn mutation_throttle(ctx: &RequestContext<'_>, quota: &MutationQuota<'_>) -> i32 {
+    let throttle_ms = quota.throttle_ms();
+    if !ctx.connection.forwarded {
+        ctx.connection.throttle(throttle_ms);
+    }
+    i32::try_from(throttle_ms).unwrap_or(i32::MAX)
 }
 
 /// A created (or, validate-only, creatable) topic's answer, with its
@@ -299,8 +325,12 @@ pub async fn delete_topics(ctx: &RequestContext<'_>, request: DeleteTopicsReques
 async fn delete_permitted_topics(ctx: &RequestContext<'_>, wanted: Vec<TopicToDelete>) -> DeleteTopicsResponse {
     let broker = ctx.broker;
     let deletion_enabled = broker.config.delete_topic_enable;
-    let commit = broker.metadata.control(|image| plan_delete_topics(image, &wanted, deletion_enabled)).await;
-    match commit {
+    let mut quota = mutation_quota(ctx, 5);
+    let mut apply = |partitions| quota.apply(partitions, crate::clock::now_ms());
+    let commit =
+        broker.metadata.control(|image| plan_delete_topics(image, &wanted, deletion_enabled, &mut apply)).await;
+    let throttle_time_ms = mutation_throttle(ctx, &quota);
+    let mut response = match commit {
         Ok((_, mut results)) => {
             for result in &mut results {
                 if let Some(name) = &result.name {
@@ -325,7 +355,9 @@ async fn delete_permitted_topics(ctx: &RequestContext<'_>, wanted: Vec<TopicToDe
                 .collect(),
             ..Default::default()
         },
-    }
+    };
+    response.throttle_time_ms = throttle_time_ms;
+    response
 }
 
 pub async fn create_partitions(
@@ -346,8 +378,11 @@ pub async fn create_partitions(
         ..Default::default()
     });
     let placement = broker.metadata.placement(broker.node_id);
-    let commit = broker.metadata.control(|image| plan_create_partitions(image, &request, placement)).await;
+    let mut quota = mutation_quota(ctx, 3);
+    let mut apply = |partitions| quota.apply(partitions, crate::clock::now_ms());
+    let commit = broker.metadata.control(|image| plan_create_partitions(image, &request, placement, &mut apply)).await;
     let mut response = planned_partitions(&request, commit);
+    response.throttle_time_ms = mutation_throttle(ctx, &quota);
     response.results.extend(refused);
     response
 }
@@ -452,10 +487,12 @@ pub fn describe_topic_partitions(
             });
             continue;
         }
+        let topic_authorized_operations = access.authorized_operations(ResourceType::Topic, name);
         let Some(topic) = image.topic(name) else {
             topics.push(DescribeTopicPartitionsResponseTopic {
                 error_code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                 name: Some(name.clone()),
+                topic_authorized_operations,
                 ..Default::default()
             });
             continue;
@@ -486,6 +523,7 @@ pub fn describe_topic_partitions(
             topic_id: topic.id,
             is_internal: topic.is_internal(),
             partitions,
+            topic_authorized_operations,
             ..Default::default()
         });
         if next_cursor.is_some() {

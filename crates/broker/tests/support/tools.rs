@@ -8,8 +8,14 @@ use super::repo_root;
 
 /// Runs `program` with `args`, `stdin` fed in; returns (success, stdout + stderr).
 pub fn run(program: &str, args: &[&str], stdin: &str) -> (bool, String) {
+    run_with_env(program, args, stdin, &[])
+}
+
+/// `run` with `env` added to the program's environment.
+pub fn run_with_env(program: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (bool, String) {
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(repo_root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -24,8 +30,13 @@ pub fn run(program: &str, args: &[&str], stdin: &str) -> (bool, String) {
 
 /// One of Kafka 4.3.1's tools (`kafka-topics`, `kafka-console-producer`, ...).
 pub fn kafka_cli(args: &[&str], stdin: &str) -> (bool, String) {
+    kafka_cli_with_jvm_options(args, stdin, "-Xmx256m")
+}
+
+/// `kafka_cli` with the JVM options `jvm_options` (e.g. system properties).
+pub fn kafka_cli_with_jvm_options(args: &[&str], stdin: &str, jvm_options: &str) -> (bool, String) {
     let cli = repo_root().join("tools/kafka-reference/kafka-cli");
-    run(cli.to_str().expect("utf-8 path"), args, stdin)
+    run_with_env(cli.to_str().expect("utf-8 path"), args, stdin, &[("KAFKA_CLI_HEAP_OPTS", jvm_options)])
 }
 
 /// The Python with confluent-kafka (librdkafka) and kafka-python.

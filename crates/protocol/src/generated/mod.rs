@@ -3054,6 +3054,318 @@ impl ResponseBody {
             Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
         }
     }
+
+    /// Raises the top-level `throttle_time_ms` to `ms` where the response has one at
+    /// `version`; false when it has none (KIP-219: the client is then only muted).
+    pub fn throttle(&mut self, version: i16, ms: i32) -> bool {
+        match self {
+            Self::Produce(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::Fetch(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ListOffsets(body) if (2..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::Metadata(body) if (3..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::OffsetCommit(body) if (3..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::OffsetFetch(body) if (3..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::FindCoordinator(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::JoinGroup(body) if (2..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::Heartbeat(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::LeaveGroup(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::SyncGroup(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeGroups(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ListGroups(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ApiVersions(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::CreateTopics(body) if (2..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DeleteTopics(body) if (1..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DeleteRecords(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::InitProducerId(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::OffsetForLeaderEpoch(body) if (2..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AddPartitionsToTxn(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AddOffsetsToTxn(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::EndTxn(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::TxnOffsetCommit(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeAcls(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::CreateAcls(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DeleteAcls(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeConfigs(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterConfigs(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterReplicaLogDirs(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeLogDirs(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::CreatePartitions(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::CreateDelegationToken(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::RenewDelegationToken(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ExpireDelegationToken(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeDelegationToken(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DeleteGroups(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ElectLeaders(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::IncrementalAlterConfigs(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterPartitionReassignments(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ListPartitionReassignments(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::OffsetDelete(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeClientQuotas(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterClientQuotas(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeUserScramCredentials(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterUserScramCredentials(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterPartition(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::UpdateFeatures(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::FetchSnapshot(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeCluster(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeProducers(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::BrokerRegistration(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::BrokerHeartbeat(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::UnregisterBroker(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeTransactions(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ListTransactions(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AllocateProducerIds(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ConsumerGroupHeartbeat(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ConsumerGroupDescribe(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ControllerRegistration(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::GetTelemetrySubscriptions(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::PushTelemetry(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AssignReplicasToDirs(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ListConfigResources(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeTopicPartitions(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ShareGroupHeartbeat(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ShareGroupDescribe(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ShareFetch(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::ShareAcknowledge(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AddRaftVoter(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::RemoveRaftVoter(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::UpdateRaftVoter(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::StreamsGroupHeartbeat(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::StreamsGroupDescribe(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DescribeShareGroupOffsets(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::AlterShareGroupOffsets(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            Self::DeleteShareGroupOffsets(body) if (0..=32767).contains(&version) => {
+                body.throttle_time_ms = body.throttle_time_ms.max(ms);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The KRaft `__cluster_metadata` record types: (type id, name, min version, max version).

@@ -141,6 +141,23 @@ impl ResourceType {
         Self::from_exact_name(&name.to_uppercase()).unwrap_or(Self::Unknown)
     }
 
+    /// Kafka's `AclEntry.supportedOperations`: what an ACL on a resource
+    /// of this type can grant, and what `*_authorized_operations` report.
+    pub fn supported_operations(self) -> &'static [AclOperation] {
+        use AclOperation::*;
+        match self {
+            ResourceType::Topic => &[Read, Write, Create, Describe, Delete, Alter, DescribeConfigs, AlterConfigs],
+            ResourceType::Group => &[Read, Describe, Delete, DescribeConfigs, AlterConfigs],
+            ResourceType::Cluster => {
+                &[Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe]
+            }
+            ResourceType::TransactionalId => &[Describe, Write],
+            ResourceType::DelegationToken => &[Describe],
+            ResourceType::User => &[CreateTokens, DescribeTokens],
+            ResourceType::Unknown | ResourceType::Any => &[],
+        }
+    }
+
     /// `SecurityUtils.resourceTypeName`, e.g. `TransactionalId`: the form
     /// Kafka's authorizer audit log and tools print.
     pub fn pascal_name(self) -> String {
@@ -296,6 +313,16 @@ mod tests {
         assert_eq!(AclPermissionType::from_name("Allow"), AclPermissionType::Allow);
         assert_eq!(PatternType::from_name("PREFIXED"), PatternType::Prefixed);
         assert_eq!(PatternType::from_name("prefixed"), PatternType::Unknown);
+    }
+
+    #[test]
+    fn supported_operations_are_kafkas_bit_fields() {
+        let bits = |t: ResourceType| t.supported_operations().iter().fold(0, |bits, op| bits | 1 << op.code());
+        // Utils.to32BitField of AclEntry.supportedOperations, as Kafka reports them.
+        assert_eq!(bits(ResourceType::Topic), 3576);
+        assert_eq!(bits(ResourceType::Group), 3400);
+        assert_eq!(bits(ResourceType::Cluster), 8096);
+        assert_eq!(bits(ResourceType::TransactionalId), 272);
     }
 
     #[test]
