@@ -17,6 +17,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use krabka_metadata::MetadataImage;
 use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody, SaslAuthenticateResponse, SaslHandshakeResponse};
+use krabka_security::oauthbearer::{BearerToken, TokenRefused};
 use krabka_security::{
     Credentials, KafkaPrincipal, SaslMechanism, SaslServer, SaslStep, ScramCredential, ScramMechanism,
 };
@@ -50,8 +51,25 @@ struct Refusal {
 struct Session {
     principal: KafkaPrincipal,
     mechanism: SaslMechanism,
-    /// When `connections.max.reauth.ms` ends it (None: never).
+    /// When `connections.max.reauth.ms` or the credential's expiration
+    /// ends it (None: never).
     expires: Option<Instant>,
+    /// The lifetime told the client (0: none), for it to re-authenticate.
+    lifetime_ms: i64,
+}
+
+/// Kafka's `calcCompletionTimesAndReturnSessionLifetimeMs`: the sooner of
+/// the credential's expiration (an OAUTHBEARER token's) and
+/// `connections.max.reauth.ms`, never negative; 0 when neither applies.
+fn session_lifetime_ms(credential_expiration_ms: Option<i64>, max_reauth_ms: i64) -> i64 {
+    let until_expiration = credential_expiration_ms.map(|at| at.saturating_sub(wall_clock_ms()));
+    let lifetime = match (until_expiration, max_reauth_ms > 0) {
+        (None, true) => max_reauth_ms,
+        (None, false) => 0,
+        (Some(left), false) => left,
+        (Some(left), true) => left.min(max_reauth_ms),
+    };
+    lifetime.max(0)
 }
 
 enum State {
@@ -146,7 +164,9 @@ impl Authenticator {
             // An expired session is closed whatever comes, a late
             // re-authentication included, as Kafka's processor closes it.
             (State::Authenticated(session), _) if session.expires.is_some_and(|at| Instant::now() >= at) => {
-                Admission::Close(Close::routine("SASL session expired (connections.max.reauth.ms)"))
+                Admission::Close(Close::routine(
+                    "SASL session expired (connections.max.reauth.ms or the credential expired)",
+                ))
             }
             (State::Authenticated(session), ApiKey::SaslHandshake) => {
                 let previous = Some(session.clone());
@@ -203,8 +223,8 @@ impl Authenticator {
         match self.evaluate(&body.auth_bytes, image) {
             Ok(token) => {
                 response.auth_bytes = Bytes::from(token);
-                if let State::Authenticated(_) = self.state {
-                    response.session_lifetime_ms = self.max_reauth_ms;
+                if let State::Authenticated(session) = &self.state {
+                    response.session_lifetime_ms = session.lifetime_ms;
                 }
                 Admission::Answer(encode(request, ResponseBody::SaslAuthenticate(Box::new(response))))
             }
@@ -248,10 +268,11 @@ impl Authenticator {
                 return Err(Refusal { log: message.clone(), message });
             }
         }
-        let expires =
-            (self.max_reauth_ms > 0).then(|| Instant::now() + Duration::from_millis(self.max_reauth_ms as u64));
+        let lifetime_ms = session_lifetime_ms(server.credential_expiration_ms(), self.max_reauth_ms);
+        let expires = (lifetime_ms > 0 || server.credential_expiration_ms().is_some())
+            .then(|| Instant::now() + Duration::from_millis(lifetime_ms as u64));
         let mechanism = server.mechanism();
-        self.state = State::Authenticated(Session { principal, mechanism, expires });
+        self.state = State::Authenticated(Session { principal, mechanism, expires, lifetime_ms });
         self.completed = true;
         Ok(answer)
     }
@@ -310,4 +331,17 @@ impl Credentials for ListenerCredentials<'_> {
             iterations: stored.iterations,
         })
     }
+
+    fn validate_bearer_token(&self, token: &str) -> Result<BearerToken, TokenRefused> {
+        let Some(validator) = &self.sasl.bearer_validator else {
+            return Err(TokenRefused::invalid("the listener does not enable OAUTHBEARER"));
+        };
+        validator.validate(token, wall_clock_ms())
+    }
+}
+
+/// Milliseconds since the epoch: tokens carry wall-clock times.
+fn wall_clock_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use krabka_protocol::{ApiKey, MetadataRequest};
-use support::tools::{kafka_cli, replicate_rf3_with_kafka_tools, run, venv_python};
+use support::tools::{kafka_cli, replicate_rf3_with_kafka_tools, run, venv_python, PYTHON_ROUND_TRIPS};
 use support::{free_port, BrokerProcess, RawClient};
 
 /// A test CA, and certificates it (or an untrusted CA) issued, in a
@@ -156,37 +156,9 @@ const PLAIN_JAAS: &str = concat!(
 /// librdkafka and kafka-python over SSL and SASL_SSL (PLAIN for
 /// kafka-python, SCRAM-SHA-512 for librdkafka), trusting the test CA.
 const PYTHON_CLIENTS: &str = r#"
-import sys, time
-from confluent_kafka import Producer, Consumer
-from kafka import KafkaProducer, KafkaConsumer
+import sys
 
 ssl_bootstrap, sasl_ssl_bootstrap, ca, topic = sys.argv[1:5]
-
-def librdkafka_round_trip(config, topic):
-    producer = Producer(config)
-    for i in range(10):
-        producer.produce(topic, value=f"rd-{i}".encode())
-    assert producer.flush(30) == 0, "librdkafka: records left unsent"
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    seen, deadline = [], time.time() + 30
-    while len(seen) < 10 and time.time() < deadline:
-        message = consumer.poll(1.0)
-        if message is not None and message.error() is None:
-            seen.append(message.value().decode())
-    consumer.close()
-    assert seen == [f"rd-{i}" for i in range(10)], seen
-
-def kafka_python_round_trip(config, topic):
-    producer = KafkaProducer(**config)
-    for i in range(10):
-        producer.send(topic, f"py-{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=6000, **config)
-    values = [m.value.decode() for m in consumer]
-    consumer.close()
-    assert values == [f"py-{i}" for i in range(10)], values
 
 librdkafka_round_trip({"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL", "ssl.ca.location": ca},
                       topic + "-rd-ssl")
@@ -232,7 +204,7 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
     let (ok, out) = list_topics(&sasl_ssl, &wrong);
     assert!(!ok && out.contains("Authentication failed"), "a wrong password over SASL_SSL: {out}");
 
-    let script = [PYTHON_CLIENTS, ""].concat();
+    let script = [PYTHON_ROUND_TRIPS, PYTHON_CLIENTS].concat();
     let ca = pki.path("ca.crt");
     let (ok, out) = run(&venv_python(), &["-c", &script, &ssl, &sasl_ssl, &ca, "tls-python"], "");
     assert!(ok && out.contains("python tls ok"), "python clients over TLS: {out}");

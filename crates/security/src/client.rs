@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::mechanism::SaslMechanism;
+use crate::oauthbearer::client_response::ClientInitialResponse;
 use crate::plain;
 use crate::scram::client::{SentClientFinal, SentClientFirst};
 use crate::server::AuthenticationFailed;
@@ -67,11 +68,22 @@ impl SaslClient {
     }
 
     /// The first token to send (PLAIN: `\0user\0password`; SCRAM: the
-    /// client-first message). Called once; a second call fails the exchange.
+    /// client-first message; OAUTHBEARER: the initial response carrying the
+    /// token given as the password). Called once; a second call fails the exchange.
     pub fn initial_token(&mut self) -> Vec<u8> {
         let first_call = matches!(self.state, ClientState::SendClientFirstMessage);
         debug_assert!(first_call, "initial_token called in state {}", self.state.kafka_name());
         match self.mechanism.scram() {
+            None if self.mechanism == SaslMechanism::OAuthBearer => {
+                self.state = if first_call { ClientState::SentPlain } else { ClientState::Failed };
+                // The "password" is the bearer token.
+                let response = ClientInitialResponse {
+                    token: self.password.clone(),
+                    authorization_id: String::new(),
+                    extensions: Default::default(),
+                };
+                response.to_bytes()
+            }
             None => {
                 self.state = if first_call { ClientState::SentPlain } else { ClientState::Failed };
                 plain::initial_response(&self.username, &self.password)
@@ -93,6 +105,12 @@ impl SaslClient {
         let (next_state, token) = match state {
             // Kafka's PLAIN client is complete once it has sent its message;
             // the server's (empty) answer carries nothing to check.
+            // An OAUTHBEARER server that refused the token answers with its
+            // error JSON, which the client acknowledges with ^A (RFC 7628);
+            // the server's next answer is the failure.
+            ClientState::SentPlain if self.mechanism == SaslMechanism::OAuthBearer && !server_token.is_empty() => {
+                (ClientState::Failed, Some(vec![0x01]))
+            }
             ClientState::SentPlain => (ClientState::Complete, None),
             ClientState::ReceiveServerFirstMessage(sent) => {
                 let (sent, token) =

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::mechanism::ScramMechanism;
+use crate::oauthbearer::{BearerToken, TokenRefused};
 use crate::scram::formatter;
 
 /// A user's SCRAM credential for one mechanism, as UserScramCredentialRecord
@@ -70,6 +71,14 @@ pub trait Credentials {
 
     /// SCRAM: `username`'s credential for `mechanism`, if it has one.
     fn scram_credential(&self, username: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+
+    /// OAUTHBEARER: the listener's validator's verdict on `token` now (the
+    /// broker holds the validator and the clock). Without one, every token
+    /// is refused.
+    fn validate_bearer_token(&self, token: &str) -> Result<BearerToken, TokenRefused> {
+        let _ = token;
+        Err(TokenRefused::invalid("no OAUTHBEARER validator is configured"))
+    }
 }
 
 /// Credentials held in maps: PLAIN users as a `user_<name>` JAAS entry lists

@@ -26,6 +26,7 @@ mod credentials;
 mod failure;
 pub mod jaas;
 mod mechanism;
+pub mod oauthbearer;
 mod plain;
 mod principal;
 pub mod quota;

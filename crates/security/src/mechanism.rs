@@ -6,16 +6,20 @@ pub enum SaslMechanism {
     Plain,
     ScramSha256,
     ScramSha512,
+    /// RFC 7628 bearer tokens (JWTs), validated by the listener's validator.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
-    pub const ALL: [SaslMechanism; 3] = [SaslMechanism::Plain, SaslMechanism::ScramSha256, SaslMechanism::ScramSha512];
+    pub const ALL: [SaslMechanism; 4] =
+        [SaslMechanism::Plain, SaslMechanism::ScramSha256, SaslMechanism::ScramSha512, SaslMechanism::OAuthBearer];
 
     pub fn name(self) -> &'static str {
         match self {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => ScramMechanism::Sha256.mechanism_name(),
             SaslMechanism::ScramSha512 => ScramMechanism::Sha512.mechanism_name(),
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -25,10 +29,10 @@ impl SaslMechanism {
         Self::ALL.into_iter().find(|mechanism| mechanism.name() == name)
     }
 
-    /// The SCRAM variant, `None` for PLAIN.
+    /// The SCRAM variant, `None` for PLAIN and OAUTHBEARER.
     pub fn scram(self) -> Option<ScramMechanism> {
         match self {
-            SaslMechanism::Plain => None,
+            SaslMechanism::Plain | SaslMechanism::OAuthBearer => None,
             SaslMechanism::ScramSha256 => Some(ScramMechanism::Sha256),
             SaslMechanism::ScramSha512 => Some(ScramMechanism::Sha512),
         }
@@ -115,7 +119,8 @@ mod tests {
         assert_eq!(SaslMechanism::from_name("plain"), None);
         assert_eq!(SaslMechanism::from_name("scram-sha-256"), None);
         assert_eq!(SaslMechanism::from_name("GSSAPI"), None);
-        assert_eq!(SaslMechanism::from_name("OAUTHBEARER"), None);
+        assert_eq!(SaslMechanism::from_name("OAUTHBEARER"), Some(SaslMechanism::OAuthBearer));
+        assert_eq!(SaslMechanism::from_name("oauthbearer"), None);
     }
 
     #[test]

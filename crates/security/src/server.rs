@@ -7,6 +7,7 @@ use thiserror::Error;
 use crate::credentials::Credentials;
 use crate::failure::Failure;
 use crate::mechanism::SaslMechanism;
+use crate::oauthbearer::client_response::ClientInitialResponse;
 use crate::principal::KafkaPrincipal;
 use crate::scram::server::AwaitingClientFinal;
 use crate::{plain, scram};
@@ -32,6 +33,9 @@ pub struct AuthenticationFailed(pub String);
 enum ServerState {
     ReceiveClientFirstMessage,
     ReceiveClientFinalMessage(Box<AwaitingClientFinal>),
+    /// OAUTHBEARER sent its error challenge (RFC 7628 3.2.2); the client
+    /// acknowledges with ^A and is then told the error.
+    SentBearerError(String),
     Complete,
     Failed,
 }
@@ -41,6 +45,7 @@ impl ServerState {
         match self {
             ServerState::ReceiveClientFirstMessage => "RECEIVE_CLIENT_FIRST_MESSAGE",
             ServerState::ReceiveClientFinalMessage(_) => "RECEIVE_CLIENT_FINAL_MESSAGE",
+            ServerState::SentBearerError(_) => "SENT_ERROR_CHALLENGE",
             ServerState::Complete => "COMPLETE",
             ServerState::Failed => "FAILED",
         }
@@ -55,6 +60,9 @@ pub struct SaslServer {
     reauthenticating: bool,
     state: ServerState,
     principal: Option<KafkaPrincipal>,
+    /// When the credential expires (OAUTHBEARER: the token's `exp`), in ms
+    /// since the epoch; it bounds the session (KIP-368).
+    credential_expiration_ms: Option<i64>,
     failure_reason: Option<String>,
 }
 
@@ -72,6 +80,7 @@ impl SaslServer {
             reauthenticating: false,
             state: ServerState::ReceiveClientFirstMessage,
             principal: None,
+            credential_expiration_ms: None,
             failure_reason: None,
         }
     }
@@ -101,6 +110,12 @@ impl SaslServer {
         self.principal.as_ref()
     }
 
+    /// When the authenticated credential expires (ms since the epoch), if it
+    /// does: an OAUTHBEARER token's expiration, which ends the session.
+    pub fn credential_expiration_ms(&self) -> Option<i64> {
+        self.credential_expiration_ms
+    }
+
     /// Why the exchange failed, in Kafka's internal words: for the broker's
     /// log, never for the client (it may say whether a user exists).
     pub fn failure_reason(&self) -> Option<&str> {
@@ -124,11 +139,14 @@ impl SaslServer {
     }
 
     fn step(
-        &self,
+        &mut self,
         state: ServerState,
         token: &[u8],
         credentials: &dyn Credentials,
     ) -> Result<(ServerState, SaslStep), Failure> {
+        if self.mechanism == SaslMechanism::OAuthBearer {
+            return self.bearer_step(state, token, credentials);
+        }
         match (self.mechanism.scram(), state) {
             (None, ServerState::ReceiveClientFirstMessage) => {
                 let username = plain::authenticate(token, credentials)?;
@@ -144,7 +162,50 @@ impl SaslServer {
                 let (username, token) = awaiting.receive_client_final(token)?;
                 Ok((ServerState::Complete, SaslStep::Complete { principal: KafkaPrincipal::user(username), token }))
             }
-            (_, state @ (ServerState::Complete | ServerState::Failed)) => {
+            (_, state @ (ServerState::Complete | ServerState::Failed | ServerState::SentBearerError(_))) => {
+                Err(Failure::IllegalState(format!("Unexpected challenge in Sasl server state {}", state.kafka_name())))
+            }
+        }
+    }
+
+    /// OAUTHBEARER as Kafka's `OAuthBearerSaslServer`: the client's initial
+    /// response, its token validated; a refused token is answered with the
+    /// JSON error challenge, and the client's ^A then fails the exchange
+    /// with that JSON as the message.
+    fn bearer_step(
+        &mut self,
+        state: ServerState,
+        token: &[u8],
+        credentials: &dyn Credentials,
+    ) -> Result<(ServerState, SaslStep), Failure> {
+        match state {
+            ServerState::SentBearerError(error) if token == [0x01] => Err(Failure::Visible(error)),
+            ServerState::ReceiveClientFirstMessage | ServerState::SentBearerError(_) => {
+                self.failure_reason = None;
+                let response = ClientInitialResponse::parse(token).map_err(Failure::Hidden)?;
+                let validated = match credentials.validate_bearer_token(&response.token) {
+                    Ok(validated) => validated,
+                    Err(refused) => {
+                        let error = refused.json_challenge();
+                        self.failure_reason = Some(refused.reason);
+                        return Ok((
+                            ServerState::SentBearerError(error.clone()),
+                            SaslStep::Challenge(error.into_bytes()),
+                        ));
+                    }
+                };
+                let principal_name = validated.principal_name;
+                if !response.authorization_id.is_empty() && response.authorization_id != principal_name {
+                    return Err(Failure::Visible(format!(
+                        "Authentication failed: Client requested an authorization id ({}) that is different from the token's principal name ({principal_name})",
+                        response.authorization_id
+                    )));
+                }
+                self.credential_expiration_ms = Some(validated.lifetime_ms);
+                let step = SaslStep::Complete { principal: KafkaPrincipal::user(principal_name), token: Vec::new() };
+                Ok((ServerState::Complete, step))
+            }
+            state => {
                 Err(Failure::IllegalState(format!("Unexpected challenge in Sasl server state {}", state.kafka_name())))
             }
         }
@@ -157,7 +218,9 @@ impl SaslServer {
         self.state = if was_complete { ServerState::Complete } else { ServerState::Failed };
         let message = match failure {
             Failure::Visible(message) => {
-                self.failure_reason = Some(message.clone());
+                // OAUTHBEARER noted the validator's reason with its error
+                // challenge; the message is only the challenge's JSON.
+                self.failure_reason.get_or_insert_with(|| message.clone());
                 message
             }
             Failure::Hidden(reason) => {
@@ -210,6 +273,73 @@ mod tests {
 
     fn failed(message: &str) -> Result<SaslStep, AuthenticationFailed> {
         Err(AuthenticationFailed(message.to_string()))
+    }
+
+    /// Credentials whose OAUTHBEARER validator is Kafka's unsecured one at a fixed time.
+    struct UnsecuredAt(i64);
+
+    impl Credentials for UnsecuredAt {
+        fn plain_password_matches(&self, _: &str, _: &str) -> bool {
+            false
+        }
+        fn scram_credential(&self, _: &str, _: crate::ScramMechanism) -> Option<crate::ScramCredential> {
+            None
+        }
+        fn validate_bearer_token(
+            &self,
+            token: &str,
+        ) -> Result<crate::oauthbearer::BearerToken, crate::oauthbearer::TokenRefused> {
+            crate::oauthbearer::unsecured::validate(token, &Default::default(), self.0)
+        }
+    }
+
+    fn unsecured_token(claims: &str) -> String {
+        let url = |b: &[u8]| crate::base64::encode(b).trim_end_matches('=').replace('+', "-").replace('/', "_");
+        format!("{}.{}.", url(br#"{"alg":"none"}"#), url(claims.as_bytes()))
+    }
+
+    #[test]
+    fn oauthbearer_accepts_a_valid_token_and_bounds_the_session_by_it() {
+        let token = unsecured_token(r#"{"sub":"alice","exp":2000}"#);
+        let mut client = SaslClient::new(SaslMechanism::OAuthBearer, "", &token, String::new());
+        let mut server = SaslServer::new(SaslMechanism::OAuthBearer, String::new());
+        let step = server.evaluate(&client.initial_token(), &UnsecuredAt(1_000_000));
+        assert_eq!(step, Ok(SaslStep::Complete { principal: KafkaPrincipal::user("alice"), token: Vec::new() }));
+        assert_eq!(server.credential_expiration_ms(), Some(2_000_000));
+        assert_eq!(client.evaluate(b""), Ok(None));
+        assert!(client.is_complete());
+    }
+
+    #[test]
+    fn oauthbearer_answers_a_bad_token_with_the_json_challenge_then_fails() {
+        let expired = unsecured_token(r#"{"sub":"alice","exp":10}"#);
+        let mut client = SaslClient::new(SaslMechanism::OAuthBearer, "", &expired, String::new());
+        let mut server = SaslServer::new(SaslMechanism::OAuthBearer, String::new());
+        let Ok(SaslStep::Challenge(challenge)) = server.evaluate(&client.initial_token(), &UnsecuredAt(20_000)) else {
+            panic!("an expired token is answered with the error challenge");
+        };
+        assert_eq!(challenge, br#"{"status":"invalid_token"}"#);
+        let ack = client.evaluate(&challenge).expect("the client acknowledges").expect("with ^A");
+        assert_eq!(ack, [0x01]);
+        assert_eq!(server.evaluate(&ack, &UnsecuredAt(20_000)), failed(r#"{"status":"invalid_token"}"#));
+        assert!(server.failure_reason().is_some_and(|r| r.contains("Expiration Time")), "{server:?}");
+
+        // A malformed initial response: Kafka's generic text, the reason logged.
+        let mut server = SaslServer::new(SaslMechanism::OAuthBearer, String::new());
+        assert_eq!(
+            server.evaluate(b"n,,auth=Bearer x", &UnsecuredAt(0)),
+            failed("Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER")
+        );
+        assert_eq!(server.failure_reason(), Some("Invalid OAUTHBEARER client first message"));
+
+        // An authorization id other than the token's subject.
+        let token = unsecured_token(r#"{"sub":"alice","exp":2000}"#);
+        let message = format!("n,a=bob,\x01auth=Bearer {token}\x01\x01");
+        let mut server = SaslServer::new(SaslMechanism::OAuthBearer, String::new());
+        assert_eq!(
+            server.evaluate(message.as_bytes(), &UnsecuredAt(0)),
+            failed("Authentication failed: Client requested an authorization id (bob) that is different from the token's principal name (alice)")
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod describe;
 pub mod dynamic;
 mod keystore;
 mod listeners;
+pub mod oauthbearer;
 mod quorum;
 pub mod security;
 pub mod tls;

@@ -14,6 +14,7 @@ use krabka_security::SaslMechanism;
 
 use super::broker_keys::KeyValues;
 use super::listeners::Listener;
+use super::oauthbearer::{bearer_validator, BearerValidator};
 use super::tls::{tls_listener, TlsListener};
 
 /// Kafka's security protocols, as the broker serves them.
@@ -66,6 +67,8 @@ pub struct SaslListener {
     pub enabled_mechanisms: Vec<SaslMechanism>,
     /// PLAIN's users (`user_<name>="<password>"` in the PLAIN JAAS entry).
     pub plain_users: BTreeMap<String, String>,
+    /// OAUTHBEARER's token validator, when the listener enables it.
+    pub bearer_validator: Option<BearerValidator>,
 }
 
 impl std::fmt::Debug for SaslListener {
@@ -74,6 +77,7 @@ impl std::fmt::Debug for SaslListener {
         f.debug_struct("SaslListener")
             .field("enabled_mechanisms", &self.enabled_mechanisms)
             .field("plain_users", &self.plain_users.keys().collect::<Vec<_>>())
+            .field("bearer_validator", &self.bearer_validator)
             .finish()
     }
 }
@@ -227,7 +231,7 @@ fn sasl_listener(
     for mechanism_name in split_list(text).into_iter().filter(|m| !m.is_empty()) {
         let Some(mechanism) = SaslMechanism::from_name(&mechanism_name) else {
             let reason = format!(
-                "krabka does not support SASL mechanism {mechanism_name}; it serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"
+                "krabka does not support SASL mechanism {mechanism_name}; it serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER"
             );
             return Err(invalid(key, text, reason));
         };
@@ -240,7 +244,12 @@ fn sasl_listener(
     }
     let plain_users =
         if enabled_mechanisms.contains(&SaslMechanism::Plain) { plain_users(props, &prefix)? } else { BTreeMap::new() };
-    Ok(SaslListener { enabled_mechanisms, plain_users })
+    let bearer_validator = if enabled_mechanisms.contains(&SaslMechanism::OAuthBearer) {
+        Some(bearer_validator(props, &prefix)?)
+    } else {
+        None
+    };
+    Ok(SaslListener { enabled_mechanisms, plain_users, bearer_validator })
 }
 
 /// The login of a broker whose inter-broker listener is a SASL one, as
@@ -254,8 +263,11 @@ fn inter_broker_login(
 ) -> Result<InterBrokerLogin, ConfigError> {
     let key = "sasl.mechanism.inter.broker.protocol";
     let name = values.get(key).unwrap_or_default();
-    let Some(mechanism) = SaslMechanism::from_name(name).filter(|m| sasl.enabled_mechanisms.contains(m)) else {
-        let reason = format!("the inter-broker listener {listener} must enable it (and krabka serves PLAIN and SCRAM)");
+    let usable = |m: &SaslMechanism| sasl.enabled_mechanisms.contains(m) && *m != SaslMechanism::OAuthBearer;
+    let Some(mechanism) = SaslMechanism::from_name(name).filter(usable) else {
+        let reason = format!(
+            "the inter-broker listener {listener} must enable it (and krabka's brokers log in to each other with PLAIN or SCRAM)"
+        );
         return Err(invalid(key, name, reason));
     };
     let jaas_key = format!("{}{}.sasl.jaas.config", listener_prefix(listener), mechanism.name().to_ascii_lowercase());

@@ -39,6 +39,55 @@ pub fn kafka_cli_with_jvm_options(args: &[&str], stdin: &str, jvm_options: &str)
     run_with_env(cli.to_str().expect("utf-8 path"), args, stdin, &[("KAFKA_CLI_HEAP_OPTS", jvm_options)])
 }
 
+/// Python the client tests share, put before their scripts: a librdkafka
+/// and a kafka-python round trip (ten records produced, then read back
+/// from the start with the `before` records ahead of them), and a
+/// librdkafka client whose login is refused with `text` in its errors.
+pub const PYTHON_ROUND_TRIPS: &str = r#"
+import time
+from confluent_kafka import Producer, Consumer, KafkaException
+from kafka import KafkaProducer, KafkaConsumer
+
+def librdkafka_round_trip(config, topic):
+    producer = Producer(config)
+    for i in range(10):
+        producer.produce(topic, value=f"rd-{i}".encode())
+    assert producer.flush(30) == 0, "librdkafka: records left unsent"
+    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    seen, deadline = [], time.time() + 30
+    while len(seen) < 10 and time.time() < deadline:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            seen.append(message.value().decode())
+    consumer.close()
+    assert seen == [f"rd-{i}" for i in range(10)], seen
+
+def kafka_python_round_trip(config, topic, before=()):
+    producer = KafkaProducer(**config)
+    for i in range(10):
+        producer.send(topic, f"py-{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=6000, **config)
+    values = [m.value.decode() for m in consumer]
+    consumer.close()
+    assert values == list(before) + [f"py-{i}" for i in range(10)], values
+
+def librdkafka_refused(config, text):
+    errors = []
+    refused = Producer({**config, "error_cb": errors.append, "log_level": 0})
+    deadline = time.time() + 20
+    while not errors and time.time() < deadline:
+        refused.poll(0.5)
+    try:
+        refused.list_topics(timeout=2)
+        raise SystemExit("librdkafka: a refused login was accepted")
+    except KafkaException:
+        pass
+    assert any(text in e.str() for e in errors), [e.str() for e in errors]
+"#;
+
 /// The Python with confluent-kafka (librdkafka) and kafka-python.
 pub fn venv_python() -> String {
     repo_root().join("target/client-venv/bin/python").to_str().expect("utf-8 path").to_string()
