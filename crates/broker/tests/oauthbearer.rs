@@ -50,7 +50,7 @@ def sign(d, claims, kid="k1"):
 /// test's JWKS, audience `krabka`), and StandardAuthorizer with alice as a
 /// super user: a token's subject decides what it may do.
 struct OAuthBroker {
-    _broker: BrokerProcess,
+    broker: BrokerProcess,
     unsecured_port: u16,
     signed_port: u16,
     dir: tempfile::TempDir,
@@ -86,7 +86,7 @@ impl OAuthBroker {
         ];
         keys.extend(extra.iter().map(|k| k.to_string()));
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        OAuthBroker { _broker: BrokerProcess::start(&keys), unsecured_port, signed_port, dir }
+        OAuthBroker { broker: BrokerProcess::start(&keys), unsecured_port, signed_port, dir }
     }
 
     fn dir(&self) -> &str {
@@ -216,13 +216,8 @@ fn java_tools_log_in_with_unsecured_and_signed_tokens() {
     assert!(!ok && out.contains("TopicAuthorizationException"), "bob is User:bob: {out}");
 
     // Signed: a token from the test's key, read by Kafka's login handler.
-    let claims =
-        format!(r#"{{"sub": "alice", "aud": "krabka", "iat": {}, "exp": {}}}"#, now_seconds(), now_seconds() + 600);
-    let script = format!("{SIGN}\nimport sys\nprint(sign(sys.argv[1], {claims}))");
-    let (ok, token) = run(&venv_python(), &["-c", &script, broker.dir()], "");
-    assert!(ok, "signing: {token}");
     let token_file = dir.join("alice.jwt");
-    std::fs::write(&token_file, token.trim()).expect("write token");
+    std::fs::write(&token_file, signed_token(&broker)).expect("write token");
     let signed = java_config(dir, "alice", Some(&token_file));
     // Kafka's login handler reads a token file only where the JVM allows its URL.
     let allowed = format!("-Xmx256m -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://{}", token_file.display());
@@ -273,11 +268,40 @@ except KafkaError:
 print("python oauthbearer ok")
 "#;
 
+/// A token signed by the test's key for alice, valid for ten minutes.
+fn signed_token(broker: &OAuthBroker) -> String {
+    let now = now_seconds();
+    let claims = format!(r#"{{"sub": "alice", "aud": "krabka", "iat": {now}, "exp": {}}}"#, now + 600);
+    let script = format!("{SIGN}\nimport sys\nprint(sign(sys.argv[1], {claims}))");
+    let (ok, token) = run(&venv_python(), &["-c", &script, broker.dir()], "");
+    assert!(ok, "signing: {token}");
+    token.trim().to_string()
+}
+
 #[test]
-fn librdkafka_and_kafka_python_log_in_with_signed_tokens() {
+fn librdkafka_kafka_python_and_franz_go_log_in_with_signed_tokens() {
     let broker = OAuthBroker::start(&[]);
     let bootstrap = format!("127.0.0.1:{}", broker.signed_port);
     let script = [PYTHON_ROUND_TRIPS, SIGN, PYTHON_CLIENTS].concat();
     let (ok, out) = run(&venv_python(), &["-c", &script, broker.dir(), &bootstrap, "py-oauth"], "");
     assert!(ok && out.contains("python oauthbearer ok"), "{out}");
+
+    // franz-go (tests/clients/go): 300 records produced and read back.
+    let create = ["kafka-topics", "--bootstrap-server", &broker.broker.bootstrap(), "--create", "--topic", "go-oauth"];
+    let (ok, out) = kafka_cli(&[&create[..], &["--partitions", "3"]].concat(), "");
+    assert!(ok, "kafka-topics --create: {out}");
+    let login = format!("OAUTHBEARER::{}", signed_token(&broker));
+    let binary = support::repo_root().join("target/client-bin/franz-check");
+    for args in [
+        vec!["produce", &bootstrap, "go-oauth", "3", "300", "lz4"],
+        vec!["consume", &bootstrap, "go-oauth", "3", "300"],
+    ] {
+        let output = std::process::Command::new(&binary)
+            .args(&args)
+            .env("KRABKA_CHECK_SASL", &login)
+            .output()
+            .expect("run franz-check");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "franz-check {}: {text}", args[0]);
+    }
 }

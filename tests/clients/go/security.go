@@ -4,7 +4,8 @@ package main
 //
 //	KRABKA_CHECK_TLS_CA=ca.pem            TLS, trusting the CA certificates in the file
 //	KRABKA_CHECK_TLS_CERT=client.pem      with this client key and certificate (PEM, one file)
-//	KRABKA_CHECK_SASL=MECHANISM:USER:PASSWORD   SASL with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+//	KRABKA_CHECK_SASL=MECHANISM:USER:PASSWORD   SASL with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512,
+//	                                            or OAUTHBEARER with the token as the password
 
 import (
 	"crypto/tls"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -36,6 +38,8 @@ func securityOpts() []kgo.Opt {
 			opts = append(opts, kgo.SASL(auth.AsSha256Mechanism()))
 		case "SCRAM-SHA-512":
 			opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+		case "OAUTHBEARER":
+			opts = append(opts, kgo.SASL(oauth.Auth{Token: parts[2]}.AsMechanism()))
 		default:
 			usageExit(fmt.Sprintf("unknown SASL mechanism %q", parts[0]))
 		}
