@@ -194,6 +194,28 @@ impl KeyMaterial {
             KeyMaterial::Ed25519 { .. } => "kty=OKP, crv=Ed25519".into(),
         }
     }
+
+    /// Why ring cannot verify with this key, None when it can. jose4j reads
+    /// any RSA key and refuses one under 2048 bits when it comes to verify
+    /// (its text here); ring also wants at most 8192 bits and an odd
+    /// exponent of 3 to 2^33 - 1.
+    fn unusable(&self) -> Option<String> {
+        let KeyMaterial::Rsa { n, e } = self else { return None };
+        let bits = n.first().map_or(0, |first| n.len() * 8 - first.leading_zeros() as usize);
+        if bits < 2048 {
+            return Some(format!(
+                "An RSA key of size 2048 bits or larger MUST be used with the all JOSE RSA algorithms (given key was only {bits} bits)."
+            ));
+        }
+        if bits > 8192 {
+            return Some(format!("krabka verifies with RSA keys of at most 8192 bits (given key has {bits} bits)"));
+        }
+        let exponent = e.iter().try_fold(0u64, |value, &b| value.checked_mul(256).map(|v| v | u64::from(b)));
+        match exponent {
+            Some(exponent) if exponent % 2 == 1 && (3..1 << 33).contains(&exponent) => None,
+            _ => Some("krabka verifies with RSA keys whose public exponent is odd, from 3 to 2^33 - 1".into()),
+        }
+    }
 }
 
 /// One verification key of the set.
@@ -207,10 +229,10 @@ struct JsonWebKey {
 /// A JSON Web Key Set (RFC 7517) as jose4j's `JsonWebKeySet` reads it:
 /// the keys of it krabka can verify signatures with. Keys of other types
 /// or curves (oct, P-521, X25519...), encryption keys (`use` other than
-/// `sig`), keys jose4j would fail to read (a member of the wrong type,
-/// missing or undecodable material) and RSA keys ring does not verify
-/// with (moduli outside 2048..=8192 bits, jose4j also refuses fewer than
-/// 2048) are left out.
+/// `sig`) and keys jose4j would fail to read (a member of the wrong type,
+/// missing or undecodable material) are left out. An RSA key of a size
+/// ring does not take (jose4j refuses under 2048 bits) is kept, as jose4j
+/// keeps it, and a token it would verify is refused saying why.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JsonWebKeySet {
     keys: Vec<JsonWebKey>,
@@ -293,17 +315,12 @@ fn verification_key(key: &Map<String, Value>) -> Option<JsonWebKey> {
     Some(JsonWebKey { kid: kid.map(str::to_string), alg: alg.map(str::to_string), material })
 }
 
-/// An RSA public key ring can verify with. Leading zero bytes are dropped
+/// An RSA public key: nonzero numbers, their leading zero bytes dropped
 /// (some issuers write `n` as Java's signed `BigInteger.toByteArray`, with a
 /// 0x00 first, which jose4j reads as a number and ring would refuse).
 fn rsa_material(n: Vec<u8>, e: Vec<u8>) -> Option<KeyMaterial> {
     let strip = |bytes: Vec<u8>| bytes.iter().position(|&b| b != 0).map(|first| bytes[first..].to_vec());
-    let (n, e) = (strip(n)?, strip(e)?);
-    let bits = n.len() * 8 - n[0].leading_zeros() as usize;
-    // ring's RSA_*_2048_8192_* bounds, and its exponent rule: odd, 3..2^33.
-    let exponent = e.iter().try_fold(0u64, |value, &b| value.checked_mul(256).map(|v| v | u64::from(b)))?;
-    let usable = (2048..=8192).contains(&bits) && exponent % 2 == 1 && (3..1 << 33).contains(&exponent);
-    usable.then_some(KeyMaterial::Rsa { n, e })
+    Some(KeyMaterial::Rsa { n: strip(n)?, e: strip(e)? })
 }
 
 /// An EC coordinate at the curve's full length: jose4j reads it as a
@@ -464,10 +481,14 @@ impl SignedJwtValidator {
             .ok_or_else(|| refuse(format!("JWS signature is not base64url: JsonWebSignature{header_json}")))?;
         // The signing input is the first two sections exactly as they came.
         let signed = format!("{header_text}.{payload_text}");
-        if !candidates.iter().any(|key| algorithm.verifies(&key.material, signed.as_bytes(), &signature)) {
-            return Err(refuse(format!("JWS signature is invalid: JsonWebSignature{header_json}")));
+        let usable: Vec<_> = candidates.iter().filter(|key| key.material.unusable().is_none()).collect();
+        if usable.iter().any(|key| algorithm.verifies(&key.material, signed.as_bytes(), &signature)) {
+            return Ok(claims);
         }
-        Ok(claims)
+        match (usable.is_empty(), candidates.first().and_then(|key| key.material.unusable())) {
+            (true, Some(unusable)) => Err(jose(unusable)),
+            _ => Err(refuse(format!("JWS signature is invalid: JsonWebSignature{header_json}"))),
+        }
     }
 
     /// The keys jose4j's `VerificationJwkSelector` would consider: the

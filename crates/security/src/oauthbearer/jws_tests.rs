@@ -617,10 +617,6 @@ fn key_sets_are_parsed_as_jose4j_parses_them() {
     }
     let (_, ec) = ec_key("ES256", "k1");
     let (_, rsa) = rsa_key("r1");
-    let mut small_rsa = rsa.clone();
-    small_rsa["n"] = url(&[0xc5; 128]).into();
-    let mut even_exponent = rsa.clone();
-    even_exponent["e"] = "AQAA".into();
     let mut bad_kid = ec.clone();
     bad_kid["kid"] = 7.into();
     let skipped = [
@@ -631,16 +627,42 @@ fn key_sets_are_parsed_as_jose4j_parses_them() {
         json!({"kty": "RSA", "use": "enc", "n": rsa["n"], "e": "AQAB"}),
         json!({"kty": "RSA", "n": "!!", "e": "AQAB"}),
         json!({"kty": "RSA", "e": "AQAB"}),
+        json!({"kty": "RSA", "n": "AAAA", "e": "AQAB"}),
         json!({"n": rsa["n"], "e": "AQAB"}),
         json!({"kty": "EC", "crv": "P-256", "x": ec["x"], "y": url(&[1; 33])}),
-        small_rsa,
-        even_exponent,
         bad_kid,
     ];
     let set = JsonWebKeySet::parse(&json!({ "keys": skipped }).to_string()).expect("a JWKS");
     assert_eq!((set.len(), set.is_empty()), (0, true), "{set:?}");
     let kept = JsonWebKeySet::parse(&json!({ "keys": [ec, rsa, skipped[0]] }).to_string()).expect("a JWKS");
     assert_eq!(kept.len(), 2);
+}
+
+/// RSA keys ring does not verify with are kept, as jose4j keeps them, and
+/// a token for one is refused saying why (jose4j's text for a short key).
+#[test]
+fn rsa_keys_ring_cannot_use_are_kept_and_explained() {
+    let (rsa, rsa_jwk) = rsa_key("r1");
+    let mut short = rsa_jwk.clone();
+    short["n"] = url(&[0xc5; 128]).into();
+    let mut long = rsa_jwk.clone();
+    long["n"] = url(&[0xc5; 1025]).into();
+    let mut even = rsa_jwk.clone();
+    even["e"] = "AQAA".into();
+    let token = token(&rsa, "RS256", "r1", &claims());
+    for (jwk, part) in [
+        (&short, "An RSA key of size 2048 bits or larger MUST be used with the all JOSE RSA algorithms (given key was only 1024 bits)."),
+        (&long, "RSA keys of at most 8192 bits (given key has 8200 bits)"),
+        (&even, "public exponent is odd, from 3 to 2^33 - 1"),
+    ] {
+        let set = validator(&[jwk], expecting());
+        refused(&set, &token, part);
+        // With a usable key of the same kid beside it, that one decides.
+        assert!(validator(&[jwk, &rsa_jwk], expecting()).validate(&token, NOW_MS).is_ok());
+    }
+    // The broker's own check: a JWKS of only such a key still counts one key.
+    let tiny = JsonWebKeySet::parse(r#"{"keys": [{"kty": "RSA", "n": "AQAB", "e": "AQAB"}]}"#).expect("a JWKS");
+    assert_eq!(tiny.len(), 1);
 }
 
 /// Material written as numbers rather than fixed-length octets: a 0x00

@@ -17,7 +17,7 @@ pub struct BearerToken {
     pub value: String,
     /// The principal claim (`sub` unless configured otherwise).
     pub principal_name: String,
-    /// The scope claim's items (a space-free string or a list of strings).
+    /// The scope claim's items (a string is one item, a list its items).
     pub scope: BTreeSet<String>,
     /// When the token expires, in ms since the epoch (`exp` * 1000).
     pub lifetime_ms: i64,
