@@ -13,6 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use crate::broker::Broker;
+use crate::config::dynamic::DynamicConfigs;
 use crate::config::security::ClientListener;
 use crate::connection;
 use crate::observability::PartitionLogState;
@@ -27,12 +28,24 @@ struct ConnectionSlot(Arc<Broker>, IpAddr);
 impl ConnectionSlot {
     /// A slot for a connection from `ip`, or which limit refuses it.
     fn take(broker: Arc<Broker>, ip: IpAddr) -> Result<Self, (&'static str, usize)> {
-        let limit = broker.config.max_connections;
+        // Both limits may change at runtime (dynamic broker configs).
+        let config = &broker.config;
+        let image = broker.metadata.image();
+        let dynamic = DynamicConfigs::of(&image, broker.node_id);
+        let now = |key: &str, file: usize| {
+            if dynamic.is_empty() {
+                return file;
+            }
+            config.value_under(&dynamic, key).and_then(|v| v.parse().ok()).unwrap_or(file)
+        };
+        let limit = now("max.connections", config.max_connections);
         if broker.open_connections.load(Ordering::Relaxed) >= limit {
             return Err(("max.connections", limit));
         }
-        let config = &broker.config;
-        let per_ip = config.max_connections_per_ip_overrides.get(&ip).copied().unwrap_or(config.max_connections_per_ip);
+        let per_ip = match config.max_connections_per_ip_overrides.get(&ip) {
+            Some(count) => *count,
+            None => now("max.connections.per.ip", config.max_connections_per_ip),
+        };
         {
             let mut counts = broker.connections_per_ip.lock().unwrap_or_else(|e| e.into_inner());
             let count = counts.entry(ip).or_insert(0);

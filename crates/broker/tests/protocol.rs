@@ -807,6 +807,31 @@ fn max_connections_per_ip_and_its_overrides_are_enforced() {
     support::wait_for("a free slot for 127.0.0.1", Duration::from_secs(10), || {
         answered(&mut connect_from([127, 0, 0, 1], &broker.bootstrap()))
     });
+
+    // A dynamic cluster-wide max.connections.per.ip applies to the next
+    // connection; the override still wins for its address.
+    let mut admin = connect_from([127, 0, 0, 3], &broker.bootstrap());
+    let config = incremental_alter_configs_request::AlterableConfig {
+        name: "max.connections.per.ip".into(),
+        config_operation: 0,
+        value: Some("4".into()),
+        ..Default::default()
+    };
+    let resource = incremental_alter_configs_request::AlterConfigsResource {
+        resource_type: 4,
+        resource_name: String::new(),
+        configs: vec![config],
+        ..Default::default()
+    };
+    let request = IncrementalAlterConfigsRequest { resources: vec![resource], ..Default::default() };
+    let altered: IncrementalAlterConfigsResponse = admin.request(ApiKey::IncrementalAlterConfigs, 1, &request);
+    assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
+    support::wait_for("the dynamic limit applied", Duration::from_secs(10), || {
+        let mut more: Vec<RawClient> = (0..2).map(|_| connect_from([127, 0, 0, 1], &broker.bootstrap())).collect();
+        more.iter_mut().all(answered)
+    });
+    let mut second_other = connect_from([127, 0, 0, 2], &broker.bootstrap());
+    assert!(second_other.is_closed(), "127.0.0.2's override is still 1");
 }
 
 #[test]

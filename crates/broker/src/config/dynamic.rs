@@ -80,7 +80,8 @@ fn dynamic_only(name: &str) -> Option<(ConfigType, Check)> {
 
 /// Broker keys, other than topic-config defaults, that krabka reads anew
 /// (through `BrokerConfig::value_under`) each time it uses them.
-const READ_WHEN_USED: &[&str] = &["transaction.partition.verification.enable"];
+const READ_WHEN_USED: &[&str] =
+    &["transaction.partition.verification.enable", "max.connections", "max.connections.per.ip"];
 
 /// Whether krabka applies broker key `name` at runtime: a topic config's
 /// broker-level default, a replication throttle, or a key read when used.
