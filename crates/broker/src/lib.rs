@@ -26,6 +26,7 @@ pub mod cpu_time;
 pub mod errors;
 pub mod fetch_session;
 pub mod handlers;
+pub mod jwks_endpoint;
 pub mod lifecycle;
 pub mod membership;
 pub mod memory;

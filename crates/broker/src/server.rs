@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 
 use crate::broker::Broker;
 use crate::config::dynamic::DynamicConfigs;
+use crate::config::oauthbearer::BearerValidator;
 use crate::config::security::ClientListener;
 use crate::connection;
 use crate::observability::PartitionLogState;
@@ -94,6 +95,13 @@ impl Broker {
             tokio::spawn(crate::alter_partition::send_isr_changes(self.clone())),
             tokio::spawn(crate::alter_partition::shrink_lagging_isrs(self.clone())),
         ];
+        // OAUTHBEARER listeners whose JWKS is fetched from an endpoint.
+        for listener in &listeners {
+            let validator = listener.1.sasl.as_ref().and_then(|sasl| sasl.bearer_validator.as_ref());
+            if let Some(BearerValidator::Fetched(jwks)) = validator {
+                tokio::spawn(crate::jwks_endpoint::keep_fresh(jwks.clone(), self.shutdown_signal()));
+            }
+        }
         let mut connections = JoinSet::new();
         let mut shutdown = self.shutdown_signal();
         // One accept loop per listener, all feeding this one, which holds

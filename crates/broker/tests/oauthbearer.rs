@@ -10,7 +10,7 @@
 mod support;
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use krabka_protocol::{ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest};
@@ -58,6 +58,11 @@ struct OAuthBroker {
 
 impl OAuthBroker {
     fn start(extra: &[&str]) -> Self {
+        Self::start_with_jwks(extra, |dir| format!("file://{}/jwks.json", dir.display()))
+    }
+
+    /// `start` with the SIGNED listener's JWKS at `jwks_url(dir)`.
+    fn start_with_jwks(extra: &[&str], jwks_url: impl Fn(&Path) -> String) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let (ok, out) = run(&venv_python(), &["-c", KEYS, dir.path().to_str().expect("utf-8")], "");
         assert!(ok, "making the signing key: {out}");
@@ -66,10 +71,8 @@ impl OAuthBroker {
             "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{unsecured_port},\
              SIGNED://127.0.0.1:{signed_port},CONTROLLER://127.0.0.1:0"
         );
-        let jwks = format!(
-            "listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://{}/jwks.json",
-            dir.path().display()
-        );
+        let jwks =
+            format!("listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url={}", jwks_url(dir.path()));
         let mut keys = vec![
             listeners,
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SIGNED:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
@@ -304,4 +307,35 @@ fn librdkafka_kafka_python_and_franz_go_log_in_with_signed_tokens() {
         let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
         assert!(output.status.success(), "franz-check {}: {text}", args[0]);
     }
+}
+
+/// A JWKS served over HTTP (Python's http.server): the broker fetches it at
+/// start, and a token signed by its key logs in once it has.
+#[test]
+fn the_jwks_is_fetched_from_its_http_endpoint() {
+    let port = free_port();
+    let server_dir = tempfile::tempdir().expect("temp dir");
+    let mut server = std::process::Command::new(venv_python())
+        .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "--directory"])
+        .arg(server_dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start http.server");
+    let served = server_dir.path().to_path_buf();
+    let broker = OAuthBroker::start_with_jwks(&[], move |keys| {
+        // The keys are made first; the server serves a copy of the JWKS.
+        std::fs::copy(keys.join("jwks.json"), served.join("jwks.json")).expect("serve the JWKS");
+        format!("http://127.0.0.1:{port}/jwks.json")
+    });
+    let token = signed_token(&broker);
+    support::wait_for("a login with a token the fetched JWKS verifies", Duration::from_secs(30), || {
+        login(broker.signed_port, &token).1.error_code == 0
+    });
+    let unsigned = unsecured_token(&format!(r#"{{"sub":"alice","exp":{}}}"#, now_seconds() + 60));
+    let (mut client, challenge) = login(broker.signed_port, &unsigned);
+    assert_eq!(&challenge.auth_bytes[..], br#"{"status":"invalid_token"}"#);
+    assert_eq!(authenticate(&mut client, &[0x01]).error_code, SASL_AUTHENTICATION_FAILED);
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -11,7 +11,8 @@
 //!   `.sub.claim.name`, `.scope.claim.name` and `.clock.skew.seconds`; each
 //!   may be given per listener as `listener.name.<l>.oauthbearer.<key>`.
 //!
-//! The JWKS is read from a `file:` URL at start.
+//! The JWKS is read from a `file:` URL at start, or fetched from an
+//! `http:`/`https:` endpoint by the broker (`jwks_endpoint.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,6 +35,45 @@ const UNSECURED_VALIDATOR: &str =
 pub enum BearerValidator {
     Unsecured(UnsecuredValidatorOptions),
     Signed(Arc<SignedJwtValidator>),
+    /// Signed tokens against a JWKS the broker fetches over HTTP(S).
+    Fetched(Arc<FetchedJwks>),
+}
+
+/// A JWKS at an `http:` or `https:` endpoint (Kafka's RefreshingHttpsJwks):
+/// the broker fetches it at start and every `refresh_ms`
+/// (`sasl.oauthbearer.jwks.endpoint.refresh.ms`, an hour); tokens are
+/// refused until the first fetch succeeds.
+pub struct FetchedJwks {
+    pub url: String,
+    pub refresh_ms: u64,
+    /// For `https:`: the JAAS entry's `ssl.truststore.location` (PEM), else
+    /// the system's CA bundle.
+    pub roots: Option<Arc<rustls::RootCertStore>>,
+    config: JwtValidationConfig,
+    current: std::sync::RwLock<Option<Arc<SignedJwtValidator>>>,
+}
+
+impl FetchedJwks {
+    /// Validates against the keys fetched last.
+    fn validate(&self, token: &str, now_ms: i64) -> Result<BearerToken, TokenRefused> {
+        let current = self.current.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match current {
+            Some(validator) => validator.validate(token, now_ms),
+            None => Err(TokenRefused::invalid(format!("the JWKS at {} has not been fetched yet", self.url))),
+        }
+    }
+
+    /// Installs a fetched JWKS document; an unreadable one keeps the old keys.
+    pub fn install(&self, document: &str) -> Result<usize, String> {
+        let keys = JsonWebKeySet::parse(document)?;
+        if keys.is_empty() {
+            return Err("it holds no key krabka can verify signatures with".into());
+        }
+        let count = keys.len();
+        let validator = Arc::new(SignedJwtValidator::new(self.config.clone(), keys));
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(validator);
+        Ok(count)
+    }
 }
 
 impl std::fmt::Debug for BearerValidator {
@@ -41,6 +81,7 @@ impl std::fmt::Debug for BearerValidator {
         match self {
             BearerValidator::Unsecured(options) => f.debug_tuple("Unsecured").field(options).finish(),
             BearerValidator::Signed(_) => f.write_str("Signed(JWKS)"),
+            BearerValidator::Fetched(jwks) => write!(f, "Fetched({})", jwks.url),
         }
     }
 }
@@ -51,6 +92,7 @@ impl BearerValidator {
         match self {
             BearerValidator::Unsecured(options) => unsecured::validate(token, options, now_ms),
             BearerValidator::Signed(validator) => validator.validate(token, now_ms),
+            BearerValidator::Fetched(jwks) => jwks.validate(token, now_ms),
         }
     }
 }
@@ -110,14 +152,72 @@ fn signed_validator(props: &BTreeMap<String, String>, own: &str) -> Result<Beare
     let Some((key, url)) = oauth_value(props, own, url_key) else {
         return Err(ConfigError::Missing(format!("{url_key} (the JSON Web Key Set that signs the tokens)")));
     };
-    let path = url.strip_prefix("file://").or_else(|| url.strip_prefix("file:")).ok_or_else(|| {
-        invalid(&key, url, "krabka reads the JWKS from a file: URL (an https: endpoint is not fetched yet)")
-    })?;
+    let config = claims_config(props, own)?;
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return fetched_validator(props, own, (&key, url), config);
+    }
+    let path = url
+        .strip_prefix("file://")
+        .or_else(|| url.strip_prefix("file:"))
+        .ok_or_else(|| invalid(&key, url, "the JWKS is read from a file:, http: or https: URL"))?;
     let text = std::fs::read_to_string(path).map_err(|e| invalid(&key, url, format!("cannot read it: {e}")))?;
     let keys = JsonWebKeySet::parse(&text).map_err(|e| invalid(&key, url, e))?;
     if keys.is_empty() {
         return Err(invalid(&key, url, "it holds no key krabka can verify signatures with"));
     }
+    Ok(BearerValidator::Signed(Arc::new(SignedJwtValidator::new(config, keys))))
+}
+
+/// A JWKS the broker fetches from `url`, trusting for `https:` the JAAS
+/// entry's `ssl.truststore.location` (PEM) or the system's CA bundle.
+fn fetched_validator(
+    props: &BTreeMap<String, String>,
+    own: &str,
+    (key, url): (&str, &str),
+    config: JwtValidationConfig,
+) -> Result<BearerValidator, ConfigError> {
+    let refresh_ms = match oauth_value(props, own, "sasl.oauthbearer.jwks.endpoint.refresh.ms") {
+        Some((key, text)) => {
+            text.trim().parse().ok().filter(|ms| *ms > 0).ok_or_else(|| invalid(&key, text, "not a count of ms"))?
+        }
+        None => 3_600_000,
+    };
+    let roots = if url.starts_with("https://") { Some(Arc::new(trusted_roots(props, own, key)?)) } else { None };
+    let current = std::sync::RwLock::new(None);
+    Ok(BearerValidator::Fetched(Arc::new(FetchedJwks { url: url.to_string(), refresh_ms, roots, config, current })))
+}
+
+/// The CA certificates an `https:` JWKS endpoint is checked against.
+fn trusted_roots(
+    props: &BTreeMap<String, String>,
+    own: &str,
+    url_key: &str,
+) -> Result<rustls::RootCertStore, ConfigError> {
+    use rustls::pki_types::pem::PemObject;
+    const SYSTEM_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+    let jaas_key = format!("{own}sasl.jaas.config");
+    let location = match props.get(&jaas_key) {
+        Some(text) => {
+            let entries = jaas::parse(text).map_err(|e| invalid(&jaas_key, "[hidden]", e.to_string()))?;
+            entries.first().and_then(|entry| entry.options.get("ssl.truststore.location").cloned())
+        }
+        None => None,
+    };
+    let path = location.unwrap_or_else(|| SYSTEM_BUNDLE.to_string());
+    let pem =
+        std::fs::read(&path).map_err(|e| invalid(url_key, &path, format!("cannot read the CA certificates: {e}")))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(&pem).flatten() {
+        let _ = roots.add(certificate);
+    }
+    if roots.is_empty() {
+        return Err(invalid(url_key, &path, "no CA certificate in it"));
+    }
+    Ok(roots)
+}
+
+/// The claims a signed token must carry (the `sasl.oauthbearer.*` keys).
+fn claims_config(props: &BTreeMap<String, String>, own: &str) -> Result<JwtValidationConfig, ConfigError> {
     let mut config = JwtValidationConfig::default();
     if let Some((_, audience)) = oauth_value(props, own, "sasl.oauthbearer.expected.audience") {
         config.expected_audience = split_list(audience).into_iter().filter(|a| !a.is_empty()).collect();
@@ -139,7 +239,7 @@ fn signed_validator(props: &BTreeMap<String, String>, own: &str) -> Result<Beare
             .filter(|s: &i64| *s >= 0)
             .ok_or_else(|| invalid(&key, skew, "not a count of seconds"))?;
     }
-    Ok(BearerValidator::Signed(Arc::new(SignedJwtValidator::new(config, keys))))
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -174,7 +274,9 @@ mod tests {
         let handler = ("oauthbearer.sasl.server.callback.handler.class", SIGNED_VALIDATORS[0]);
         assert!(read(&[handler]).unwrap_err().contains("sasl.oauthbearer.jwks.endpoint.url"));
         let https = ("oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks");
-        assert!(read(&[handler, https]).unwrap_err().contains("file: URL"));
+        assert!(matches!(read(&[handler, https]), Ok(BearerValidator::Fetched(_))), "fetched from the endpoint");
+        let ftp = ("oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "ftp://idp.example/jwks");
+        assert!(read(&[handler, ftp]).unwrap_err().contains("file:, http: or https: URL"));
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("jwks.json");
         std::fs::write(&path, r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#).expect("write");
