@@ -309,33 +309,123 @@ fn librdkafka_kafka_python_and_franz_go_log_in_with_signed_tokens() {
     }
 }
 
-/// A JWKS served over HTTP (Python's http.server): the broker fetches it at
-/// start, and a token signed by its key logs in once it has.
+/// Serves `dir` over HTTP (Python's http.server) on `port`, over TLS with
+/// `tls` (the certificate and key file).
+const SERVE: &str = r#"
+import functools, http.server, ssl, sys
+port, directory, cert = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
+server = http.server.HTTPServer(("127.0.0.1", port), handler)
+if cert:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
+"#;
+
+/// A CA and a certificate for 127.0.0.1 it signs (`ca.crt`, `server.pem`
+/// holding the key and certificate), made with openssl in `dir`.
+fn endpoint_certificate(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let output = std::process::Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
+        assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-subj",
+        "/CN=test-ca",
+        "-days",
+        "2",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\n").expect("write ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "server.crt",
+    ]);
+    let pem =
+        [std::fs::read(dir.join("server.key")).expect("key"), std::fs::read(dir.join("server.crt")).expect("crt")]
+            .concat();
+    std::fs::write(dir.join("server.pem"), pem).expect("write server.pem");
+}
+
+/// A JWKS served over HTTP and over HTTPS (Python's http.server, its
+/// certificate from the test's CA, named by the JAAS entry's
+/// `ssl.truststore.location`): the broker fetches it at start, and a token
+/// signed by its key logs in once it has.
 #[test]
-fn the_jwks_is_fetched_from_its_http_endpoint() {
-    let port = free_port();
-    let server_dir = tempfile::tempdir().expect("temp dir");
-    let mut server = std::process::Command::new(venv_python())
-        .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "--directory"])
-        .arg(server_dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start http.server");
-    let served = server_dir.path().to_path_buf();
-    let broker = OAuthBroker::start_with_jwks(&[], move |keys| {
-        // The keys are made first; the server serves a copy of the JWKS.
-        std::fs::copy(keys.join("jwks.json"), served.join("jwks.json")).expect("serve the JWKS");
-        format!("http://127.0.0.1:{port}/jwks.json")
-    });
-    let token = signed_token(&broker);
-    support::wait_for("a login with a token the fetched JWKS verifies", Duration::from_secs(30), || {
-        login(broker.signed_port, &token).1.error_code == 0
-    });
-    let unsigned = unsecured_token(&format!(r#"{{"sub":"alice","exp":{}}}"#, now_seconds() + 60));
-    let (mut client, challenge) = login(broker.signed_port, &unsigned);
-    assert_eq!(&challenge.auth_bytes[..], br#"{"status":"invalid_token"}"#);
-    assert_eq!(authenticate(&mut client, &[0x01]).error_code, SASL_AUTHENTICATION_FAILED);
-    let _ = server.kill();
-    let _ = server.wait();
+fn the_jwks_is_fetched_from_its_http_and_https_endpoints() {
+    for tls in [false, true] {
+        let port = free_port();
+        let server_dir = tempfile::tempdir().expect("temp dir");
+        let cert = if tls {
+            endpoint_certificate(server_dir.path());
+            server_dir.path().join("server.pem").display().to_string()
+        } else {
+            String::new()
+        };
+        let directory = server_dir.path().display().to_string();
+        let mut server = std::process::Command::new(venv_python())
+            .args(["-c", SERVE, &port.to_string(), &directory, &cert])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start http.server");
+        let served = server_dir.path().to_path_buf();
+        let scheme = if tls { "https" } else { "http" };
+        let trust = format!(
+            "listener.name.signed.oauthbearer.sasl.jaas.config={LOGIN_MODULE} required ssl.truststore.location=\"{}/ca.crt\";",
+            served.display()
+        );
+        let extra: Vec<&str> = if tls { vec![trust.as_str()] } else { Vec::new() };
+        let broker = OAuthBroker::start_with_jwks(&extra, move |keys| {
+            // The keys are made first; the server serves a copy of the JWKS.
+            std::fs::copy(keys.join("jwks.json"), served.join("jwks.json")).expect("serve the JWKS");
+            format!("{scheme}://127.0.0.1:{port}/jwks.json")
+        });
+        let token = signed_token(&broker);
+        support::wait_for(
+            &format!("a login verified by the JWKS fetched over {scheme}"),
+            Duration::from_secs(40),
+            || login(broker.signed_port, &token).1.error_code == 0,
+        );
+        let unsigned = unsecured_token(&format!(r#"{{"sub":"alice","exp":{}}}"#, now_seconds() + 60));
+        let (mut client, challenge) = login(broker.signed_port, &unsigned);
+        assert_eq!(&challenge.auth_bytes[..], br#"{"status":"invalid_token"}"#);
+        assert_eq!(authenticate(&mut client, &[0x01]).error_code, SASL_AUTHENTICATION_FAILED);
+        let _ = server.kill();
+        let _ = server.wait();
+    }
 }
