@@ -274,8 +274,8 @@ async fn serve_within_request_quota(
     request: RequestFrame,
 ) -> Result<Reply, Close> {
     let image = broker.metadata.image();
-    let client_id = request.header.client_id.as_deref().unwrap_or_default().to_string();
-    let quota = broker.client_quotas.request_quota(&image, (&info.principal, &client_id));
+    let client_id = request.header.client_id.as_deref().unwrap_or_default();
+    let quota = broker.client_quotas.request_quota(&image, (&info.principal, client_id));
     let Some(quota) = quota.filter(|_| !info.forwarded) else {
         return handlers::handle(broker, info, request).await;
     };
