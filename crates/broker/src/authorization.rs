@@ -86,6 +86,12 @@ impl<'a> Access<'a> {
         Access(Authorization::of(ctx, &ctx.broker.metadata.image()))
     }
 
+    /// The request's access under `image` (a handler that already holds
+    /// the image it answers from weighs the ACLs of that same image).
+    pub fn with_image(ctx: &'a RequestContext<'a>, image: &Arc<MetadataImage>) -> Self {
+        Access(Authorization::of(ctx, image))
+    }
+
     /// Whether the request may perform `operation` on the resource.
     pub fn allows(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
         self.0.as_ref().is_none_or(|a| a.allows(operation, resource_type, name))

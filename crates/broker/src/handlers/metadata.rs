@@ -8,11 +8,11 @@ use krabka_protocol::ErrorCode;
 use krabka_protocol::{MetadataRequest, MetadataResponse};
 
 use super::topics::{auto_create_topics, AutoCreation};
-use crate::authorization::{all_operations, Access, Authorization};
+use crate::authorization::Access;
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::request::RequestContext;
 use krabka_controller::topics::validate_topic_name;
-use krabka_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use krabka_security::acl::{AclOperation, ResourceType};
 
 /// The first Metadata version whose topics may be named by id alone.
 const NULLABLE_NAME_VERSION: i16 = 12;
@@ -24,7 +24,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         request.topics.is_none() || (ctx.api_version == 0 && request.topics.as_ref().is_some_and(Vec::is_empty));
     // Under an authorizer a principal sees the topics it may DESCRIBE
     // (the ACLs of the image as the request found it).
-    let access = TopicAccess { authorization: Authorization::of(ctx, &image) };
+    let access = Access::with_image(ctx, &image);
     let with_operations = request.include_topic_authorized_operations;
     let topics = match request.topics {
         Some(requested) if !all_topics => {
@@ -32,7 +32,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
             describe_requested(ctx, &access, requested, allow_creation).await
         }
         _ => {
-            let mut names: Vec<&String> = image.topics.keys().filter(|name| access.may_describe(name)).collect();
+            let mut names: Vec<&String> = image.topics.keys().filter(|name| may_describe(&access, name)).collect();
             names.sort();
             names.into_iter().map(|name| describe(&image.topics[name], &image, ctx)).collect()
         }
@@ -41,7 +41,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
     if with_operations {
         for topic in &mut topics {
             let name = topic.name.as_deref().unwrap_or_default();
-            topic.topic_authorized_operations = access.operations(name);
+            topic.topic_authorized_operations = access.authorized_operations(ResourceType::Topic, name);
         }
     }
     let brokers = broker
@@ -61,7 +61,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         controller_id: broker.controller_id(),
         topics,
         cluster_authorized_operations: if request.include_cluster_authorized_operations && ctx.api_version <= 10 {
-            Access::of(ctx).cluster_operations()
+            access.cluster_operations()
         } else {
             i32::MIN
         },
@@ -69,40 +69,21 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
     }
 }
 
-/// What the request's principal may see and create, under an authorizer.
-struct TopicAccess<'a> {
-    authorization: Option<Authorization<'a>>,
+/// Whether the request's principal may see the topic.
+fn may_describe(access: &Access<'_>, name: &str) -> bool {
+    access.allows(AclOperation::Describe, ResourceType::Topic, name)
 }
 
-impl TopicAccess<'_> {
-    fn may(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
-        self.authorization.as_ref().is_none_or(|a| a.allows(operation, resource_type, name))
-    }
-
-    /// The topic's `topic_authorized_operations`.
-    fn operations(&self, name: &str) -> i32 {
-        match &self.authorization {
-            Some(authorization) => authorization.authorized_operations(ResourceType::Topic, name),
-            None => all_operations(ResourceType::Topic),
-        }
-    }
-
-    fn may_describe(&self, name: &str) -> bool {
-        self.may(AclOperation::Describe, ResourceType::Topic, name)
-    }
-
-    /// Auto-creation takes CREATE on the cluster or on the topic.
-    fn may_create(&self, name: &str) -> bool {
-        self.may(AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME)
-            || self.may(AclOperation::Create, ResourceType::Topic, name)
-    }
+/// Auto-creation takes CREATE on the cluster or on the topic.
+fn may_create(access: &Access<'_>, name: &str) -> bool {
+    access.allows_cluster(AclOperation::Create) || access.allows(AclOperation::Create, ResourceType::Topic, name)
 }
 
 /// The topics a request names (by name or id), those missing created
 /// first when it allows it and the principal may.
 async fn describe_requested(
     ctx: &RequestContext<'_>,
-    access: &TopicAccess<'_>,
+    access: &Access<'_>,
     requested: Vec<MetadataRequestTopic>,
     allow_creation: bool,
 ) -> Vec<MetadataResponseTopic> {
@@ -114,7 +95,7 @@ async fn describe_requested(
             .iter()
             .filter_map(|t| t.name.clone())
             .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
-            .filter(|name| access.may_describe(name) && access.may_create(name))
+            .filter(|name| may_describe(access, name) && may_create(access, name))
             .collect();
         if !missing.is_empty() {
             match auto_create_topics(ctx.broker, &missing).await {
@@ -133,12 +114,12 @@ async fn describe_requested(
         // Refused whether or not the topic exists, so that a principal
         // cannot learn which do; a creation it may not make is refused alike.
         let denied = match (&wanted.name, found) {
-            (Some(name), _) => !access.may_describe(name),
-            (None, Some(topic)) => !access.may_describe(&topic.name),
+            (Some(name), _) => !may_describe(access, name),
+            (None, Some(topic)) => !may_describe(access, &topic.name),
             (None, None) => false,
         };
         let may_not_create =
-            |name: &str| allow_creation && validate_topic_name(name).is_ok() && !access.may_create(name);
+            |name: &str| allow_creation && validate_topic_name(name).is_ok() && !may_create(access, name);
         let refused = denied || (found.is_none() && wanted.name.as_deref().is_some_and(may_not_create));
         let error_code = match (&wanted.name, found) {
             _ if refused => ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
