@@ -19,7 +19,7 @@ use krabka_protocol::{
 };
 
 use crate::active_controller;
-use crate::authorization::{allowed_on_cluster, Access};
+use crate::authorization::Access;
 use crate::broker::Broker;
 use crate::client_quota_manager::MutationQuota;
 use crate::config::topic::describe_topic;
@@ -48,7 +48,7 @@ pub async fn create_topics(ctx: &RequestContext<'_>, mut request: CreateTopicsRe
     let access = Access::of(ctx);
     // Under an authorizer: CREATE on the cluster, else on each topic; the
     // topics refused are answered so and not planned.
-    let refused = if allowed_on_cluster(ctx, AclOperation::Create) {
+    let refused = if access.allows_cluster(AclOperation::Create) {
         Vec::new()
     } else {
         let (permitted, refused) = std::mem::take(&mut request.topics)
