@@ -22,6 +22,13 @@ pub enum ConfigError {
     #[error("{0}")]
     Conflict(String),
 }
+impl ConfigError {
+    /// `value` is not a valid value of `key`, for `reason`.
+    pub fn invalid(key: &str, value: &str, reason: impl Into<String>) -> Self {
+        ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+    }
+}
+
 /// The type Kafka declares for a config, which decides how its value parses
 /// and how DescribeConfigs reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

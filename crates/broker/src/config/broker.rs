@@ -109,10 +109,6 @@ pub struct BrokerConfig {
     pub topic_defaults: BTreeMap<String, String>,
 }
 
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
-}
-
 /// `max.connections.per.ip.overrides`: `host:count` pairs; a host name is
 /// resolved once, at start, as Kafka resolves it.
 fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, ConfigError> {
@@ -123,7 +119,7 @@ fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, Con
         let parsed =
             entry.rsplit_once(':').and_then(|(host, count)| Some((host.trim(), count.trim().parse::<usize>().ok()?)));
         let Some((host, count)) = parsed.filter(|(host, _)| !host.is_empty()) else {
-            return Err(invalid(key, text, format!("{entry:?} is not host:count")));
+            return Err(ConfigError::invalid(key, text, format!("{entry:?} is not host:count")));
         };
         let address = host
             .trim_matches(['[', ']'])
@@ -131,7 +127,7 @@ fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, Con
             .ok()
             .or_else(|| (host, 0).to_socket_addrs().ok()?.next().map(|a| a.ip()));
         let Some(address) = address else {
-            return Err(invalid(key, text, format!("cannot resolve host {host}")));
+            return Err(ConfigError::invalid(key, text, format!("cannot resolve host {host}")));
         };
         overrides.insert(address, count);
     }
@@ -144,10 +140,10 @@ impl BrokerConfig {
     pub fn from_properties(props: BTreeMap<String, String>) -> Result<(BrokerConfig, Vec<String>), ConfigError> {
         let (values, warnings) = KeyValues::read(&props)?;
         let node_id = values.set("node.id").ok_or_else(|| ConfigError::Missing("node.id".into()))?;
-        let node_id: i32 = node_id.parse().map_err(|_| invalid("node.id", node_id, "not an INT"))?;
+        let node_id: i32 = node_id.parse().map_err(|_| ConfigError::invalid("node.id", node_id, "not an INT"))?;
         if let Some(broker_id) = values.set("broker.id").filter(|id| *id != "-1") {
             if broker_id != node_id.to_string() {
-                return Err(invalid(
+                return Err(ConfigError::invalid(
                     "broker.id",
                     broker_id,
                     format!("it must equal node.id ({node_id}) when both are set"),
@@ -169,25 +165,29 @@ impl BrokerConfig {
         let metadata_log_dir = values.set("metadata.log.dir").map(PathBuf::from).unwrap_or_else(|| log_dirs[0].clone());
 
         if values.boolean("remote.log.storage.system.enable") {
-            return Err(invalid("remote.log.storage.system.enable", "true", "krabka has no tiered storage"));
+            return Err(ConfigError::invalid(
+                "remote.log.storage.system.enable",
+                "true",
+                "krabka has no tiered storage",
+            ));
         }
         if values.boolean("unstable.api.versions.enable") {
             // Kafka would then serve the versions it marks unstable
             // (InitProducerId v6 with KIP-939's flags among them); krabka
             // serves Kafka 4.3.1's stable versions only.
             let why = "krabka serves only the API versions Kafka 4.3.1 marks stable";
-            return Err(invalid("unstable.api.versions.enable", "true", why));
+            return Err(ConfigError::invalid("unstable.api.versions.enable", "true", why));
         }
         let metrics_listener = metrics_listener(values.set("krabka.metrics.listener"))?;
         let log_level = values.get("krabka.log.level").unwrap_or("info").to_string();
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {
-            return Err(invalid("krabka.log.level", &log_level, format!("not a tracing filter: {e}")));
+            return Err(ConfigError::invalid("krabka.log.level", &log_level, format!("not a tracing filter: {e}")));
         }
         let topic_defaults = broker_topic_defaults(&values)?;
         let per_ip_overrides = per_ip_overrides(values.get("max.connections.per.ip.overrides").unwrap_or_default())?;
         if values.int("max.connections.per.ip") == 0 && per_ip_overrides.is_empty() {
             let reason = "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides is set";
-            return Err(invalid("max.connections.per.ip", "0", reason));
+            return Err(ConfigError::invalid("max.connections.per.ip", "0", reason));
         }
 
         let int = |name| values.int(name);
@@ -342,7 +342,7 @@ fn process_roles(values: &KeyValues) -> Result<Vec<String>, ConfigError> {
     };
     let roles = split_list(roles);
     if roles.is_empty() {
-        return Err(invalid("process.roles", "", "it must name broker, controller or both"));
+        return Err(ConfigError::invalid("process.roles", "", "it must name broker, controller or both"));
     }
     Ok(roles)
 }
@@ -352,7 +352,7 @@ fn metrics_listener(value: Option<&str>) -> Result<Option<String>, ConfigError> 
     let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(None) };
     let port = value.rsplit_once(':').map(|(_, port)| port);
     if port.and_then(|p| p.parse::<u16>().ok()).is_none() {
-        return Err(invalid("krabka.metrics.listener", value, "expected host:port, e.g. 127.0.0.1:9404"));
+        return Err(ConfigError::invalid("krabka.metrics.listener", value, "expected host:port, e.g. 127.0.0.1:9404"));
     }
     Ok(Some(value.to_string()))
 }

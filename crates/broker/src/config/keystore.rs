@@ -35,7 +35,7 @@ impl Keystore {
         require_pem(keys, "ssl.keystore.type")?;
         if keys.value("ssl.key.password").is_some() {
             let reason = "krabka reads unencrypted PEM keys; decrypt the key (openssl pkcs8 -nocrypt) and leave ssl.key.password unset";
-            return Err(invalid("ssl.key.password", "[hidden]", reason));
+            return Err(ConfigError::invalid("ssl.key.password", "[hidden]", reason));
         }
         match (keys.value("ssl.keystore.key"), keys.value("ssl.keystore.location")) {
             (Some(key), _) => {
@@ -43,7 +43,8 @@ impl Keystore {
                 Self::parse(format!("{key}\n{chain}").as_bytes(), "ssl.keystore.key", None)
             }
             (None, Some(path)) => {
-                let pem = std::fs::read(&path).map_err(|e| invalid("ssl.keystore.location", &path, e.to_string()))?;
+                let pem = std::fs::read(&path)
+                    .map_err(|e| ConfigError::invalid("ssl.keystore.location", &path, e.to_string()))?;
                 Self::parse(&pem, "ssl.keystore.location", Some(PathBuf::from(path)))
             }
             (None, None) => Err(ConfigError::Missing(
@@ -56,14 +57,14 @@ impl Keystore {
     fn parse(pem: &[u8], from: &str, file: Option<PathBuf>) -> Result<Keystore, ConfigError> {
         let chain = certificates(pem, from)?;
         if chain.is_empty() {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 from,
                 "[hidden]",
                 "no CERTIFICATE block: the keystore needs the key's certificate chain",
             ));
         }
         let key = PrivateKeyDer::from_pem_slice(pem)
-            .map_err(|e| invalid(from, "[hidden]", format!("no readable PRIVATE KEY block: {e}")))?;
+            .map_err(|e| ConfigError::invalid(from, "[hidden]", format!("no readable PRIVATE KEY block: {e}")))?;
         Ok(Keystore { chain, key, file })
     }
 }
@@ -152,14 +153,10 @@ impl ListenerKeys<'_> {
     }
 }
 
-pub(super) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
-}
-
 pub(super) fn certificates(pem: &[u8], from: &str) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid(from, "[hidden]", format!("unreadable PEM: {e}")))
+        .map_err(|e| ConfigError::invalid(from, "[hidden]", format!("unreadable PEM: {e}")))
 }
 
 /// Stores are PEM files: JKS and PKCS12 are named with the way out.
@@ -169,7 +166,7 @@ pub(super) fn require_pem(keys: &ListenerKeys<'_>, type_key: &str) -> Result<(),
         Some("PEM") => Ok(()),
         other => {
             let reason = "krabka reads PEM stores: set it to PEM (convert a JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12 -nodes)";
-            Err(invalid(&key, other.unwrap_or_default(), reason))
+            Err(ConfigError::invalid(&key, other.unwrap_or_default(), reason))
         }
     }
 }

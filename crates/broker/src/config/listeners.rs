@@ -26,24 +26,24 @@ pub(crate) struct Listeners {
     pub protocols: BTreeMap<String, String>,
 }
 
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
-}
-
 /// Parses a `NAME://host:port,...` list. Names are upper-cased as Kafka normalises them;
 /// `[v6]` hosts lose their brackets; an empty host means every interface.
 pub(crate) fn parse_listeners(key: &str, text: &str, distinct_ports: bool) -> Result<Vec<Listener>, ConfigError> {
     let mut out: Vec<Listener> = Vec::new();
     for entry in split_list(text).into_iter().filter(|e| !e.is_empty()) {
         let listener = parse_endpoint(&entry).ok_or_else(|| {
-            invalid(key, text, format!("cannot parse {entry:?} as NAME://host:port (e.g. PLAINTEXT://:9092)"))
+            ConfigError::invalid(
+                key,
+                text,
+                format!("cannot parse {entry:?} as NAME://host:port (e.g. PLAINTEXT://:9092)"),
+            )
         })?;
         if out.iter().any(|l| l.name == listener.name) {
-            return Err(invalid(key, text, format!("listener name {} is used twice", listener.name)));
+            return Err(ConfigError::invalid(key, text, format!("listener name {} is used twice", listener.name)));
         }
         // Port 0 asks the OS for a free port, so several listeners may use it.
         if distinct_ports && listener.port != 0 && out.iter().any(|l| l.port == listener.port) {
-            return Err(invalid(key, text, format!("port {} is used by two listeners", listener.port)));
+            return Err(ConfigError::invalid(key, text, format!("port {} is used by two listeners", listener.port)));
         }
         out.push(listener);
     }
@@ -74,12 +74,16 @@ fn parse_protocol_map(text: &str) -> Result<BTreeMap<String, String>, ConfigErro
     let mut map = BTreeMap::new();
     for entry in split_list(text).into_iter().filter(|e| !e.is_empty()) {
         let Some((name, protocol)) = entry.split_once(':') else {
-            return Err(invalid(key, text, format!("entry {entry:?} is not NAME:PROTOCOL")));
+            return Err(ConfigError::invalid(key, text, format!("entry {entry:?} is not NAME:PROTOCOL")));
         };
         let protocol = protocol.trim().to_ascii_uppercase();
         if !SECURITY_PROTOCOLS.contains(&protocol.as_str()) {
             let known = SECURITY_PROTOCOLS.join(", ");
-            return Err(invalid(key, text, format!("unknown security protocol {protocol:?} (one of {known})")));
+            return Err(ConfigError::invalid(
+                key,
+                text,
+                format!("unknown security protocol {protocol:?} (one of {known})"),
+            ));
         }
         map.insert(name.trim().to_ascii_uppercase(), protocol);
     }
@@ -106,24 +110,24 @@ impl Listeners {
             let Some(protocol) = protocols.get(&listener.name) else {
                 let reason =
                     format!("no security protocol for listener {} in listener.security.protocol.map", listener.name);
-                return Err(invalid("listeners", listeners_text, reason));
+                return Err(ConfigError::invalid("listeners", listeners_text, reason));
             };
             if let Some(reason) = unserved_protocol(&listener.name, protocol, is_controller(&listener.name)) {
-                return Err(invalid("listeners", listeners_text, reason));
+                return Err(ConfigError::invalid("listeners", listeners_text, reason));
             }
         }
 
         let inter_broker = inter_broker_listener(values)?;
         if is_controller(&inter_broker) {
             let reason = "the inter-broker listener must not be a controller listener";
-            return Err(invalid("inter.broker.listener.name", &inter_broker, reason));
+            return Err(ConfigError::invalid("inter.broker.listener.name", &inter_broker, reason));
         }
         let advertised = advertised_listeners(values, &listeners, &is_controller)?;
         if !advertised.iter().any(|l| l.name == inter_broker) {
             let choices: Vec<&str> =
                 advertised.iter().filter(|l| !is_controller(&l.name)).map(|l| l.name.as_str()).collect();
             let reason = format!("it must name an advertised listener; the choices are {}", choices.join(", "));
-            return Err(invalid("inter.broker.listener.name", &inter_broker, reason));
+            return Err(ConfigError::invalid("inter.broker.listener.name", &inter_broker, reason));
         }
         // Kafka advertises a controller listener from `listeners` when
         // advertised.listeners leaves it out, so 0.0.0.0 is refused there too.
@@ -133,7 +137,7 @@ impl Listeners {
         if let Some(l) = unroutable {
             let reason =
                 format!("controller listener {} would be advertised as 0.0.0.0; set advertised.listeners", l.name);
-            return Err(invalid("listeners", listeners_text, reason));
+            return Err(ConfigError::invalid("listeners", listeners_text, reason));
         }
         Ok(Listeners { listeners, advertised, controller_names, inter_broker, protocols })
     }
@@ -162,7 +166,7 @@ fn controller_only(
             "a controller-only node (process.roles=controller) listens on its controller listeners only, not {}",
             other.name
         );
-        return Err(invalid("listeners", listeners_text, reason));
+        return Err(ConfigError::invalid("listeners", listeners_text, reason));
     }
     let protocols = protocols(values, &controller_names)?;
     let advertised = advertised_listeners(values, &listeners, &|_| false)?;
@@ -185,16 +189,16 @@ fn controller_names(
         return Err(ConfigError::Missing(format!("{key} (KRaft needs the controller listener's name)")));
     }
     if names.iter().any(String::is_empty) {
-        return Err(invalid(key, &text, "listener names must not be empty"));
+        return Err(ConfigError::invalid(key, &text, "listener names must not be empty"));
     }
     if controller_role {
         if let Some(missing) = names.iter().find(|c| !listeners.iter().any(|l| &l.name == *c)) {
             let reason = format!("a broker+controller node must listen on its controller listener {missing}");
-            return Err(invalid(key, &text, reason));
+            return Err(ConfigError::invalid(key, &text, reason));
         }
     } else if let Some(l) = listeners.iter().find(|l| names.contains(&l.name)) {
         let reason = format!("a broker-only node must not listen on controller listener {}", l.name);
-        return Err(invalid(key, &text, reason));
+        return Err(ConfigError::invalid(key, &text, reason));
     }
     Ok(names)
 }
@@ -209,7 +213,7 @@ fn protocols(values: &KeyValues, controller_names: &[String]) -> Result<BTreeMap
             protocols.entry(name.clone()).or_insert_with(|| "PLAINTEXT".into());
         } else if !protocols.contains_key(name) {
             let reason = format!("it must give a protocol for controller listener {name}");
-            return Err(invalid("listener.security.protocol.map", explicit.unwrap_or_default(), reason));
+            return Err(ConfigError::invalid("listener.security.protocol.map", explicit.unwrap_or_default(), reason));
         }
     }
     Ok(protocols)
@@ -220,7 +224,7 @@ fn inter_broker_listener(values: &KeyValues) -> Result<String, ConfigError> {
     match (values.set("inter.broker.listener.name"), values.set("security.inter.broker.protocol")) {
         (Some(name), Some(_)) => {
             let reason = "set inter.broker.listener.name or security.inter.broker.protocol, not both";
-            Err(invalid("inter.broker.listener.name", name, reason))
+            Err(ConfigError::invalid("inter.broker.listener.name", name, reason))
         }
         (Some(name), None) => Ok(name.to_ascii_uppercase()),
         (None, protocol) => Ok(protocol.unwrap_or("PLAINTEXT").to_string()),
@@ -244,12 +248,12 @@ fn advertised_listeners(
     };
     if let Some(stray) = advertised.iter().find(|a| !listeners.iter().any(|l| l.name == a.name)) {
         let reason = format!("listener {} is advertised but not in listeners", stray.name);
-        return Err(invalid(key, &text, reason));
+        return Err(ConfigError::invalid(key, &text, reason));
     }
     for listener in &mut advertised {
         if listener.host == "0.0.0.0" {
             let reason = "clients cannot connect to 0.0.0.0; advertise a routable host";
-            return Err(invalid(key, &text, reason));
+            return Err(ConfigError::invalid(key, &text, reason));
         }
         if listener.host.is_empty() {
             listener.host = "localhost".into();

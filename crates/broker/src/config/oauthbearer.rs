@@ -97,10 +97,6 @@ impl BearerValidator {
     }
 }
 
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
-}
-
 /// The OAUTHBEARER validator of listener `prefix` (`listener.name.<l>.`).
 pub(crate) fn bearer_validator(props: &BTreeMap<String, String>, prefix: &str) -> Result<BearerValidator, ConfigError> {
     let own = format!("{prefix}oauthbearer.");
@@ -108,7 +104,7 @@ pub(crate) fn bearer_validator(props: &BTreeMap<String, String>, prefix: &str) -
     match props.get(&handler_key).map(|v| v.trim()) {
         None | Some(UNSECURED_VALIDATOR) => unsecured_validator(props, &own),
         Some(class) if SIGNED_VALIDATORS.contains(&class) => signed_validator(props, &own),
-        Some(class) => Err(invalid(
+        Some(class) => Err(ConfigError::invalid(
             &handler_key,
             class,
             format!(
@@ -129,12 +125,12 @@ fn unsecured_validator(props: &BTreeMap<String, String>, own: &str) -> Result<Be
              org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;)"
         )));
     };
-    let entries = jaas::parse(text).map_err(|e| invalid(&key, "[hidden]", e.to_string()))?;
+    let entries = jaas::parse(text).map_err(|e| ConfigError::invalid(&key, "[hidden]", e.to_string()))?;
     let [entry] = entries.as_slice() else {
-        return Err(invalid(&key, "[hidden]", "it must hold exactly one login module entry"));
+        return Err(ConfigError::invalid(&key, "[hidden]", "it must hold exactly one login module entry"));
     };
     let options = UnsecuredValidatorOptions::from_jaas_options(&entry.options)
-        .map_err(|reason| invalid(&key, "[hidden]", reason))?;
+        .map_err(|reason| ConfigError::invalid(&key, "[hidden]", reason))?;
     Ok(BearerValidator::Unsecured(options))
 }
 
@@ -159,11 +155,12 @@ fn signed_validator(props: &BTreeMap<String, String>, own: &str) -> Result<Beare
     let path = url
         .strip_prefix("file://")
         .or_else(|| url.strip_prefix("file:"))
-        .ok_or_else(|| invalid(&key, url, "the JWKS is read from a file:, http: or https: URL"))?;
-    let text = std::fs::read_to_string(path).map_err(|e| invalid(&key, url, format!("cannot read it: {e}")))?;
-    let keys = JsonWebKeySet::parse(&text).map_err(|e| invalid(&key, url, e))?;
+        .ok_or_else(|| ConfigError::invalid(&key, url, "the JWKS is read from a file:, http: or https: URL"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| ConfigError::invalid(&key, url, format!("cannot read it: {e}")))?;
+    let keys = JsonWebKeySet::parse(&text).map_err(|e| ConfigError::invalid(&key, url, e))?;
     if keys.is_empty() {
-        return Err(invalid(&key, url, "it holds no key krabka can verify signatures with"));
+        return Err(ConfigError::invalid(&key, url, "it holds no key krabka can verify signatures with"));
     }
     Ok(BearerValidator::Signed(Arc::new(SignedJwtValidator::new(config, keys))))
 }
@@ -177,9 +174,12 @@ fn fetched_validator(
     config: JwtValidationConfig,
 ) -> Result<BearerValidator, ConfigError> {
     let refresh_ms = match oauth_value(props, own, "sasl.oauthbearer.jwks.endpoint.refresh.ms") {
-        Some((key, text)) => {
-            text.trim().parse().ok().filter(|ms| *ms > 0).ok_or_else(|| invalid(&key, text, "not a count of ms"))?
-        }
+        Some((key, text)) => text
+            .trim()
+            .parse()
+            .ok()
+            .filter(|ms| *ms > 0)
+            .ok_or_else(|| ConfigError::invalid(&key, text, "not a count of ms"))?,
         None => 3_600_000,
     };
     let roots = if url.starts_with("https://") { Some(Arc::new(trusted_roots(props, own, key)?)) } else { None };
@@ -198,20 +198,20 @@ fn trusted_roots(
     let jaas_key = format!("{own}sasl.jaas.config");
     let location = match props.get(&jaas_key) {
         Some(text) => {
-            let entries = jaas::parse(text).map_err(|e| invalid(&jaas_key, "[hidden]", e.to_string()))?;
+            let entries = jaas::parse(text).map_err(|e| ConfigError::invalid(&jaas_key, "[hidden]", e.to_string()))?;
             entries.first().and_then(|entry| entry.options.get("ssl.truststore.location").cloned())
         }
         None => None,
     };
     let path = location.unwrap_or_else(|| SYSTEM_BUNDLE.to_string());
-    let pem =
-        std::fs::read(&path).map_err(|e| invalid(url_key, &path, format!("cannot read the CA certificates: {e}")))?;
+    let pem = std::fs::read(&path)
+        .map_err(|e| ConfigError::invalid(url_key, &path, format!("cannot read the CA certificates: {e}")))?;
     let mut roots = rustls::RootCertStore::empty();
     for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(&pem).flatten() {
         let _ = roots.add(certificate);
     }
     if roots.is_empty() {
-        return Err(invalid(url_key, &path, "no CA certificate in it"));
+        return Err(ConfigError::invalid(url_key, &path, "no CA certificate in it"));
     }
     Ok(roots)
 }
@@ -237,7 +237,7 @@ fn claims_config(props: &BTreeMap<String, String>, own: &str) -> Result<JwtValid
             .parse()
             .ok()
             .filter(|s: &i64| *s >= 0)
-            .ok_or_else(|| invalid(&key, skew, "not a count of seconds"))?;
+            .ok_or_else(|| ConfigError::invalid(&key, skew, "not a count of seconds"))?;
     }
     Ok(config)
 }

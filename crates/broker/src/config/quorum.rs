@@ -59,10 +59,18 @@ impl QuorumConfig {
         let key = "controller.quorum.voters";
         let text = values.get(key).unwrap_or_default();
         if controller_role && !voters.is_empty() && !voters.contains_key(&node_id) {
-            return Err(invalid(key, text, format!("this controller (node.id {node_id}) must be one of the voters")));
+            return Err(ConfigError::invalid(
+                key,
+                text,
+                format!("this controller (node.id {node_id}) must be one of the voters"),
+            ));
         }
         if !controller_role && voters.contains_key(&node_id) {
-            return Err(invalid(key, text, format!("a broker-only node (node.id {node_id}) must not be a voter")));
+            return Err(ConfigError::invalid(
+                key,
+                text,
+                format!("a broker-only node (node.id {node_id}) must not be a voter"),
+            ));
         }
         let int = |name| values.int(name);
         Ok(QuorumConfig {
@@ -81,10 +89,6 @@ impl QuorumConfig {
     }
 }
 
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
-}
-
 /// `host:port,...` (`[v6]:port` for IPv6 hosts).
 fn bootstrap_servers(values: &KeyValues) -> Result<Vec<VoterAddress>, ConfigError> {
     let key = "controller.quorum.bootstrap.servers";
@@ -95,7 +99,7 @@ fn bootstrap_servers(values: &KeyValues) -> Result<Vec<VoterAddress>, ConfigErro
             let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
             Some(VoterAddress { host: host.to_string(), port: port.parse().ok()? }).filter(|a| !a.host.is_empty())
         });
-        servers.push(parsed.ok_or_else(|| invalid(key, text, format!("{entry:?} is not host:port")))?);
+        servers.push(parsed.ok_or_else(|| ConfigError::invalid(key, text, format!("{entry:?} is not host:port")))?);
     }
     Ok(servers)
 }
@@ -114,10 +118,10 @@ fn voters(values: &KeyValues) -> Result<BTreeMap<i32, VoterAddress>, ConfigError
             Some((id.parse::<i32>().ok()?, address))
         });
         let Some((id, address)) = parsed.filter(|(id, a)| *id >= 0 && !a.host.is_empty()) else {
-            return Err(invalid(key, text, format!("{entry:?} is not id@host:port")));
+            return Err(ConfigError::invalid(key, text, format!("{entry:?} is not id@host:port")));
         };
         if address.host == "0.0.0.0" {
-            return Err(invalid(key, text, format!("voter {id}'s host 0.0.0.0 is not routable")));
+            return Err(ConfigError::invalid(key, text, format!("voter {id}'s host 0.0.0.0 is not routable")));
         }
         voters.insert(id, address);
     }

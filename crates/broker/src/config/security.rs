@@ -124,10 +124,6 @@ pub struct SecurityConfig {
     pub authorizer: Option<AuthorizerConfig>,
 }
 
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), value: value.to_string(), reason: reason.into() }
-}
-
 impl SecurityConfig {
     pub(crate) fn read(
         values: &KeyValues,
@@ -176,7 +172,7 @@ fn client_listener(
         "SASL_SSL" => SecurityProtocol::SaslSsl,
         other => {
             let reason = format!("listener {name} uses an unknown security protocol {other}");
-            return Err(invalid("listener.security.protocol.map", other, reason));
+            return Err(ConfigError::invalid("listener.security.protocol.map", other, reason));
         }
     };
     let sasl = if protocol.is_sasl() { Some(sasl_listener(values, props, name)?) } else { None };
@@ -187,7 +183,13 @@ fn client_listener(
         Some(text) => match text.trim().parse::<u32>() {
             Ok(rate) if rate < i32::MAX as u32 => Some(rate),
             Ok(_) => None,
-            Err(_) => return Err(invalid(&rate_key, text, "it must be a whole number of connections per second")),
+            Err(_) => {
+                return Err(ConfigError::invalid(
+                    &rate_key,
+                    text,
+                    "it must be a whole number of connections per second",
+                ))
+            }
         },
     };
     Ok(ClientListener { name: name.to_string(), protocol, sasl, tls, max_connection_creation_rate })
@@ -204,10 +206,14 @@ fn authorizer(values: &KeyValues) -> Result<Option<AuthorizerConfig>, ConfigErro
             let super_users = values.get("super.users");
             let allow_everyone = values.get("allow.everyone.if.no.acl.found");
             let config = AuthorizerConfig::from_values(super_users, allow_everyone)
-                .map_err(|e| invalid("super.users", super_users.unwrap_or_default(), e.to_string()))?;
+                .map_err(|e| ConfigError::invalid("super.users", super_users.unwrap_or_default(), e.to_string()))?;
             Ok(Some(config))
         }
-        other => Err(invalid(key, other, format!("krabka's authorizer is Kafka's KRaft one, {STANDARD_AUTHORIZER}"))),
+        other => Err(ConfigError::invalid(
+            key,
+            other,
+            format!("krabka's authorizer is Kafka's KRaft one, {STANDARD_AUTHORIZER}"),
+        )),
     }
 }
 
@@ -233,14 +239,14 @@ fn sasl_listener(
             let reason = format!(
                 "krabka does not support SASL mechanism {mechanism_name}; it serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER"
             );
-            return Err(invalid(key, text, reason));
+            return Err(ConfigError::invalid(key, text, reason));
         };
         if !enabled_mechanisms.contains(&mechanism) {
             enabled_mechanisms.push(mechanism);
         }
     }
     if enabled_mechanisms.is_empty() {
-        return Err(invalid(key, text, format!("SASL listener {name} enables no mechanism")));
+        return Err(ConfigError::invalid(key, text, format!("SASL listener {name} enables no mechanism")));
     }
     let plain_users =
         if enabled_mechanisms.contains(&SaslMechanism::Plain) { plain_users(props, &prefix)? } else { BTreeMap::new() };
@@ -268,17 +274,21 @@ fn inter_broker_login(
         let reason = format!(
             "the inter-broker listener {listener} must enable it (and krabka's brokers log in to each other with PLAIN or SCRAM)"
         );
-        return Err(invalid(key, name, reason));
+        return Err(ConfigError::invalid(key, name, reason));
     };
     let jaas_key = format!("{}{}.sasl.jaas.config", listener_prefix(listener), mechanism.name().to_ascii_lowercase());
     let Some(text) = props.get(&jaas_key) else {
         return Err(ConfigError::Missing(format!("{jaas_key} (the broker's own username and password)")));
     };
-    let entries = jaas::parse(text).map_err(|e| invalid(&jaas_key, "[hidden]", e.to_string()))?;
+    let entries = jaas::parse(text).map_err(|e| ConfigError::invalid(&jaas_key, "[hidden]", e.to_string()))?;
     let option = |name: &str| entries.first().and_then(|e| e.options.get(name)).cloned();
     match (option("username"), option("password")) {
         (Some(username), Some(password)) => Ok(InterBrokerLogin { mechanism, username, password }),
-        _ => Err(invalid(&jaas_key, "[hidden]", "it must give username and password for the broker's own login")),
+        _ => Err(ConfigError::invalid(
+            &jaas_key,
+            "[hidden]",
+            "it must give username and password for the broker's own login",
+        )),
     }
 }
 
@@ -292,9 +302,9 @@ fn plain_users(props: &BTreeMap<String, String>, prefix: &str) -> Result<BTreeMa
         )));
     };
     // The value is a secret: errors name the key, never the text.
-    let entries = jaas::parse(text).map_err(|e| invalid(&key, "[hidden]", e.to_string()))?;
+    let entries = jaas::parse(text).map_err(|e| ConfigError::invalid(&key, "[hidden]", e.to_string()))?;
     let [entry] = entries.as_slice() else {
-        return Err(invalid(&key, "[hidden]", "it must hold exactly one login module entry"));
+        return Err(ConfigError::invalid(&key, "[hidden]", "it must hold exactly one login module entry"));
     };
     Ok(jaas::plain_users(entry))
 }

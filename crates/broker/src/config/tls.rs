@@ -20,7 +20,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedProtocolVersion};
 
 use super::broker_keys::KeyValues;
-use super::keystore::{certificates, invalid, require_pem, Keystore, ListenerKeys, ReloadingKeystore};
+use super::keystore::{certificates, require_pem, Keystore, ListenerKeys, ReloadingKeystore};
 
 /// `ssl.client.auth`: whether the listener asks clients for a certificate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub(crate) fn tls_listener(
         Some("requested") => ClientAuth::Requested,
         _ => ClientAuth::None,
     };
-    let tls_error = |key: &str, e: rustls::Error| invalid(key, "[hidden]", e.to_string());
+    let tls_error = |key: &str, e: rustls::Error| ConfigError::invalid(key, "[hidden]", e.to_string());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
         .map_err(|e| tls_error("ssl.enabled.protocols", e))?;
@@ -76,14 +76,15 @@ pub(crate) fn tls_listener(
         (ClientAuth::None, _) => builder.with_no_client_auth(),
         (_, None) => {
             let reason = "client certificates are checked against a truststore: set ssl.truststore.location or ssl.truststore.certificates (PEM)";
-            return Err(invalid("ssl.client.auth", "required", reason));
+            return Err(ConfigError::invalid("ssl.client.auth", "required", reason));
         }
         (_, Some(roots)) => {
             let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
             let verifier =
                 if client_auth == ClientAuth::Requested { verifier.allow_unauthenticated() } else { verifier };
-            let verifier =
-                verifier.build().map_err(|e| invalid("ssl.truststore.location", "[hidden]", e.to_string()))?;
+            let verifier = verifier
+                .build()
+                .map_err(|e| ConfigError::invalid("ssl.truststore.location", "[hidden]", e.to_string()))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
@@ -94,7 +95,7 @@ pub(crate) fn tls_listener(
     let (rules_key, rules) = keys.get("ssl.principal.mapping.rules");
     let rules = rules.unwrap_or_else(|| "DEFAULT".into());
     let principal_mapper =
-        SslPrincipalMapper::from_rules(&rules).map_err(|e| invalid(&rules_key, &rules, e.to_string()))?;
+        SslPrincipalMapper::from_rules(&rules).map_err(|e| ConfigError::invalid(&rules_key, &rules, e.to_string()))?;
     Ok(TlsListener { server: Arc::new(server), client_auth, principal_mapper, client: Arc::new(client) })
 }
 
@@ -109,9 +110,11 @@ fn client_config(
 ) -> Result<ClientConfig, ConfigError> {
     let builder = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
-        .map_err(|e| invalid("ssl.enabled.protocols", "", e.to_string()))?
+        .map_err(|e| ConfigError::invalid("ssl.enabled.protocols", "", e.to_string()))?
         .with_root_certificates(roots.unwrap_or_else(|| Arc::new(RootCertStore::empty())));
-    builder.with_client_auth_cert(chain, key).map_err(|e| invalid("ssl.keystore.location", "[hidden]", e.to_string()))
+    builder
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| ConfigError::invalid("ssl.keystore.location", "[hidden]", e.to_string()))
 }
 
 /// `ssl.enabled.protocols`: TLSv1.2 and TLSv1.3 (rustls has no older).
@@ -124,13 +127,17 @@ fn protocol_versions(keys: &ListenerKeys<'_>) -> Result<Vec<&'static SupportedPr
             "TLSv1.3" => &rustls::version::TLS13,
             "TLSv1.2" => &rustls::version::TLS12,
             other => {
-                return Err(invalid(&key, &text, format!("{other} is not served; krabka's TLS is TLSv1.2 and TLSv1.3")))
+                return Err(ConfigError::invalid(
+                    &key,
+                    &text,
+                    format!("{other} is not served; krabka's TLS is TLSv1.2 and TLSv1.3"),
+                ))
             }
         };
         versions.push(version);
     }
     if versions.is_empty() {
-        return Err(invalid(&key, &text, "no protocol enabled"));
+        return Err(ConfigError::invalid(&key, &text, "no protocol enabled"));
     }
     Ok(versions)
 }
@@ -141,17 +148,18 @@ fn truststore(keys: &ListenerKeys<'_>) -> Result<Option<Arc<RootCertStore>>, Con
         (Some(inline), _) => (inline.into_bytes(), "ssl.truststore.certificates"),
         (None, Some(path)) => {
             require_pem(keys, "ssl.truststore.type")?;
-            let pem = std::fs::read(&path).map_err(|e| invalid("ssl.truststore.location", &path, e.to_string()))?;
+            let pem = std::fs::read(&path)
+                .map_err(|e| ConfigError::invalid("ssl.truststore.location", &path, e.to_string()))?;
             (pem, "ssl.truststore.location")
         }
         (None, None) => return Ok(None),
     };
     let mut roots = RootCertStore::empty();
     for certificate in certificates(&pem, from)? {
-        roots.add(certificate).map_err(|e| invalid(from, "[hidden]", e.to_string()))?;
+        roots.add(certificate).map_err(|e| ConfigError::invalid(from, "[hidden]", e.to_string()))?;
     }
     if roots.is_empty() {
-        return Err(invalid(from, "[hidden]", "no CERTIFICATE block"));
+        return Err(ConfigError::invalid(from, "[hidden]", "no CERTIFICATE block"));
     }
     Ok(Some(Arc::new(roots)))
 }
