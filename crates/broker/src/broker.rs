@@ -181,6 +181,7 @@ impl Broker {
             broker_channels: Default::default(),
             shutdown: watch::channel(false).0,
         });
+        broker.client_quotas.follow(broker.metadata.publisher());
         if caught_up {
             broker.load_groups(started)?;
         }

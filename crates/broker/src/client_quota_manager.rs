@@ -11,10 +11,11 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use krabka_controller::error::{ApiError, THROTTLED};
-use krabka_metadata::MetadataImage;
+use krabka_metadata::{MetadataImage, MetadataPublisher};
 use krabka_protocol::ErrorCode;
 use krabka_replication::throttle::ByteRate;
 use krabka_security::quota::{
@@ -92,6 +93,9 @@ pub struct ClientQuotaManager {
     /// (`controller.quota.window.num` x `controller.quota.window.size.seconds`).
     mutation_buckets: Mutex<HashMap<(String, String), TokenBucket>>,
     mutation_burst_seconds: f64,
+    /// Whether the image holds any client quota: read for every request,
+    /// so that a broker without quotas does not look the image up for them.
+    any_quota: Arc<AtomicBool>,
 }
 
 /// One request's controller mutation quota (KIP-599), as Kafka's
@@ -145,7 +149,20 @@ impl ClientQuotaManager {
             accept_rates: Mutex::new(HashMap::new()),
             mutation_buckets: Mutex::new(HashMap::new()),
             mutation_burst_seconds: windows as f64 * window_ms as f64 / 1000.0,
+            any_quota: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Keeps [`Self::any_quota`] in step with `publisher`'s images.
+    pub fn follow(&self, publisher: &MetadataPublisher) {
+        let any_quota = Arc::clone(&self.any_quota);
+        publisher.subscribe(move |update| any_quota.store(!update.image.client_quotas.is_empty(), Ordering::Relaxed));
+    }
+
+    /// Whether any client quota is configured (as of the last image
+    /// published; false unless [`Self::follow`] was called).
+    pub fn any_quota(&self) -> bool {
+        self.any_quota.load(Ordering::Relaxed)
     }
 
     /// Over `quota.window.num` windows of `quota.window.size.seconds`; the

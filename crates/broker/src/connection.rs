@@ -273,10 +273,12 @@ async fn serve_within_request_quota(
     info: &ConnectionInfo,
     request: RequestFrame,
 ) -> Result<Reply, Close> {
+    if info.forwarded || !broker.client_quotas.any_quota() {
+        return handlers::handle(broker, info, request).await;
+    }
     let image = broker.metadata.image();
     let client_id = request.header.client_id.as_deref().unwrap_or_default();
-    let quota = broker.client_quotas.request_quota(&image, (&info.principal, client_id));
-    let Some(quota) = quota.filter(|_| !info.forwarded) else {
+    let Some(quota) = broker.client_quotas.request_quota(&image, (&info.principal, client_id)) else {
         return handlers::handle(broker, info, request).await;
     };
     let now = crate::clock::now_ms();
