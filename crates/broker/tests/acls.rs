@@ -284,17 +284,7 @@ fn a_principal_without_acls_is_refused_by_each_api_with_kafkas_errors() {
     let find = FindCoordinatorRequest { key_type: 0, coordinator_keys: vec!["g".into()], ..Default::default() };
     let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
     assert_eq!(found.coordinators[0].error_code, group_denied);
-    let init: InitProducerIdResponse = client.request(
-        ApiKey::InitProducerId,
-        4,
-        &InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        },
-    );
+    let init: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &support::idempotent_producer_init());
     assert_eq!(init.error_code, cluster_denied, "an idempotent producer needs IDEMPOTENT_WRITE or some WRITE");
     let end = EndTxnRequest { transactional_id: "t".into(), producer_id: 1, ..Default::default() };
     let ended: EndTxnResponse = client.request(ApiKey::EndTxn, 3, &end);

@@ -27,7 +27,7 @@ use std::time::Instant;
 use krabka_protocol::offset_fetch_request::OffsetFetchRequestGroup;
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ErrorCode, FindCoordinatorRequest,
-    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, OffsetFetchRequest, OffsetFetchResponse,
+    FindCoordinatorResponse, InitProducerIdResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use support::cluster::{
     create_and_find_the_controller, create_topic, create_topic_with, describe_quorum, latest_offsets, metadata,
@@ -149,13 +149,7 @@ fn check_group_coordinators(nodes: &[BrokerProcess], topic: &str, records: usize
 
 /// A producer id for an idempotent producer, from `node`.
 fn init_producer_id(node: &BrokerProcess) -> i64 {
-    let request = InitProducerIdRequest {
-        transactional_id: None,
-        transaction_timeout_ms: 60_000,
-        producer_id: -1,
-        producer_epoch: -1,
-        ..Default::default()
-    };
+    let request = support::idempotent_producer_init();
     let response: InitProducerIdResponse =
         RawClient::connect(&node.bootstrap()).request(ApiKey::InitProducerId, 5, &request);
     assert_eq!(response.error_code, 0, "InitProducerId on {}", node.bootstrap());

@@ -126,17 +126,8 @@ fn values(data: &fetch_response::PartitionData) -> Vec<(i64, String)> {
 }
 
 fn init_producer_id(client: &mut RawClient) -> (i64, i16) {
-    let response: InitProducerIdResponse = client.request(
-        ApiKey::InitProducerId,
-        5,
-        &InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        },
-    );
+    let response: InitProducerIdResponse =
+        client.request(ApiKey::InitProducerId, 5, &support::idempotent_producer_init());
     assert_eq!(response.error_code, 0);
     (response.producer_id, response.producer_epoch)
 }
@@ -296,13 +287,7 @@ fn sequence_rules_of_an_unknown_producer_match_kafka_side_by_side() {
         // A fresh broker may still be fetching its first block of producer ids.
         let mut producer = None;
         support::wait_for("a producer id", Duration::from_secs(60), || {
-            let request = InitProducerIdRequest {
-                transactional_id: None,
-                transaction_timeout_ms: 60_000,
-                producer_id: -1,
-                producer_epoch: -1,
-                ..Default::default()
-            };
+            let request = support::idempotent_producer_init();
             let answer: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 5, &request);
             producer = (answer.error_code == 0).then_some((answer.producer_id, answer.producer_epoch));
             producer.is_some()

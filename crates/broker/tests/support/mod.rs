@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::frame::{encode_request, parse_response_header};
-use krabka_protocol::{ApiKey, Message};
+use krabka_protocol::{ApiKey, InitProducerIdRequest, Message};
 
 pub mod cluster;
 pub mod netns;
@@ -555,6 +555,18 @@ impl RawClient {
         self.stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         let mut byte = [0u8; 1];
         matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
+
+/// The InitProducerId request of a new idempotent (not transactional)
+/// producer.
+pub fn idempotent_producer_init() -> InitProducerIdRequest {
+    InitProducerIdRequest {
+        transactional_id: None,
+        transaction_timeout_ms: 60_000,
+        producer_id: -1,
+        producer_epoch: -1,
+        ..Default::default()
     }
 }
 
