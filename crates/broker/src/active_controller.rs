@@ -53,7 +53,9 @@ async fn connect_to_leader(broker: &Broker, purpose: &str, timeout: Duration) ->
     let address = quorum.endpoint_of(leader).ok_or("the leader's address is not known")?;
     let client_id = format!("broker-{}-{purpose}", broker.node_id);
     tokio::select! {
-        connected = Channel::connect(&address.host, address.port, timeout, client_id) => Ok((connected?, leader)),
+        connected = Channel::connect_to_controller(
+            &address.host, address.port, timeout, client_id, &broker.config.security.controller_client,
+        ) => Ok((connected?, leader)),
         () = lead_moves(quorum, leader) => Err(format!("the lead moved from node {leader} while connecting")),
     }
 }

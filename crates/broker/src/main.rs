@@ -11,7 +11,7 @@ use krabka_broker::broker::Broker;
 use krabka_broker::config::security::ClientListener;
 use krabka_broker::config::BrokerConfig;
 use krabka_broker::observability;
-use krabka_broker::quorum::serve_controller_listener;
+use krabka_broker::quorum::{serve_controller_listener, ControllerListenerSecurity};
 use krabka_format::properties;
 use tokio::net::{TcpListener, TcpSocket};
 
@@ -142,7 +142,10 @@ fn serve_quorum(broker: &Arc<Broker>, listener: TcpListener) -> anyhow::Result<(
     let control = krabka_broker::cluster_control::ClusterControl::new(broker.clone());
     tokio::spawn(Arc::clone(&control).fence_expired_sessions());
     let controller = krabka_broker::handlers::controller::handler(control, broker.clone());
-    tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller)));
+    let name = broker.config.controller_listener_names.first().context("controller.listener.names is empty")?;
+    let security = ControllerListenerSecurity::of(&broker.config.security, name)
+        .with_context(|| format!("no controller listener {name} in listeners"))?;
+    tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller), security));
     tokio::spawn(krabka_broker::controller_registration::run(broker.clone()));
     Ok(())
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use krabka_broker::quorum::QuorumStatus;
-use krabka_broker::quorum::{serve_controller_listener, Quorum, QuorumSetup};
+use krabka_broker::quorum::{serve_controller_listener, ControllerListenerSecurity, Quorum, QuorumSetup};
 use krabka_log::LogConfig;
 use krabka_protocol::Uuid;
 use krabka_raft::wire::{Endpoint, WireContext};
@@ -184,6 +184,7 @@ impl Cluster {
             request_timeout: Duration::from_millis(2000),
             snapshot_every_bytes: u64::MAX,
             snapshot_interval_ms: 0,
+            controller_client: Default::default(),
         };
         // A restart waits for the stopped member's listener task to let go.
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -200,7 +201,12 @@ impl Cluster {
         // What it commits is compared on disk, not through the loader's stream.
         let (quorum, _committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
         let quorum = Arc::new(quorum);
-        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum), None));
+        tokio::spawn(serve_controller_listener(
+            listener,
+            Arc::clone(&quorum),
+            None,
+            ControllerListenerSecurity::plaintext("CONTROLLER"),
+        ));
         self.krabka.insert(id, quorum);
     }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use krabka_protocol::{ApiKey, MetadataRequest};
+use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
 use support::tools::{kafka_cli, replicate_rf3_with_kafka_tools, run, venv_python, PYTHON_ROUND_TRIPS};
 use support::{free_port, BrokerProcess, RawClient};
 
@@ -298,5 +298,64 @@ fn brokers_replicate_over_an_ssl_inter_broker_listener() {
     for node in &nodes {
         let log = node.log();
         assert!(!log.contains("TLS handshake failed"), "node {} refused a peer:\n{log}", node.port);
+    }
+}
+
+/// The controller listener's users: the nodes' own login and an operator's.
+const CONTROLLER_JAAS: &str = concat!(
+    r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" "#,
+    r#"password="controller-secret" user_controller="controller-secret" user_admin="admin-secret";"#
+);
+
+#[test]
+fn the_quorum_and_the_brokers_talk_over_a_sasl_ssl_controller_listener() {
+    // Raft between the three voters, and each broker's registration,
+    // heartbeats, ISR changes and forwarded CreateTopics to the active
+    // controller, all go over a SASL_SSL controller listener, as a Kafka
+    // cluster configured so.
+    let pki = Pki::new();
+    let mut keys = pki.broker_keys();
+    keys.extend([
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL".into(),
+        "listener.name.controller.sasl.enabled.mechanisms=PLAIN".into(),
+        "sasl.mechanism.controller.protocol=PLAIN".into(),
+        format!("listener.name.controller.plain.sasl.jaas.config={CONTROLLER_JAAS}"),
+    ]);
+    let nodes = BrokerProcess::start_cluster(3, &keys.iter().map(String::as_str).collect::<Vec<_>>());
+    let plaintext = pki.client_config("PLAINTEXT", "ca", None, "");
+    replicate_rf3_with_kafka_tools((&nodes[0].bootstrap(), &nodes[2].bootstrap()), &plaintext);
+    // A broker-only node, which does not serve the listener, logs in to it
+    // with the listener's truststore and its own login: it registers.
+    let voters: Vec<String> =
+        nodes.iter().enumerate().map(|(i, n)| format!("{}@127.0.0.1:{}", i + 1, n.controller_port)).collect();
+    let extra: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let observer = BrokerProcess::start_broker_only(4, &voters.join(","), support::TEST_CLUSTER_ID, &extra);
+    support::wait_for("the broker-only node to register", Duration::from_secs(60), || {
+        let answer: MetadataResponse =
+            RawClient::connect(&nodes[0].bootstrap()).request(ApiKey::Metadata, 12, &MetadataRequest::default());
+        answer.brokers.iter().any(|b| b.node_id == 4 && b.port == i32::from(observer.port))
+    });
+
+    // Kafka's admin client on the controller listener, as an operator.
+    let controller = format!("127.0.0.1:{}", nodes[1].controller_port);
+    let login = |password: &str| {
+        let jaas = format!(
+            r#"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="{password}";"#
+        );
+        pki.client_config("SASL_SSL", "ca", None, &format!("sasl.mechanism=PLAIN\n{jaas}"))
+    };
+    let quorum = |config: &str| {
+        let args = ["kafka-metadata-quorum", "--bootstrap-controller", &controller, "--command-config", config];
+        kafka_cli(&[&args[..], &["describe", "--status"]].concat(), "")
+    };
+    let (ok, out) = quorum(&login("admin-secret"));
+    assert!(ok && out.contains("CurrentVoters:") && out.contains("LeaderId:"), "describe --status: {out}");
+    let (_, out) = quorum(&login("wrong"));
+    assert!(out.contains("Authentication failed"), "a wrong password is refused: {out}");
+    assert_plaintext_refused(&controller);
+    assert!(nodes[1].log().contains("failed authentication on the controller listener"));
+    for node in &nodes {
+        let log = node.log();
+        assert!(!log.contains("cannot reach") && !log.contains("TLS handshake failed"), "{}:\n{log}", node.port);
     }
 }

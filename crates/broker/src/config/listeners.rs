@@ -106,15 +106,10 @@ impl Listeners {
         }
         let is_controller = |name: &str| controller_names.iter().any(|c| c == name);
         let protocols = protocols(values, &controller_names)?;
-        for listener in &listeners {
-            let Some(protocol) = protocols.get(&listener.name) else {
-                let reason =
-                    format!("no security protocol for listener {} in listener.security.protocol.map", listener.name);
-                return Err(ConfigError::invalid("listeners", listeners_text, reason));
-            };
-            if let Some(reason) = unserved_protocol(&listener.name, protocol, is_controller(&listener.name)) {
-                return Err(ConfigError::invalid("listeners", listeners_text, reason));
-            }
+        if let Some(listener) = listeners.iter().find(|l| !protocols.contains_key(&l.name)) {
+            let reason =
+                format!("no security protocol for listener {} in listener.security.protocol.map", listener.name);
+            return Err(ConfigError::invalid("listeners", listeners_text, reason));
         }
 
         let inter_broker = inter_broker_listener(values)?;
@@ -140,16 +135,6 @@ impl Listeners {
             return Err(ConfigError::invalid("listeners", listeners_text, reason));
         }
         Ok(Listeners { listeners, advertised, controller_names, inter_broker, protocols })
-    }
-}
-
-/// Why krabka cannot serve `protocol` on listener `name`, if it cannot:
-/// client listeners take every protocol, the KRaft quorum's connections
-/// PLAINTEXT only.
-fn unserved_protocol(name: &str, protocol: &str, controller: bool) -> Option<String> {
-    match (protocol, controller) {
-        ("PLAINTEXT", _) | (_, false) => None,
-        (_, true) => Some(format!("controller listener {name} uses {protocol}; krabka's quorum listens on PLAINTEXT")),
     }
 }
 

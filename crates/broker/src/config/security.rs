@@ -15,7 +15,7 @@ use krabka_security::SaslMechanism;
 use super::broker_keys::KeyValues;
 use super::listeners::Listener;
 use super::oauthbearer::{bearer_validator, BearerValidator};
-use super::tls::{tls_listener, TlsListener};
+use super::tls::{tls_client, tls_listener, TlsListener};
 
 /// Kafka's security protocols, as the broker serves them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,23 +82,21 @@ impl std::fmt::Debug for SaslListener {
     }
 }
 
-/// How this broker logs in to the others when the inter-broker listener
-/// is a SASL one: `sasl.mechanism.inter.broker.protocol` with the
-/// username and password of that listener's JAAS entry for it.
+/// How this node logs in to another's SASL listener: the inter-broker
+/// one as `sasl.mechanism.inter.broker.protocol`, the controllers' as
+/// `sasl.mechanism.controller.protocol`, each with the username and
+/// password of that listener's JAAS entry for the mechanism.
 #[derive(Clone)]
-pub struct InterBrokerLogin {
+pub struct NodeLogin {
     pub mechanism: SaslMechanism,
     pub username: String,
     pub password: String,
 }
 
-impl std::fmt::Debug for InterBrokerLogin {
+impl std::fmt::Debug for NodeLogin {
     /// Never the password.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InterBrokerLogin")
-            .field("mechanism", &self.mechanism)
-            .field("username", &self.username)
-            .finish()
+        f.debug_struct("NodeLogin").field("mechanism", &self.mechanism).field("username", &self.username).finish()
     }
 }
 
@@ -108,7 +106,12 @@ pub struct SecurityConfig {
     /// Each client (non-controller) listener, in `listeners` order.
     pub client_listeners: Vec<Arc<ClientListener>>,
     /// Set when the inter-broker listener authenticates.
-    pub inter_broker_login: Option<InterBrokerLogin>,
+    pub inter_broker_login: Option<NodeLogin>,
+    /// Each controller listener this node serves (a controller's), in
+    /// `listeners` order.
+    pub controller_listeners: Vec<Arc<ClientListener>>,
+    /// How this node connects to the controllers.
+    pub controller_client: Arc<ControllerClient>,
     /// `connections.max.reauth.ms`: a SASL session's lifetime (0: unlimited, as Kafka).
     pub connections_max_reauth_ms: i64,
     /// `connection.failed.authentication.delay.ms`: how long a failed
@@ -131,19 +134,29 @@ impl SecurityConfig {
         (listeners, controller_names, inter_broker): (&[Listener], &[String], &str),
         protocols: &BTreeMap<String, String>,
     ) -> Result<SecurityConfig, ConfigError> {
-        let client_listeners = listeners
+        let (controller_listeners, client_listeners): (Vec<_>, Vec<_>) = listeners
             .iter()
-            .filter(|l| !controller_names.contains(&l.name))
             .map(|l| client_listener(values, props, &l.name, protocols).map(Arc::new))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .partition(|l| controller_names.contains(&l.name));
         let inter_broker_listener = client_listeners.iter().find(|l| l.name == inter_broker);
         let inter_broker_login = match inter_broker_listener.and_then(|l| l.sasl.as_ref()) {
-            Some(sasl) => Some(inter_broker_login(values, props, inter_broker, sasl)?),
+            Some(sasl) => Some(node_login(values, props, (inter_broker, Some(sasl)), INTER_BROKER_MECHANISM)?),
             None => None,
         };
+        let controller_client = Arc::new(ControllerClient::read(
+            values,
+            props,
+            controller_names.first(),
+            protocols,
+            &controller_listeners,
+        )?);
         Ok(SecurityConfig {
             client_listeners,
             inter_broker_login,
+            controller_listeners,
+            controller_client,
             connections_max_reauth_ms: values.int("connections.max.reauth.ms").max(0),
             failed_authentication_delay_ms: values.int("connection.failed.authentication.delay.ms").max(0) as u64,
             sasl_server_max_receive_size: values.int("sasl.server.max.receive.size").clamp(1, i64::from(u32::MAX))
@@ -156,6 +169,48 @@ impl SecurityConfig {
     pub fn client_listener(&self, name: &str) -> Option<&Arc<ClientListener>> {
         self.client_listeners.iter().find(|l| l.name == name)
     }
+
+    /// The controller listener of this name, if this node serves it.
+    pub fn controller_listener(&self, name: &str) -> Option<&Arc<ClientListener>> {
+        self.controller_listeners.iter().find(|l| l.name == name)
+    }
+}
+
+/// How this node reaches the controllers on the first of
+/// `controller.listener.names`, as Kafka's raft client and its brokers'
+/// channel to the active controller do: TLS with that listener's
+/// truststore (and its certificate, when one is configured), SASL as
+/// `sasl.mechanism.controller.protocol`.
+#[derive(Debug, Default)]
+pub struct ControllerClient {
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub login: Option<NodeLogin>,
+}
+
+impl ControllerClient {
+    fn read(
+        values: &KeyValues,
+        props: &BTreeMap<String, String>,
+        name: Option<&String>,
+        protocols: &BTreeMap<String, String>,
+        served: &[Arc<ClientListener>],
+    ) -> Result<ControllerClient, ConfigError> {
+        let Some(name) = name else { return Ok(ControllerClient::default()) };
+        let own = served.iter().find(|l| &l.name == name);
+        let protocol = protocol_of(protocols, name)?;
+        let tls = match own.and_then(|l| l.tls.as_ref()) {
+            Some(tls) => Some(tls.client.clone()),
+            None if protocol.is_tls() => Some(tls_client(values, props, listener_prefix(name))?),
+            None => None,
+        };
+        let login = if protocol.is_sasl() {
+            let sasl = own.and_then(|l| l.sasl.as_ref());
+            Some(node_login(values, props, (name, sasl), CONTROLLER_MECHANISM)?)
+        } else {
+            None
+        };
+        Ok(ControllerClient { tls, login })
+    }
 }
 
 fn client_listener(
@@ -164,17 +219,7 @@ fn client_listener(
     name: &str,
     protocols: &BTreeMap<String, String>,
 ) -> Result<ClientListener, ConfigError> {
-    let protocol = protocols.get(name).map(String::as_str).unwrap_or("PLAINTEXT");
-    let protocol = match protocol {
-        "PLAINTEXT" => SecurityProtocol::Plaintext,
-        "SSL" => SecurityProtocol::Ssl,
-        "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
-        "SASL_SSL" => SecurityProtocol::SaslSsl,
-        other => {
-            let reason = format!("listener {name} uses an unknown security protocol {other}");
-            return Err(ConfigError::invalid("listener.security.protocol.map", other, reason));
-        }
-    };
+    let protocol = protocol_of(protocols, name)?;
     let sasl = if protocol.is_sasl() { Some(sasl_listener(values, props, name)?) } else { None };
     let tls = if protocol.is_tls() { Some(tls_listener(values, props, listener_prefix(name))?) } else { None };
     let rate_key = format!("{}max.connection.creation.rate", listener_prefix(name));
@@ -193,6 +238,20 @@ fn client_listener(
         },
     };
     Ok(ClientListener { name: name.to_string(), protocol, sasl, tls, max_connection_creation_rate })
+}
+
+/// Listener `name`'s security protocol (PLAINTEXT when the map names none).
+fn protocol_of(protocols: &BTreeMap<String, String>, name: &str) -> Result<SecurityProtocol, ConfigError> {
+    match protocols.get(name).map(String::as_str).unwrap_or("PLAINTEXT") {
+        "PLAINTEXT" => Ok(SecurityProtocol::Plaintext),
+        "SSL" => Ok(SecurityProtocol::Ssl),
+        "SASL_PLAINTEXT" => Ok(SecurityProtocol::SaslPlaintext),
+        "SASL_SSL" => Ok(SecurityProtocol::SaslSsl),
+        other => {
+            let reason = format!("listener {name} uses an unknown security protocol {other}");
+            Err(ConfigError::invalid("listener.security.protocol.map", other, reason))
+        }
+    }
 }
 
 /// Kafka's KRaft authorizer class, the one krabka implements.
@@ -258,36 +317,58 @@ fn sasl_listener(
     Ok(SaslListener { enabled_mechanisms, plain_users, bearer_validator })
 }
 
-/// The login of a broker whose inter-broker listener is a SASL one, as
-/// Kafka's broker takes it: the mechanism the listener must enable, and
-/// the username and password of its JAAS entry for that mechanism.
-fn inter_broker_login(
+/// A login's mechanism key and the mechanisms krabka's nodes log in with
+/// there.
+struct MechanismKey {
+    key: &'static str,
+    usable: &'static [SaslMechanism],
+    why: &'static str,
+}
+
+const INTER_BROKER_MECHANISM: MechanismKey = MechanismKey {
+    key: "sasl.mechanism.inter.broker.protocol",
+    usable: &[SaslMechanism::Plain, SaslMechanism::ScramSha256, SaslMechanism::ScramSha512],
+    why: "krabka's brokers log in to each other with PLAIN or SCRAM",
+};
+
+/// SCRAM's credentials live in the metadata log, which a controller
+/// reads only once it reached the quorum (Kafka does not support SCRAM
+/// between controllers either).
+const CONTROLLER_MECHANISM: MechanismKey = MechanismKey {
+    key: "sasl.mechanism.controller.protocol",
+    usable: &[SaslMechanism::Plain],
+    why: "krabka's nodes log in to the controllers with PLAIN",
+};
+
+/// The login of this node on SASL listener `name`: the mechanism
+/// `mechanism.key` names, which the listener must enable when this node
+/// serves it (`sasl`), with the username and password of the listener's
+/// JAAS entry for it.
+fn node_login(
     values: &KeyValues,
     props: &BTreeMap<String, String>,
-    listener: &str,
-    sasl: &SaslListener,
-) -> Result<InterBrokerLogin, ConfigError> {
-    let key = "sasl.mechanism.inter.broker.protocol";
-    let name = values.get(key).unwrap_or_default();
-    let usable = |m: &SaslMechanism| sasl.enabled_mechanisms.contains(m) && *m != SaslMechanism::OAuthBearer;
-    let Some(mechanism) = SaslMechanism::from_name(name).filter(usable) else {
-        let reason = format!(
-            "the inter-broker listener {listener} must enable it (and krabka's brokers log in to each other with PLAIN or SCRAM)"
-        );
-        return Err(ConfigError::invalid(key, name, reason));
+    (listener, sasl): (&str, Option<&SaslListener>),
+    mechanism: MechanismKey,
+) -> Result<NodeLogin, ConfigError> {
+    let name = values.get(mechanism.key).unwrap_or_default();
+    let enabled = |m: &SaslMechanism| sasl.is_none_or(|s| s.enabled_mechanisms.contains(m));
+    let usable = |m: &SaslMechanism| enabled(m) && mechanism.usable.contains(m);
+    let Some(chosen) = SaslMechanism::from_name(name).filter(usable) else {
+        let reason = format!("the listener {listener} must enable it (and {})", mechanism.why);
+        return Err(ConfigError::invalid(mechanism.key, name, reason));
     };
-    let jaas_key = format!("{}{}.sasl.jaas.config", listener_prefix(listener), mechanism.name().to_ascii_lowercase());
+    let jaas_key = format!("{}{}.sasl.jaas.config", listener_prefix(listener), chosen.name().to_ascii_lowercase());
     let Some(text) = props.get(&jaas_key) else {
-        return Err(ConfigError::Missing(format!("{jaas_key} (the broker's own username and password)")));
+        return Err(ConfigError::Missing(format!("{jaas_key} (the node's own username and password)")));
     };
     let entries = jaas::parse(text).map_err(|e| ConfigError::invalid(&jaas_key, "[hidden]", e.to_string()))?;
     let option = |name: &str| entries.first().and_then(|e| e.options.get(name)).cloned();
     match (option("username"), option("password")) {
-        (Some(username), Some(password)) => Ok(InterBrokerLogin { mechanism, username, password }),
+        (Some(username), Some(password)) => Ok(NodeLogin { mechanism: chosen, username, password }),
         _ => Err(ConfigError::invalid(
             &jaas_key,
             "[hidden]",
-            "it must give username and password for the broker's own login",
+            "it must give username and password for the node's own login",
         )),
     }
 }

@@ -91,7 +91,7 @@ pub(crate) fn tls_listener(
     let resolver =
         ReloadingKeystore::new(keystore, provider.clone()).map_err(|e| tls_error("ssl.keystore.location", e))?;
     let server = builder.with_cert_resolver(Arc::new(resolver));
-    let client = client_config(provider, &versions, roots, (chain, key))?;
+    let client = client_config(provider, &versions, roots, Some((chain, key)))?;
     let (rules_key, rules) = keys.get("ssl.principal.mapping.rules");
     let rules = rules.unwrap_or_else(|| "DEFAULT".into());
     let principal_mapper =
@@ -99,22 +99,48 @@ pub(crate) fn tls_listener(
     Ok(TlsListener { server: Arc::new(server), client_auth, principal_mapper, client: Arc::new(client) })
 }
 
-/// The client configuration a broker connects to its peers with: the
+/// How this node connects to the TLS listener `prefix` names
+/// (`listener.name.<name>.`) when it does not serve that listener itself
+/// (a broker-only node reaching the controllers): the listener's
+/// truststore, and its keystore's certificate when one is configured.
+pub(crate) fn tls_client(
+    values: &KeyValues,
+    props: &BTreeMap<String, String>,
+    prefix: String,
+) -> Result<Arc<ClientConfig>, ConfigError> {
+    let keys = ListenerKeys { values, props, prefix };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions = protocol_versions(&keys)?;
+    let roots = truststore(&keys)?;
+    let has_keystore = keys.value("ssl.keystore.key").is_some() || keys.value("ssl.keystore.location").is_some();
+    let identity = if has_keystore {
+        let keystore = Keystore::read(&keys)?;
+        Some((keystore.chain.clone(), keystore.key.clone_key()))
+    } else {
+        None
+    };
+    Ok(Arc::new(client_config(provider, &versions, roots, identity)?))
+}
+
+/// The client configuration a node connects to its peers with: the
 /// listener's truststore (or none: the connection cannot be verified and
 /// is refused) and its certificate, for listeners that ask for one.
 fn client_config(
     provider: Arc<rustls::crypto::CryptoProvider>,
     versions: &[&'static SupportedProtocolVersion],
     roots: Option<Arc<RootCertStore>>,
-    (chain, key): (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>),
+    identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
 ) -> Result<ClientConfig, ConfigError> {
     let builder = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .map_err(|e| ConfigError::invalid("ssl.enabled.protocols", "", e.to_string()))?
         .with_root_certificates(roots.unwrap_or_else(|| Arc::new(RootCertStore::empty())));
-    builder
-        .with_client_auth_cert(chain, key)
-        .map_err(|e| ConfigError::invalid("ssl.keystore.location", "[hidden]", e.to_string()))
+    match identity {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| ConfigError::invalid("ssl.keystore.location", "[hidden]", e.to_string())),
+        None => Ok(builder.with_no_client_auth()),
+    }
 }
 
 /// `ssl.enabled.protocols`: TLSv1.2 and TLSv1.3 (rustls has no older).

@@ -13,6 +13,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use crate::config::security::ControllerClient;
+
 /// The channel's bytes: TCP, or TLS over it.
 trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
@@ -34,6 +36,25 @@ impl Channel {
         let stream = connect.map_err(|_| "connect timed out".to_string())?.map_err(|e| e.to_string())?;
         let _ = stream.set_nodelay(true);
         Ok(Channel { stream: Box::new(stream), correlation_id: 0, timeout: timeout_after, client_id })
+    }
+
+    /// Connects to the controller listener at `host:port` as `client`
+    /// says: over TLS, then logged in over SASL, when its protocol has them.
+    pub async fn connect_to_controller(
+        host: &str,
+        port: u16,
+        timeout_after: Duration,
+        client_id: String,
+        client: &ControllerClient,
+    ) -> Result<Self, String> {
+        let mut channel = Self::connect(host, port, timeout_after, client_id).await?;
+        if let Some(tls) = &client.tls {
+            channel = channel.start_tls(tls.clone(), host).await?;
+        }
+        if let Some(login) = &client.login {
+            channel.authenticate(login.mechanism, &login.username, &login.password).await?;
+        }
+        Ok(channel)
     }
 
     /// Makes the channel a TLS client of `host` (checked against the

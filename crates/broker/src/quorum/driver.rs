@@ -28,6 +28,7 @@ use tokio::sync::{mpsc as tokio_mpsc, oneshot, watch};
 
 use super::event::Event;
 use super::peer;
+use crate::config::security::ControllerClient;
 
 /// How much of the committed log one chunk handed to the loader holds.
 const COMMITTED_CHUNK_BYTES: u32 = 1024 * 1024;
@@ -51,6 +52,8 @@ pub struct QuorumSetup {
     /// committed log snapshots its state.
     pub snapshot_every_bytes: u64,
     pub snapshot_interval_ms: i64,
+    /// How this node connects to the other controllers' listener.
+    pub controller_client: Arc<ControllerClient>,
 }
 
 /// The node's state as its users see it.
@@ -129,6 +132,7 @@ impl Quorum {
             runtime: runtime.clone(),
             events: events.clone(),
             request_timeout: setup.request_timeout,
+            controller_client: setup.controller_client,
             pending: BTreeMap::new(),
             status: status_sender,
             started,
@@ -298,6 +302,7 @@ struct Driver {
     runtime: tokio::runtime::Handle,
     events: mpsc::Sender<Event>,
     request_timeout: Duration,
+    controller_client: Arc<ControllerClient>,
     pending: BTreeMap<(i32, Kind), VecDeque<Pending>>,
     status: watch::Sender<QuorumStatus>,
     /// Where the committed log handed out so far ends.
@@ -491,9 +496,10 @@ impl Driver {
         let endpoint = voter.listener(&self.context.listener).map(|l| (l.host.clone(), l.port));
         let (events, timeout, client_id) =
             (self.events.clone(), self.request_timeout, format!("raft-client-{}", self.context.node_id));
+        let client = Arc::clone(&self.controller_client);
         self.runtime.spawn(async move {
             let kraft_versions = match endpoint {
-                Some((host, port)) => peer::probe_kraft_versions(&host, port, timeout, client_id).await,
+                Some((host, port)) => peer::probe_kraft_versions(&host, port, timeout, (client_id, &client)).await,
                 None => None,
             };
             let _ = events.send(Event::Probed { request, kraft_versions });
@@ -614,7 +620,12 @@ impl Driver {
         };
         let current = self.peers.get(&to).is_some_and(|(at, _)| *at == endpoint);
         if !current {
-            let connection = peer::Connection { id: to, endpoint: endpoint.clone(), timeout: self.request_timeout };
+            let connection = peer::Connection {
+                id: to,
+                endpoint: endpoint.clone(),
+                timeout: self.request_timeout,
+                client: Arc::clone(&self.controller_client),
+            };
             let sender = peer::spawn(&self.runtime, connection, Arc::clone(&self.context), self.events.clone());
             self.peers.insert(to, (endpoint, sender));
         }

@@ -4,19 +4,30 @@
 //! Fetch and FetchSnapshot to the quorum and BrokerRegistration, BrokerHeartbeat,
 //! AllocateProducerIds and Envelope to the controller's handler; any other request closes the connection, as
 //! a Kafka controller closes on an API its listener does not serve.
+//!
+//! The listener's security protocol is served as a client listener's: TLS
+//! through rustls, SASL through the same authenticator, before any request
+//! reaches the quorum or the controller. SCRAM credentials live in the
+//! metadata log, so the controller listener checks PLAIN's JAAS users
+//! (and OAUTHBEARER tokens), not SCRAM's.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use krabka_metadata::MetadataImage;
 use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use krabka_raft::wire::MIN_FETCH_VERSION;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::driver::Quorum;
+use crate::authentication::{Admission, Authenticator};
+use crate::config::security::{ClientListener, SecurityConfig};
+use crate::transport::{self, AcceptError, ResponseWriter};
 use crate::wire::{api_versions_response, encode_frame, served_range, FORWARDED_APIS};
 
 /// A request frame larger than this closes the connection (raft's largest
@@ -42,11 +53,59 @@ const CONTROLLER_APIS: [ApiKey; 7] = [
     ApiKey::DescribeCluster,
 ];
 
+/// How long a TLS handshake may take on the controller listener.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the controller listener authenticates its connections: the
+/// listener's own settings and the node's SASL limits.
+pub struct ControllerListenerSecurity {
+    pub listener: Arc<ClientListener>,
+    /// `connections.max.reauth.ms`.
+    pub max_reauth_ms: i64,
+    /// `connection.failed.authentication.delay.ms`.
+    pub failed_authentication_delay: Duration,
+    /// `sasl.server.max.receive.size`.
+    pub sasl_max_receive_bytes: u32,
+}
+
+impl ControllerListenerSecurity {
+    /// Listener `name`'s, from the node's security config; None when
+    /// the node does not serve it.
+    pub fn of(security: &SecurityConfig, name: &str) -> Option<Self> {
+        Some(ControllerListenerSecurity {
+            listener: Arc::clone(security.controller_listener(name)?),
+            max_reauth_ms: security.connections_max_reauth_ms,
+            failed_authentication_delay: Duration::from_millis(security.failed_authentication_delay_ms),
+            sasl_max_receive_bytes: security.sasl_server_max_receive_size,
+        })
+    }
+
+    /// A PLAINTEXT listener `name` (tests' quorums).
+    pub fn plaintext(name: &str) -> Self {
+        let listener = ClientListener {
+            name: name.to_string(),
+            protocol: crate::config::security::SecurityProtocol::Plaintext,
+            sasl: None,
+            tls: None,
+            max_connection_creation_rate: None,
+        };
+        ControllerListenerSecurity {
+            listener: Arc::new(listener),
+            max_reauth_ms: 0,
+            failed_authentication_delay: Duration::from_millis(100),
+            sasl_max_receive_bytes: 524_288,
+        }
+    }
+}
+
 /// The APIs the controller listener serves, with the versions it speaks
-/// (Fetch from v13, which carries the topic id raft checks).
+/// (Fetch from v13, which carries the topic id raft checks). SaslHandshake
+/// and SaslAuthenticate are listed, as Kafka's controller lists them, for
+/// the clients that look for them before they authenticate.
 fn controller_apis() -> Vec<(ApiKey, i16, i16)> {
     let raft = krabka_raft::wire::RAFT_APIS;
-    std::iter::once(ApiKey::ApiVersions)
+    [ApiKey::ApiVersions, ApiKey::SaslHandshake, ApiKey::SaslAuthenticate]
+        .into_iter()
         .chain(raft)
         .chain(CONTROLLER_APIS)
         .chain(FORWARDED_APIS)
@@ -61,7 +120,9 @@ pub async fn serve_controller_listener(
     listener: TcpListener,
     quorum: Arc<Quorum>,
     controller: Option<ControllerHandler>,
+    security: ControllerListenerSecurity,
 ) {
+    let security = Arc::new(security);
     let quorum_stopped = stopped(&quorum);
     tokio::pin!(quorum_stopped);
     loop {
@@ -73,10 +134,11 @@ pub async fn serve_controller_listener(
             Ok((stream, peer)) => {
                 let quorum = Arc::clone(&quorum);
                 let controller = controller.clone();
+                let security = Arc::clone(&security);
                 tokio::spawn(async move {
                     tokio::select! {
                         () = stopped(&quorum) => {}
-                        served = serve(stream, &quorum, controller.as_ref()) => {
+                        served = serve(stream, &quorum, controller.as_ref(), &security) => {
                             if let Err(reason) = served {
                                 tracing::debug!(%peer, %reason, "controller connection closed");
                             }
@@ -98,25 +160,64 @@ async fn stopped(quorum: &Quorum) {
     while status.changed().await.is_ok() {}
 }
 
-async fn serve(mut stream: TcpStream, quorum: &Quorum, controller: Option<&ControllerHandler>) -> Result<(), String> {
-    let _ = stream.set_nodelay(true);
+async fn serve(
+    stream: TcpStream,
+    quorum: &Quorum,
+    controller: Option<&ControllerHandler>,
+    security: &ControllerListenerSecurity,
+) -> Result<(), String> {
+    let (transport, principal) =
+        transport::accept(stream, &security.listener, HANDSHAKE_TIMEOUT).await.map_err(|e| match e {
+            AcceptError::Closed(reason) | AcceptError::AuthenticationFailed(reason) => reason,
+        })?;
+    let mut authenticator = Authenticator::new(Arc::clone(&security.listener), security.max_reauth_ms, principal);
+    let (mut reader, mut writer) = transport.split();
+    // The controller listener has no SCRAM credentials to look up.
+    let no_credentials = || Arc::new(MetadataImage::default());
     loop {
-        let size = match stream.read_i32().await {
+        let size = match reader.read_i32().await {
             Ok(size) => size,
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(e.to_string()),
         };
-        let size = usize::try_from(size).ok().filter(|&s| s <= MAX_REQUEST_BYTES).ok_or("bad frame size")?;
-        let mut frame = vec![0u8; size];
-        stream.read_exact(&mut frame).await.map_err(|e| e.to_string())?;
-        let response = answer(Bytes::from(frame), quorum, controller).await?;
-        stream.write_all(&response).await.map_err(|e| e.to_string())?;
+        let max_bytes = authenticator.max_frame_bytes(MAX_REQUEST_BYTES as u32, security.sasl_max_receive_bytes);
+        let size = u32::try_from(size).ok().filter(|&s| s <= max_bytes).ok_or("bad frame size")?;
+        let mut frame = vec![0u8; size as usize];
+        reader.read_exact(&mut frame).await.map_err(|e| e.to_string())?;
+        let frame = Bytes::from(frame);
+        let admission = if authenticator.expects_raw_token() {
+            authenticator.raw_token(&frame, &no_credentials)
+        } else {
+            authenticator.admit(RequestFrame::parse(frame).map_err(|e| e.to_string())?, &no_credentials)
+        };
+        match admission {
+            Admission::Serve(request) => write(&mut writer, &answer(request, quorum, controller).await?).await?,
+            Admission::Answer(answer) => write(&mut writer, &answer).await?,
+            Admission::Fail { answer, reason } => {
+                // As on a client listener (KIP-306).
+                tokio::time::sleep(security.failed_authentication_delay).await;
+                if let Some(answer) = answer {
+                    let _ = write(&mut writer, &answer).await;
+                }
+                tracing::info!(%reason, "failed authentication on the controller listener");
+                return Err(reason);
+            }
+            Admission::Close(close) => return Err(close.reason),
+        }
     }
 }
 
-/// The response frame to one request frame, or why the connection closes.
-async fn answer(frame: Bytes, quorum: &Quorum, controller: Option<&ControllerHandler>) -> Result<BytesMut, String> {
-    let request = RequestFrame::parse(frame).map_err(|e| e.to_string())?;
+async fn write(writer: &mut ResponseWriter, bytes: &[u8]) -> Result<(), String> {
+    writer.write_bytes(bytes).await.map_err(|e| e.to_string())?;
+    writer.flush().await.map_err(|e| e.to_string())
+}
+
+/// The response frame to one request, or why the connection closes.
+async fn answer(
+    request: RequestFrame,
+    quorum: &Quorum,
+    controller: Option<&ControllerHandler>,
+) -> Result<BytesMut, String> {
     let (key, version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
     let served = controller_apis().into_iter().find(|&(k, ..)| k == key);
     let supported = served.is_some_and(|(_, min, max)| (min..=max).contains(&version));

@@ -17,6 +17,7 @@ use tokio::sync::mpsc as tokio_mpsc;
 
 use super::channel::Channel;
 use super::event::{Event, PeerResult};
+use crate::config::security::ControllerClient;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
@@ -29,6 +30,7 @@ pub(super) struct Connection {
     pub id: i32,
     pub endpoint: Endpoint,
     pub timeout: Duration,
+    pub client: Arc<ControllerClient>,
 }
 
 /// Starts the connection task; messages sent on the returned channel go to
@@ -112,7 +114,8 @@ impl Session {
     async fn open(connection: &Connection, context: &Arc<WireContext>) -> Result<Session, String> {
         let Endpoint { host, port } = &connection.endpoint;
         let client_id = format!("raft-client-{}", context.node_id);
-        let channel = Channel::connect(host, *port, connection.timeout, client_id).await?;
+        let channel =
+            Channel::connect_to_controller(host, *port, connection.timeout, client_id, &connection.client).await?;
         let mut session =
             Session { channel, versions: BTreeMap::new(), peer: connection.id, context: Arc::clone(context) };
         session.negotiate().await?;
@@ -183,9 +186,9 @@ pub(super) async fn probe_kraft_versions(
     host: &str,
     port: u16,
     timeout: Duration,
-    client_id: String,
+    (client_id, client): (String, &ControllerClient),
 ) -> Option<(i16, i16)> {
-    let mut channel = Channel::connect(host, port, timeout, client_id).await.ok()?;
+    let mut channel = Channel::connect_to_controller(host, port, timeout, client_id, client).await.ok()?;
     let request = ApiVersionsRequest {
         client_software_name: "krabka".into(),
         client_software_version: env!("CARGO_PKG_VERSION").into(),

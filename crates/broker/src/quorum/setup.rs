@@ -87,6 +87,7 @@ impl QuorumSetup {
             snapshot_every_bytes: raw_long(config, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024)
                 .max(1) as u64,
             snapshot_interval_ms: raw_long(config, "metadata.log.max.snapshot.interval.ms", 60 * 60 * 1000),
+            controller_client: std::sync::Arc::clone(&config.security.controller_client),
         }
     }
 }

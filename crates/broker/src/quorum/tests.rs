@@ -97,11 +97,17 @@ fn start_member(
             request_timeout: Duration::from_millis(2000),
             snapshot_every_bytes: u64::MAX,
             snapshot_interval_ms: 0,
+            controller_client: Default::default(),
         };
         let port = listener.local_addr().unwrap().port();
         let (quorum, committed) = Quorum::start(setup, &tokio::runtime::Handle::current()).unwrap();
         let quorum = Arc::new(quorum);
-        tokio::spawn(serve_controller_listener(listener, Arc::clone(&quorum), None));
+        tokio::spawn(serve_controller_listener(
+            listener,
+            Arc::clone(&quorum),
+            None,
+            ControllerListenerSecurity::plaintext("CONTROLLER"),
+        ));
         Member { quorum, committed, dir, port }
     }
 }

@@ -174,8 +174,9 @@ fn listener_layouts_kafka_refuses() {
     ];
     let refused = error(&sasl_between_brokers_without_a_mechanism);
     assert!(refused.contains("sasl.mechanism.inter.broker.protocol"), "{refused}");
+    // Kafka's default mechanism, GSSAPI, is not served.
     let sasl_quorum = [("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT")];
-    assert!(error(&sasl_quorum).contains("quorum listens on PLAINTEXT"));
+    assert!(error(&sasl_quorum).contains("GSSAPI"), "{}", error(&sasl_quorum));
     let unmapped =
         [("listeners", "EXT://:9092,CONTROLLER://:9093"), ("listener.security.protocol.map", "CONTROLLER:PLAINTEXT")];
     assert!(error(&unmapped).contains("no security protocol for listener EXT"));
@@ -193,6 +194,45 @@ fn listener_layouts_kafka_refuses() {
     assert!(BrokerConfig::from_properties(p).unwrap_err().to_string().contains("broker-only"));
     let p = props(&broker_only, &[("controller.quorum.voters", "2@ctl:9093")]);
     assert!(BrokerConfig::from_properties(p).unwrap_err().to_string().contains("must not be a voter"));
+}
+
+const PLAIN_CONTROLLER_LOGIN: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+    username=\"controller\" password=\"secret\" user_controller=\"secret\";";
+
+#[test]
+fn a_sasl_controller_listener_is_served_and_logged_in_to_with_plain() {
+    let sasl_quorum = [
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"),
+        ("sasl.enabled.mechanisms", "PLAIN"),
+        ("sasl.mechanism.controller.protocol", "PLAIN"),
+        ("listener.name.controller.plain.sasl.jaas.config", PLAIN_CONTROLLER_LOGIN),
+    ];
+    let c = config(&sasl_quorum);
+    let served = c.security.controller_listener("CONTROLLER").expect("the controller listener");
+    assert_eq!(served.sasl.as_ref().unwrap().plain_users.keys().collect::<Vec<_>>(), ["controller"]);
+    assert!(c.security.client_listener("CONTROLLER").is_none());
+    let login = c.security.controller_client.login.as_ref().expect("a login");
+    assert_eq!((login.mechanism, login.username.as_str()), (krabka_security::SaslMechanism::Plain, "controller"));
+    assert!(c.security.controller_client.tls.is_none());
+    // SCRAM's credentials are in the metadata log: not for controllers.
+    let mut scram = sasl_quorum.to_vec();
+    scram[1] = ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256");
+    scram[2] = ("sasl.mechanism.controller.protocol", "SCRAM-SHA-256");
+    assert!(error(&scram).contains("sasl.mechanism.controller.protocol"), "{}", error(&scram));
+    // A broker-only node logs in without serving the listener.
+    let broker_only = [
+        ("node.id", "2"),
+        ("process.roles", "broker"),
+        ("listeners", "PLAINTEXT://:9092"),
+        ("controller.listener.names", "CONTROLLER"),
+        ("controller.quorum.voters", "1@ctl:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"),
+        ("sasl.mechanism.controller.protocol", "PLAIN"),
+        ("listener.name.controller.plain.sasl.jaas.config", PLAIN_CONTROLLER_LOGIN),
+    ];
+    let c = BrokerConfig::from_properties(props(&broker_only, &[])).unwrap().0;
+    assert!(c.security.controller_listeners.is_empty());
+    assert_eq!(c.security.controller_client.login.as_ref().unwrap().username, "controller");
 }
 
 #[test]
