@@ -7,11 +7,14 @@
 //! the principal and client address the Envelope names, as Kafka's
 //! controller checks it; another node's own requests are not checked.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use krabka_metadata::MetadataImage;
 use krabka_security::acl::{host_address, AclOperation, AuthorizationResult, ResourceType, CLUSTER_NAME};
+use krabka_security::KafkaPrincipal;
 
+use crate::broker::Broker;
 use crate::request::RequestContext;
 
 /// The authorization of one request: who, from where, under which config.
@@ -129,6 +132,27 @@ impl Access<'_> {
 /// handlers that ask once).
 pub fn allowed_on_cluster(ctx: &RequestContext<'_>, operation: AclOperation) -> bool {
     Access::of(ctx).allows_cluster(operation)
+}
+
+/// Whether `principal` at `address` may perform `operation` on the
+/// cluster, for a request with no client connection behind it (the
+/// controller listener's).
+pub fn cluster_allows(
+    broker: &Broker,
+    (principal, address): (&KafkaPrincipal, IpAddr),
+    operation: AclOperation,
+) -> bool {
+    let Some(config) = broker.config.security.authorizer.as_ref() else { return true };
+    let image = broker.metadata.image();
+    let cluster = (ResourceType::Cluster, CLUSTER_NAME);
+    let result = image.acls.authorize_under(config, principal, &host_address(address), operation, cluster);
+    result == AuthorizationResult::Allowed
+}
+
+/// The cluster's operations `principal` at `address` may perform, as a
+/// bit field (every one without an authorizer).
+pub fn cluster_operations_of(broker: &Broker, caller: (&KafkaPrincipal, IpAddr)) -> i32 {
+    operation_bits(ResourceType::Cluster, |op| cluster_allows(broker, caller, op))
 }
 
 /// CLUSTER_AUTHORIZATION_FAILED and Kafka's message for it.

@@ -143,8 +143,9 @@ fn serve_quorum(broker: &Arc<Broker>, listener: TcpListener) -> anyhow::Result<(
     tokio::spawn(Arc::clone(&control).fence_expired_sessions());
     let controller = krabka_broker::handlers::controller::handler(control, broker.clone());
     let name = broker.config.controller_listener_names.first().context("controller.listener.names is empty")?;
-    let security = ControllerListenerSecurity::of(&broker.config.security, name)
+    let mut security = ControllerListenerSecurity::of(&broker.config.security, name)
         .with_context(|| format!("no controller listener {name} in listeners"))?;
+    security.gate = krabka_broker::handlers::controller::gate(broker.clone());
     tokio::spawn(serve_controller_listener(listener, Arc::clone(quorum), Some(controller), security));
     tokio::spawn(krabka_broker::controller_registration::run(broker.clone()));
     Ok(())

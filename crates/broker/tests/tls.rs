@@ -320,6 +320,10 @@ fn the_quorum_and_the_brokers_talk_over_a_sasl_ssl_controller_listener() {
         "listener.name.controller.sasl.enabled.mechanisms=PLAIN".into(),
         "sasl.mechanism.controller.protocol=PLAIN".into(),
         format!("listener.name.controller.plain.sasl.jaas.config={CONTROLLER_JAAS}"),
+        // The nodes log in as super users; the PLAINTEXT listener's
+        // ANONYMOUS is one too, to manage the ACLs.
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer".into(),
+        "super.users=User:controller;User:ANONYMOUS".into(),
     ]);
     let nodes = BrokerProcess::start_cluster(3, &keys.iter().map(String::as_str).collect::<Vec<_>>());
     let plaintext = pki.client_config("PLAINTEXT", "ca", None, "");
@@ -348,8 +352,29 @@ fn the_quorum_and_the_brokers_talk_over_a_sasl_ssl_controller_listener() {
         let args = ["kafka-metadata-quorum", "--bootstrap-controller", &controller, "--command-config", config];
         kafka_cli(&[&args[..], &["describe", "--status"]].concat(), "")
     };
-    let (ok, out) = quorum(&login("admin-secret"));
-    assert!(ok && out.contains("CurrentVoters:") && out.contains("LeaderId:"), "describe --status: {out}");
+    let cluster_id = |config: &str| {
+        let args = ["kafka-cluster", "cluster-id", "--bootstrap-controller", &controller, "--command-config", config];
+        kafka_cli(&args, "")
+    };
+    // The controllers check the operator's ACLs as Kafka's do: DESCRIBE
+    // for DescribeQuorum, ALTER for DescribeCluster on the controller.
+    let admin = login("admin-secret");
+    let (_, out) = quorum(&admin);
+    assert!(out.contains("ClusterAuthorizationException"), "no ACL, no describe: {out}");
+    let (_, out) = cluster_id(&admin);
+    assert!(out.contains("ClusterAuthorizationException"), "no ACL, no cluster id: {out}");
+    let grant = ["--add", "--allow-principal", "User:admin", "--operation", "Alter", "--cluster"];
+    let (ok, out) = kafka_cli(&[&["kafka-acls", "--bootstrap-server", &nodes[0].bootstrap()][..], &grant].concat(), "");
+    assert!(ok, "kafka-acls --add: {out}");
+    // ALTER implies DESCRIBE; the ACL reaches node 2 through the log.
+    let mut described = String::new();
+    support::wait_for("the ACL to allow admin", Duration::from_secs(60), || {
+        described = quorum(&admin).1;
+        described.contains("CurrentVoters:")
+    });
+    assert!(described.contains("LeaderId:"), "describe --status: {described}");
+    let (ok, out) = cluster_id(&admin);
+    assert!(ok && out.contains(&format!("Cluster ID: {}", support::TEST_CLUSTER_ID)), "cluster-id: {out}");
     let (_, out) = quorum(&login("wrong"));
     assert!(out.contains("Authentication failed"), "a wrong password is refused: {out}");
     assert_plaintext_refused(&controller);

@@ -19,23 +19,28 @@ use krabka_controller::controllers::CONTROLLER_REGISTRATION_LEVEL;
 use krabka_metadata::features::METADATA_VERSION;
 use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
 use krabka_protocol::{
+    AddRaftVoterResponse, ApiKey, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
+    FetchSnapshotResponse, RemoveRaftVoterResponse, UpdateRaftVoterResponse, VoteResponse,
+};
+use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     ControllerRegistrationRequest, ControllerRegistrationResponse, DefaultPrincipalData, DescribeClusterRequest,
     DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody, ResponseBody,
 };
+use krabka_security::acl::AclOperation;
 
 use super::{api_versions, forwarded};
 use crate::broker::Broker;
 use crate::cluster_control::ClusterControl;
-use crate::quorum::ControllerHandler;
+use crate::quorum::{Caller, ControllerGate, ControllerHandler};
 use crate::request::{Chunk, ConnectionInfo, RequestContext};
 use crate::wire::{ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS, FORWARDED_APIS};
 use krabka_security::KafkaPrincipal;
 
 /// The handler the controller listener hands its controller APIs to.
 pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerHandler {
-    Arc::new(move |request, version| {
+    Arc::new(move |request, version, caller| {
         let control = Arc::clone(&control);
         let broker = Arc::clone(&broker);
         Box::pin(async move {
@@ -57,7 +62,7 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                     Some(ResponseBody::ControllerRegistration(Box::new(register_controller(&control, &r).await)))
                 }
                 RequestBody::DescribeCluster(r) => {
-                    Some(ResponseBody::DescribeCluster(Box::new(describe_controllers(&broker, &r, version))))
+                    Some(ResponseBody::DescribeCluster(Box::new(describe_controllers(&broker, &r, (version, &caller)))))
                 }
                 // The finalized feature levels of this node's image, for the
                 // listener's own ApiVersions answer.
@@ -67,9 +72,118 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                     let answer = api_versions::response_with_features(&image, kraft_version, version);
                     Some(ResponseBody::ApiVersions(Box::new(answer)))
                 }
-                forwardable => direct(&broker, forwardable, version).await,
+                forwardable => direct(&broker, forwardable, version, caller).await,
             }
         })
+    })
+}
+
+/// The controller listener's authorization under an authorizer (None
+/// without one), as Kafka's ControllerApis checks it: CLUSTER_ACTION on
+/// the cluster for raft's and the brokers' requests and for an Envelope
+/// (the forwarded request is then checked as its own principal), DESCRIBE
+/// for DescribeQuorum, ALTER for voter changes and DescribeCluster. The
+/// client APIs served here are checked by their handlers, as the caller.
+pub fn gate(broker: Arc<Broker>) -> Option<ControllerGate> {
+    broker.config.security.authorizer.as_ref()?;
+    Some(Arc::new(move |request: &RequestBody, version: i16, caller: &Caller| {
+        let operation = required_operation(request.api_key())?;
+        if crate::authorization::cluster_allows(&broker, (&caller.principal, caller.address), operation) {
+            return None;
+        }
+        let message = format!("Principal {} may not {operation:?} the cluster", caller.principal);
+        refusal(request, version, &message)
+    }))
+}
+
+/// The cluster operation a controller-listener API needs, if it is
+/// checked here.
+fn required_operation(api_key: ApiKey) -> Option<AclOperation> {
+    match api_key {
+        ApiKey::Vote
+        | ApiKey::BeginQuorumEpoch
+        | ApiKey::EndQuorumEpoch
+        | ApiKey::Fetch
+        | ApiKey::FetchSnapshot
+        | ApiKey::UpdateRaftVoter
+        | ApiKey::BrokerRegistration
+        | ApiKey::BrokerHeartbeat
+        | ApiKey::AlterPartition
+        | ApiKey::AllocateProducerIds
+        | ApiKey::ControllerRegistration
+        | ApiKey::Envelope => Some(AclOperation::ClusterAction),
+        ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter | ApiKey::DescribeCluster => Some(AclOperation::Alter),
+        _ => None,
+    }
+}
+
+/// `request` refused with CLUSTER_AUTHORIZATION_FAILED, as Kafka's error
+/// response for it.
+fn refusal(request: &RequestBody, version: i16, message: &str) -> Option<ResponseBody> {
+    let error_code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code();
+    let error_message = Some(message.to_string());
+    Some(match request {
+        RequestBody::Vote(_) => ResponseBody::Vote(Box::new(VoteResponse { error_code, ..Default::default() })),
+        RequestBody::BeginQuorumEpoch(_) => {
+            ResponseBody::BeginQuorumEpoch(Box::new(BeginQuorumEpochResponse { error_code, ..Default::default() }))
+        }
+        RequestBody::EndQuorumEpoch(_) => {
+            ResponseBody::EndQuorumEpoch(Box::new(EndQuorumEpochResponse { error_code, ..Default::default() }))
+        }
+        RequestBody::Fetch(_) => ResponseBody::Fetch(Box::new(FetchResponse { error_code, ..Default::default() })),
+        RequestBody::FetchSnapshot(_) => {
+            ResponseBody::FetchSnapshot(Box::new(FetchSnapshotResponse { error_code, ..Default::default() }))
+        }
+        RequestBody::UpdateRaftVoter(_) => {
+            ResponseBody::UpdateRaftVoter(Box::new(UpdateRaftVoterResponse { error_code, ..Default::default() }))
+        }
+        RequestBody::AddRaftVoter(_) => ResponseBody::AddRaftVoter(Box::new(AddRaftVoterResponse {
+            error_code,
+            error_message,
+            ..Default::default()
+        })),
+        RequestBody::RemoveRaftVoter(_) => ResponseBody::RemoveRaftVoter(Box::new(RemoveRaftVoterResponse {
+            error_code,
+            error_message,
+            ..Default::default()
+        })),
+        RequestBody::BrokerRegistration(_) => ResponseBody::BrokerRegistration(Box::new(BrokerRegistrationResponse {
+            error_code,
+            broker_epoch: -1,
+            ..Default::default()
+        })),
+        RequestBody::BrokerHeartbeat(_) => ResponseBody::BrokerHeartbeat(Box::new(BrokerHeartbeatResponse {
+            error_code,
+            is_fenced: true,
+            ..Default::default()
+        })),
+        RequestBody::AlterPartition(_) => {
+            ResponseBody::AlterPartition(Box::new(AlterPartitionResponse { error_code, ..Default::default() }))
+        }
+        RequestBody::AllocateProducerIds(_) => {
+            ResponseBody::AllocateProducerIds(Box::new(AllocateProducerIdsResponse {
+                error_code,
+                ..Default::default()
+            }))
+        }
+        RequestBody::ControllerRegistration(_) => {
+            ResponseBody::ControllerRegistration(Box::new(ControllerRegistrationResponse {
+                error_code,
+                error_message,
+                ..Default::default()
+            }))
+        }
+        RequestBody::Envelope(_) => {
+            ResponseBody::Envelope(Box::new(EnvelopeResponse { error_code, ..Default::default() }))
+        }
+        RequestBody::DescribeCluster(_) => ResponseBody::DescribeCluster(Box::new(DescribeClusterResponse {
+            error_code,
+            error_message,
+            endpoint_type: ENDPOINT_BROKERS,
+            cluster_authorized_operations: i32::MIN,
+            ..Default::default()
+        })),
+        other => return forwarded::error_response(other, version, ErrorCode::CLUSTER_AUTHORIZATION_FAILED, message),
     })
 }
 
@@ -96,7 +210,11 @@ async fn register_controller(
 /// controller answers it: the registered controllers, each on its endpoint
 /// of this listener, and the active controller's id (-1 if it has not
 /// registered); a request for the brokers' endpoint type is refused.
-fn describe_controllers(broker: &Broker, request: &DescribeClusterRequest, version: i16) -> DescribeClusterResponse {
+fn describe_controllers(
+    broker: &Broker,
+    request: &DescribeClusterRequest,
+    (version, caller): (i16, &Caller),
+) -> DescribeClusterResponse {
     let refuse = |code: ErrorCode, message: String| DescribeClusterResponse {
         // v0 has no endpoint types: its refusals are INVALID_REQUEST.
         error_code: if version == 0 { ErrorCode::INVALID_REQUEST.code() } else { code.code() },
@@ -144,8 +262,8 @@ fn describe_controllers(broker: &Broker, request: &DescribeClusterRequest, versi
         controller_id,
         brokers,
         cluster_authorized_operations: if request.include_cluster_authorized_operations {
-            // The controller listener serves other nodes, unchecked: every operation.
-            crate::authorization::all_operations(krabka_security::acl::ResourceType::Cluster)
+            let caller = (&caller.principal, caller.address);
+            crate::authorization::cluster_operations_of(broker, caller)
         } else {
             i32::MIN
         },
@@ -189,11 +307,11 @@ async fn allocate_producer_ids(
 
 /// A forwardable client request sent straight to the controller
 /// listener (a Kafka broker's own topic creations come so, as they do to
-/// Kafka's controllers), answered by the client handlers; None for any
-/// other API.
-async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16) -> Option<ResponseBody> {
+/// Kafka's controllers), answered by the client handlers as from the
+/// caller; None for any other API.
+async fn direct(broker: &Arc<Broker>, request: RequestBody, api_version: i16, caller: Caller) -> Option<ResponseBody> {
     let listener = &broker.config.inter_broker_listener_name;
-    let connection = ConnectionInfo::forwarded(SocketAddr::from(([0, 0, 0, 0], 0)), listener, None);
+    let connection = ConnectionInfo::forwarded(SocketAddr::new(caller.address, 0), listener, Some(caller.principal));
     let ctx = RequestContext {
         broker,
         connection: &connection,

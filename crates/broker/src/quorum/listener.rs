@@ -12,6 +12,7 @@
 //! (and OAUTHBEARER tokens), not SCRAM's.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use krabka_metadata::MetadataImage;
 use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::{ApiKey, ErrorCode, RequestBody, ResponseBody};
 use krabka_raft::wire::MIN_FETCH_VERSION;
+use krabka_security::KafkaPrincipal;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -34,13 +36,26 @@ use crate::wire::{api_versions_response, encode_frame, served_range, FORWARDED_A
 /// are fetch responses, which go the other way).
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
+/// Who sent a request on the controller listener: the principal its
+/// connection authenticated as, from where.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub principal: KafkaPrincipal,
+    pub address: IpAddr,
+}
+
+/// Whether a caller may send a request (None), or the refusal to answer
+/// it with: the node's authorization of its controller listener, as
+/// Kafka's controller checks each API it serves.
+pub type ControllerGate = Arc<dyn Fn(&RequestBody, i16, &Caller) -> Option<ResponseBody> + Send + Sync>;
+
 /// What answers the controller's own APIs (BrokerRegistration,
 /// BrokerHeartbeat, AlterPartition, AllocateProducerIds, Envelope, ControllerRegistration,
 /// DescribeCluster) and the forwardable
 /// client APIs a broker may send it directly (`FORWARDED_APIS`): the broker's, which knows the metadata store. None
 /// for a request it does not answer.
 pub type ControllerHandler =
-    Arc<dyn Fn(RequestBody, i16) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
+    Arc<dyn Fn(RequestBody, i16, Caller) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
 
 /// The APIs handed to the `ControllerHandler`.
 const CONTROLLER_APIS: [ApiKey; 7] = [
@@ -66,6 +81,8 @@ pub struct ControllerListenerSecurity {
     pub failed_authentication_delay: Duration,
     /// `sasl.server.max.receive.size`.
     pub sasl_max_receive_bytes: u32,
+    /// The authorization of each request (None: every request is served).
+    pub gate: Option<ControllerGate>,
 }
 
 impl ControllerListenerSecurity {
@@ -77,6 +94,7 @@ impl ControllerListenerSecurity {
             max_reauth_ms: security.connections_max_reauth_ms,
             failed_authentication_delay: Duration::from_millis(security.failed_authentication_delay_ms),
             sasl_max_receive_bytes: security.sasl_server_max_receive_size,
+            gate: None,
         })
     }
 
@@ -94,6 +112,7 @@ impl ControllerListenerSecurity {
             max_reauth_ms: 0,
             failed_authentication_delay: Duration::from_millis(100),
             sasl_max_receive_bytes: 524_288,
+            gate: None,
         }
     }
 }
@@ -138,7 +157,7 @@ pub async fn serve_controller_listener(
                 tokio::spawn(async move {
                     tokio::select! {
                         () = stopped(&quorum) => {}
-                        served = serve(stream, &quorum, controller.as_ref(), &security) => {
+                        served = serve((stream, peer.ip()), &quorum, controller.as_ref(), &security) => {
                             if let Err(reason) = served {
                                 tracing::debug!(%peer, %reason, "controller connection closed");
                             }
@@ -161,7 +180,7 @@ async fn stopped(quorum: &Quorum) {
 }
 
 async fn serve(
-    stream: TcpStream,
+    (stream, address): (TcpStream, IpAddr),
     quorum: &Quorum,
     controller: Option<&ControllerHandler>,
     security: &ControllerListenerSecurity,
@@ -191,7 +210,11 @@ async fn serve(
             authenticator.admit(RequestFrame::parse(frame).map_err(|e| e.to_string())?, &no_credentials)
         };
         match admission {
-            Admission::Serve(request) => write(&mut writer, &answer(request, quorum, controller).await?).await?,
+            Admission::Serve(request) => {
+                let caller = Caller { principal: authenticator.principal(), address };
+                let gate = security.gate.as_ref();
+                write(&mut writer, &answer(request, quorum, (controller, gate), caller).await?).await?
+            }
             Admission::Answer(answer) => write(&mut writer, &answer).await?,
             Admission::Fail { answer, reason } => {
                 // As on a client listener (KIP-306).
@@ -216,7 +239,8 @@ async fn write(writer: &mut ResponseWriter, bytes: &[u8]) -> Result<(), String> 
 async fn answer(
     request: RequestFrame,
     quorum: &Quorum,
-    controller: Option<&ControllerHandler>,
+    (controller, gate): (Option<&ControllerHandler>, Option<&ControllerGate>),
+    caller: Caller,
 ) -> Result<BytesMut, String> {
     let (key, version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
     let served = controller_apis().into_iter().find(|&(k, ..)| k == key);
@@ -236,7 +260,7 @@ async fn answer(
             response.supported_features = crate::wire::supported_feature_keys(version);
             let ask = RequestBody::ApiVersions(Box::default());
             if let Some(ResponseBody::ApiVersions(image)) = match controller {
-                Some(controller) => controller(ask, version).await,
+                Some(controller) => controller(ask, version, caller).await,
                 None => None,
             } {
                 response.finalized_features = image.finalized_features;
@@ -250,9 +274,12 @@ async fn answer(
         return Err(format!("{key:?} v{version} is not served on the controller listener"));
     }
     let body: RequestBody = request.decode_body().map_err(|e| e.to_string())?;
+    if let Some(refusal) = gate.and_then(|gate| gate(&body, version, &caller)) {
+        return Ok(encode_frame(key, version, correlation_id, &refusal));
+    }
     let response = if CONTROLLER_APIS.contains(&key) || FORWARDED_APIS.contains(&key) {
         let controller = controller.ok_or("this listener has no controller")?;
-        controller(body, version).await.ok_or("the controller gave no answer")?
+        controller(body, version, caller).await.ok_or("the controller gave no answer")?
     } else if matches!(key, ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter) {
         quorum.voter_change(body).await.ok_or("the quorum gave no answer")?
     } else {

@@ -28,7 +28,7 @@ mod setup;
 
 pub use channel::Channel;
 pub use driver::{Committed, CommittedBatches, Quorum, QuorumSetup, QuorumStatus};
-pub use listener::{serve_controller_listener, ControllerHandler, ControllerListenerSecurity};
+pub use listener::{serve_controller_listener, Caller, ControllerGate, ControllerHandler, ControllerListenerSecurity};
 
 #[cfg(test)]
 mod tests;
