@@ -85,6 +85,18 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 impl Broker {
     /// Serves the client `listeners` until shutdown, then closes the
     /// storage cleanly.
+    /// Says, in the log and the metrics, how fetches over TLS reach the
+    /// socket: encrypted in user space, whether or not the kernel offers
+    /// kTLS (krabka does not hand TLS sessions to the kernel).
+    fn report_tls_fetch_path(&self) {
+        let offered = crate::transport::kernel_offers_ktls();
+        self.metrics.tls_fetch_path(offered, false);
+        tracing::info!(
+            ktls_offered = offered,
+            "fetches over TLS are read from the segment and encrypted in user space"
+        );
+    }
+
     pub async fn run(self: &Arc<Self>, listeners: Vec<(TcpListener, Arc<ClientListener>)>) -> anyhow::Result<()> {
         let housekeeping = tokio::spawn(housekeeping_loop(self.clone()));
         let group_clock = tokio::spawn(group_clock_loop(self.clone()));
@@ -101,6 +113,9 @@ impl Broker {
             if let Some(BearerValidator::Fetched(jwks)) = validator {
                 tokio::spawn(crate::jwks_endpoint::keep_fresh(jwks.clone(), self.shutdown_signal()));
             }
+        }
+        if listeners.iter().any(|(_, listener)| listener.tls.is_some()) {
+            self.report_tls_fetch_path();
         }
         let mut connections = JoinSet::new();
         let mut shutdown = self.shutdown_signal();

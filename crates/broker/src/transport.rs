@@ -1,7 +1,10 @@
 //! The bytes under a client connection: plain TCP, where fetched records
 //! go from segment files to the socket with sendfile(2), or TLS through
 //! rustls, where they are read from the file and encrypted on their way
-//! (user-space TLS has no zero-copy path).
+//! (user-space TLS has no zero-copy path). Whether the kernel offers kTLS,
+//! the only way to zero-copy over TLS, is probed at start and reported
+//! ([`kernel_offers_ktls`]); krabka does not hand its TLS sessions to the
+//! kernel, as no kernel it is tested on offers it.
 //!
 //! A TLS connection's handshake happens here, and with it the principal an
 //! SSL listener serves the client as: its certificate's subject (as Java's
@@ -67,6 +70,29 @@ pub async fn accept(
         certificate_principal(tls, stream.get_ref().1.peer_certificates()).map_err(AcceptError::AuthenticationFailed)?
     };
     Ok((Transport::Tls(Box::new(stream)), principal))
+}
+
+/// Whether the kernel offers kTLS: the `tls` upper-layer protocol on a
+/// TCP socket (a loopback connection made for the probe), as an
+/// application must ask for it before handing it a TLS session's keys.
+pub fn kernel_offers_ktls() -> bool {
+    let probe = || -> io::Result<bool> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let stream = std::net::TcpStream::connect(listener.local_addr()?)?;
+        let ulp = b"tls";
+        // SAFETY: a valid socket and a buffer of the length given.
+        let set = unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_ULP,
+                ulp.as_ptr().cast(),
+                ulp.len() as libc::socklen_t,
+            )
+        };
+        Ok(set == 0)
+    };
+    probe().unwrap_or(false)
 }
 
 /// An SSL client's principal: `User:` and its certificate subject mapped

@@ -183,8 +183,10 @@ fn ssl_and_sasl_ssl_listeners_serve_java_librdkafka_and_kafka_python() {
     let jaas = format!("listener.name.sasl_ssl.plain.sasl.jaas.config={PLAIN_JAAS}");
     let mut keys = pki.broker_keys();
     keys.extend([listeners, jaas, "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512".into()]);
+    keys.push("krabka.metrics.listener=127.0.0.1:0".into());
     let broker = BrokerProcess::start(&keys.iter().map(String::as_str).collect::<Vec<_>>());
     let (ssl, sasl_ssl) = (format!("127.0.0.1:{ssl_port}"), format!("127.0.0.1:{sasl_ssl_port}"));
+    assert_tls_fetch_path_reported(&broker);
     let alter = ["kafka-configs", "--bootstrap-server", &broker.bootstrap(), "--alter", "--add-config"];
     let user = ["SCRAM-SHA-512=[password=alice-secret]", "--entity-type", "users", "--entity-name", "alice"];
     let (ok, out) = kafka_cli(&[&alter[..], &user[..]].concat(), "");
@@ -221,6 +223,25 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
     java_round_trip(&ssl, &pki.client_config("SSL", "rogue-ca", None, ""), "tls-java-renewed");
     let (ok, out) = list_topics(&ssl, &pki.client_config("SSL", "ca", None, ""));
     assert!(!ok && out.contains("SSL handshake failed"), "the old CA no longer signs the broker's certificate: {out}");
+}
+
+/// The broker says in its log and metrics how fetches over TLS reach the
+/// socket (in user space) and whether the kernel offers kTLS, as Python
+/// finds it asking for the `tls` upper-layer protocol on a TCP socket.
+fn assert_tls_fetch_path_reported(broker: &BrokerProcess) {
+    let probe = "import socket\nl = socket.create_server(('127.0.0.1', 0))\n\
+                 s = socket.create_connection(l.getsockname())\n\
+                 try:\n    s.setsockopt(socket.IPPROTO_TCP, 31, b'tls'); print('offered')\n\
+                 except OSError:\n    print('absent')\n";
+    let (ok, out) = run("python3", &["-c", probe], "");
+    assert!(ok, "the kTLS probe: {out}");
+    let offered = if out.contains("offered") { 1 } else { 0 };
+    let (status, body) = broker.http_get("/metrics");
+    let text = String::from_utf8(body).expect("utf-8 metrics");
+    assert_eq!(status, 200);
+    assert!(text.lines().any(|l| l == format!("krabka_ktls_offered {offered}")), "{text}");
+    assert!(text.lines().any(|l| l == "krabka_tls_fetch_zero_copy 0"), "{text}");
+    assert!(broker.log().contains(&format!("ktls_offered={}", offered == 1)), "{}", broker.log());
 }
 
 /// `kafka-producer-perf-test` as the holder of `certificate`: the most its

@@ -47,6 +47,9 @@ pub struct Metrics {
     authentications_succeeded: IntCounter,
     authentications_failed: IntCounter,
     fetch_wakeups: IntCounter,
+    /// Whether the kernel offers kTLS, and whether fetches over TLS use it.
+    ktls_offered: IntGauge,
+    tls_zero_copy: IntGauge,
     /// What the per-partition log gauges are built from at each scrape.
     partition_states: Arc<Mutex<Vec<PartitionLogState>>>,
     /// Kafka's ReplicaManager gauges, under the JMX exporter's names.
@@ -171,6 +174,18 @@ impl Metrics {
         )
         .expect("static counter");
         register(&registry, fetch_wakeups.clone());
+        let ktls_offered = IntGauge::new(
+            "krabka_ktls_offered",
+            "1 when the kernel offers kTLS (the tls TCP upper-layer protocol), probed at start.",
+        )
+        .expect("static gauge");
+        register(&registry, ktls_offered.clone());
+        let tls_zero_copy = IntGauge::new(
+            "krabka_tls_fetch_zero_copy",
+            "1 when fetches over TLS go from the file to the socket without a copy (kTLS); 0: encrypted in user space.",
+        )
+        .expect("static gauge");
+        register(&registry, tls_zero_copy.clone());
 
         let (partition_gauges, partition_states) = PartitionLogGauges::new();
         register(&registry, partition_gauges);
@@ -195,6 +210,8 @@ impl Metrics {
             authentications_succeeded,
             authentications_failed,
             fetch_wakeups,
+            ktls_offered,
+            tls_zero_copy,
             partition_states,
             replica_gauges,
             failures,
@@ -244,6 +261,12 @@ impl Metrics {
     /// Records appended to `topic` by producers.
     pub fn messages_in(&self, topic: &str, records: u64) {
         self.topic_messages_in.with_label_values(&[topic]).inc_by(records);
+    }
+
+    /// What the kTLS probe found, and whether TLS fetches are zero-copy.
+    pub fn tls_fetch_path(&self, ktls_offered: bool, zero_copy: bool) {
+        self.ktls_offered.set(i64::from(ktls_offered));
+        self.tls_zero_copy.set(i64::from(zero_copy));
     }
 
     pub fn connection_opened(&self) {
