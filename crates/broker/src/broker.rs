@@ -388,7 +388,7 @@ impl Broker {
         if matches!(endpoint.security_protocol, 1 | 3) {
             let own = self.config.security.client_listener(&endpoint.name).and_then(|l| l.tls.as_ref());
             let tls = own.ok_or_else(|| format!("listener {} is TLS here only on the peer", endpoint.name))?;
-            channel = channel.start_tls(tls.client.clone(), &endpoint.host).await?;
+            channel = channel.start_tls(tls.client.get(), &endpoint.host).await?;
         }
         // A SASL endpoint (SASL_PLAINTEXT 2, SASL_SSL 3, as registered):
         // log in as the broker's own user.

@@ -57,7 +57,7 @@ pub async fn accept(
     let Some(tls) = &listener.tls else {
         return Ok((Transport::Tcp(stream), KafkaPrincipal::anonymous()));
     };
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
     let handshake = tokio::time::timeout(timeout, acceptor.accept(stream)).await;
     let stream = handshake.map_err(|_| AcceptError::Closed("TLS handshake timed out".into()))?;
     let stream = stream.map_err(|e| match e.kind() {

@@ -300,6 +300,13 @@ fn client_certificates_are_required_and_name_the_principal() {
         &[ca, ("KRABKA_CHECK_TLS_CERT", pki.path("bob.pem"))],
     );
     java_round_trip(&ssl, &bob, "certificates-after");
+
+    // The truststore file rewritten to trust the other CA too: mallory's
+    // certificate is accepted on new connections, without a restart.
+    let read = |file: &str| std::fs::read(pki.path(file)).expect("read a certificate");
+    std::fs::write(pki.path("ca.crt"), [read("ca.crt"), read("rogue-ca.crt")].concat()).expect("write the truststore");
+    java_round_trip(&ssl, &pki.client_config("SSL", "ca", Some("mallory"), ""), "certificates-mallory");
+    assert!(broker.log().contains("TLS truststore changed"), "{}", broker.log());
 }
 
 #[test]

@@ -380,6 +380,7 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
 ];
 
 /// The known keys of a property set, validated and in canonical form.
+#[derive(Clone)]
 pub(crate) struct KeyValues {
     set: BTreeMap<&'static str, String>,
 }

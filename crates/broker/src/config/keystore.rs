@@ -130,6 +130,64 @@ impl ResolvesServerCert for ReloadingKeystore {
     }
 }
 
+/// A TLS configuration built from files, rebuilt when one of them changes
+/// (a new modification time or size, seen when the configuration is next
+/// asked for, at a handshake): a renewed truststore or client certificate
+/// applies to new connections without a restart. A rebuild that fails is
+/// logged and the previous configuration kept.
+pub struct Reloading<T> {
+    what: &'static str,
+    files: Vec<PathBuf>,
+    build: Build<T>,
+    current: RwLock<(Vec<FileVersion>, Arc<T>)>,
+}
+
+impl<T> std::fmt::Debug for Reloading<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reloading").field("what", &self.what).field("files", &self.files).finish_non_exhaustive()
+    }
+}
+
+/// Builds a configuration from the files' current contents.
+type Build<T> = Box<dyn Fn() -> Result<T, ConfigError> + Send + Sync>;
+
+impl<T> Reloading<T> {
+    /// Built once now (a failure is the config's error), from `files`.
+    pub(super) fn new(what: &'static str, files: Vec<PathBuf>, build: Build<T>) -> Result<Self, ConfigError> {
+        let versions = files.iter().map(file_version).collect();
+        let first = build()?;
+        Ok(Reloading { what, files, build, current: RwLock::new((versions, Arc::new(first))) })
+    }
+
+    /// The configuration, rebuilt first if one of its files changed.
+    pub fn get(&self) -> Arc<T> {
+        let (seen, config) = self.current.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if self.files.is_empty() {
+            return config;
+        }
+        let now: Vec<FileVersion> = self.files.iter().map(file_version).collect();
+        // A file missing for a moment (being replaced) is looked at again.
+        if now == seen || now.iter().any(Option::is_none) {
+            return config;
+        }
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        if current.0 != now {
+            // Recorded either way: a broken file is reported once.
+            current.0 = now;
+            match (self.build)() {
+                Ok(rebuilt) => {
+                    tracing::info!(files = ?self.files, "TLS {} changed: new connections use it", self.what);
+                    current.1 = Arc::new(rebuilt);
+                }
+                Err(error) => {
+                    tracing::warn!(files = ?self.files, %error, "TLS {} changed but does not load; keeping the previous one", self.what);
+                }
+            }
+        }
+        current.1.clone()
+    }
+}
+
 /// One listener's view of the `ssl.*` keys: its own override first.
 pub(super) struct ListenerKeys<'a> {
     pub values: &'a KeyValues,

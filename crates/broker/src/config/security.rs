@@ -15,7 +15,7 @@ use krabka_security::SaslMechanism;
 use super::broker_keys::KeyValues;
 use super::listeners::Listener;
 use super::oauthbearer::{bearer_validator, BearerValidator};
-use super::tls::{tls_client, tls_listener, TlsListener};
+use super::tls::{tls_client, tls_listener, TlsClient, TlsListener};
 
 /// Kafka's security protocols, as the broker serves them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +183,7 @@ impl SecurityConfig {
 /// `sasl.mechanism.controller.protocol`.
 #[derive(Debug, Default)]
 pub struct ControllerClient {
-    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub tls: Option<Arc<TlsClient>>,
     pub login: Option<NodeLogin>,
 }
 

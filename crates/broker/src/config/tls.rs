@@ -11,15 +11,17 @@
 //! message saying how to convert them.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use krabka_log::config_values::{split_list, ConfigError};
 use krabka_security::SslPrincipalMapper;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedProtocolVersion};
 
 use super::broker_keys::KeyValues;
+pub use super::keystore::Reloading;
 use super::keystore::{certificates, require_pem, Keystore, ListenerKeys, ReloadingKeystore};
 
 /// `ssl.client.auth`: whether the listener asks clients for a certificate.
@@ -34,19 +36,45 @@ pub enum ClientAuth {
 
 /// What a TLS (SSL or SASL_SSL) listener needs to serve a connection.
 pub struct TlsListener {
-    pub server: Arc<ServerConfig>,
+    /// The server side, rebuilt when the truststore file changes (the
+    /// keystore is re-read by its own resolver).
+    server: Reloading<ServerConfig>,
     pub client_auth: ClientAuth,
     /// `ssl.principal.mapping.rules`: a client certificate's subject to
     /// the principal's name (SSL listeners; SASL_SSL takes SASL's).
     pub principal_mapper: SslPrincipalMapper,
-    /// The same key and trust, as a client: how this broker connects to
-    /// another broker's listener of this name.
-    pub client: Arc<ClientConfig>,
+    /// The same key and trust, as a client: how this node connects to
+    /// another node's listener of this name.
+    pub client: Arc<TlsClient>,
+}
+
+impl TlsListener {
+    /// The server configuration for a new connection.
+    pub fn server_config(&self) -> Arc<ServerConfig> {
+        self.server.get()
+    }
 }
 
 impl std::fmt::Debug for TlsListener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsListener").field("client_auth", &self.client_auth).finish_non_exhaustive()
+    }
+}
+
+/// How this node connects to a TLS listener: the listener's truststore
+/// and keystore as a client configuration, rebuilt when either file changes.
+pub type TlsClient = Reloading<ClientConfig>;
+
+/// A listener's keys, owned, for the rebuilds after start.
+struct OwnedKeys {
+    values: KeyValues,
+    props: BTreeMap<String, String>,
+    prefix: String,
+}
+
+impl OwnedKeys {
+    fn keys(&self) -> ListenerKeys<'_> {
+        ListenerKeys { values: &self.values, props: &self.props, prefix: self.prefix.clone() }
     }
 }
 
@@ -57,29 +85,57 @@ pub(crate) fn tls_listener(
     props: &BTreeMap<String, String>,
     prefix: String,
 ) -> Result<TlsListener, ConfigError> {
-    let keys = ListenerKeys { values, props, prefix };
+    let owned = Arc::new(OwnedKeys { values: values.clone(), props: props.clone(), prefix });
+    let keys = owned.keys();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let versions = protocol_versions(&keys)?;
+    // The versions first, as the settings were always checked.
+    protocol_versions(&keys)?;
     let keystore = Keystore::read(&keys)?;
-    let (chain, key) = (keystore.chain.clone(), keystore.key.clone_key());
-    let roots = truststore(&keys)?;
+    let keystore_file = keystore.file.clone();
+    let resolver = ReloadingKeystore::new(keystore, provider.clone())
+        .map_err(|e| ConfigError::invalid("ssl.keystore.location", "[hidden]", e.to_string()))?;
+    let resolver = Arc::new(resolver);
     let client_auth = match keys.value("ssl.client.auth").as_deref() {
         Some("required") => ClientAuth::Required,
         Some("requested") => ClientAuth::Requested,
         _ => ClientAuth::None,
     };
-    let tls_error = |key: &str, e: rustls::Error| ConfigError::invalid(key, "[hidden]", e.to_string());
+    let trust_file = truststore_file(&keys);
+    let server = {
+        let (owned, provider) = (Arc::clone(&owned), Arc::clone(&provider));
+        let build = move || server_config(&owned.keys(), &provider, client_auth, resolver.clone());
+        Reloading::new("truststore", trust_file.iter().cloned().collect(), Box::new(build))?
+    };
+    let client_files = trust_file.into_iter().chain(keystore_file).collect();
+    let client = Arc::new(reloading_client(Arc::clone(&owned), provider, client_files)?);
+    let (rules_key, rules) = keys.get("ssl.principal.mapping.rules");
+    let rules = rules.unwrap_or_else(|| "DEFAULT".into());
+    let principal_mapper =
+        SslPrincipalMapper::from_rules(&rules).map_err(|e| ConfigError::invalid(&rules_key, &rules, e.to_string()))?;
+    Ok(TlsListener { server, client_auth, principal_mapper, client })
+}
+
+/// The listener's server configuration: its versions, its client
+/// certificate check against the truststore, its keystore's resolver.
+fn server_config(
+    keys: &ListenerKeys<'_>,
+    provider: &Arc<CryptoProvider>,
+    client_auth: ClientAuth,
+    resolver: Arc<ReloadingKeystore>,
+) -> Result<ServerConfig, ConfigError> {
+    let versions = protocol_versions(keys)?;
+    let roots = truststore(keys)?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
-        .map_err(|e| tls_error("ssl.enabled.protocols", e))?;
-    let builder = match (client_auth, &roots) {
+        .map_err(|e| ConfigError::invalid("ssl.enabled.protocols", "[hidden]", e.to_string()))?;
+    let builder = match (client_auth, roots) {
         (ClientAuth::None, _) => builder.with_no_client_auth(),
         (_, None) => {
             let reason = "client certificates are checked against a truststore: set ssl.truststore.location or ssl.truststore.certificates (PEM)";
             return Err(ConfigError::invalid("ssl.client.auth", "required", reason));
         }
         (_, Some(roots)) => {
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
             let verifier =
                 if client_auth == ClientAuth::Requested { verifier.allow_unauthenticated() } else { verifier };
             let verifier = verifier
@@ -88,15 +144,7 @@ pub(crate) fn tls_listener(
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let resolver =
-        ReloadingKeystore::new(keystore, provider.clone()).map_err(|e| tls_error("ssl.keystore.location", e))?;
-    let server = builder.with_cert_resolver(Arc::new(resolver));
-    let client = client_config(provider, &versions, roots, Some((chain, key)))?;
-    let (rules_key, rules) = keys.get("ssl.principal.mapping.rules");
-    let rules = rules.unwrap_or_else(|| "DEFAULT".into());
-    let principal_mapper =
-        SslPrincipalMapper::from_rules(&rules).map_err(|e| ConfigError::invalid(&rules_key, &rules, e.to_string()))?;
-    Ok(TlsListener { server: Arc::new(server), client_auth, principal_mapper, client: Arc::new(client) })
+    Ok(builder.with_cert_resolver(resolver))
 }
 
 /// How this node connects to the TLS listener `prefix` names
@@ -107,40 +155,59 @@ pub(crate) fn tls_client(
     values: &KeyValues,
     props: &BTreeMap<String, String>,
     prefix: String,
-) -> Result<Arc<ClientConfig>, ConfigError> {
-    let keys = ListenerKeys { values, props, prefix };
+) -> Result<Arc<TlsClient>, ConfigError> {
+    let owned = Arc::new(OwnedKeys { values: values.clone(), props: props.clone(), prefix });
+    let keys = owned.keys();
+    let files = truststore_file(&keys).into_iter().chain(keystore_file(&keys)).collect();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let versions = protocol_versions(&keys)?;
-    let roots = truststore(&keys)?;
-    let has_keystore = keys.value("ssl.keystore.key").is_some() || keys.value("ssl.keystore.location").is_some();
-    let identity = if has_keystore {
-        let keystore = Keystore::read(&keys)?;
-        Some((keystore.chain.clone(), keystore.key.clone_key()))
-    } else {
-        None
-    };
-    Ok(Arc::new(client_config(provider, &versions, roots, identity)?))
+    Ok(Arc::new(reloading_client(owned, provider, files)?))
+}
+
+/// A client configuration rebuilt when one of `files` changes.
+fn reloading_client(
+    owned: Arc<OwnedKeys>,
+    provider: Arc<CryptoProvider>,
+    files: Vec<PathBuf>,
+) -> Result<TlsClient, ConfigError> {
+    let build = move || client_config(&owned.keys(), &provider);
+    Reloading::new("client truststore or keystore", files, Box::new(build))
 }
 
 /// The client configuration a node connects to its peers with: the
 /// listener's truststore (or none: the connection cannot be verified and
-/// is refused) and its certificate, for listeners that ask for one.
-fn client_config(
-    provider: Arc<rustls::crypto::CryptoProvider>,
-    versions: &[&'static SupportedProtocolVersion],
-    roots: Option<Arc<RootCertStore>>,
-    identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
-) -> Result<ClientConfig, ConfigError> {
-    let builder = ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions)
+/// is refused) and its certificate, when a keystore is configured (for
+/// listeners that ask for one).
+fn client_config(keys: &ListenerKeys<'_>, provider: &Arc<CryptoProvider>) -> Result<ClientConfig, ConfigError> {
+    let versions = protocol_versions(keys)?;
+    let roots = truststore(keys)?;
+    let has_keystore = keys.value("ssl.keystore.key").is_some() || keys.value("ssl.keystore.location").is_some();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
         .map_err(|e| ConfigError::invalid("ssl.enabled.protocols", "", e.to_string()))?
         .with_root_certificates(roots.unwrap_or_else(|| Arc::new(RootCertStore::empty())));
-    match identity {
-        Some((chain, key)) => builder
-            .with_client_auth_cert(chain, key)
-            .map_err(|e| ConfigError::invalid("ssl.keystore.location", "[hidden]", e.to_string())),
-        None => Ok(builder.with_no_client_auth()),
+    if !has_keystore {
+        return Ok(builder.with_no_client_auth());
     }
+    let keystore = Keystore::read(keys)?;
+    builder
+        .with_client_auth_cert(keystore.chain, keystore.key)
+        .map_err(|e| ConfigError::invalid("ssl.keystore.location", "[hidden]", e.to_string()))
+}
+
+/// The truststore file, when the truststore is one (not inline).
+fn truststore_file(keys: &ListenerKeys<'_>) -> Option<PathBuf> {
+    if keys.value("ssl.truststore.certificates").is_some() {
+        return None;
+    }
+    keys.value("ssl.truststore.location").map(PathBuf::from)
+}
+
+/// The keystore file, when the keystore is one (not inline).
+fn keystore_file(keys: &ListenerKeys<'_>) -> Option<PathBuf> {
+    if keys.value("ssl.keystore.key").is_some() {
+        return None;
+    }
+    keys.value("ssl.keystore.location").map(PathBuf::from)
 }
 
 /// `ssl.enabled.protocols`: TLSv1.2 and TLSv1.3 (rustls has no older).

@@ -49,7 +49,7 @@ impl Channel {
     ) -> Result<Self, String> {
         let mut channel = Self::connect(host, port, timeout_after, client_id).await?;
         if let Some(tls) = &client.tls {
-            channel = channel.start_tls(tls.clone(), host).await?;
+            channel = channel.start_tls(tls.get(), host).await?;
         }
         if let Some(login) = &client.login {
             channel.authenticate(login.mechanism, &login.username, &login.password).await?;
