@@ -3,6 +3,7 @@
 //! shutdown (stop accepting, let in-flight requests finish, flush,
 //! checkpoint, mark the clean shutdown).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +44,9 @@ impl ConnectionSlot {
         if broker.open_connections.load(Ordering::Relaxed) >= limit {
             return Err(("max.connections", limit));
         }
-        let per_ip = match config.max_connections_per_ip_overrides.get(&ip) {
+        let dynamic_overrides = if dynamic.is_empty() { None } else { dynamic_per_ip_overrides(&broker, &dynamic) };
+        let overrides = dynamic_overrides.as_deref().unwrap_or(&config.max_connections_per_ip_overrides);
+        let per_ip = match overrides.get(&ip) {
             Some(count) => *count,
             None => now("max.connections.per.ip", config.max_connections_per_ip),
         };
@@ -62,6 +65,30 @@ impl ConnectionSlot {
         broker.metrics.connection_opened();
         Ok(ConnectionSlot(broker, ip))
     }
+}
+
+/// A `max.connections.per.ip.overrides` value and what it parsed to.
+pub(crate) type PerIpOverrides = (String, Arc<BTreeMap<IpAddr, usize>>);
+
+/// The per-address overrides a dynamic config sets (None: server.properties'
+/// apply), parsed once per value.
+fn dynamic_per_ip_overrides(broker: &Broker, dynamic: &DynamicConfigs) -> Option<Arc<BTreeMap<IpAddr, usize>>> {
+    const KEY: &str = "max.connections.per.ip.overrides";
+    let set_dynamically = dynamic.own.contains_key(KEY) || dynamic.cluster.contains_key(KEY);
+    if !set_dynamically {
+        return None;
+    }
+    let text = broker.config.value_under(dynamic, KEY)?;
+    let mut cached = broker.dynamic_per_ip_overrides.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((seen, parsed)) = cached.as_ref().filter(|(seen, _)| *seen == text) {
+        debug_assert_eq!(seen, &text);
+        return Some(parsed.clone());
+    }
+    // Checked when it was altered; a host that no longer resolves leaves
+    // server.properties' overrides in force.
+    let parsed = Arc::new(crate::config::broker::per_ip_overrides(&text).ok()?);
+    *cached = Some((text, parsed.clone()));
+    Some(parsed)
 }
 
 impl Drop for ConnectionSlot {
@@ -186,6 +213,18 @@ impl Broker {
     }
 }
 
+/// `max.connection.creation.rate` now (it may change at runtime as a
+/// dynamic broker config); None: unbounded.
+fn broker_creation_rate(broker: &Broker) -> Option<u32> {
+    let image = broker.metadata.image();
+    let dynamic = DynamicConfigs::of(&image, broker.node_id);
+    if dynamic.is_empty() {
+        return broker.config.max_connection_creation_rate;
+    }
+    let value = broker.config.value_under(&dynamic, "max.connection.creation.rate")?;
+    value.parse::<u32>().ok().filter(|&rate| rate < i32::MAX as u32)
+}
+
 /// Accepts `socket`'s connections for the server loop, tagged with their
 /// listener.
 async fn accept_loop(
@@ -197,12 +236,12 @@ async fn accept_loop(
     // The inter-broker listener is not held to the broker-wide rate, so
     // that replication keeps its connections under a flood of clients.
     let inter_broker = listener.name == broker.config.inter_broker_listener_name;
-    let broker_rate = broker.config.max_connection_creation_rate.filter(|_| !inter_broker);
-    let rates = (listener.max_connection_creation_rate, broker_rate);
-    let paced = rates.0.is_some() || rates.1.is_some();
     loop {
         match socket.accept().await {
             Ok((stream, peer)) => {
+                let broker_rate = if inter_broker { None } else { broker_creation_rate(&broker) };
+                let rates = (listener.max_connection_creation_rate, broker_rate);
+                let paced = rates.0.is_some() || rates.1.is_some();
                 // Over a creation rate: this connection waits (it is not
                 // refused), and so does every one behind it (Kafka's acceptor).
                 let wait_ms = if paced {

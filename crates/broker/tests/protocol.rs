@@ -775,7 +775,20 @@ fn connect_from(source: [u8; 4], bootstrap: &str) -> RawClient {
 
 #[test]
 fn max_connections_per_ip_and_its_overrides_are_enforced() {
-    let broker = BrokerProcess::start(&["max.connections.per.ip=2", "max.connections.per.ip.overrides=127.0.0.2:1"]);
+    // The client listener is not the inter-broker one, which no
+    // broker-wide creation rate holds back.
+    let listeners = format!(
+        "listeners=PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:{},CONTROLLER://127.0.0.1:0",
+        support::free_port()
+    );
+    let broker = BrokerProcess::start(&[
+        "max.connections.per.ip=2",
+        "max.connections.per.ip.overrides=127.0.0.2:1",
+        "quota.window.num=2",
+        &listeners,
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name=INTERNAL",
+    ]);
     let answered = |client: &mut RawClient| {
         client.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
         client.read_frame().is_ok()
@@ -796,27 +809,49 @@ fn max_connections_per_ip_and_its_overrides_are_enforced() {
     // A dynamic cluster-wide max.connections.per.ip applies to the next
     // connection; the override still wins for its address.
     let mut admin = connect_from([127, 0, 0, 3], &broker.bootstrap());
-    let config = incremental_alter_configs_request::AlterableConfig {
-        name: "max.connections.per.ip".into(),
-        config_operation: 0,
-        value: Some("4".into()),
-        ..Default::default()
+    let mut alter = |name: &str, value: &str| {
+        let config = incremental_alter_configs_request::AlterableConfig {
+            name: name.into(),
+            config_operation: 0,
+            value: Some(value.into()),
+            ..Default::default()
+        };
+        let resource = incremental_alter_configs_request::AlterConfigsResource {
+            resource_type: 4,
+            resource_name: String::new(),
+            configs: vec![config],
+            ..Default::default()
+        };
+        let request = IncrementalAlterConfigsRequest { resources: vec![resource], ..Default::default() };
+        let altered: IncrementalAlterConfigsResponse = admin.request(ApiKey::IncrementalAlterConfigs, 1, &request);
+        altered.responses[0].error_code
     };
-    let resource = incremental_alter_configs_request::AlterConfigsResource {
-        resource_type: 4,
-        resource_name: String::new(),
-        configs: vec![config],
-        ..Default::default()
-    };
-    let request = IncrementalAlterConfigsRequest { resources: vec![resource], ..Default::default() };
-    let altered: IncrementalAlterConfigsResponse = admin.request(ApiKey::IncrementalAlterConfigs, 1, &request);
-    assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
+    assert_eq!(alter("max.connections.per.ip", "4"), 0);
     support::wait_for("the dynamic limit applied", Duration::from_secs(10), || {
         let mut more: Vec<RawClient> = (0..2).map(|_| connect_from([127, 0, 0, 1], &broker.bootstrap())).collect();
         more.iter_mut().all(answered)
     });
     let mut second_other = connect_from([127, 0, 0, 2], &broker.bootstrap());
     assert!(second_other.is_closed(), "127.0.0.2's override is still 1");
+
+    // The overrides change at run time too; a value that does not parse is
+    // refused.
+    assert_ne!(alter("max.connections.per.ip.overrides", "127.0.0.2:many"), 0);
+    assert_eq!(alter("max.connections.per.ip.overrides", "127.0.0.2:3"), 0);
+    support::wait_for("the dynamic override applied", Duration::from_secs(10), || {
+        let mut more: Vec<RawClient> = (0..2).map(|_| connect_from([127, 0, 0, 2], &broker.bootstrap())).collect();
+        more.iter_mut().all(answered)
+    });
+    drop(other);
+
+    // So does the broker-wide max.connection.creation.rate: 30 new
+    // connections at 5 a second over two one-second windows take seconds.
+    assert_eq!(alter("max.connection.creation.rate", "5"), 0);
+    drop(first);
+    let started = Instant::now();
+    let served = (0..30).filter(|_| answered(&mut connect_from([127, 0, 0, 4], &broker.bootstrap()))).count();
+    assert_eq!(served, 30, "every connection is served, none refused");
+    assert!(started.elapsed() >= Duration::from_secs(3), "30 connections at 5/s took {:?}", started.elapsed());
 }
 
 #[test]

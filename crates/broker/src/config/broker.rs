@@ -111,7 +111,7 @@ pub struct BrokerConfig {
 
 /// `max.connections.per.ip.overrides`: `host:count` pairs; a host name is
 /// resolved once, at start, as Kafka resolves it.
-fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, ConfigError> {
+pub(crate) fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, ConfigError> {
     use std::net::ToSocketAddrs;
     let key = "max.connections.per.ip.overrides";
     let mut overrides = BTreeMap::new();

@@ -80,8 +80,13 @@ fn dynamic_only(name: &str) -> Option<(ConfigType, Check)> {
 
 /// Broker keys, other than topic-config defaults, that krabka reads anew
 /// (through `BrokerConfig::value_under`) each time it uses them.
-const READ_WHEN_USED: &[&str] =
-    &["transaction.partition.verification.enable", "max.connections", "max.connections.per.ip"];
+const READ_WHEN_USED: &[&str] = &[
+    "transaction.partition.verification.enable",
+    "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
+    "max.connection.creation.rate",
+];
 
 /// Whether krabka applies broker key `name` at runtime: a topic config's
 /// broker-level default, a replication throttle, or a key read when used.
@@ -116,6 +121,11 @@ pub fn check_dynamic_update<'k>(changes: impl IntoIterator<Item = (&'k str, Opti
             };
             let message = format!("Invalid value {value} for configuration {name}: {reason}");
             return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), message));
+        }
+        if name == "max.connections.per.ip.overrides" {
+            if let Err(e) = super::broker::per_ip_overrides(value) {
+                return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), e.to_string()));
+            }
         }
     }
     Ok(())
