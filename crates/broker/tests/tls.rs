@@ -367,6 +367,33 @@ fn the_quorum_and_the_brokers_talk_over_a_sasl_ssl_controller_listener() {
             RawClient::connect(&nodes[0].bootstrap()).request(ApiKey::Metadata, 12, &MetadataRequest::default());
         answer.brokers.iter().any(|b| b.node_id == 4 && b.port == i32::from(observer.port))
     });
+    // So does an Apache Kafka 4.3.1 broker: its raft client and its
+    // lifecycle manager log in to krabka's controllers over SASL_SSL.
+    let kafka_dir = tempfile::tempdir().expect("temp dir");
+    let kafka_config = format!(
+        "listener.security.protocol.map=CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT\n\
+         sasl.mechanism.controller.protocol=PLAIN\n\
+         listener.name.controller.plain.sasl.jaas.config={CONTROLLER_JAAS}\n\
+         listener.name.controller.ssl.truststore.type=PEM\n\
+         listener.name.controller.ssl.truststore.location={}\n\
+         authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         super.users=User:controller;User:ANONYMOUS\n",
+        pki.path("ca.crt")
+    );
+    let (kafka_id, kafka_port) = (5, free_port());
+    let _kafka = support::KafkaNode::start_broker(
+        kafka_dir.path(),
+        kafka_id,
+        kafka_port,
+        &voters.join(","),
+        support::TEST_CLUSTER_ID,
+        &kafka_config,
+    );
+    support::wait_for("the Kafka broker to register", Duration::from_secs(120), || {
+        let answer: MetadataResponse =
+            RawClient::connect(&nodes[0].bootstrap()).request(ApiKey::Metadata, 12, &MetadataRequest::default());
+        answer.brokers.iter().any(|b| b.node_id == kafka_id && b.port == i32::from(kafka_port))
+    });
 
     // Kafka's admin client on the controller listener, as an operator.
     let controller = format!("127.0.0.1:{}", nodes[1].controller_port);
