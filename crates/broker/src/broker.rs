@@ -60,9 +60,8 @@ pub struct Broker {
     pub(crate) open_connections: AtomicUsize,
     /// Open client connections by peer address (`max.connections.per.ip`).
     pub(crate) connections_per_ip: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
-    /// `max.connections.per.ip.overrides` as last set dynamically, parsed
-    /// (host names resolved) once per value rather than per connection.
-    pub(crate) dynamic_per_ip_overrides: std::sync::Mutex<Option<crate::server::PerIpOverrides>>,
+    /// `max.connections.per.ip.overrides` as last set dynamically.
+    pub(crate) dynamic_per_ip_overrides: crate::config::connection_limits::DynamicPerIpOverrides,
     /// Kept connections to other brokers (markers, verification).
     pub(crate) broker_channels: crate::broker_channels::BrokerChannels,
     shutdown: watch::Sender<bool>,

@@ -67,9 +67,6 @@ impl ConnectionSlot {
     }
 }
 
-/// A `max.connections.per.ip.overrides` value and what it parsed to.
-pub(crate) type PerIpOverrides = (String, Arc<BTreeMap<IpAddr, usize>>);
-
 /// The per-address overrides a dynamic config sets (None: server.properties'
 /// apply), parsed once per value.
 fn dynamic_per_ip_overrides(broker: &Broker, dynamic: &DynamicConfigs) -> Option<Arc<BTreeMap<IpAddr, usize>>> {
@@ -78,17 +75,7 @@ fn dynamic_per_ip_overrides(broker: &Broker, dynamic: &DynamicConfigs) -> Option
     if !set_dynamically {
         return None;
     }
-    let text = broker.config.value_under(dynamic, KEY)?;
-    let mut cached = broker.dynamic_per_ip_overrides.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((seen, parsed)) = cached.as_ref().filter(|(seen, _)| *seen == text) {
-        debug_assert_eq!(seen, &text);
-        return Some(parsed.clone());
-    }
-    // Checked when it was altered; a host that no longer resolves leaves
-    // server.properties' overrides in force.
-    let parsed = Arc::new(crate::config::broker::per_ip_overrides(&text).ok()?);
-    *cached = Some((text, parsed.clone()));
-    Some(parsed)
+    broker.dynamic_per_ip_overrides.parsed(broker.config.value_under(dynamic, KEY)?)
 }
 
 impl Drop for ConnectionSlot {

@@ -109,31 +109,6 @@ pub struct BrokerConfig {
     pub topic_defaults: BTreeMap<String, String>,
 }
 
-/// `max.connections.per.ip.overrides`: `host:count` pairs; a host name is
-/// resolved once, at start, as Kafka resolves it.
-pub(crate) fn per_ip_overrides(text: &str) -> Result<BTreeMap<std::net::IpAddr, usize>, ConfigError> {
-    use std::net::ToSocketAddrs;
-    let key = "max.connections.per.ip.overrides";
-    let mut overrides = BTreeMap::new();
-    for entry in split_list(text).into_iter().filter(|e| !e.is_empty()) {
-        let parsed =
-            entry.rsplit_once(':').and_then(|(host, count)| Some((host.trim(), count.trim().parse::<usize>().ok()?)));
-        let Some((host, count)) = parsed.filter(|(host, _)| !host.is_empty()) else {
-            return Err(ConfigError::invalid(key, text, format!("{entry:?} is not host:count")));
-        };
-        let address = host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .ok()
-            .or_else(|| (host, 0).to_socket_addrs().ok()?.next().map(|a| a.ip()));
-        let Some(address) = address else {
-            return Err(ConfigError::invalid(key, text, format!("cannot resolve host {host}")));
-        };
-        overrides.insert(address, count);
-    }
-    Ok(overrides)
-}
-
 impl BrokerConfig {
     /// Builds the config from server.properties entries (overrides applied).
     /// Returns it with one warning per unknown key.
@@ -184,7 +159,9 @@ impl BrokerConfig {
             return Err(ConfigError::invalid("krabka.log.level", &log_level, format!("not a tracing filter: {e}")));
         }
         let topic_defaults = broker_topic_defaults(&values)?;
-        let per_ip_overrides = per_ip_overrides(values.get("max.connections.per.ip.overrides").unwrap_or_default())?;
+        let per_ip_overrides = super::connection_limits::per_ip_overrides(
+            values.get("max.connections.per.ip.overrides").unwrap_or_default(),
+        )?;
         if values.int("max.connections.per.ip") == 0 && per_ip_overrides.is_empty() {
             let reason = "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides is set";
             return Err(ConfigError::invalid("max.connections.per.ip", "0", reason));

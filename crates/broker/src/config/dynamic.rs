@@ -123,7 +123,7 @@ pub fn check_dynamic_update<'k>(changes: impl IntoIterator<Item = (&'k str, Opti
             return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), message));
         }
         if name == "max.connections.per.ip.overrides" {
-            if let Err(e) = super::broker::per_ip_overrides(value) {
+            if let Err(e) = super::connection_limits::per_ip_overrides(value) {
                 return Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), e.to_string()));
             }
         }

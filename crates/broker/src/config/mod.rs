@@ -15,10 +15,13 @@
 //!
 //! Imports point one way, from the top down: `topic` -> `dynamic` -> `broker` ->
 //! `security` (client listeners' SASL settings) -> `listeners`, `quorum` (the KRaft voters and timers), `describe` (`ConfigEntry`, synonyms), `topic_keys` ->
-//! `broker_keys` -> krabka-log's `topic_config` -> `config_values`.
+//! `broker_keys` -> krabka-log's `topic_config` -> `config_values`;
+//! `connection_limits` (the per-address overrides' parsing) below `broker`
+//! and `dynamic`.
 
 pub mod broker;
 mod broker_keys;
+pub mod connection_limits;
 mod describe;
 pub mod dynamic;
 mod keystore;
