@@ -200,6 +200,22 @@ impl Broker {
     }
 }
 
+/// The cluster as this controller's image has it, for KafkaController's gauges.
+fn controller_counts(broker: &Broker) -> crate::observability::ControllerCounts {
+    let image = broker.metadata.image();
+    let partitions = image.topics.values().flat_map(|t| &t.partitions);
+    let (all, offline) = partitions.fold((0, 0), |(all, offline), p| (all + 1, offline + i64::from(p.leader < 0)));
+    let fenced = image.brokers.values().filter(|b| b.fenced).count() as i64;
+    crate::observability::ControllerCounts {
+        active: broker.metadata.is_active_controller(),
+        topics: image.topics.len() as i64,
+        partitions: all,
+        offline_partitions: offline,
+        active_brokers: image.brokers.len() as i64 - fenced,
+        fenced_brokers: fenced,
+    }
+}
+
 /// `max.connection.creation.rate` now (it may change at runtime as a
 /// dynamic broker config); None: unbounded.
 fn broker_creation_rate(broker: &Broker) -> Option<u32> {
@@ -281,6 +297,9 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
             if gauges {
                 worker.metrics.publish_partition_states(partition_log_states(&worker.replicas));
                 worker.metrics.publish_replica_counts(worker.replicas.replica_counts());
+                if worker.config.is_controller() {
+                    worker.metrics.publish_controller_counts(controller_counts(&worker));
+                }
             }
             if checkpoint {
                 if let Err(e) = worker.replicas.write_checkpoints() {

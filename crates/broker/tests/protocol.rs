@@ -911,6 +911,47 @@ fn a_listeners_connection_creation_rate_paces_its_accepts() {
     assert!(throttled.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) > 0, "{metrics}");
 }
 
+/// The metric names the expressions of a Grafana dashboard's JSON use
+/// (identifiers starting `kafka_` or `process_` in every `"expr"`).
+fn charted_metrics(dashboard: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for rest in dashboard.split("\"expr\": \"").skip(1) {
+        // The expression ends at the first quote not escaped.
+        let end = rest.char_indices().find(|&(i, c)| c == '"' && !rest[..i].ends_with('\\')).map_or(0, |(i, _)| i);
+        let expression = &rest[..end];
+        let identifiers = expression.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'));
+        names.extend(identifiers.filter(|w| w.starts_with("kafka_") || w.starts_with("process_")).map(String::from));
+    }
+    names
+}
+
+/// Issue 20: the Grafana dashboard in packaging/grafana charts Kafka's
+/// metric names, and a broker exposes every one of them.
+#[test]
+fn the_grafana_dashboard_charts_only_what_a_broker_exposes() {
+    let dashboard = std::fs::read_to_string(support::repo_root().join("packaging/grafana/krabka-broker.json"))
+        .expect("the dashboard");
+    let charted = charted_metrics(&dashboard);
+    assert!(charted.len() >= 15, "{charted:?}");
+    let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut client, "charted", 1, &[]);
+    assert_eq!(produce(&mut client, "charted", 0, batch(None, 0, 3, Compression::None)).error_code, 0);
+    let fetched: FetchResponse = client.request(ApiKey::Fetch, 12, &fetch_request("charted", 0, 0, 0, 1));
+    assert_eq!(values(&fetched.responses[0].partitions[0]).len(), 3);
+    // The log and controller gauges are published every 5 s.
+    let mut missing = Vec::new();
+    support::wait_for("every charted metric on /metrics", Duration::from_secs(30), || {
+        let (_, body) = broker.http_get("/metrics");
+        let text = String::from_utf8(body).expect("utf-8 metrics");
+        let exposed =
+            |name: &str| text.lines().any(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(['{', ' '])));
+        missing = charted.iter().filter(|name| !exposed(name)).cloned().collect();
+        missing.is_empty()
+    });
+    assert!(missing.is_empty(), "{missing:?}");
+}
+
 #[test]
 fn metrics_and_cpu_profile_are_served_over_http() {
     let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use super::failures::Failures;
+use super::jmx_names::{self, ControllerCounts};
 use super::partition_gauges::{PartitionLogGauges, PartitionLogState};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
@@ -54,6 +55,8 @@ pub struct Metrics {
     partition_states: Arc<Mutex<Vec<PartitionLogState>>>,
     /// Kafka's ReplicaManager gauges, under the JMX exporter's names.
     replica_gauges: ReplicaGauges,
+    /// The controller's counts as last published (None: not a controller).
+    controller_counts: Mutex<Option<ControllerCounts>>,
     failures: Failures,
 }
 
@@ -214,6 +217,7 @@ impl Metrics {
             tls_zero_copy,
             partition_states,
             replica_gauges,
+            controller_counts: Mutex::new(None),
             failures,
         }
     }
@@ -310,6 +314,11 @@ impl Metrics {
         self.replica_gauges.set(counts);
     }
 
+    /// The controller's counts (KafkaController's gauges), on a controller.
+    pub fn publish_controller_counts(&self, counts: ControllerCounts) {
+        *self.controller_counts.lock().unwrap_or_else(PoisonError::into_inner) = Some(counts);
+    }
+
     /// Drops every series of a deleted topic: its traffic counters and its partitions' gauges.
     pub fn remove_topic(&self, topic: &str) {
         self.partition_states.lock().unwrap_or_else(PoisonError::into_inner).retain(|s| &*s.topic != topic);
@@ -322,7 +331,10 @@ impl Metrics {
     /// All metrics in the Prometheus text exposition format (version 0.0.4).
     pub fn render(&self) -> String {
         let mut text = String::with_capacity(16 * 1024);
-        if let Err(err) = TextEncoder::new().encode_utf8(&self.registry.gather(), &mut text) {
+        let mut families = self.registry.gather();
+        let controller = *self.controller_counts.lock().unwrap_or_else(PoisonError::into_inner);
+        families.extend(jmx_names::derive(&families, controller));
+        if let Err(err) = TextEncoder::new().encode_utf8(&families, &mut text) {
             // Only possible with an inconsistent metric family, which would be a bug here; a
             // partial page is more useful to the scraper than none.
             tracing::error!(error = %err, "encoding metrics");
@@ -446,6 +458,33 @@ mod tests {
     /// The sample line `name{labels} value` of `text`, if present.
     fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
         text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+    }
+
+    #[test]
+    fn kafkas_mbeans_are_exposed_under_the_jmx_exporters_names() {
+        let metrics = Metrics::new();
+        metrics.request_completed("Produce", 0, Duration::from_micros(30));
+        metrics.request_completed("Produce", 0, Duration::from_millis(3));
+        metrics.messages_in("orders", 5);
+        metrics.messages_in("payments", 2);
+        metrics.bytes_out("orders", 100);
+        metrics.publish_controller_counts(ControllerCounts { active: true, topics: 2, ..Default::default() });
+        let text = metrics.render();
+
+        let per_topic = r#"kafka_server_brokertopicmetrics_messagesin_total{topic="orders"}"#;
+        assert_eq!(sample(&text, per_topic), Some("5"), "{text}");
+        assert_eq!(sample(&text, "kafka_server_brokertopicmetrics_messagesin_total"), Some("7"));
+        assert_eq!(sample(&text, "kafka_server_brokertopicmetrics_bytesout_total"), Some("100"));
+        assert_eq!(sample(&text, r#"kafka_network_requestmetrics_requests_total{request="Produce"}"#), Some("2"));
+        assert_eq!(sample(&text, "kafka_server_brokertopicmetrics_totalproducerequests_total"), Some("2"));
+        let count = r#"kafka_network_requestmetrics_totaltimems_count{request="Produce"}"#;
+        assert_eq!(sample(&text, count), Some("2"));
+        // Half the requests took 30 µs (bucket 50 µs), half 3 ms (bucket 5 ms).
+        let p99 = r#"kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"}"#;
+        let p99: f64 = sample(&text, p99).expect("p99").parse().unwrap();
+        assert!((2.5..=5.0).contains(&p99), "p99 {p99} ms");
+        assert_eq!(sample(&text, "kafka_controller_kafkacontroller_activecontrollercount"), Some("1"));
+        assert_eq!(sample(&text, "kafka_controller_kafkacontroller_globaltopiccount"), Some("2"));
     }
 
     #[test]

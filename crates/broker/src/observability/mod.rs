@@ -9,12 +9,14 @@
 
 pub mod failures;
 pub mod http;
+mod jmx_names;
 mod metrics;
 mod partition_gauges;
 mod profile;
 mod tracing_setup;
 
 pub use failures::FailureKind;
+pub use jmx_names::ControllerCounts;
 pub use metrics::{Metrics, ReplicaCounts};
 pub use partition_gauges::PartitionLogState;
 pub use tracing_setup::init_tracing;
