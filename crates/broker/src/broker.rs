@@ -62,6 +62,9 @@ pub struct Broker {
     pub(crate) connections_per_ip: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
     /// `max.connections.per.ip.overrides` as last set dynamically.
     pub(crate) dynamic_per_ip_overrides: crate::config::connection_limits::DynamicPerIpOverrides,
+    /// Set once the node serves (its image caught up, a broker unfenced
+    /// and listening): what `/readyz` starts from.
+    serving: std::sync::atomic::AtomicBool,
     /// Kept connections to other brokers (markers, verification).
     pub(crate) broker_channels: crate::broker_channels::BrokerChannels,
     shutdown: watch::Sender<bool>,
@@ -181,6 +184,7 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             connections_per_ip: Default::default(),
             dynamic_per_ip_overrides: Default::default(),
+            serving: Default::default(),
             broker_channels: Default::default(),
             shutdown: watch::channel(false).0,
         });
@@ -214,6 +218,31 @@ impl Broker {
     /// a cluster without brokers (librdkafka's admin client waits for a
     /// controller until its request times out). Only a node sharing a
     /// metadata quorum registers; a single node has nothing to wait for.
+    /// The node serves from now on.
+    pub fn mark_serving(&self) {
+        self.serving.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the node is ready (`/readyz`): serving, not shutting down,
+    /// and a broker sharing a quorum registered and unfenced in its image.
+    pub fn readiness(&self) -> Result<(), String> {
+        if *self.shutdown.borrow() {
+            return Err("shutting down".into());
+        }
+        if !self.serving.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("starting: loading the logs and catching up with the metadata log".into());
+        }
+        if self.config.is_broker() && self.metadata.quorum().is_some() {
+            let image = self.metadata.image();
+            let registration = image.brokers.get(&self.node_id);
+            let epoch = self.membership.epoch();
+            if !registration.is_some_and(|b| !b.fenced && Some(b.broker_epoch) == epoch) {
+                return Err("fenced by the controller".into());
+            }
+        }
+        Ok(())
+    }
+
     pub async fn wait_until_unfenced(&self) {
         if self.metadata.quorum().is_none() {
             return;

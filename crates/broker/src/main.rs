@@ -62,6 +62,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let controller_listener = bind_controller_listener(&config).await?;
     let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     observability::failures::install_panic_hook(broker.metrics.clone());
+    serve_http(&broker, metrics_listener).await?;
     if let Some(listener) = controller_listener {
         serve_quorum(&broker, listener)?;
     }
@@ -92,11 +93,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         listeners.push((socket, listener));
     }
     let first = listeners.first().context("no client listener in listeners")?.0.local_addr()?;
-    if let Some(metrics_address) = metrics_listener {
-        let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
-        tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
-        tokio::spawn(observability::http::serve(http, broker.metrics.clone(), broker.shutdown_signal()));
-    }
+    broker.mark_serving();
     tracing::info!(
         node_id = broker.node_id,
         cluster_id = %broker.cluster_id,
@@ -115,6 +112,7 @@ async fn run_controller(config: BrokerConfig) -> anyhow::Result<()> {
     let metrics_listener = config.metrics_listener.clone();
     let broker = tokio::task::spawn_blocking(move || Broker::open(config)).await??;
     observability::failures::install_panic_hook(broker.metrics.clone());
+    serve_http(&broker, metrics_listener).await?;
     serve_quorum(&broker, listener)?;
     spawn_signal_handler(broker.clone())?;
     let mut shutdown = broker.shutdown_signal();
@@ -122,14 +120,27 @@ async fn run_controller(config: BrokerConfig) -> anyhow::Result<()> {
         caught_up = broker.catch_up_metadata() => caught_up?,
         _ = shutdown.wait_for(|stop| *stop) => return broker.close().await,
     }
-    if let Some(metrics_address) = metrics_listener {
-        let http = TcpListener::bind(&metrics_address).await.with_context(|| format!("binding {metrics_address}"))?;
-        tracing::info!(address = %http.local_addr()?, "serving /metrics and /debug/pprof/profile");
-        tokio::spawn(observability::http::serve(http, broker.metrics.clone(), broker.shutdown_signal()));
-    }
+    broker.mark_serving();
     tracing::info!(node_id = broker.node_id, cluster_id = %broker.cluster_id, %address, "krabka controller serving");
     let _ = shutdown.wait_for(|stop| *stop).await;
     broker.close().await
+}
+
+/// Serves `/metrics`, `/healthz`, `/readyz` and the CPU profile on
+/// `krabka.metrics.listener`, if set: from the moment the storage is open,
+/// so that an orchestrator sees the node alive (and not yet ready) while
+/// it catches up.
+async fn serve_http(broker: &Arc<Broker>, address: Option<String>) -> anyhow::Result<()> {
+    let Some(address) = address else { return Ok(()) };
+    let http = TcpListener::bind(&address).await.with_context(|| format!("binding {address}"))?;
+    tracing::info!(address = %http.local_addr()?, "serving /metrics, /healthz, /readyz and /debug/pprof/profile");
+    let ready = Arc::clone(broker);
+    let endpoints = observability::http::Endpoints {
+        metrics: broker.metrics.clone(),
+        readiness: Arc::new(move || ready.readiness()),
+    };
+    tokio::spawn(observability::http::serve(http, endpoints, broker.shutdown_signal()));
+    Ok(())
 }
 
 /// Serves the quorum on the controller listener: raft's RPCs, and the

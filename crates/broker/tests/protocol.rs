@@ -976,6 +976,26 @@ fn metrics_and_cpu_profile_are_served_over_http() {
     let (status, profile) = broker.http_get("/debug/pprof/profile?seconds=1");
     assert_eq!(status, 200);
     assert!(!profile.is_empty());
+    assert_eq!(broker.http_get("/readyz"), (200, b"ready\n".to_vec()));
+}
+
+/// Issue 20: `/readyz` says a node that cannot catch up (its controllers
+/// out of reach) is not ready, while `/healthz` says it is alive; both
+/// answer from the moment its storage is open.
+#[test]
+fn readyz_waits_for_a_broker_to_catch_up_while_healthz_answers() {
+    let nobody = support::free_port();
+    let broker = BrokerProcess::launch_broker_only(
+        2,
+        &format!("1@127.0.0.1:{nobody}"),
+        &["krabka.metrics.listener=127.0.0.1:0"],
+    );
+    support::wait_for("the HTTP endpoint", Duration::from_secs(30), || broker.metrics_port().is_some());
+    assert_eq!(broker.http_get("/healthz").0, 200);
+    let (status, body) = broker.http_get("/readyz");
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("not ready: starting"), "{body}");
 }
 
 #[test]

@@ -1,4 +1,6 @@
-//! A small HTTP/1.1 server for operators: `/metrics`, `/healthz` and `/debug/pprof/profile`.
+//! A small HTTP/1.1 server for operators: `/metrics`, `/healthz` (the process answers),
+//! `/readyz` (the node serves: caught up and, in a cluster, unfenced) and
+//! `/debug/pprof/profile`.
 //!
 //! Written by hand on tokio rather than with hyper: three GET endpoints for scrapers and
 //! humans do not need a full HTTP stack, and a minimal one is easy to bound. Each connection
@@ -35,16 +37,26 @@ const MAX_PROFILE_SECONDS: u64 = 300;
 const LINGER_TIME: Duration = Duration::from_secs(1);
 const LINGER_BYTES: usize = 64 * 1024;
 
+/// Whether the node is ready to serve (`/readyz`), or why not.
+pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// What the endpoints answer from: the metrics, and the node's readiness.
+#[derive(Clone)]
+pub struct Endpoints {
+    pub metrics: Arc<Metrics>,
+    pub readiness: Readiness,
+}
+
 /// Serves HTTP on `listener` until `shutdown` becomes true (or its sender is dropped, after
 /// which nobody could stop the server any more). Connections still open then are abandoned,
 /// including a profile in progress.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: watch::Receiver<bool>) {
-    serve_with(listener, metrics, shutdown, HEAD_TIMEOUT).await;
+pub async fn serve(listener: TcpListener, endpoints: Endpoints, shutdown: watch::Receiver<bool>) {
+    serve_with(listener, endpoints, shutdown, HEAD_TIMEOUT).await;
 }
 
 async fn serve_with(
     listener: TcpListener,
-    metrics: Arc<Metrics>,
+    endpoints: Endpoints,
     mut shutdown: watch::Receiver<bool>,
     head_timeout: Duration,
 ) {
@@ -67,9 +79,9 @@ async fn serve_with(
                         debug!(%peer, "too many HTTP connections, closing");
                         continue;
                     };
-                    let metrics = Arc::clone(&metrics);
+                    let endpoints = endpoints.clone();
                     connections.spawn(async move {
-                        handle(stream, peer, &metrics, head_timeout).await;
+                        handle(stream, peer, &endpoints, head_timeout).await;
                         drop(permit);
                     });
                 }
@@ -92,7 +104,7 @@ async fn serve_with(
 }
 
 /// Reads one request from `stream`, answers it and closes the connection.
-async fn handle(mut stream: TcpStream, peer: SocketAddr, metrics: &Metrics, head_timeout: Duration) {
+async fn handle(mut stream: TcpStream, peer: SocketAddr, endpoints: &Endpoints, head_timeout: Duration) {
     let response = match tokio::time::timeout(head_timeout, read_head(&mut stream)).await {
         Err(_) => Response::text(408, "Request Timeout", "timed out reading the request\n"),
         Ok(Err(HeadError::Closed)) => return,
@@ -104,7 +116,7 @@ async fn handle(mut stream: TcpStream, peer: SocketAddr, metrics: &Metrics, head
             Response::text(431, "Request Header Fields Too Large", "request head over 8 KiB\n")
         }
         Ok(Ok(head)) => match parse_request(&head) {
-            Ok(request) => route(&request, metrics).await,
+            Ok(request) => route(&request, endpoints).await,
             Err(reason) => Response::text(400, "Bad Request", reason),
         },
     };
@@ -197,15 +209,17 @@ fn parse_request(head: &[u8]) -> Result<Request<'_>, &'static str> {
     Ok(Request { method, path, query })
 }
 
-async fn route(request: &Request<'_>, metrics: &Metrics) -> Response {
+async fn route(request: &Request<'_>, endpoints: &Endpoints) -> Response {
     enum Endpoint {
         Metrics,
         Health,
+        Ready,
         Profile,
     }
     let endpoint = match request.path {
         "/metrics" => Endpoint::Metrics,
         "/healthz" => Endpoint::Health,
+        "/readyz" => Endpoint::Ready,
         "/debug/pprof/profile" => Endpoint::Profile,
         _ => return Response::text(404, "Not Found", "not found\n"),
     };
@@ -213,8 +227,19 @@ async fn route(request: &Request<'_>, metrics: &Metrics) -> Response {
         return Response::text(405, "Method Not Allowed", "only GET is allowed\n").header("Allow", "GET");
     }
     match endpoint {
-        Endpoint::Metrics => Response::new(200, "OK", prometheus::TEXT_FORMAT, metrics.render().into_bytes()),
+        Endpoint::Metrics => Response::new(200, "OK", prometheus::TEXT_FORMAT, endpoints.metrics.render().into_bytes()),
         Endpoint::Health => Response::text(200, "OK", "ok"),
+        // A load balancer or orchestrator sends clients only to a node
+        // that answers 200 here.
+        Endpoint::Ready => match (endpoints.readiness)() {
+            Ok(()) => Response::text(200, "OK", "ready\n"),
+            Err(reason) => Response::new(
+                503,
+                "Service Unavailable",
+                "text/plain; charset=utf-8",
+                format!("not ready: {reason}\n").into_bytes(),
+            ),
+        },
         Endpoint::Profile => cpu_profile(request.query).await,
     }
 }
@@ -328,8 +353,12 @@ mod tests {
         let addr = listener.local_addr().expect("local address");
         let metrics = Arc::new(Metrics::new());
         let (shutdown, receiver) = watch::channel(false);
-        let task = tokio::spawn(serve_with(listener, Arc::clone(&metrics), receiver, head_timeout));
+        let task = tokio::spawn(serve_with(listener, always_ready(Arc::clone(&metrics)), receiver, head_timeout));
         Server { addr, metrics, shutdown, task }
+    }
+
+    fn always_ready(metrics: Arc<Metrics>) -> Endpoints {
+        Endpoints { metrics, readiness: Arc::new(|| Ok(())) }
     }
 
     struct Reply {
@@ -516,7 +545,7 @@ mod tests {
         // Already true before serve starts: return at once.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let (_sender, receiver) = watch::channel(true);
-        tokio::time::timeout(Duration::from_secs(5), serve(listener, Arc::new(Metrics::new()), receiver))
+        tokio::time::timeout(Duration::from_secs(5), serve(listener, always_ready(Arc::new(Metrics::new())), receiver))
             .await
             .expect("serve returned at once");
     }

@@ -215,6 +215,27 @@ impl BrokerProcess {
         Self::start_formatted(dir, &properties, extra)
     }
 
+    /// A broker-only node as [`start_broker_only`](Self::start_broker_only)
+    /// but not waited for: it may never serve (its controllers out of
+    /// reach). Its `port` stays 0.
+    pub fn launch_broker_only(id: i32, voters: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
+        let properties = format!(
+            "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+             listeners=PLAINTEXT://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n\
+             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+             log.dirs={}\nkrabka.log.level=info\n",
+            data.display()
+        );
+        std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
+        let mut node = Self::unstarted(dir, Host::loopback(), 0, extra);
+        let (child, _serving) = node.launch();
+        node.child = Some(child);
+        node
+    }
+
     /// A controller-only node (`process.roles=controller`, node `id`) of
     /// the static quorum `voters` names (`id@host:port,...`), listening on
     /// `controller_port`; returns once its image caught up.
