@@ -1,0 +1,170 @@
+//! Real Kafka applications on krabka, unchanged (issue 20).
+//!
+//! Kafka Connect 4.3.1 in distributed mode: its config, offset and status
+//! topics (compacted, which the worker checks) on krabka, its group
+//! through krabka's coordinator. The file source connector reads a file
+//! into a topic and the file sink connector writes the topic back out;
+//! the worker is killed with SIGKILL and restarted, more lines are
+//! appended, and the output file is exactly the input, each line once.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use support::{free_port, repo_root, BrokerProcess};
+
+/// A JVM starting on a shared 2-core machine, then Connect's group join.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A Kafka Connect worker in distributed mode (`ConnectDistributed`).
+struct ConnectWorker {
+    child: Child,
+}
+
+impl ConnectWorker {
+    fn start(dir: &Path, config: &Path) -> Self {
+        let libs = repo_root().join("target/kafka-4.3.1/libs/*");
+        let log4j = format!(
+            "-Dlog4j2.configurationFile={}",
+            repo_root().join("tools/kafka-reference/log4j2.properties").display()
+        );
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("connect.log")).unwrap();
+        let java = std::env::var_os("JAVA").unwrap_or_else(|| "java".into());
+        let child = Command::new(java)
+            .args(["-Xms128m", "-Xmx512m", &log4j, "-Dkafka.root.loglevel=INFO"])
+            .arg(format!("-Dkafka.logs.dir={}", dir.join("app-logs").display()))
+            .args(["-cp", libs.to_str().unwrap(), "org.apache.kafka.connect.cli.ConnectDistributed"])
+            .arg(config)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start the Connect worker");
+        ConnectWorker { child }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ConnectWorker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An HTTP request to Connect's REST API, by Python's standard library:
+/// the status code and body (None when nothing answers yet).
+fn rest(method: &str, url: &str, body: Option<&str>) -> Option<(u16, String)> {
+    let script = r#"
+import sys, urllib.request, urllib.error
+method, url, body = sys.argv[1], sys.argv[2], sys.argv[3]
+data = body.encode() if body else None
+request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        print(answer.status); print(answer.read().decode())
+except urllib.error.HTTPError as error:
+    print(error.code); print(error.read().decode())
+"#;
+    let output = Command::new("python3").args(["-c", script, method, url, body.unwrap_or("")]).output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (status, body) = text.split_once('\n')?;
+    Some((status.trim().parse().ok()?, body.to_string()))
+}
+
+/// Whether `check` holds within `timeout` (tried every 500 ms).
+fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    false
+}
+
+fn lines(path: &PathBuf) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(String::from).collect()
+}
+
+fn append(path: &PathBuf, from: usize, count: usize) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    for i in from..from + count {
+        writeln!(file, "line {i:05} of the file Connect copies").unwrap();
+    }
+}
+
+#[test]
+fn kafka_connect_copies_a_file_through_krabka_and_survives_a_sigkill() {
+    let broker = BrokerProcess::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("input.txt"), dir.path().join("output.txt"));
+    append(&input, 0, 500);
+    let rest_port = free_port();
+    let config = dir.path().join("worker.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "bootstrap.servers={}\ngroup.id=krabka-connect\nlisteners=http://127.0.0.1:{rest_port}\n\
+             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             config.storage.topic=connect-configs\noffset.storage.topic=connect-offsets\n\
+             status.storage.topic=connect-status\nconfig.storage.replication.factor=1\n\
+             offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\n\
+             offset.flush.interval.ms=500\n\
+             session.timeout.ms=6000\nheartbeat.interval.ms=1000\nscheduled.rebalance.max.delay.ms=0\n\
+             consumer.session.timeout.ms=6000\nconsumer.heartbeat.interval.ms=1000\n",
+            broker.bootstrap()
+        ),
+    )
+    .unwrap();
+    let base = format!("http://127.0.0.1:{rest_port}");
+    let connect_log = || std::fs::read_to_string(dir.path().join("connect.log")).unwrap_or_default();
+    let mut worker = ConnectWorker::start(dir.path(), &config);
+    let ready = || rest("GET", &format!("{base}/connectors"), None).is_some_and(|(status, _)| status == 200);
+    support::wait_for("Connect's REST API", PATIENCE, ready);
+
+    let source = format!(
+        r#"{{"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1", "file": "{}", "topic": "connect-lines"}}"#,
+        input.display()
+    );
+    let sink = format!(
+        r#"{{"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1", "file": "{}", "topics": "connect-lines"}}"#,
+        output.display()
+    );
+    for (name, config) in [("file-source", &source), ("file-sink", &sink)] {
+        // The herder may still be joining its group: asked again.
+        let mut answer = None;
+        let created = || {
+            answer = rest("PUT", &format!("{base}/connectors/{name}/config"), Some(config));
+            answer.as_ref().is_some_and(|(status, _)| *status == 200 || *status == 201)
+        };
+        if !wait_until(PATIENCE, created) {
+            let tail: Vec<String> = connect_log().lines().rev().take(40).map(String::from).collect();
+            panic!("creating {name}: {answer:?}\n{}", tail.join("\n"));
+        }
+    }
+    support::wait_for("the first 500 lines copied", PATIENCE, || lines(&output).len() >= 500);
+    // Both connectors' offsets committed (every 500 ms), then SIGKILL.
+    std::thread::sleep(Duration::from_secs(3));
+    worker.kill();
+
+    // The killed worker's group members (its own, its sink task's
+    // consumer) are dropped when their 6 s sessions expire, as on Kafka.
+    append(&input, 500, 500);
+    let _worker = ConnectWorker::start(dir.path(), &config);
+    support::wait_for("every line copied after the restart", PATIENCE, || lines(&output).len() >= 1_000);
+    std::thread::sleep(Duration::from_secs(2));
+    let copied = lines(&output);
+    assert_eq!(copied.len(), 1_000, "the output holds each line once");
+    assert_eq!(copied, lines(&input), "the output is the input");
+    let (status, body) = rest("GET", &format!("{base}/connectors/file-sink/status"), None).expect("REST");
+    assert!(status == 200 && body.contains("RUNNING"), "{status} {body}");
+}
