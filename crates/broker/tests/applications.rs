@@ -6,6 +6,12 @@
 //! into a topic and the file sink connector writes the topic back out;
 //! the worker is killed with SIGKILL and restarted, more lines are
 //! appended, and the output file is exactly the input, each line once.
+//!
+//! Kafka Streams 4.3.1: Kafka's word-count topology (lines split into
+//! words, re-keyed by word through a repartition topic, counted in a
+//! RocksDB store backed by a changelog topic), at-least-once; stopped
+//! with SIGTERM mid-way and started again on its local state, the counts
+//! it writes end at exactly the words' counts.
 
 mod support;
 
@@ -13,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use support::tools::kafka_cli;
 use support::{free_port, repo_root, BrokerProcess};
 
 /// A JVM starting on a shared 2-core machine, then Connect's group join.
@@ -167,4 +174,102 @@ fn kafka_connect_copies_a_file_through_krabka_and_survives_a_sigkill() {
     assert_eq!(copied, lines(&input), "the output is the input");
     let (status, body) = rest("GET", &format!("{base}/connectors/file-sink/status"), None).expect("REST");
     assert!(status == 200 && body.contains("RUNNING"), "{status} {body}");
+}
+
+const WORDS: [&str; 5] = ["kafka", "krabka", "stream", "table", "topic"];
+
+/// Line `i` of the word-count input: three words of `WORDS`.
+fn text_line(i: usize) -> String {
+    format!("{} {}, {}!", WORDS[i % 5], WORDS[(i / 5) % 5].to_uppercase(), WORDS[(i * 3 + 1) % 5])
+}
+
+/// Each word's count over lines `0..lines`.
+fn expected_counts(lines: usize) -> std::collections::BTreeMap<String, i64> {
+    let mut counts = std::collections::BTreeMap::new();
+    for i in 0..lines {
+        for word in text_line(i).to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            *counts.entry(word.to_string()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// The latest count of each word in the output topic.
+fn latest_counts(bootstrap: &str) -> std::collections::BTreeMap<String, i64> {
+    let consume = ["kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", "word-counts"];
+    let more = ["--from-beginning", "--timeout-ms", "4000", "--property", "print.key=true"];
+    let deserializer = ["--value-deserializer", "org.apache.kafka.common.serialization.LongDeserializer"];
+    let (_, out) = kafka_cli(&[&consume[..], &more[..], &deserializer[..]].concat(), "");
+    let mut counts = std::collections::BTreeMap::new();
+    for line in out.lines() {
+        if let Some((word, count)) = line.split_once('\t') {
+            if let Ok(count) = count.trim().parse::<i64>() {
+                counts.insert(word.to_string(), count);
+            }
+        }
+    }
+    counts
+}
+
+/// `tests/clients/java`'s word-count app, started; returns once it runs.
+fn start_word_count(bootstrap: &str, state_dir: &Path) -> Child {
+    use std::io::BufRead;
+    let mut child = Command::new(repo_root().join("tests/clients/java/run"))
+        .args(["word-count", bootstrap, "text", "word-counts", "krabka-word-count"])
+        .arg(state_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the word-count app");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("running") {
+                let _ = sender.send(());
+            }
+        }
+    });
+    receiver.recv_timeout(PATIENCE).expect("the word-count app runs");
+    child
+}
+
+fn produce_lines(bootstrap: &str, lines: std::ops::Range<usize>) {
+    let text: Vec<String> = lines.map(text_line).collect();
+    let (ok, out) =
+        kafka_cli(&["kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", "text"], &text.join("\n"));
+    assert!(ok, "console producer: {out}");
+}
+
+#[test]
+fn kafka_streams_word_count_resumes_from_its_state_after_a_restart() {
+    let broker = BrokerProcess::start(&["group.initial.rebalance.delay.ms=0"]);
+    let bootstrap = broker.bootstrap();
+    let create = ["kafka-topics", "--bootstrap-server", &bootstrap, "--create", "--topic", "text", "--partitions", "3"];
+    let (ok, out) = kafka_cli(&create, "");
+    assert!(ok, "kafka-topics --create: {out}");
+    produce_lines(&bootstrap, 0..60);
+    let state = tempfile::tempdir().unwrap();
+    let mut app = start_word_count(&bootstrap, state.path());
+    let mut seen = Default::default();
+    let counted = |lines: usize, seen: &mut std::collections::BTreeMap<String, i64>| {
+        *seen = latest_counts(&bootstrap);
+        *seen == expected_counts(lines)
+    };
+    assert!(wait_until(PATIENCE, || counted(60, &mut seen)), "after 60 lines: {seen:?}");
+
+    // SIGTERM: the app closes cleanly, committing; started again, it
+    // takes up its RocksDB state and goes on from its committed offsets.
+    unsafe { libc::kill(app.id() as i32, libc::SIGTERM) };
+    let _ = app.wait();
+    produce_lines(&bootstrap, 60..120);
+    let mut app = start_word_count(&bootstrap, state.path());
+    assert!(wait_until(PATIENCE, || counted(120, &mut seen)), "after 120 lines: {seen:?}");
+    unsafe { libc::kill(app.id() as i32, libc::SIGTERM) };
+    let _ = app.wait();
+
+    let (_, topics) = kafka_cli(&["kafka-topics", "--bootstrap-server", &bootstrap, "--list"], "");
+    for internal in ["krabka-word-count-words-repartition", "krabka-word-count-word-counts-changelog"] {
+        assert!(topics.lines().any(|t| t == internal), "{internal} in {topics}");
+    }
 }

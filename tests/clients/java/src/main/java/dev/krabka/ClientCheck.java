@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
  *   transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS
  *   transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS
  *   streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR
+ *   word-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR
  *   streams-bench BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR RECORDS
  *   group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]
  * </pre>
@@ -32,6 +33,7 @@ public final class ClientCheck {
             "       client-check transactions-hang BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS",
             "       client-check transactions-commit-on-cue BOOTSTRAP TOPIC PARTITIONS",
             "       client-check streams-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR",
+            "       client-check word-count BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR",
             "       client-check streams-bench BOOTSTRAP INPUT OUTPUT APP_ID STATE_DIR RECORDS",
             "       client-check group-member BOOTSTRAP TOPIC GROUP PROTOCOL OUTPUT_FILE [IDLE_EXIT_SECONDS]",
             "PROTOCOL: classic | consumer",
@@ -43,6 +45,14 @@ public final class ClientCheck {
         String sub = args.length > 0 ? args[0] : "";
         if (sub.equals("group-member")) {
             groupMember(args);
+            return;
+        }
+        if (sub.equals("word-count")) {
+            if (args.length != 6) {
+                System.err.println("client-check: word-count takes 5 arguments");
+                System.exit(2);
+            }
+            WordCount.run(args[1], args[2], args[3], args[4], args[5]);
             return;
         }
         if (sub.equals("streams-count")) {
