@@ -12,6 +12,12 @@
 //! RocksDB store backed by a changelog topic), at-least-once; stopped
 //! with SIGTERM mid-way and started again on its local state, the counts
 //! it writes end at exactly the words' counts.
+//!
+//! MirrorMaker 2 4.3.1 (dedicated mode, `IdentityReplicationPolicy`), the
+//! documented migration path, both ways at once: an Apache Kafka 4.3.1
+//! broker's topic, its config and a consumer group's offsets copied to
+//! krabka, and krabka's to Kafka; on either side the group then resumes
+//! exactly where it stopped (long mode: it takes about two minutes).
 
 mod support;
 
@@ -272,4 +278,159 @@ fn kafka_streams_word_count_resumes_from_its_state_after_a_restart() {
     for internal in ["krabka-word-count-words-repartition", "krabka-word-count-word-counts-changelog"] {
         assert!(topics.lines().any(|t| t == internal), "{internal} in {topics}");
     }
+}
+
+/// `kafka-get-offsets`: the end offset of each partition of `topic`.
+fn end_offsets(bootstrap: &str, topic: &str) -> Vec<i64> {
+    let (_, out) = kafka_cli(&["kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic", topic], "");
+    let mut ends: Vec<(i32, i64)> = out
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.rsplitn(3, ':');
+            let end = parts.next()?.parse().ok()?;
+            let partition = parts.next()?.parse().ok()?;
+            (parts.next()? == topic).then_some((partition, end))
+        })
+        .collect();
+    ends.sort();
+    ends.into_iter().map(|(_, end)| end).collect()
+}
+
+/// `kafka-consumer-groups --describe`: the group's committed offset of
+/// each partition of `topic`.
+fn committed_offsets(bootstrap: &str, group: &str, topic: &str) -> Vec<i64> {
+    let args = ["kafka-consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group];
+    let (_, out) = kafka_cli(&args, "");
+    let mut offsets: Vec<(i32, i64)> = out
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let row = fields.len() >= 4 && fields[0] == group && fields[1] == topic;
+            row.then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?))).flatten()
+        })
+        .collect();
+    offsets.sort();
+    offsets.into_iter().map(|(_, offset)| offset).collect()
+}
+
+/// `count` keyed lines `<prefix>-<i>` produced to `topic`.
+fn produce_keyed(bootstrap: &str, topic: &str, prefix: &str, count: usize) {
+    let lines: Vec<String> = (0..count).map(|i| format!("k{i}:{prefix}-{i}")).collect();
+    let producer = ["kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", topic];
+    let keyed = ["--property", "parse.key=true", "--property", "key.separator=:"];
+    let (ok, out) = kafka_cli(&[&producer[..], &keyed[..]].concat(), &lines.join("\n"));
+    assert!(ok, "console producer on {topic}: {out}");
+}
+
+/// A topic of three partitions with `lines` records, all consumed by
+/// `group` (committed at the end, as consumers stop before a migration).
+fn consumed_topic(bootstrap: &str, topic: &str, group: &str, lines: usize) {
+    let create = ["kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "3"];
+    let config = ["--config", "retention.ms=86400000"];
+    let (ok, out) = kafka_cli(&[&create[..], &config[..]].concat(), "");
+    assert!(ok, "kafka-topics --create {topic}: {out}");
+    produce_keyed(bootstrap, topic, "old", lines);
+    let reset = ["kafka-consumer-groups", "--bootstrap-server", bootstrap, "--group", group, "--topic", topic];
+    let (ok, out) = kafka_cli(&[&reset[..], &["--reset-offsets", "--to-latest", "--execute"]].concat(), "");
+    assert!(ok, "reset {group}: {out}");
+}
+
+/// The group reads what comes next on `topic`: exactly the `count` new
+/// records, none of the old ones.
+fn resumes_exactly(bootstrap: &str, topic: &str, group: &str, count: usize) {
+    produce_keyed(bootstrap, topic, "new", count);
+    let consume = ["kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", topic, "--group", group];
+    let more = ["--max-messages", &count.to_string(), "--timeout-ms", "30000"];
+    let (_, out) = kafka_cli(&[&consume[..], &more[..]].concat(), "");
+    let mut read: Vec<&str> = out.lines().filter(|l| l.starts_with("old-") || l.starts_with("new-")).collect();
+    read.sort();
+    let mut wanted: Vec<String> = (0..count).map(|i| format!("new-{i}")).collect();
+    wanted.sort();
+    assert_eq!(read, wanted, "{group} on {bootstrap} resumes exactly:\n{out}");
+}
+
+#[test]
+fn mirror_maker_2_migrates_topics_configs_and_group_offsets_both_ways() {
+    if std::env::var("KRABKA_LONG_TESTS").as_deref() != Ok("1") {
+        eprintln!("MirrorMaker 2's migration runs in the long mode (KRABKA_LONG_TESTS=1)");
+        return;
+    }
+    let krabka = BrokerProcess::start(&["group.initial.rebalance.delay.ms=0"]);
+    let kafka_dir = tempfile::tempdir().unwrap();
+    let kafka_port = free_port();
+    let _kafka = support::KafkaNode::start_combined(
+        kafka_dir.path(),
+        kafka_port,
+        free_port(),
+        "group.initial.rebalance.delay.ms=0\n",
+    );
+    let kafka = format!("127.0.0.1:{kafka_port}");
+    support::wait_for("Kafka 4.3.1 to serve", PATIENCE, || {
+        kafka_cli(&["kafka-topics", "--bootstrap-server", &kafka, "--list"], "").0
+    });
+    consumed_topic(&kafka, "orders", "billing", 300);
+    consumed_topic(&krabka.bootstrap(), "returns", "refunds", 200);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mm2.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "clusters=kafka,krabka\nkafka.bootstrap.servers={kafka}\nkrabka.bootstrap.servers={}\n\
+             kafka->krabka.enabled=true\nkafka->krabka.topics=orders\nkafka->krabka.groups=billing\n\
+             krabka->kafka.enabled=true\nkrabka->kafka.topics=returns\nkrabka->kafka.groups=refunds\n\
+             replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n\
+             replication.factor=1\noffset-syncs.topic.replication.factor=1\n\
+             checkpoints.topic.replication.factor=1\nheartbeats.topic.replication.factor=1\n\
+             config.storage.replication.factor=1\noffset.storage.replication.factor=1\n\
+             status.storage.replication.factor=1\nemit.heartbeats.enabled=false\n\
+             sync.group.offsets.enabled=true\nsync.group.offsets.interval.seconds=1\n\
+             emit.checkpoints.interval.seconds=1\nrefresh.topics.interval.seconds=2\n\
+             refresh.groups.interval.seconds=2\nsync.topic.configs.interval.seconds=2\n",
+            krabka.bootstrap()
+        ),
+    )
+    .unwrap();
+    let libs = repo_root().join("target/kafka-4.3.1/libs/*");
+    let log4j =
+        format!("-Dlog4j2.configurationFile={}", repo_root().join("tools/kafka-reference/log4j2.properties").display());
+    let log = std::fs::File::create(dir.path().join("mm2.log")).unwrap();
+    let java = std::env::var_os("JAVA").unwrap_or_else(|| "java".into());
+    let mm2 = Command::new(java)
+        .args(["-Xmx512m", &log4j, "-cp", libs.to_str().unwrap(), "org.apache.kafka.connect.mirror.MirrorMaker"])
+        .arg(&config)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start MirrorMaker 2");
+    let mut mm2 = ConnectWorker { child: mm2 };
+    let mm2_log = || std::fs::read_to_string(dir.path().join("mm2.log")).unwrap_or_default();
+
+    // The records, then the groups' offsets, translated to the other side.
+    for (target, topic, group, source) in [
+        (krabka.bootstrap(), "orders", "billing", kafka.clone()),
+        (kafka.clone(), "returns", "refunds", krabka.bootstrap()),
+    ] {
+        let ends = end_offsets(&source, topic);
+        let copied = wait_until(Duration::from_secs(180), || end_offsets(&target, topic) == ends);
+        assert!(copied, "{topic} copied to {target}: {:?} of {ends:?}\n{}", end_offsets(&target, topic), mm2_log());
+        let translated = wait_until(Duration::from_secs(180), || committed_offsets(&target, group, topic) == ends);
+        assert!(
+            translated,
+            "{group}'s offsets on {target}: {:?}\n{}",
+            committed_offsets(&target, group, topic),
+            mm2_log()
+        );
+    }
+    // The topic's config came along (retention.ms).
+    let describe =
+        ["kafka-configs", "--bootstrap-server", &krabka.bootstrap(), "--describe", "--entity-type", "topics"];
+    let (_, out) = kafka_cli(&[&describe[..], &["--entity-name", "orders"]].concat(), "");
+    assert!(out.contains("retention.ms=86400000"), "orders' config on krabka: {out}");
+    mm2.kill();
+
+    // Clients moved: each group resumes on the other side exactly where
+    // it stopped on the first.
+    resumes_exactly(&krabka.bootstrap(), "orders", "billing", 50);
+    resumes_exactly(&kafka, "returns", "refunds", 50);
 }
