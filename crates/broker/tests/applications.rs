@@ -1,8 +1,9 @@
 //! Real Kafka applications on krabka, unchanged (issue 20).
 //!
-//! Kafka Connect 4.3.1 in distributed mode: its config, offset and status
-//! topics (compacted, which the worker checks) on krabka, its group
-//! through krabka's coordinator. The file source connector reads a file
+//! Kafka Connect 4.3.1 in distributed mode with exactly-once source
+//! support (KIP-618): its config, offset and status topics (compacted,
+//! which the worker checks) on krabka, its group through krabka's
+//! coordinator, the source task writing in transactions. The file source connector reads a file
 //! into a topic and the file sink connector writes the topic back out;
 //! the worker is killed with SIGKILL and restarted, more lines are
 //! appended, and the output file is exactly the input, each line once.
@@ -133,7 +134,8 @@ fn kafka_connect_copies_a_file_through_krabka_and_survives_a_sigkill() {
              offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\n\
              offset.flush.interval.ms=500\n\
              session.timeout.ms=6000\nheartbeat.interval.ms=1000\nscheduled.rebalance.max.delay.ms=0\n\
-             consumer.session.timeout.ms=6000\nconsumer.heartbeat.interval.ms=1000\n",
+             consumer.session.timeout.ms=6000\nconsumer.heartbeat.interval.ms=1000\n\
+             exactly.once.source.support=enabled\n",
             broker.bootstrap()
         ),
     )
@@ -145,7 +147,7 @@ fn kafka_connect_copies_a_file_through_krabka_and_survives_a_sigkill() {
     support::wait_for("Connect's REST API", PATIENCE, ready);
 
     let source = format!(
-        r#"{{"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1", "file": "{}", "topic": "connect-lines"}}"#,
+        r#"{{"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1", "file": "{}", "topic": "connect-lines", "exactly.once.support": "required"}}"#,
         input.display()
     );
     let sink = format!(
@@ -180,6 +182,10 @@ fn kafka_connect_copies_a_file_through_krabka_and_survives_a_sigkill() {
     assert_eq!(copied, lines(&input), "the output is the input");
     let (status, body) = rest("GET", &format!("{base}/connectors/file-sink/status"), None).expect("REST");
     assert!(status == 200 && body.contains("RUNNING"), "{status} {body}");
+    // Exactly-once source support (KIP-618): the source task wrote in
+    // transactions under its own transactional id.
+    let (_, listed) = kafka_cli(&["kafka-transactions", "--bootstrap-server", &broker.bootstrap(), "list"], "");
+    assert!(listed.contains("krabka-connect-file-source-0"), "{listed}");
 }
 
 const WORDS: [&str; 5] = ["kafka", "krabka", "stream", "table", "topic"];
