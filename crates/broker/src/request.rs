@@ -118,6 +118,66 @@ impl ConnectionInfo {
     }
 }
 
+/// The tracing target of the errors clients see: at DEBUG each is logged
+/// with the API, client, principal, address, topic and partition
+/// (`KRABKA_LOG=info,krabka_broker::client_errors=debug`).
+pub const CLIENT_ERRORS: &str = "krabka_broker::client_errors";
+
+/// Who a response goes to, for the log of the errors it carries; built
+/// only while [`CLIENT_ERRORS`] is enabled at DEBUG.
+#[derive(Clone, Debug)]
+pub struct ErrorAudience {
+    api: &'static str,
+    client_id: String,
+    principal: String,
+    peer: SocketAddr,
+}
+
+impl ErrorAudience {
+    /// The request's audience, when each error is to be logged.
+    pub fn of(ctx: &RequestContext<'_>) -> Option<Self> {
+        if !tracing::enabled!(target: CLIENT_ERRORS, tracing::Level::DEBUG) {
+            return None;
+        }
+        Some(ErrorAudience {
+            api: ctx.api_key.info().name,
+            client_id: ctx.client_id.unwrap_or_default().to_string(),
+            principal: ctx.connection.principal.to_string(),
+            peer: ctx.connection.peer,
+        })
+    }
+
+    /// Logs one error the client is told.
+    pub fn log(&self, topic: Option<&str>, partition: Option<i32>, code: i16) {
+        tracing::debug!(
+            target: CLIENT_ERRORS,
+            api = self.api,
+            client_id = %self.client_id,
+            principal = %self.principal,
+            peer = %self.peer,
+            topic = topic.unwrap_or_default(),
+            partition = partition.unwrap_or(-1),
+            error = krabka_protocol::ErrorCode::from(code).name(),
+            "error answered"
+        );
+    }
+}
+
+/// Counts (and, for `audience`, logs) each error `body` carries.
+pub fn report_errors(
+    metrics: &crate::observability::Metrics,
+    audience: Option<&ErrorAudience>,
+    api: &'static str,
+    body: &ResponseBody,
+) {
+    body.for_each_error(&mut |e| {
+        metrics.client_error(api, e.code);
+        if let Some(audience) = audience {
+            audience.log(e.topic, e.partition, e.code);
+        }
+    });
+}
+
 /// `ConnectionInfo::request_throttle_ms` of a request exempt from the
 /// request quota.
 pub const REQUEST_QUOTA_EXEMPT: u64 = u64::MAX;
@@ -147,6 +207,12 @@ impl RequestContext<'_> {
         }
     }
 
+    /// Counts, and logs at DEBUG, each error the response tells the client.
+    pub fn report_errors(&self, body: &ResponseBody) {
+        let audience = ErrorAudience::of(self);
+        report_errors(&self.broker.metrics, audience.as_ref(), self.api_key.info().name, body);
+    }
+
     /// Marks the request as one the request quota neither throttles nor
     /// counts (a follower's fetch).
     pub fn exempt_from_request_quota(&self) {
@@ -154,6 +220,7 @@ impl RequestContext<'_> {
     }
 
     pub fn reply(&self, mut body: ResponseBody) -> Reply {
+        self.report_errors(&body);
         let throttle_ms = self.request_throttle_ms();
         if throttle_ms > 0 {
             body.throttle(self.api_version, i32::try_from(throttle_ms).unwrap_or(i32::MAX));

@@ -952,6 +952,39 @@ fn the_grafana_dashboard_charts_only_what_a_broker_exposes() {
     assert!(missing.is_empty(), "{missing:?}");
 }
 
+/// Issue 20: every error a client is told is counted by API and name, and
+/// with `krabka_broker::client_errors` at DEBUG logged with the client,
+/// topic and partition.
+#[test]
+fn errors_clients_see_are_logged_with_their_client_topic_and_partition() {
+    let broker = BrokerProcess::start(&[
+        "krabka.metrics.listener=127.0.0.1:0",
+        "krabka.log.level=info,krabka_broker::client_errors=debug",
+    ]);
+    let mut client = RawClient::connect(&broker.bootstrap());
+    create_topic(&mut client, "audited", 1, &[]);
+    let refused = produce(&mut client, "audited", 5, batch(None, 0, 1, Compression::None));
+    assert_eq!(refused.error_code, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code());
+    let out_of_range = fetch(&mut client, "audited", 0, 1_000);
+    assert_eq!(out_of_range.error_code, ErrorCode::OFFSET_OUT_OF_RANGE.code());
+    let log = broker.log();
+    for (api, partition, error) in [("Produce", 5, "UNKNOWN_TOPIC_OR_PARTITION"), ("Fetch", 0, "OFFSET_OUT_OF_RANGE")] {
+        let logged = log.lines().any(|l| {
+            l.contains("error answered")
+                && l.contains(&format!("api=\"{api}\""))
+                && l.contains("client_id=raw-test")
+                && l.contains("topic=\"audited\"")
+                && l.contains(&format!("partition={partition}"))
+                && l.contains(&format!("error=\"{error}\""))
+        });
+        assert!(logged, "{api} {error} not logged:\n{log}");
+        let (_, metrics) = broker.http_get("/metrics");
+        let metrics = String::from_utf8(metrics).unwrap();
+        let series = format!("krabka_client_errors_total{{api=\"{api}\",error=\"{error}\"}} 1");
+        assert!(metrics.lines().any(|l| l == series), "{series} in\n{metrics}");
+    }
+}
+
 #[test]
 fn metrics_and_cpu_profile_are_served_over_http() {
     let broker = BrokerProcess::start(&["krabka.metrics.listener=127.0.0.1:0"]);

@@ -145,3 +145,23 @@ mod oracle {
         assert!(compared > 10_000, "only {compared} encodings compared");
     }
 }
+
+/// `ResponseBody::for_each_error` names each non-zero error with the topic
+/// and partition around it, and nothing else.
+#[test]
+fn response_errors_are_found_with_their_topic_and_partition() {
+    use crate::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+    use crate::{ProduceResponse, ResponseBody, ResponseError};
+    let partition = |index, error_code| PartitionProduceResponse { index, error_code, ..Default::default() };
+    let topic = TopicProduceResponse {
+        name: "orders".into(),
+        partition_responses: vec![partition(0, 0), partition(1, 6), partition(2, 0)],
+        ..Default::default()
+    };
+    let response = ResponseBody::Produce(Box::new(ProduceResponse { responses: vec![topic], ..Default::default() }));
+    let mut seen = Vec::new();
+    response.for_each_error(&mut |e: ResponseError<'_>| seen.push((e.topic.map(String::from), e.partition, e.code)));
+    assert_eq!(seen, vec![(Some("orders".to_string()), Some(1), 6)]);
+    let ok = ResponseBody::Produce(Box::default());
+    ok.for_each_error(&mut |e| panic!("no error expected: {e:?}"));
+}

@@ -33,3 +33,13 @@ pub use error_code::ErrorCode;
 pub use generated::*;
 pub use message::Message;
 pub use uuid::Uuid;
+
+/// One error code a response carries and where it sits: the topic and
+/// partition of the structs around it, where they name them
+/// (`ResponseBody::for_each_error`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseError<'a> {
+    pub topic: Option<&'a str>,
+    pub partition: Option<i32>,
+    pub code: i16,
+}

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use crate::emit::{emit_spec, snake_case};
-use crate::spec::Spec;
+use crate::spec::{Spec, Struct, Ty};
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
@@ -247,6 +247,7 @@ fn emit_body_enum(o: &mut String, enum_name: &str, side: &str, apis: &[Api]) -> 
     writeln!(o, "    }}")?;
     if side == "response" {
         emit_throttle_setter(o, apis)?;
+        emit_error_visitor(o, apis)?;
     }
     writeln!(o, "}}\n")?;
     Ok(())
@@ -271,6 +272,116 @@ fn emit_throttle_setter(o: &mut String, apis: &[Api]) -> std::fmt::Result {
     writeln!(o, "            _ => false,")?;
     writeln!(o, "        }}")?;
     writeln!(o, "    }}")?;
+    Ok(())
+}
+
+/// `ResponseBody::for_each_error`: every non-zero `ErrorCode` of a response,
+/// with the topic and partition of the structs it sits in, for the
+/// broker's logs of the errors its clients see.
+fn emit_error_visitor(o: &mut String, apis: &[Api]) -> std::fmt::Result {
+    writeln!(o, "\n    /// Calls `f` with each non-zero error code of the response (top level and nested),")?;
+    writeln!(o, "    /// with the topic name and partition index of the structs around it, where they have one.")?;
+    writeln!(o, "    pub fn for_each_error(&self, f: &mut dyn FnMut(crate::ResponseError<'_>)) {{")?;
+    writeln!(o, "        let (topic, partition): (Option<&str>, Option<i32>) = (None, None);")?;
+    writeln!(o, "        let _ = (topic, partition);")?;
+    writeln!(o, "        match self {{")?;
+    let mut without_errors = 0;
+    for api in apis {
+        let spec = api.response;
+        let Some(top) = spec.structs.iter().find(|s| s.name == spec.name) else { continue };
+        let mut body = String::new();
+        visit_struct(&mut body, spec, top, "body", 3, 0)?;
+        if body.is_empty() {
+            without_errors += 1;
+            continue;
+        }
+        writeln!(o, "            Self::{}(body) => {{", api.name)?;
+        o.push_str(&body);
+        writeln!(o, "            }}")?;
+    }
+    if without_errors > 0 {
+        writeln!(o, "            _ => {{}}")?;
+    }
+    writeln!(o, "        }}")?;
+    writeln!(o, "    }}")?;
+    Ok(())
+}
+
+/// Whether struct `name` of `spec` holds an `ErrorCode`, itself or nested.
+fn holds_error(spec: &Spec, name: &str, depth: usize) -> bool {
+    let Some(s) = spec.structs.iter().find(|s| s.name == name) else { return false };
+    depth < 8
+        && s.fields.iter().any(|f| match element(&f.ty) {
+            Ty::Int16 => f.name == "ErrorCode",
+            Ty::Struct(inner) => holds_error(spec, inner, depth + 1),
+            _ => false,
+        })
+}
+
+/// The element type of an array, else the type.
+fn element(ty: &Ty) -> &Ty {
+    match ty {
+        Ty::Array(inner) => inner,
+        other => other,
+    }
+}
+
+/// The visit of struct `s` bound to `var`: its topic and partition (if it
+/// names them) shadow the outer ones, its `ErrorCode` is reported, and its
+/// fields that hold errors are visited in turn.
+fn visit_struct(o: &mut String, spec: &Spec, s: &Struct, var: &str, indent: usize, depth: usize) -> std::fmt::Result {
+    let pad = "    ".repeat(indent);
+    let mut inner = String::new();
+    let topic_field = s.fields.iter().find(|f| {
+        f.ty == Ty::String
+            && (f.name == "Topic" || f.name == "TopicName" || (f.name == "Name" && s.name.contains("Topic")))
+    });
+    let partition_field = s.fields.iter().find(|f| {
+        f.ty == Ty::Int32
+            && (matches!(f.name.as_str(), "PartitionIndex" | "Partition" | "PartitionId")
+                || (f.name == "Index" && s.name.contains("Partition")))
+    });
+    if let Some(field) = s.fields.iter().find(|f| f.name == "ErrorCode" && f.ty == Ty::Int16) {
+        let ident = emit::field_ident(&field.name);
+        writeln!(inner, "{pad}if {var}.{ident} != 0 {{")?;
+        writeln!(inner, "{pad}    f(crate::ResponseError {{ topic, partition, code: {var}.{ident} }});")?;
+        writeln!(inner, "{pad}}}")?;
+    }
+    for field in &s.fields {
+        let Ty::Struct(name) = element(&field.ty) else { continue };
+        if !holds_error(spec, name, depth + 1) {
+            continue;
+        }
+        let Some(nested) = spec.structs.iter().find(|n| &n.name == name) else { continue };
+        let ident = emit::field_ident(&field.name);
+        let item = format!("e{depth}");
+        let mut body = String::new();
+        visit_struct(&mut body, spec, nested, &item, indent + 1, depth + 1)?;
+        match (&field.ty, field.is_option()) {
+            (Ty::Array(_), false) => writeln!(inner, "{pad}for {item} in &{var}.{ident} {{")?,
+            (Ty::Array(_), true) => writeln!(inner, "{pad}for {item} in {var}.{ident}.iter().flatten() {{")?,
+            (_, false) => writeln!(inner, "{pad}{{ let {item} = &{var}.{ident};")?,
+            (_, true) => writeln!(inner, "{pad}if let Some({item}) = &{var}.{ident} {{")?,
+        }
+        inner.push_str(&body);
+        writeln!(inner, "{pad}}}")?;
+    }
+    if inner.is_empty() {
+        return Ok(());
+    }
+    if let Some(field) = topic_field {
+        let ident = emit::field_ident(&field.name);
+        let value = if field.is_option() {
+            format!("{var}.{ident}.as_deref()")
+        } else {
+            format!("Some({var}.{ident}.as_str())")
+        };
+        writeln!(o, "{pad}let topic = {value};")?;
+    }
+    if let Some(field) = partition_field {
+        writeln!(o, "{pad}let partition = Some({var}.{});", emit::field_ident(&field.name))?;
+    }
+    o.push_str(&inner);
     Ok(())
 }
 

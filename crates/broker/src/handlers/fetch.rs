@@ -68,6 +68,8 @@ struct FetchPlan {
     denied: Vec<bool>,
     /// The request quota's throttle the response announces (KIP-124).
     request_throttle_ms: i32,
+    /// Who each partition error is logged for (None: not logged).
+    audience: Option<crate::request::ErrorAudience>,
 }
 
 /// A consumer's principal and client id, the image whose quotas apply to
@@ -120,6 +122,7 @@ pub fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> Reply {
         min_bytes: request.min_bytes,
         wanted,
         started: ctx.started,
+        audience: crate::request::ErrorAudience::of(ctx),
         replica: replica_of(&request, ctx.api_version),
         consumer: consumer_placement(broker, &request, ctx.api_version),
         quota_client: None,
@@ -533,6 +536,13 @@ impl FetchPlan {
         for result in &grouped {
             if let Some(slice) = &result.slice {
                 self.broker.metrics.bytes_out(topics[result.topic_index].name, u64::from(slice.length));
+            }
+            let (code, partition) = (result.data.error_code, result.data.partition_index);
+            if code != 0 {
+                self.broker.metrics.client_error("Fetch", code);
+                if let Some(audience) = &self.audience {
+                    audience.log(Some(topics[result.topic_index].name), Some(partition), code);
+                }
             }
         }
         self.broker.metrics.request_completed("Fetch", 0, self.started.elapsed());

@@ -212,9 +212,12 @@ fn later<T: Send + 'static>(
     let (api_key, version, correlation_id) = (ctx.api_key, ctx.api_version, ctx.correlation_id);
     let metrics = ctx.broker.metrics.clone();
     let started = ctx.started;
+    let audience = crate::request::ErrorAudience::of(ctx);
     Reply::Later(tokio::spawn(async move {
         let value = receiver.await.unwrap_or(gone);
-        let frame = encode_frame(api_key, version, correlation_id, &body(value));
+        let body = body(value);
+        crate::request::report_errors(&metrics, audience.as_ref(), api_key.info().name, &body);
+        let frame = encode_frame(api_key, version, correlation_id, &body);
         metrics.request_completed(api_key.info().name, 0, started.elapsed());
         Response::from_bytes(frame.freeze())
     }))

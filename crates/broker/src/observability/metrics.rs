@@ -32,6 +32,7 @@ pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     request_errors: IntCounterVec,
+    client_errors: IntCounterVec,
     request_latency: HistogramVec,
     /// Resolved children of `requests` and `request_latency` per API, so that a completed
     /// request costs one read-locked lookup instead of one per metric.
@@ -127,6 +128,12 @@ impl Metrics {
             "Requests completed with a non-zero top-level error code, by API and code.",
             &["api", "error"],
         );
+        let client_errors = counter_vec(
+            &registry,
+            "krabka_client_errors_total",
+            "Error codes told to clients, top level and per topic or partition, by API and error name.",
+            &["api", "error"],
+        );
         let request_latency = HistogramVec::new(
             HistogramOpts::new("kafka_request_latency_seconds", "Time from a request's arrival to its response.")
                 .buckets(LATENCY_BUCKETS.to_vec()),
@@ -201,6 +208,7 @@ impl Metrics {
             registry,
             requests,
             request_errors,
+            client_errors,
             request_latency,
             per_api: RwLock::new(HashMap::new()),
             topic_bytes_in,
@@ -236,6 +244,12 @@ impl Metrics {
             let code = IntLabel::new(error_code.into());
             self.request_errors.with_label_values(&[api, code.as_str()]).inc();
         }
+    }
+
+    /// One error code told to a client (a response may carry several).
+    pub fn client_error(&self, api: &'static str, code: i16) {
+        let name = krabka_protocol::ErrorCode::from(code).name();
+        self.client_errors.with_label_values(&[api, name]).inc();
     }
 
     fn api_series(&self, api: &'static str) -> ApiSeries {

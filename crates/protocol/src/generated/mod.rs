@@ -3366,6 +3366,791 @@ impl ResponseBody {
             _ => false,
         }
     }
+
+    /// Calls `f` with each non-zero error code of the response (top level and nested),
+    /// with the topic name and partition index of the structs around it, where they have one.
+    pub fn for_each_error(&self, f: &mut dyn FnMut(crate::ResponseError<'_>)) {
+        let (topic, partition): (Option<&str>, Option<i32>) = (None, None);
+        let _ = (topic, partition);
+        match self {
+            Self::Produce(body) => {
+                for e0 in &body.responses {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partition_responses {
+                        let partition = Some(e1.index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::Fetch(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.responses {
+                    let topic = Some(e0.topic.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::ListOffsets(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::Metadata(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = e0.name.as_deref();
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::OffsetCommit(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::OffsetFetch(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+                for e0 in &body.groups {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                    for e1 in &e0.topics {
+                        let topic = Some(e1.name.as_str());
+                        for e2 in &e1.partitions {
+                            let partition = Some(e2.partition_index);
+                            if e2.error_code != 0 {
+                                f(crate::ResponseError { topic, partition, code: e2.error_code });
+                            }
+                        }
+                    }
+                }
+            }
+            Self::FindCoordinator(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.coordinators {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::JoinGroup(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::Heartbeat(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::LeaveGroup(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.members {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::SyncGroup(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::DescribeGroups(body) => {
+                for e0 in &body.groups {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::ListGroups(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::SaslHandshake(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::ApiVersions(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::CreateTopics(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::DeleteTopics(body) => {
+                for e0 in &body.responses {
+                    let topic = e0.name.as_deref();
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::DeleteRecords(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::InitProducerId(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::OffsetForLeaderEpoch(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.topic.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::AddPartitionsToTxn(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::AddOffsetsToTxn(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::EndTxn(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::WriteTxnMarkers(body) => {
+                for e0 in &body.markers {
+                    for e1 in &e0.topics {
+                        let topic = Some(e1.name.as_str());
+                        for e2 in &e1.partitions {
+                            let partition = Some(e2.partition_index);
+                            if e2.error_code != 0 {
+                                f(crate::ResponseError { topic, partition, code: e2.error_code });
+                            }
+                        }
+                    }
+                }
+            }
+            Self::TxnOffsetCommit(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DescribeAcls(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::CreateAcls(body) => {
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::DeleteAcls(body) => {
+                for e0 in &body.filter_results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                    for e1 in &e0.matching_acls {
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DescribeConfigs(body) => {
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::AlterConfigs(body) => {
+                for e0 in &body.responses {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::AlterReplicaLogDirs(body) => {
+                for e0 in &body.results {
+                    let topic = Some(e0.topic_name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DescribeLogDirs(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::SaslAuthenticate(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::CreatePartitions(body) => {
+                for e0 in &body.results {
+                    let topic = Some(e0.name.as_str());
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::CreateDelegationToken(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::RenewDelegationToken(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::ExpireDelegationToken(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::DescribeDelegationToken(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::DeleteGroups(body) => {
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::ElectLeaders(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.replica_election_results {
+                    let topic = Some(e0.topic.as_str());
+                    for e1 in &e0.partition_result {
+                        let partition = Some(e1.partition_id);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::IncrementalAlterConfigs(body) => {
+                for e0 in &body.responses {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::AlterPartitionReassignments(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.responses {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::ListPartitionReassignments(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::OffsetDelete(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DescribeClientQuotas(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::AlterClientQuotas(body) => {
+                for e0 in &body.entries {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::DescribeUserScramCredentials(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::AlterUserScramCredentials(body) => {
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::Vote(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.topic_name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::BeginQuorumEpoch(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.topic_name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::EndQuorumEpoch(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.topic_name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DescribeQuorum(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.topic_name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::AlterPartition(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::UpdateFeatures(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.results {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::Envelope(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::FetchSnapshot(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DescribeCluster(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::DescribeProducers(body) => {
+                for e0 in &body.topics {
+                    let topic = Some(e0.name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::BrokerRegistration(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::BrokerHeartbeat(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::UnregisterBroker(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::DescribeTransactions(body) => {
+                for e0 in &body.transaction_states {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::ListTransactions(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::AllocateProducerIds(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::ConsumerGroupHeartbeat(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::ConsumerGroupDescribe(body) => {
+                for e0 in &body.groups {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::ControllerRegistration(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::GetTelemetrySubscriptions(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::PushTelemetry(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::AssignReplicasToDirs(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.directories {
+                    for e1 in &e0.topics {
+                        for e2 in &e1.partitions {
+                            let partition = Some(e2.partition_index);
+                            if e2.error_code != 0 {
+                                f(crate::ResponseError { topic, partition, code: e2.error_code });
+                            }
+                        }
+                    }
+                }
+            }
+            Self::ListConfigResources(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::DescribeTopicPartitions(body) => {
+                for e0 in &body.topics {
+                    let topic = e0.name.as_deref();
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::ShareGroupHeartbeat(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::ShareGroupDescribe(body) => {
+                for e0 in &body.groups {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::ShareFetch(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.responses {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::ShareAcknowledge(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.responses {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::AddRaftVoter(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::RemoveRaftVoter(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::UpdateRaftVoter(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::InitializeShareGroupState(body) => {
+                for e0 in &body.results {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::ReadShareGroupState(body) => {
+                for e0 in &body.results {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::WriteShareGroupState(body) => {
+                for e0 in &body.results {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DeleteShareGroupState(body) => {
+                for e0 in &body.results {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::ReadShareGroupStateSummary(body) => {
+                for e0 in &body.results {
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::StreamsGroupHeartbeat(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+            }
+            Self::StreamsGroupDescribe(body) => {
+                for e0 in &body.groups {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+            Self::DescribeShareGroupOffsets(body) => {
+                for e0 in &body.groups {
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                    for e1 in &e0.topics {
+                        let topic = Some(e1.topic_name.as_str());
+                        for e2 in &e1.partitions {
+                            let partition = Some(e2.partition_index);
+                            if e2.error_code != 0 {
+                                f(crate::ResponseError { topic, partition, code: e2.error_code });
+                            }
+                        }
+                    }
+                }
+            }
+            Self::AlterShareGroupOffsets(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.responses {
+                    let topic = Some(e0.topic_name.as_str());
+                    for e1 in &e0.partitions {
+                        let partition = Some(e1.partition_index);
+                        if e1.error_code != 0 {
+                            f(crate::ResponseError { topic, partition, code: e1.error_code });
+                        }
+                    }
+                }
+            }
+            Self::DeleteShareGroupOffsets(body) => {
+                if body.error_code != 0 {
+                    f(crate::ResponseError { topic, partition, code: body.error_code });
+                }
+                for e0 in &body.responses {
+                    let topic = Some(e0.topic_name.as_str());
+                    if e0.error_code != 0 {
+                        f(crate::ResponseError { topic, partition, code: e0.error_code });
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The KRaft `__cluster_metadata` record types: (type id, name, min version, max version).
