@@ -1012,6 +1012,15 @@ fn metrics_and_cpu_profile_are_served_over_http() {
     assert_eq!(broker.http_get("/readyz"), (200, b"ready\n".to_vec()));
 }
 
+/// Issue 20: `krabka-broker --version` names the program and its version.
+#[test]
+fn the_broker_prints_its_version() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_krabka-broker")).arg("--version").output().unwrap();
+    assert!(output.status.success());
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(printed.trim(), format!("krabka-broker {}", env!("CARGO_PKG_VERSION")));
+}
+
 /// Issue 20: `/readyz` says a node that cannot catch up (its controllers
 /// out of reach) is not ready, while `/healthz` says it is alive; both
 /// answer from the moment its storage is open.
