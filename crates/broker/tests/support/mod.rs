@@ -202,6 +202,13 @@ impl BrokerProcess {
     /// `cluster_id`, observing the controller quorum `voters` names
     /// (`id@host:port,...`); returns once it serves clients.
     pub fn start_broker_only(id: i32, voters: &str, cluster_id: &str, extra: &[&str]) -> Self {
+        let (dir, properties) = Self::broker_only_dir(id, voters, cluster_id);
+        Self::start_formatted(dir, &properties, extra)
+    }
+
+    /// A temp dir formatted for broker-only node `id` of `cluster_id`, and
+    /// its server.properties under the controllers `voters` names.
+    fn broker_only_dir(id: i32, voters: &str, cluster_id: &str) -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         krabka_format::format_log_dir(&data, cluster_id, id).expect("format");
@@ -212,23 +219,14 @@ impl BrokerProcess {
              log.dirs={}\nkrabka.log.level=info\n",
             data.display()
         );
-        Self::start_formatted(dir, &properties, extra)
+        (dir, properties)
     }
 
     /// A broker-only node as [`start_broker_only`](Self::start_broker_only)
     /// but not waited for: it may never serve (its controllers out of
     /// reach). Its `port` stays 0.
     pub fn launch_broker_only(id: i32, voters: &str, extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let data = dir.path().join("data");
-        krabka_format::format_log_dir(&data, TEST_CLUSTER_ID, id).expect("format");
-        let properties = format!(
-            "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
-             listeners=PLAINTEXT://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
-             log.dirs={}\nkrabka.log.level=info\n",
-            data.display()
-        );
+        let (dir, properties) = Self::broker_only_dir(id, voters, TEST_CLUSTER_ID);
         std::fs::write(dir.path().join("server.properties"), properties).expect("write config");
         let mut node = Self::unstarted(dir, Host::loopback(), 0, extra);
         let (child, _serving) = node.launch();

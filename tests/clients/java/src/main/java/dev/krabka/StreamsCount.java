@@ -27,16 +27,7 @@ final class StreamsCount {
 
     static void run(String bootstrap, String input, String output, String appId, String stateDir) {
         KafkaStreams streams = new KafkaStreams(topology(input, output), props(bootstrap, appId, stateDir));
-        CountDownLatch dead = new CountDownLatch(1);
-        streams.setStateListener((now, before) -> {
-            if (now == KafkaStreams.State.RUNNING) {
-                System.out.println("{\"running\":" + Json.str(appId) + "}");
-                System.out.flush();
-            }
-            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
-                dead.countDown();
-            }
-        });
+        CountDownLatch dead = announceRunning(streams, appId);
         streams.setUncaughtExceptionHandler(e -> {
             System.err.println("streams-count: " + ClientCheck.describe(e));
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
@@ -50,6 +41,24 @@ final class StreamsCount {
         }
         streams.close();
         System.exit(1);
+    }
+
+    /**
+     * Prints {"running":APP_ID} each time the app starts processing; the latch opens once it
+     * stops (in error, or closed).
+     */
+    static CountDownLatch announceRunning(KafkaStreams streams, String appId) {
+        CountDownLatch stopped = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.RUNNING) {
+                System.out.println("{\"running\":" + Json.str(appId) + "}");
+                System.out.flush();
+            }
+            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
+                stopped.countDown();
+            }
+        });
+        return stopped;
     }
 
     /** The app's configuration: exactly_once_v2, commits every 100 ms, no record cache. */

@@ -28,16 +28,7 @@ final class WordCount {
 
     static void run(String bootstrap, String input, String output, String appId, String stateDir) {
         KafkaStreams streams = new KafkaStreams(topology(input, output), props(bootstrap, appId, stateDir));
-        CountDownLatch done = new CountDownLatch(1);
-        streams.setStateListener((now, before) -> {
-            if (now == KafkaStreams.State.RUNNING) {
-                System.out.println("{\"running\":" + Json.str(appId) + "}");
-                System.out.flush();
-            }
-            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
-                done.countDown();
-            }
-        });
+        CountDownLatch done = StreamsCount.announceRunning(streams, appId);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close();
             done.countDown();
