@@ -116,17 +116,17 @@ fn topic_counter(source: &MetricFamily, name: &str) -> MetricFamily {
 }
 
 /// `source` under `name`, its label `from` renamed `to`.
-fn relabelled(source: &MetricFamily, name: &str, (from, to): (&str, &str)) -> MetricFamily {
+fn relabelled(source: &MetricFamily, name: &str, rename: (&str, &str)) -> MetricFamily {
     let mut metrics = source.get_metric().to_vec();
     for metric in &mut metrics {
-        let labels: Vec<LabelPair> = metric
-            .get_label()
-            .iter()
-            .map(|l| if l.name() == from { label(to, l.value()) } else { l.clone() })
-            .collect();
-        metric.set_label(labels);
+        metric.set_label(renamed_labels(metric.get_label(), rename));
     }
     family(name, source.help(), source.get_field_type(), metrics)
+}
+
+/// `labels` with the label `from` renamed `to`, the rest unchanged.
+fn renamed_labels(labels: &[LabelPair], (from, to): (&str, &str)) -> Vec<LabelPair> {
+    labels.iter().map(|l| if l.name() == from { label(to, l.value()) } else { l.clone() }).collect()
 }
 
 fn renamed(source: &MetricFamily, name: &str) -> MetricFamily {
@@ -152,39 +152,31 @@ fn request_type_totals(requests: &MetricFamily) -> Vec<MetricFamily> {
 /// from the latency histogram's buckets, as Prometheus' histogram_quantile
 /// does) in milliseconds, the count and the sum.
 fn total_time_ms(latency: &MetricFamily) -> MetricFamily {
-    let metrics =
-        latency
-            .get_metric()
-            .iter()
-            .map(|source| {
-                let histogram = source.get_histogram();
-                let buckets: Vec<(f64, u64)> =
-                    histogram.get_bucket().iter().map(|b| (b.upper_bound(), b.cumulative_count())).collect();
-                let count = histogram.get_sample_count();
-                let quantiles = QUANTILES.iter().map(|&q| {
-                    let mut quantile = Quantile::default();
-                    quantile.set_quantile(q);
-                    quantile.set_value(estimate_quantile(q, &buckets, count) * 1000.0);
-                    quantile
-                });
-                let mut summary = Summary::default();
-                summary.set_sample_count(count);
-                summary.set_sample_sum(histogram.get_sample_sum() * 1000.0);
-                summary.set_quantile(quantiles.collect());
-                let mut metric = Metric::default();
-                let labels = source.get_label().iter().map(|l| {
-                    if l.name() == "api" {
-                        label("request", l.value())
-                    } else {
-                        l.clone()
-                    }
-                });
-                metric.set_label(labels.collect());
-                debug_assert!(metric.get_label().iter().all(|l| l.name() != "api"));
-                metric.set_summary(summary);
-                metric
-            })
-            .collect();
+    let metrics = latency
+        .get_metric()
+        .iter()
+        .map(|source| {
+            let histogram = source.get_histogram();
+            let buckets: Vec<(f64, u64)> =
+                histogram.get_bucket().iter().map(|b| (b.upper_bound(), b.cumulative_count())).collect();
+            let count = histogram.get_sample_count();
+            let quantiles = QUANTILES.iter().map(|&q| {
+                let mut quantile = Quantile::default();
+                quantile.set_quantile(q);
+                quantile.set_value(estimate_quantile(q, &buckets, count) * 1000.0);
+                quantile
+            });
+            let mut summary = Summary::default();
+            summary.set_sample_count(count);
+            summary.set_sample_sum(histogram.get_sample_sum() * 1000.0);
+            summary.set_quantile(quantiles.collect());
+            let mut metric = Metric::default();
+            metric.set_label(renamed_labels(source.get_label(), ("api", "request")));
+            debug_assert!(metric.get_label().iter().all(|l| l.name() != "api"));
+            metric.set_summary(summary);
+            metric
+        })
+        .collect();
     let help = "Time from a request's arrival to its response, in milliseconds.";
     family("kafka_network_requestmetrics_totaltimems", help, MetricType::SUMMARY, metrics)
 }
