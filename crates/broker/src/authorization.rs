@@ -11,7 +11,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use krabka_metadata::MetadataImage;
-use krabka_security::acl::{host_address, AclOperation, AuthorizationResult, ResourceType, CLUSTER_NAME};
+use krabka_security::acl::{
+    host_address, AclOperation, AuthorizationResult, AuthorizerConfig, ResourceType, CLUSTER_NAME,
+};
 use krabka_security::KafkaPrincipal;
 
 use crate::broker::Broker;
@@ -137,22 +139,40 @@ pub fn allowed_on_cluster(ctx: &RequestContext<'_>, operation: AclOperation) -> 
 /// Whether `principal` at `address` may perform `operation` on the
 /// cluster, for a request with no client connection behind it (the
 /// controller listener's).
-pub fn cluster_allows(
-    broker: &Broker,
-    (principal, address): (&KafkaPrincipal, IpAddr),
-    operation: AclOperation,
-) -> bool {
-    let Some(config) = broker.config.security.authorizer.as_ref() else { return true };
-    let image = broker.metadata.image();
-    let cluster = (ResourceType::Cluster, CLUSTER_NAME);
-    let result = image.acls.authorize_under(config, principal, &host_address(address), operation, cluster);
-    result == AuthorizationResult::Allowed
+pub fn cluster_allows(broker: &Broker, caller: (&KafkaPrincipal, IpAddr), operation: AclOperation) -> bool {
+    ClusterCaller::of(broker, caller).is_none_or(|c| c.allows(operation))
 }
 
 /// The cluster's operations `principal` at `address` may perform, as a
 /// bit field (every one without an authorizer).
 pub fn cluster_operations_of(broker: &Broker, caller: (&KafkaPrincipal, IpAddr)) -> i32 {
-    operation_bits(ResourceType::Cluster, |op| cluster_allows(broker, caller, op))
+    match ClusterCaller::of(broker, caller) {
+        Some(checked) => operation_bits(ResourceType::Cluster, |op| checked.allows(op)),
+        None => all_operations(ResourceType::Cluster),
+    }
+}
+
+/// A controller-listener caller weighed against one image: the image and
+/// the address are looked up once however many operations are asked.
+struct ClusterCaller<'a> {
+    config: &'a AuthorizerConfig,
+    image: Arc<MetadataImage>,
+    principal: &'a KafkaPrincipal,
+    host: String,
+}
+
+impl<'a> ClusterCaller<'a> {
+    /// None when nothing is checked (no authorizer).
+    fn of(broker: &'a Broker, (principal, address): (&'a KafkaPrincipal, IpAddr)) -> Option<Self> {
+        let config = broker.config.security.authorizer.as_ref()?;
+        Some(ClusterCaller { config, image: broker.metadata.image(), principal, host: host_address(address) })
+    }
+
+    fn allows(&self, operation: AclOperation) -> bool {
+        let cluster = (ResourceType::Cluster, CLUSTER_NAME);
+        let result = self.image.acls.authorize_under(self.config, self.principal, &self.host, operation, cluster);
+        result == AuthorizationResult::Allowed
+    }
 }
 
 /// CLUSTER_AUTHORIZATION_FAILED and Kafka's message for it.
