@@ -62,6 +62,10 @@ pub struct Broker {
     pub(crate) connections_per_ip: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
     /// `max.connections.per.ip.overrides` as last set dynamically.
     pub(crate) dynamic_per_ip_overrides: crate::config::connection_limits::DynamicPerIpOverrides,
+    /// Whether the last image published sets any dynamic config of this
+    /// broker (its own or the cluster's default): without one, what is
+    /// read per connection comes from server.properties, no image taken.
+    any_dynamic_config: Arc<std::sync::atomic::AtomicBool>,
     /// Set once the node serves (its image caught up, a broker unfenced
     /// and listening): what `/readyz` starts from.
     serving: std::sync::atomic::AtomicBool,
@@ -184,11 +188,13 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             connections_per_ip: Default::default(),
             dynamic_per_ip_overrides: Default::default(),
+            any_dynamic_config: Default::default(),
             serving: Default::default(),
             broker_channels: Default::default(),
             shutdown: watch::channel(false).0,
         });
         broker.client_quotas.follow(broker.metadata.publisher());
+        broker.follow_dynamic_configs();
         if caught_up {
             broker.load_groups(started)?;
         }
@@ -209,6 +215,22 @@ impl Broker {
         anyhow::ensure!(self.metadata.caught_up().await, "the metadata quorum stopped before catching up");
         remove_stray_partitions(self.replicas.log_manager(), &self.metadata.image())?;
         self.load_groups(started)
+    }
+
+    /// Keeps [`Self::any_dynamic_config`] in step with the published images.
+    fn follow_dynamic_configs(&self) {
+        let any = Arc::clone(&self.any_dynamic_config);
+        let node_id = self.node_id;
+        self.metadata.publisher().subscribe(move |update| {
+            let set = !crate::config::DynamicConfigs::of(&update.image, node_id).is_empty();
+            any.store(set, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+
+    /// Whether any dynamic broker config applies to this broker (as of the
+    /// last image published).
+    pub(crate) fn any_dynamic_config(&self) -> bool {
+        self.any_dynamic_config.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Waits until the image shows this broker registered (at the epoch its

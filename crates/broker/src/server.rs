@@ -32,8 +32,9 @@ impl ConnectionSlot {
     fn take(broker: Arc<Broker>, ip: IpAddr) -> Result<Self, (&'static str, usize)> {
         // Both limits may change at runtime (dynamic broker configs).
         let config = &broker.config;
-        let image = broker.metadata.image();
-        let dynamic = DynamicConfigs::of(&image, broker.node_id);
+        let image = broker.any_dynamic_config().then(|| broker.metadata.image());
+        let dynamic =
+            image.as_deref().map_or(DynamicConfigs::none(), |image| DynamicConfigs::of(image, broker.node_id));
         let now = |key: &str, file: usize| {
             if dynamic.is_empty() {
                 return file;
@@ -219,6 +220,9 @@ fn controller_counts(broker: &Broker) -> crate::observability::ControllerCounts 
 /// `max.connection.creation.rate` now (it may change at runtime as a
 /// dynamic broker config); None: unbounded.
 fn broker_creation_rate(broker: &Broker) -> Option<u32> {
+    if !broker.any_dynamic_config() {
+        return broker.config.max_connection_creation_rate;
+    }
     let image = broker.metadata.image();
     let dynamic = DynamicConfigs::of(&image, broker.node_id);
     if dynamic.is_empty() {
