@@ -191,8 +191,10 @@ async fn serve(
         })?;
     let mut authenticator = Authenticator::new(Arc::clone(&security.listener), security.max_reauth_ms, principal);
     let (mut reader, mut writer) = transport.split();
-    // The controller listener has no SCRAM credentials to look up.
-    let no_credentials = || Arc::new(MetadataImage::default());
+    // The controller listener has no SCRAM credentials to look up: one
+    // empty image for the whole process.
+    static NO_CREDENTIALS: std::sync::LazyLock<Arc<MetadataImage>> = std::sync::LazyLock::new(Default::default);
+    let no_credentials = || Arc::clone(&NO_CREDENTIALS);
     loop {
         let size = match reader.read_i32().await {
             Ok(size) => size,
