@@ -3,7 +3,6 @@ package dev.krabka;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -63,17 +62,8 @@ final class StreamsCount {
 
     /** The app's configuration: exactly_once_v2, commits every 100 ms, no record cache. */
     static Properties props(String bootstrap, String appId, String stateDir) {
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties props = StreamsProps.base(bootstrap, appId, stateDir, 100);
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");
-        // A killed instance's place is taken within seconds (the broker's minimum).
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
         return props;

@@ -5,11 +5,9 @@ import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
-import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -43,16 +41,7 @@ final class WordCount {
 
     /** At-least-once (the default), commits every second, no record cache. */
     static Properties props(String bootstrap, String appId, String stateDir) {
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "1000");
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
-        return props;
+        return StreamsProps.base(bootstrap, appId, stateDir, 1000);
     }
 
     static Topology topology(String input, String output) {
