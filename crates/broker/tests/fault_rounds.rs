@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::netns::TestNetwork;
+use support::replica_bytes::wait_for_same_bytes;
 use support::replicated::{
     acknowledged, check, create_topic, json_field, partitions, read_all, segments, start_verifiable_producer, Placed,
     QUICK_FAILOVER as CONFIG, TOPIC,
@@ -543,10 +544,8 @@ fn fault_rounds_lose_nothing_acknowledged() {
     check(&acked, &read);
     check_group(reader, &acked, &read, &bootstrap);
     for partition in 0..3 {
-        support::wait_for(&format!("{TOPIC}-{partition}'s replicas to hold the same bytes"), PATIENCE, || {
-            let copies: Vec<Vec<u8>> = cluster.brokers.iter().map(|b| segments(b, partition)).collect();
-            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
-        });
+        let what = format!("{TOPIC}-{partition}'s replicas to hold the same bytes");
+        wait_for_same_bytes(&what, PATIENCE, || cluster.brokers.iter().map(|b| segments(b, partition)).collect());
     }
     eprintln!("{rounds} rounds (fault: rounds, acknowledged): {by_fault:?}");
     eprintln!("{} acknowledged records checked, 0 lost, 0 duplicated; {given_up} given up (KAFKA-14359)", acked.len());

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
 use support::netns::TestNetwork;
+use support::replica_bytes::wait_for_same_bytes;
 use support::replicated::{
     acknowledged, check, create_topic, partitions, read_all, segments, start_verifiable_producer,
     QUICK_FAILOVER as CONFIG, TOPIC,
@@ -196,10 +197,8 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
         whole(&partitions(&brokers[survivor].bootstrap()))
     });
     for partition in 0..3 {
-        support::wait_for(&format!("{TOPIC}-{partition}'s replicas to hold the same bytes"), PATIENCE, || {
-            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| segments(b, partition)).collect();
-            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
-        });
+        let what = format!("{TOPIC}-{partition}'s replicas to hold the same bytes");
+        wait_for_same_bytes(&what, PATIENCE, || brokers.iter().map(|b| segments(b, partition)).collect());
     }
 
     // Leadership stayed where the failover put it; Kafka's

@@ -24,7 +24,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -32,6 +32,7 @@ use krabka_protocol::compression::Compression;
 use krabka_protocol::produce_request::{PartitionProduceData, TopicProduceData};
 use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
 use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse};
+use support::replica_bytes::{partition_log, wait_for_same_bytes};
 use support::{free_port, BrokerProcess, KafkaNode, RawClient, TEST_CLUSTER_ID};
 
 const KAFKA_ID: i32 = 4;
@@ -57,19 +58,6 @@ fn partitions(bootstrap: &str, topic: &str) -> Vec<(i32, Vec<i32>, Vec<i32>)> {
         .unwrap_or_default();
     listed.sort();
     listed.into_iter().map(|(_, leader, replicas, isr)| (leader, replicas, isr)).collect()
-}
-
-/// The bytes of every segment of `topic`-`partition` under `log_dir`, in
-/// offset order.
-fn segments(log_dir: &Path, partition: i32) -> Vec<u8> {
-    let dir = log_dir.join(format!("{TOPIC}-{partition}"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
 }
 
 /// Whether `bytes` hold `what`.
@@ -153,9 +141,9 @@ fn krabka_and_kafka_brokers_replicate_each_others_partitions() {
         id => nodes[(id - 1) as usize].data_dir(),
     };
     for (partition, (_, replicas, _)) in listed.iter().enumerate() {
-        support::wait_for(&format!("the replicas of {TOPIC}-{partition} to hold the same bytes"), PATIENCE, || {
-            let copies: Vec<Vec<u8>> = replicas.iter().map(|&id| segments(&log_dir(id), partition as i32)).collect();
-            !copies[0].is_empty() && copies.iter().all(|c| *c == copies[0])
+        let what = format!("the replicas of {TOPIC}-{partition} to hold the same bytes");
+        wait_for_same_bytes(&what, PATIENCE, || {
+            replicas.iter().map(|&id| partition_log(&log_dir(id), TOPIC, partition as i32)).collect()
         });
     }
 
@@ -184,7 +172,7 @@ fn krabka_and_kafka_brokers_replicate_each_others_partitions() {
     let in_sync = |partition: usize| partitions(&watch, TOPIC).get(partition).is_some_and(|(_, _, isr)| isr.len() == 3);
     let same_bytes = |partition: usize| {
         let copies: Vec<Vec<u8>> =
-            dirs.iter().map(|(_, d)| segments(d, partition as i32)).filter(|c| !c.is_empty()).collect();
+            dirs.iter().map(|(_, d)| partition_log(d, TOPIC, partition as i32)).filter(|c| !c.is_empty()).collect();
         copies.len() == 3 && copies.iter().all(|c| *c == copies[0])
     };
     let mut kafka = kafka;
@@ -203,7 +191,7 @@ fn krabka_and_kafka_brokers_replicate_each_others_partitions() {
     support::wait_for("Kafka's broker back in partition 0's ISR", PATIENCE, || in_sync(0));
     support::wait_for("partition 0's replicas to hold the same bytes", PATIENCE, || same_bytes(0));
     // Kafka's broker dropped what it took alone and has the new leader's records.
-    let kafka_copy = segments(&dirs[3].1, 0);
+    let kafka_copy = partition_log(&dirs[3].1, TOPIC, 0);
     assert!(
         !holds(&kafka_copy, "kafka-alone") && holds(&kafka_copy, "after-kafka"),
         "Kafka's broker truncated its tail"
@@ -225,7 +213,7 @@ fn krabka_and_kafka_brokers_replicate_each_others_partitions() {
     nodes[0].restart();
     support::wait_for("krabka broker 1 back in partition 1's ISR", PATIENCE, || in_sync(1));
     support::wait_for("partition 1's replicas to hold the same bytes", PATIENCE, || same_bytes(1));
-    let krabka_copy = segments(&dirs[0].1, 1);
+    let krabka_copy = partition_log(&dirs[0].1, TOPIC, 1);
     assert!(!holds(&krabka_copy, "krabka-alone") && holds(&krabka_copy, "after-krabka"), "krabka broker 1 truncated");
     assert!(
         nodes[0].log().contains("truncating a diverged follower"),

@@ -17,6 +17,7 @@ use krabka_protocol::{ApiKey, InitProducerIdRequest, Message};
 
 pub mod cluster;
 pub mod netns;
+pub mod replica_bytes;
 pub mod replicated;
 pub mod tools;
 
@@ -520,6 +521,16 @@ impl Drop for BrokerProcess {
             let _ = child.kill();
             let _ = child.wait();
         }
+        keep_if_failing(&mut self.dir);
+    }
+}
+
+/// A failing test's directory is kept (its logs and segments are what
+/// explain a rare failure) unless `KRABKA_KEEP_FAILED=0`.
+pub fn keep_if_failing(dir: &mut tempfile::TempDir) {
+    if std::thread::panicking() && std::env::var("KRABKA_KEEP_FAILED").as_deref() != Ok("0") {
+        dir.disable_cleanup(true);
+        eprintln!("kept {} (the test failed; KRABKA_KEEP_FAILED=0 removes it)", dir.path().display());
     }
 }
 

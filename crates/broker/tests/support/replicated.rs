@@ -219,12 +219,5 @@ pub fn check(acked: &[Placed], read: &[Placed]) {
 
 /// The bytes of every segment of `TOPIC`-`partition` in a broker's data directory.
 pub fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
-    let dir = node.data_dir().join(format!("{TOPIC}-{partition}"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
+    super::replica_bytes::partition_log(&node.data_dir(), TOPIC, partition as i32)
 }
