@@ -13,13 +13,14 @@ use std::time::Duration;
 use krabka_controller::alter_partition::plan_alter_partition;
 use krabka_controller::brokers::{plan_broker_heartbeat, plan_register_broker, BrokerSessions, HeartbeatOutcome};
 use krabka_controller::controllers::plan_register_controller;
+use krabka_controller::directories::plan_assign_replicas_to_dirs;
 use krabka_controller::elect_leaders::plan_preferred_rebalance;
 use krabka_controller::producer_ids::plan_allocate_producer_ids_for;
 use krabka_controller::ApiError;
 use krabka_metadata::MetadataImage;
 use krabka_protocol::{
-    AllocateProducerIdsRequest, AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest,
-    BrokerRegistrationRequest, ControllerRegistrationRequest,
+    AllocateProducerIdsRequest, AlterPartitionRequest, AlterPartitionResponse, AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerRegistrationRequest,
 };
 
 use crate::broker::Broker;
@@ -91,6 +92,16 @@ impl ClusterControl {
             })
             .await?;
         Ok(outcome)
+    }
+
+    /// AssignReplicasToDirs: the log directories a broker's replicas are
+    /// in, committed; each partition's answer.
+    pub async fn assign_replicas_to_dirs(
+        &self,
+        request: &AssignReplicasToDirsRequest,
+    ) -> Result<AssignReplicasToDirsResponse, ApiError> {
+        let (_, response) = self.broker.metadata.control(|image| plan_assign_replicas_to_dirs(image, request)).await?;
+        Ok(response)
     }
 
     /// AlterPartition: a leader's ISR changes, committed where accepted;

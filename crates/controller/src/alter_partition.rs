@@ -16,7 +16,7 @@ use krabka_protocol::alter_partition_response::{PartitionData as PartitionAnswer
 use krabka_protocol::{AlterPartitionRequest, AlterPartitionResponse, ErrorCode};
 
 use crate::brokers::check_broker_epoch;
-use crate::elections::{change_builder, default_directory, is_active};
+use crate::elections::{change_builder, default_directory, may_lead};
 use crate::error::ApiError;
 use crate::partition_change::{NO_LEADER_CHANGE, RECOVERED, RECOVERING};
 
@@ -77,7 +77,7 @@ fn alter_one(
     }
     let directory = |r: i32| default_directory(image, r);
     let isr: Vec<i32> = members.iter().map(|m| m.broker_id).collect();
-    let acceptable = |r: i32| is_active(image, r);
+    let acceptable = |r: i32| may_lead(image, partition, r);
     let change = change_builder(image, topic, index, partition, acceptable, &directory)
         .target_isr(isr)
         .target_recovery_state(data.leader_recovery_state)

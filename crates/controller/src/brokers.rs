@@ -14,7 +14,9 @@ use krabka_protocol::{
     BrokerHeartbeatRequest, BrokerRegistrationChangeRecord, BrokerRegistrationRequest, ErrorCode, RegisterBrokerRecord,
 };
 
-use crate::elections::{leader_and_isr_updates, leads_any, unclean_shutdown_updates, Touched};
+use crate::elections::{
+    leader_and_isr_updates, leads_any, offline_directory_updates, unclean_shutdown_updates, Touched,
+};
 use crate::error::ApiError;
 use crate::features::check_registration_features;
 use crate::partition_change::NO_LEADER;
@@ -249,15 +251,32 @@ pub fn plan_broker_heartbeat(
     image: &MetadataImage,
     request: &BrokerHeartbeatRequest,
 ) -> Result<(Vec<MetadataRecord>, HeartbeatOutcome), ApiError> {
+    check_broker_epoch(image, request.broker_id, request.broker_epoch)?;
+    // Directories newly offline move their partitions first, and the
+    // state change is planned on the image after them: an unfencing must
+    // not elect the broker where its replica is in a failed directory.
+    let offline = offline_directory_updates(image, request.broker_id, &request.offline_log_dirs);
+    let after_offline;
+    let image = if offline.is_empty() {
+        image
+    } else {
+        let mut next = image.clone();
+        for record in &offline {
+            next.apply(record).map_err(|e| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR.code(), e))?;
+        }
+        after_offline = next;
+        &after_offline
+    };
     let broker = check_broker_epoch(image, request.broker_id, request.broker_epoch)?;
     let is_caught_up = request.current_metadata_offset >= broker.broker_epoch;
     let next = next_state(image, broker, request, is_caught_up);
-    let records = match next {
+    let state_change = match next {
         BrokerState::Unfenced if broker.fenced => fencing_change(image, broker, UNFENCE),
         BrokerState::Fenced | BrokerState::ShutDownNow if !broker.fenced => fencing_change(image, broker, FENCE),
         BrokerState::ControlledShutdown => controlled_shutdown_change(image, broker),
         _ => Vec::new(),
     };
+    let records = offline.into_iter().chain(state_change).collect();
     let outcome = HeartbeatOutcome {
         is_caught_up,
         is_fenced: matches!(next, BrokerState::Fenced | BrokerState::ShutDownNow),
@@ -408,6 +427,57 @@ mod tests {
         // A new incarnation registers again, with a new epoch.
         let (_, epoch) = plan_register_broker(&image, &registration(2), "cluster", &sessions, 0).unwrap();
         assert_eq!(epoch, image.offset + 1);
+    }
+
+    /// Brokers 1-3 (broker 2 with directories A and B), and t-0, t-1 on
+    /// [2, 3, 1] led by 2, t-0's replica on 2 in A and t-1's in B.
+    fn two_directories() -> (MetadataImage, [Uuid; 2]) {
+        use crate::test_images::{one_partition, TOPIC};
+        let dirs = [Uuid([0xa; 16]), Uuid([0xb; 16])];
+        let mut image = one_partition(3, &[], &[2, 3, 1], 2);
+        image.brokers.get_mut(&2).unwrap().log_dirs = dirs.to_vec();
+        let topic = std::sync::Arc::make_mut(image.topics.get_mut("t").unwrap());
+        let mut second = topic.partitions[0].clone();
+        topic.partitions[0].directories = vec![dirs[0], Uuid([0; 16]), Uuid([0; 16])];
+        second.directories = vec![dirs[1], Uuid([0; 16]), Uuid([0; 16])];
+        topic.partitions.push(second);
+        assert!(image.topic_by_id(&TOPIC).is_some());
+        (image, dirs)
+    }
+
+    #[test]
+    fn a_directory_reported_offline_moves_only_its_partitions() {
+        let (mut image, [a, b]) = two_directories();
+        let mut request = heartbeat(20, 100, false);
+        request.offline_log_dirs = vec![a];
+        let (records, outcome) = plan_broker_heartbeat(&image, &request).unwrap();
+        assert!(!outcome.is_fenced, "the broker goes on serving its other directory");
+        apply(&mut image, &records);
+        let partitions = &image.topics["t"].partitions;
+        assert_eq!((partitions[0].leader, partitions[0].isr.clone()), (3, vec![3, 1]), "t-0 is in the failed A");
+        assert_eq!((partitions[1].leader, partitions[1].isr.clone()), (2, vec![2, 3, 1]), "t-1 is in B");
+        assert_eq!(image.brokers[&2].log_dirs, [b]);
+        // Reported again, it changes nothing more; broker 2 may not lead t-0.
+        let (records, _) = plan_broker_heartbeat(&image, &request).unwrap();
+        assert!(records.is_empty(), "{records:?}");
+        assert!(!crate::elections::may_lead(&image, &image.topics["t"].partitions[0], 2));
+    }
+
+    #[test]
+    fn an_unfencing_with_a_directory_offline_does_not_elect_the_broker_there() {
+        let (mut image, [a, _]) = two_directories();
+        image.brokers.get_mut(&2).unwrap().fenced = true;
+        let topic = std::sync::Arc::make_mut(image.topics.get_mut("t").unwrap());
+        for partition in &mut topic.partitions {
+            (partition.leader, partition.isr) = (-1, vec![2]);
+        }
+        let mut request = heartbeat(20, 100, false);
+        request.offline_log_dirs = vec![a];
+        let (records, outcome) = plan_broker_heartbeat(&image, &request).unwrap();
+        assert!(!outcome.is_fenced);
+        apply(&mut image, &records);
+        let leaders: Vec<i32> = image.topics["t"].partitions.iter().map(|p| p.leader).collect();
+        assert_eq!(leaders, [-1, 2], "t-0's only in-sync replica is in the failed directory");
     }
 
     #[test]

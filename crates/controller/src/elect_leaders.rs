@@ -12,7 +12,7 @@ use krabka_protocol::elect_leaders_response::{PartitionResult, ReplicaElectionRe
 use krabka_protocol::{ElectLeadersRequest, ElectLeadersResponse, ErrorCode};
 
 use crate::budget::RecordBudget;
-use crate::elections::{change_builder, default_directory, is_active};
+use crate::elections::{change_builder, default_directory, may_lead};
 use crate::error::ApiError;
 use crate::partition_change::{Election, NO_LEADER};
 
@@ -87,7 +87,7 @@ fn elect(
         return Ok(None);
     }
     let directory = |r: i32| default_directory(image, r);
-    let acceptable = |r: i32| is_active(image, r);
+    let acceptable = |r: i32| may_lead(image, partition, r);
     let change =
         change_builder(image, topic, partition_id, partition, acceptable, &directory).election(election).build();
     match change {
@@ -114,7 +114,10 @@ pub fn plan_preferred_rebalance(image: &MetadataImage) -> Result<(Vec<MetadataRe
     for topic in topics {
         for (index, partition) in topic.partitions.iter().enumerate() {
             let Some(&preferred) = partition.replicas.first() else { continue };
-            if partition.leader == preferred || !partition.isr.contains(&preferred) || !is_active(image, preferred) {
+            if partition.leader == preferred
+                || !partition.isr.contains(&preferred)
+                || !may_lead(image, partition, preferred)
+            {
                 continue;
             }
             if records.len() >= crate::limits::MAX_RECORDS_PER_USER_OP {

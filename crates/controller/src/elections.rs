@@ -9,7 +9,7 @@
 
 use krabka_log::topic_config::MIN_INSYNC_REPLICAS;
 use krabka_metadata::{MetadataImage, MetadataRecord, PartitionImage, TopicImage};
-use krabka_protocol::Uuid;
+use krabka_protocol::{BrokerRegistrationChangeRecord, Uuid};
 
 use crate::features::ELR_VERSION;
 use crate::partition_change::{Election, PartitionChangeBuilder, NO_LEADER, UNASSIGNED_DIRECTORY};
@@ -17,6 +17,39 @@ use crate::partition_change::{Election, PartitionChangeBuilder, NO_LEADER, UNASS
 /// Registered, unfenced and not in controlled shutdown: may lead and join an ISR.
 pub fn is_active(image: &MetadataImage, broker_id: i32) -> bool {
     image.brokers.get(&broker_id).is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+}
+
+/// Whether `broker_id` may lead `partition`: active, and its replica in a
+/// log directory that is online (Kafka's LeaderAcceptor, KIP-858).
+pub fn may_lead(image: &MetadataImage, partition: &PartitionImage, broker_id: i32) -> bool {
+    is_active(image, broker_id) && replica_directory_online(image, partition, broker_id)
+}
+
+/// Kafka's `DirectoryId.LOST`: a replica whose directory is gone.
+const LOST_DIRECTORY: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+/// Kafka's `DirectoryId.MIGRATING`: a replica placed before directories.
+const MIGRATING_DIRECTORY: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+
+/// The log directory `broker_id`'s replica of `partition` is in, if the
+/// partition names one.
+pub fn replica_directory(partition: &PartitionImage, broker_id: i32) -> Option<Uuid> {
+    let index = partition.replicas.iter().position(|&r| r == broker_id)?;
+    partition.directories.get(index).copied()
+}
+
+/// Kafka's `DirectoryId.isOnline`: a replica not yet in a named directory
+/// counts as online; so does any when the broker listed no directories
+/// (registered before metadata.version 3.7).
+fn replica_directory_online(image: &MetadataImage, partition: &PartitionImage, broker_id: i32) -> bool {
+    let Some(directory) = replica_directory(partition, broker_id) else { return true };
+    if directory == UNASSIGNED_DIRECTORY || directory == MIGRATING_DIRECTORY {
+        return true;
+    }
+    if directory == LOST_DIRECTORY {
+        return false;
+    }
+    let online = image.brokers.get(&broker_id).map_or(&[][..], |b| b.log_dirs.as_slice());
+    online.is_empty() || online.contains(&directory)
 }
 
 /// A topic config's effective value: the topic's own, else the cluster's
@@ -88,7 +121,6 @@ pub fn leader_and_isr_updates(
     added: i32,
     touched: Touched,
 ) -> Vec<MetadataRecord> {
-    let acceptable = |r: i32| r != removed && (r == added || is_active(image, r));
     let directory = |r: i32| default_directory(image, r);
     let mut records = Vec::new();
     for (topic, index, partition) in partitions_by_topic_name(image) {
@@ -99,6 +131,9 @@ pub fn leader_and_isr_updates(
         if !hit {
             continue;
         }
+        let acceptable = |r: i32| {
+            r != removed && (r == added || is_active(image, r)) && replica_directory_online(image, partition, r)
+        };
         let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != removed).collect();
         let builder = change_builder(image, topic, index, partition, acceptable, &directory);
         if let Some(change) = builder.target_isr(isr).build() {
@@ -125,18 +160,57 @@ pub fn unclean_shutdown_updates(image: &MetadataImage, broker_id: i32) -> Vec<Me
     if !elr_enabled(image) {
         return Vec::new();
     }
-    let acceptable = |r: i32| r != broker_id && is_active(image, r);
     let directory = |r: i32| default_directory(image, r);
     let mut records = Vec::new();
     for (topic, index, partition) in partitions_by_topic_name(image) {
         if !partition.isr.contains(&broker_id) && !partition.elr.contains(&broker_id) {
             continue;
         }
+        let acceptable = |r: i32| r != broker_id && may_lead(image, partition, r);
         let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != broker_id).collect();
         let builder = change_builder(image, topic, index, partition, acceptable, &directory);
         if let Some(change) = builder.unclean_shutdown_replicas(vec![broker_id]).target_isr(isr).build() {
             records.push(MetadataRecord::PartitionChange(change));
         }
+    }
+    records
+}
+
+/// The partition changes that follow `broker_id` reporting its log
+/// directories `offline` (Kafka's `handleDirectoriesOffline`): each
+/// replica of its in one of them leaves the ISR and may not lead; the
+/// partitions it led elect another leader. Kafka's BrokerHeartbeat
+/// carries the list; only directories the broker still lists online move
+/// anything, and a BrokerRegistrationChangeRecord then lists those left.
+pub fn offline_directory_updates(image: &MetadataImage, broker_id: i32, offline: &[Uuid]) -> Vec<MetadataRecord> {
+    let Some(broker) = image.brokers.get(&broker_id) else { return Vec::new() };
+    let newly_offline: Vec<Uuid> = broker.log_dirs.iter().copied().filter(|d| offline.contains(d)).collect();
+    if newly_offline.is_empty() {
+        return Vec::new();
+    }
+    let directory = |r: i32| default_directory(image, r);
+    let mut records = Vec::new();
+    for (topic, index, partition) in partitions_by_topic_name(image) {
+        if !replica_directory(partition, broker_id).is_some_and(|d| newly_offline.contains(&d)) {
+            continue;
+        }
+        let acceptable = |r: i32| r != broker_id && may_lead(image, partition, r);
+        let isr: Vec<i32> = partition.isr.iter().copied().filter(|&r| r != broker_id).collect();
+        let builder = change_builder(image, topic, index, partition, acceptable, &directory);
+        if let Some(change) = builder.target_isr(isr).build() {
+            records.push(MetadataRecord::PartitionChange(change));
+        }
+    }
+    let online: Vec<Uuid> = broker.log_dirs.iter().copied().filter(|d| !offline.contains(d)).collect();
+    // Every directory offline: the broker halts (Kafka's does too); its
+    // registration keeps the list, as Kafka's record would be empty.
+    if !online.is_empty() {
+        records.push(MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
+            broker_id,
+            broker_epoch: broker.broker_epoch,
+            log_dirs: online,
+            ..Default::default()
+        }));
     }
     records
 }

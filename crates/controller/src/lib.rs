@@ -24,7 +24,7 @@
 //!
 //! Files import one way, from the top down: `controller` (`Controller`:
 //! commit, replay) -> `topics` -> `partitions`, `delete_topics`,
-//! `configs`, `producer_ids`, `brokers`, `controllers` -> `placement`, `features`,
+//! `configs`, `producer_ids`, `brokers`, `controllers`, `directories` -> `placement`, `features`,
 //! `budget` -> `error` -> `limits`.
 
 pub mod acls;
@@ -36,6 +36,7 @@ pub mod configs;
 pub mod controller;
 pub mod controllers;
 pub mod delete_topics;
+pub mod directories;
 pub mod elect_leaders;
 pub mod elections;
 pub mod error;

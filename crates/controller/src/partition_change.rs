@@ -64,6 +64,8 @@ pub struct PartitionChangeBuilder<'a, F: Fn(i32) -> bool> {
     unclean_shutdown_replicas: Vec<i32>,
     /// Each broker's default directory, for a replica placed anew.
     default_directory: &'a dyn Fn(i32) -> Uuid,
+    /// Replicas whose broker named their directory (AssignReplicasToDirs).
+    assigned_directories: Vec<(i32, Uuid)>,
 }
 
 impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
@@ -85,7 +87,15 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             target_recovery_state: partition.leader_recovery_state,
             unclean_shutdown_replicas: Vec::new(),
             default_directory: &|_| UNASSIGNED_DIRECTORY,
+            assigned_directories: Vec::new(),
         }
+    }
+
+    /// `broker`'s replica is in its log directory `directory` (Kafka's
+    /// `setDirectory`, for AssignReplicasToDirs).
+    pub fn target_directory(mut self, broker: i32, directory: Uuid) -> Self {
+        self.assigned_directories.push((broker, directory));
+        self
     }
 
     pub fn election(mut self, election: Election) -> Self {
@@ -321,17 +331,24 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
 
     fn set_assignment_changes(&self, record: &mut PartitionChangeRecord) {
         let partition = self.partition;
-        if !self.target_replicas.is_empty() && self.target_replicas != partition.replicas {
-            let directory_of = |replica: i32| {
-                let index = partition.replicas.iter().position(|&r| r == replica);
-                index
-                    .and_then(|i| partition.directories.get(i).copied())
-                    .unwrap_or_else(|| (self.default_directory)(replica))
-            };
-            if !partition.directories.is_empty() {
-                record.directories = Some(self.target_replicas.iter().map(|&r| directory_of(r)).collect());
-            }
-            record.replicas = Some(self.target_replicas.clone());
+        let directory_of = |replica: i32| {
+            let assigned = self.assigned_directories.iter().rev().find(|(r, _)| *r == replica).map(|(_, d)| *d);
+            let index = partition.replicas.iter().position(|&r| r == replica);
+            assigned
+                .or_else(|| index.and_then(|i| partition.directories.get(i).copied()))
+                .unwrap_or_else(|| (self.default_directory)(replica))
+        };
+        let replicas = if self.target_replicas.is_empty() { &partition.replicas } else { &self.target_replicas };
+        let directories: Vec<Uuid> = replicas.iter().map(|&r| directory_of(r)).collect();
+        let replicas_change = *replicas != partition.replicas;
+        if replicas_change {
+            record.replicas = Some(replicas.clone());
+        }
+        // Directories go with a change of replicas once the partition has
+        // them (metadata.version 3.7+), and with a broker's assignment.
+        let has_directories = !partition.directories.is_empty() || !self.assigned_directories.is_empty();
+        if has_directories && (replicas_change || directories != partition.directories) {
+            record.directories = Some(directories);
         }
         if self.target_removing != partition.removing_replicas {
             record.removing_replicas = Some(self.target_removing.clone());

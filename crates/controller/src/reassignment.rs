@@ -23,7 +23,7 @@ use krabka_protocol::{
 };
 
 use crate::budget::RecordBudget;
-use crate::elections::{change_builder, default_directory, is_active, topic_election};
+use crate::elections::{change_builder, default_directory, may_lead, topic_election};
 use crate::error::ApiError;
 use crate::partition_change::Election;
 use crate::placement::{check_manual_assignment, Placement};
@@ -112,7 +112,7 @@ fn change(
     let mut replicas = target.to_vec();
     replicas.extend(&removing);
     let directory = |r: i32| default_directory(image, r);
-    let acceptable = |r: i32| is_active(image, r);
+    let acceptable = |r: i32| may_lead(image, partition, r);
     let builder = change_builder(image, topic, index, partition, acceptable, &directory).election(Election::Online);
     Ok(builder
         .target_replicas(replicas)
@@ -153,7 +153,7 @@ fn cancel(
         isr.push(first);
     }
     let directory = |r: i32| default_directory(image, r);
-    let acceptable = |r: i32| is_active(image, r);
+    let acceptable = |r: i32| may_lead(image, partition, r);
     let builder = change_builder(image, topic, index, partition, acceptable, &directory);
     let change = builder.target_isr(isr).target_replicas(replicas).target_reassignment(Vec::new(), Vec::new()).build();
     Ok(change.map(MetadataRecord::PartitionChange))

@@ -263,6 +263,10 @@ impl MetadataImage {
                     -1 => broker.in_controlled_shutdown = false,
                     _ => {}
                 }
+                // v2 (KIP-858): the directories still online, when it names any.
+                if !r.log_dirs.is_empty() {
+                    broker.log_dirs.clone_from(&r.log_dirs);
+                }
             }
             MetadataRecord::FeatureLevel(r) => {
                 if r.feature_level == 0 {

@@ -138,10 +138,12 @@ fn version_of(record: &MetadataRecord) -> (u32, i16) {
         MetadataRecord::FeatureLevel(_) => (record_type::FEATURE_LEVEL, 0),
         // v3 (with log directories) is what Kafka 4.3.1 writes at its
         // default metadata.version; the change record at v0 for fencing,
-        // v1 when it carries the controlled shutdown (as Kafka writes them).
+        // v1 when it carries the controlled shutdown, v2 when it lists the
+        // directories left online (as Kafka writes them).
         MetadataRecord::RegisterBroker(_) => (record_type::REGISTER_BROKER, 3),
         MetadataRecord::BrokerRegistrationChange(r) => {
-            (record_type::BROKER_REGISTRATION_CHANGE, if r.in_controlled_shutdown != 0 { 1 } else { 0 })
+            let version = if !r.log_dirs.is_empty() { 2 } else { i16::from(r.in_controlled_shutdown != 0) };
+            (record_type::BROKER_REGISTRATION_CHANGE, version)
         }
         MetadataRecord::RegisterController(_) => (record_type::REGISTER_CONTROLLER, 0),
         MetadataRecord::UnregisterBroker(_) => (record_type::UNREGISTER_BROKER, 0),

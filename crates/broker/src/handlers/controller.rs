@@ -24,9 +24,10 @@ use krabka_protocol::{
 };
 use krabka_protocol::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse,
-    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    ControllerRegistrationRequest, ControllerRegistrationResponse, DefaultPrincipalData, DescribeClusterRequest,
-    DescribeClusterResponse, EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody, ResponseBody,
+    AssignReplicasToDirsRequest, AssignReplicasToDirsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, ControllerRegistrationRequest,
+    ControllerRegistrationResponse, DefaultPrincipalData, DescribeClusterRequest, DescribeClusterResponse,
+    EnvelopeRequest, EnvelopeResponse, ErrorCode, RequestBody, ResponseBody,
 };
 use krabka_security::acl::AclOperation;
 
@@ -53,6 +54,9 @@ pub fn handler(control: Arc<ClusterControl>, broker: Arc<Broker>) -> ControllerH
                 }
                 RequestBody::AlterPartition(r) => {
                     Some(ResponseBody::AlterPartition(Box::new(alter_partition(&control, &r, version).await)))
+                }
+                RequestBody::AssignReplicasToDirs(r) => {
+                    Some(ResponseBody::AssignReplicasToDirs(Box::new(assign_replicas_to_dirs(&control, &r).await)))
                 }
                 RequestBody::AllocateProducerIds(r) => {
                     Some(ResponseBody::AllocateProducerIds(Box::new(allocate_producer_ids(&control, &r).await)))
@@ -110,6 +114,7 @@ fn required_operation(api_key: ApiKey) -> Option<AclOperation> {
         | ApiKey::BrokerHeartbeat
         | ApiKey::AlterPartition
         | ApiKey::AllocateProducerIds
+        | ApiKey::AssignReplicasToDirs
         | ApiKey::ControllerRegistration
         | ApiKey::Envelope => Some(AclOperation::ClusterAction),
         ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter | ApiKey::DescribeCluster => Some(AclOperation::Alter),
@@ -162,6 +167,12 @@ fn refusal(request: &RequestBody, version: i16, message: &str) -> Option<Respons
         }
         RequestBody::AllocateProducerIds(_) => {
             ResponseBody::AllocateProducerIds(Box::new(AllocateProducerIdsResponse {
+                error_code,
+                ..Default::default()
+            }))
+        }
+        RequestBody::AssignReplicasToDirs(_) => {
+            ResponseBody::AssignReplicasToDirs(Box::new(AssignReplicasToDirsResponse {
                 error_code,
                 ..Default::default()
             }))
@@ -277,6 +288,16 @@ async fn heartbeat(control: &ClusterControl, request: &BrokerHeartbeatRequest) -
             BrokerHeartbeatResponse { is_caught_up, is_fenced, should_shut_down, ..Default::default() }
         }
         Err(e) => BrokerHeartbeatResponse { error_code: e.code, is_fenced: true, ..Default::default() },
+    }
+}
+
+async fn assign_replicas_to_dirs(
+    control: &ClusterControl,
+    request: &AssignReplicasToDirsRequest,
+) -> AssignReplicasToDirsResponse {
+    match control.assign_replicas_to_dirs(request).await {
+        Ok(response) => response,
+        Err(e) => AssignReplicasToDirsResponse { error_code: e.code, ..Default::default() },
     }
 }
 

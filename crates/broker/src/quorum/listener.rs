@@ -50,19 +50,20 @@ pub struct Caller {
 pub type ControllerGate = Arc<dyn Fn(&RequestBody, i16, &Caller) -> Option<ResponseBody> + Send + Sync>;
 
 /// What answers the controller's own APIs (BrokerRegistration,
-/// BrokerHeartbeat, AlterPartition, AllocateProducerIds, Envelope, ControllerRegistration,
-/// DescribeCluster) and the forwardable
+/// BrokerHeartbeat, AlterPartition, AllocateProducerIds, AssignReplicasToDirs, Envelope,
+/// ControllerRegistration, DescribeCluster) and the forwardable
 /// client APIs a broker may send it directly (`FORWARDED_APIS`): the broker's, which knows the metadata store. None
 /// for a request it does not answer.
 pub type ControllerHandler =
     Arc<dyn Fn(RequestBody, i16, Caller) -> Pin<Box<dyn Future<Output = Option<ResponseBody>> + Send>> + Send + Sync>;
 
 /// The APIs handed to the `ControllerHandler`.
-const CONTROLLER_APIS: [ApiKey; 7] = [
+const CONTROLLER_APIS: [ApiKey; 8] = [
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::AlterPartition,
     ApiKey::AllocateProducerIds,
+    ApiKey::AssignReplicasToDirs,
     ApiKey::Envelope,
     ApiKey::ControllerRegistration,
     ApiKey::DescribeCluster,

@@ -525,6 +525,26 @@ impl Drop for BrokerProcess {
     }
 }
 
+/// A temporary directory of a test's own (a Kafka node's, say), kept
+/// when the test fails, as [`BrokerProcess`]'s are.
+pub struct TestDir(tempfile::TempDir);
+
+impl TestDir {
+    pub fn new() -> Self {
+        TestDir(tempfile::tempdir().expect("temp dir"))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        keep_if_failing(&mut self.0);
+    }
+}
+
 /// A failing test's directory is kept (its logs and segments are what
 /// explain a rare failure) unless `KRABKA_KEEP_FAILED=0`.
 pub fn keep_if_failing(dir: &mut tempfile::TempDir) {
