@@ -42,14 +42,17 @@ pub fn replica_directory(partition: &PartitionImage, broker_id: i32) -> Option<U
 /// (registered before metadata.version 3.7).
 fn replica_directory_online(image: &MetadataImage, partition: &PartitionImage, broker_id: i32) -> bool {
     let Some(directory) = replica_directory(partition, broker_id) else { return true };
+    let online = image.brokers.get(&broker_id).map_or(&[][..], |b| b.log_dirs.as_slice());
+    directory_online(directory, online)
+}
+
+/// Kafka's `DirectoryId.isOnline` of `directory` for a broker whose
+/// registration lists `online`.
+pub fn directory_online(directory: Uuid, online: &[Uuid]) -> bool {
     if directory == UNASSIGNED_DIRECTORY || directory == MIGRATING_DIRECTORY {
         return true;
     }
-    if directory == LOST_DIRECTORY {
-        return false;
-    }
-    let online = image.brokers.get(&broker_id).map_or(&[][..], |b| b.log_dirs.as_slice());
-    online.is_empty() || online.contains(&directory)
+    directory != LOST_DIRECTORY && (online.is_empty() || online.contains(&directory))
 }
 
 /// A topic config's effective value: the topic's own, else the cluster's
