@@ -11,6 +11,9 @@ exited included) where the kernel offers one, else from utime+stime of the
 process tree in clock ticks (10 ms: at small scales a cell's whole broker CPU
 is a few dozen ticks, and the quantisation alone can exceed the contract's
 variance budget). The side that goes first alternates from round to round.
+Each broker runs under the CPU quota the contract names (broker_cpu_quota,
+a CPU cgroup per trial; --broker-cpu-quota overrides it), so that the broker,
+not the client, is the limit; summary.md says how often the quota bound.
 
 Output directory (--out): runs.csv (one row per trial), summary.md (medians
 and krabka/reference ratios), record.json (the performance record that
@@ -145,6 +148,62 @@ class CpuAccount:
             pass  # a process still in it; the next boot clears it
 
 
+class CpuQuota:
+    """A CPU cgroup capping a broker (and everything it starts) at `cores`:
+    cgroup v2's `cpu.max` where the unified hierarchy has the cpu controller,
+    else v1's `cpu.cfs_quota_us` (this machine mounts v1's cpu controller at
+    /sys/fs/cgroup/cpu). Every trial gets its own group, removed after."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self, cores, tag):
+        self.cores = cores
+        self.root, self.version = CpuQuota.hierarchy()
+        self.path = os.path.join(self.root, f"krabka-side-by-side-{os.getpid()}-{tag}-quota")
+        os.makedirs(self.path, exist_ok=True)
+        quota = max(1000, round(cores * self.PERIOD_US))
+        if self.version == 2:
+            self._write("cpu.max", f"{quota} {self.PERIOD_US}")
+        else:
+            self._write("cpu.cfs_period_us", str(self.PERIOD_US))
+            self._write("cpu.cfs_quota_us", str(quota))
+
+    @staticmethod
+    def hierarchy(v1_root="/sys/fs/cgroup/cpu", v2_root="/sys/fs/cgroup/unified"):
+        """(root, version) of the hierarchy that offers CPU quotas."""
+        controllers = os.path.join(v2_root, "cgroup.controllers")
+        if os.path.exists(controllers):
+            with open(controllers) as f:
+                if "cpu" in f.read().split():
+                    return v2_root, 2
+        if os.path.exists(os.path.join(v1_root, "cpu.cfs_quota_us")):
+            return v1_root, 1
+        raise BenchError("--broker-cpu-quota: no cgroup hierarchy with CPU quotas (v2 cpu.max or v1 cpu.cfs_quota_us)")
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def join_self(self):
+        """Runs in the child between fork and exec, as CpuAccount.join_self."""
+        self._write("cgroup.procs", str(os.getpid()))
+
+    def throttled_periods(self):
+        """(periods, throttled periods) so far: how often the quota bound."""
+        stat = {}
+        with open(os.path.join(self.path, "cpu.stat")) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                stat[key] = int(value)
+        return stat.get("nr_periods", 0), stat.get("nr_throttled", 0)
+
+    def remove(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass  # a process still in it; the next boot clears it
+
+
 class Sampler:
     """Samples the brokers' process trees every 250 ms; keeps each broker's
     peak RSS and every (time, cpu, rss) sample (cpu summed over the brokers,
@@ -189,13 +248,14 @@ class Sampler:
 # --------------------------------------------------------------------------
 # Brokers
 
-def pinned(cpus, account=None):
+def pinned(cpus, account=None, quota=None):
     cpu_set = set(cpus)
 
     def in_child():
         os.sched_setaffinity(0, cpu_set)
-        if account:
-            account.join_self()
+        for group in (account, quota):
+            if group:
+                group.join_self()
 
     return in_child
 
@@ -226,7 +286,7 @@ class Side:
         self.kind, self.label, self.binary_sha256 = kind, label, binary_sha256
         self._start = start
 
-    def start(self, workdir, cpus, log_path, account=None, nodes=1):
+    def start(self, workdir, cpus, log_path, account=None, nodes=1, quota=None):
         """Starts `nodes` combined broker+controller nodes (ids 1..nodes, all
         of them voters) and waits until each listens; returns the processes
         and the bootstrap list. `log_path` gets a node suffix when nodes > 1."""
@@ -253,7 +313,7 @@ class Side:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                preexec_fn=pinned(cpus, account),
+                preexec_fn=pinned(cpus, account, quota),
             )
             log.close()
             started.append((proc, port, node_log))
@@ -428,9 +488,11 @@ def run_trial(args, side, cell, round_no, workload, logs):
     records = cell_records(cell, args.scale)
     rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
     account = CpuAccount(tag) if CpuAccount.available() else None
+    quota = CpuQuota(args.broker_cpu_quota, tag) if args.broker_cpu_quota else None
     rf = args.replication_factor
-    procs, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account, nodes=rf)
+    procs, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account, nodes=rf, quota=quota)
     sampler = None
+    throttled = (0, 0)
     try:
         warm = cell["load"] != "idle_to_burst"
         topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
@@ -448,12 +510,14 @@ def run_trial(args, side, cell, round_no, workload, logs):
         result = workload.run(bootstrap, f"bench-{name}", cell, records, rate, workload_log, idle_ms=idle_ms)
         wall = time.monotonic() - t0
         cpu_after = sampler.cpu_now()
+        throttled = quota.throttled_periods() if quota else (0, 0)
     finally:
         if sampler:
             sampler.stop()
         codes = stop_brokers(procs)
-        if account:
-            account.remove()
+        for group in (account, quota):
+            if group:
+                group.remove()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     acked = result["records"] - result["errors"]
@@ -489,6 +553,9 @@ def run_trial(args, side, cell, round_no, workload, logs):
         "client_cpu_cores": round(result.get("client_cpu_cores", float("nan")), 2),
         "client_process_cores": round(result["client_process_cores"], 2),
         "broker_exit": codes[0] if len(codes) == 1 else " ".join(map(str, codes)),
+        # Share of the quota's periods in which the broker was throttled
+        # (warm-up included): how much the quota held it back.
+        "broker_throttled_share": round(throttled[1] / throttled[0], 3) if throttled[0] else 0.0,
         "samples": len(sampler.samples),
     }
 
@@ -501,6 +568,7 @@ CSV_FIELDS = [
     "payload", "target_rate", "records_per_second", "transactions_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
     "peak_rss_bytes", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "e2e_p50_ms", "e2e_p99_ms",
     "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "client_cpu_cores", "client_process_cores", "broker_exit", "samples",
+    "broker_throttled_share",
 ]
 
 
@@ -514,6 +582,20 @@ def ratios_by_round(rows, cell, metric):
         for pair in by_round.values()
         if "candidate" in pair and "reference" in pair and pair["reference"]
     ]
+
+
+def quota_line(args, rows):
+    """The summary's line on the broker CPU quota and how often it bound."""
+    if not args.broker_cpu_quota:
+        return "- broker CPU quota: none"
+    shares = {
+        role: statistics.median([r["broker_throttled_share"] for r in rows if r["role"] == role] or [0.0])
+        for role in ("candidate", "reference")
+    }
+    return (
+        f"- broker CPU quota: {args.broker_cpu_quota} cores each (cgroup); median share of periods throttled: "
+        f"candidate {shares['candidate']:.0%}, reference {shares['reference']:.0%}"
+    )
 
 
 def summary_markdown(args, rows, cells, candidate, reference, meta):
@@ -544,6 +626,7 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         f"- rounds: {args.rounds} (first side alternates), scale {args.scale}, broker CPUs {meta['broker_cpus']}, "
         f"client CPUs {meta['client_cpus']}, open-file limit {meta['nofile']}"
         + (" (shared CPUs: outside the contract's disjoint-core rule)" if meta.get("cpus_shared") else ""),
+        quota_line(args, rows),
         "",
         "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios. "
         "Client cores: the workload JVM's CPU time over the produce window (1.00 = its CPU was saturated).",
@@ -600,7 +683,7 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
     return "\n".join(out)
 
 
-def performance_record(mode, contract_sha, candidate, reference, rows):
+def performance_record(mode, contract_sha, candidate, reference, rows, quota_cores=None):
     trials = [
         {
             "cell": r["cell"],
@@ -615,6 +698,7 @@ def performance_record(mode, contract_sha, candidate, reference, rows):
         "version": 1,
         "mode": mode,
         "contract_sha256": contract_sha,
+        "broker_cpu_quota_cores": quota_cores,
         "sides": {
             "candidate": {"binary_sha256": candidate.binary_sha256, "label": candidate.label},
             "reference": {"binary_sha256": reference.binary_sha256, "label": reference.label},
@@ -653,6 +737,12 @@ def main():
         action="store_true",
         help="allow broker and client CPU lists to overlap: outside the contract's disjoint-core rule, for "
         "measuring how much the client's CPU bounds a cell (summary.md and meta.json say so)",
+    )
+    parser.add_argument(
+        "--broker-cpu-quota",
+        type=float,
+        help="CORES: each broker in a CPU cgroup of that many cores (default: the contract's broker_cpu_quota; "
+        "0: none, outside a contract that names one, and parse-benches refuses the record)",
     )
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle-to-burst: idle time before the burst")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
@@ -698,6 +788,11 @@ def main():
     contract = json.loads(contract_bytes)
     contract_sha = hashlib.sha256(contract_bytes).hexdigest()
     cells = contract["cells"]
+    if args.broker_cpu_quota is None:
+        args.broker_cpu_quota = (contract.get("broker_cpu_quota") or {}).get("cores")
+    args.broker_cpu_quota = args.broker_cpu_quota or None
+    if args.broker_cpu_quota:
+        CpuQuota.hierarchy()  # refuse early where quotas cannot be set
     if args.cells:
         wanted = args.cells.split(",")
         unknown = set(wanted) - {c["name"] for c in cells}
@@ -739,6 +834,7 @@ def main():
         "client_cpus": ",".join(map(str, args.client_cpus)),
         "cpus_shared": shared_cpus,
         "broker_cpu_clock": "cpuacct cgroup (ns)" if CpuAccount.available() else "proc utime+stime (clock ticks)",
+        "broker_cpu_quota_cores": args.broker_cpu_quota,
         "nofile": nofile,
         "contract_sha256": contract_sha,
         "replication_factor": args.replication_factor,
@@ -781,7 +877,8 @@ def main():
     if args.partitions:
         record_name = record_name.replace(".json", f"-p{args.partitions}.json")
     with open(os.path.join(out, record_name), "w") as f:
-        json.dump(performance_record(args.mode, contract_sha, candidate, reference, rows), f, indent=1)
+        record = performance_record(args.mode, contract_sha, candidate, reference, rows, args.broker_cpu_quota)
+        json.dump(record, f, indent=1)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(summary)

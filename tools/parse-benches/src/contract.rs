@@ -21,8 +21,21 @@ pub struct Contract {
     /// The Apache Kafka release that `pinned_kafka` records compare with.
     pub kafka_version: String,
     pub rounds: Rounds,
+    /// The CPU quota every broker runs under; None: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_cpu_quota: Option<CpuQuota>,
     pub cells: Vec<Cell>,
     pub metrics: BTreeMap<String, MetricRule>,
+}
+
+/// Each broker in a CPU cgroup of `cores` (cgroup v2 `cpu.max`, v1
+/// `cpu.cfs_quota_us`): what the contract's figures assume.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuQuota {
+    pub cores: f64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -88,6 +101,9 @@ impl Contract {
             self.version
         );
         anyhow::ensure!(self.rounds.minimum >= 2, "rounds.minimum must be at least 2");
+        if let Some(quota) = &self.broker_cpu_quota {
+            anyhow::ensure!(quota.cores.is_finite() && quota.cores > 0.0, "broker_cpu_quota.cores must be positive");
+        }
         anyhow::ensure!(!self.cells.is_empty(), "contract names no cells");
         let mut seen = std::collections::BTreeSet::new();
         for cell in &self.cells {

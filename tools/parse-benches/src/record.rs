@@ -31,6 +31,9 @@ pub struct Record {
     pub version: u32,
     pub mode: Mode,
     pub contract_sha256: String,
+    /// The CPU quota every broker ran under (cores); None: unlimited.
+    #[serde(default)]
+    pub broker_cpu_quota_cores: Option<f64>,
     pub sides: Sides,
     pub trials: Vec<Trial>,
 }
@@ -68,6 +71,8 @@ pub enum Refusal {
     Version(u32),
     #[error("record was made for contract sha256 {record} but the contract file has sha256 {file}")]
     ContractDigest { record: String, file: String },
+    #[error("record was made with brokers under {}; the contract assumes {}", quota_text(*record), quota_text(*contract))]
+    CpuQuota { record: Option<f64>, contract: Option<f64> },
     #[error("record has no trials for cell {0:?}")]
     MissingCell(String),
     #[error("record has trials for cell {0:?}, which the contract does not name")]
@@ -80,6 +85,11 @@ pub enum Refusal {
     NotAlternating { cell: String, round: u32, first: Side },
     #[error("cell {cell:?} round {round} {side:?}: metric {metric:?} {problem}")]
     BadMetric { cell: String, round: u32, side: Side, metric: String, problem: String },
+}
+
+/// A broker CPU quota as a refusal names it.
+fn quota_text(cores: Option<f64>) -> String {
+    cores.map_or("no CPU quota".to_string(), |c| format!("a CPU quota of {c} cores"))
 }
 
 /// Per cell, per round: the candidate and reference trials.
@@ -96,6 +106,15 @@ pub fn validate<'a>(record: &'a Record, contract: &'a Contract, contract_sha256:
             record: record.contract_sha256.clone(),
             file: contract_sha256.to_string(),
         });
+    }
+    // Figures under another quota answer another question.
+    let assumed = contract.broker_cpu_quota.as_ref().map(|q| q.cores);
+    let same_quota = match (record.broker_cpu_quota_cores, assumed) {
+        (Some(a), Some(b)) => (a - b).abs() < 1e-6,
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    if !same_quota {
+        return Err(Refusal::CpuQuota { record: record.broker_cpu_quota_cores, contract: assumed });
     }
     let names: BTreeSet<&str> = contract.cells.iter().map(|c| c.name.as_str()).collect();
     let mut by_cell: BTreeMap<&str, BTreeMap<u32, Vec<&Trial>>> = BTreeMap::new();

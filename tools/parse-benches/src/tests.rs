@@ -55,6 +55,7 @@ fn record(mode: Mode, digest: &str, rounds: u32, values: impl Fn(&str, u32, Side
         version: 1,
         mode,
         contract_sha256: digest.to_string(),
+        broker_cpu_quota_cores: None,
         sides: Sides { candidate: info("krabka candidate"), reference: info("reference") },
         trials,
     }
@@ -300,4 +301,32 @@ fn shipped_contract_parses() {
     );
     assert!(c.rounds.minimum >= 5 && c.rounds.alternate_first_side);
     assert_eq!(c.kafka_version, "4.3.1");
+    // The reference experiment's 2 CPUs per broker beside a 6-core client,
+    // on a 2-core machine: a third of a core beside a client on the other.
+    assert_eq!(c.broker_cpu_quota.map(|q| q.cores), Some(0.33));
+}
+
+#[test]
+fn a_record_made_under_another_cpu_quota_is_refused() {
+    let quoted =
+        CONTRACT.replacen(r#""kafka_version""#, r#""broker_cpu_quota": { "cores": 0.33 }, "kafka_version""#, 1);
+    let with_quota = Contract::from_bytes(quoted.as_bytes()).unwrap();
+    let digest = contract::sha256_hex(quoted.as_bytes());
+    let mut record = record(Mode::BeforeAfter, &digest, 5, same);
+    for (quota, refused) in [(None, true), (Some(0.5), true), (Some(0.33), false)] {
+        record.broker_cpu_quota_cores = quota;
+        let judged = judge::evaluate(&record, &with_quota, &digest);
+        assert_eq!(matches!(judged, Err(Refusal::CpuQuota { .. })), refused, "quota {quota:?}: {judged:?}");
+    }
+    // And one made under a quota against a contract without one.
+    let (plain, plain_digest) = contract();
+    let mut record = self::record(Mode::BeforeAfter, &plain_digest, 5, same);
+    record.broker_cpu_quota_cores = Some(0.33);
+    assert!(matches!(judge::evaluate(&record, &plain, &plain_digest), Err(Refusal::CpuQuota { .. })));
+}
+
+#[test]
+fn a_contract_quota_must_be_positive() {
+    let zero = CONTRACT.replacen(r#""kafka_version""#, r#""broker_cpu_quota": { "cores": 0 }, "kafka_version""#, 1);
+    assert!(Contract::from_bytes(zero.as_bytes()).is_err());
 }
