@@ -16,7 +16,8 @@ a CPU cgroup per trial; --broker-cpu-quota overrides it), so that the broker,
 not the client, is the limit; summary.md says how often the quota bound.
 
 Output directory (--out): runs.csv (one row per trial), summary.md (medians
-and krabka/reference ratios), record.json (the performance record that
+and krabka/reference ratios), chart.svg (records/s and CPU per record, each
+side's median and spread over the rounds), record.json (the performance record that
 tools/parse-benches judges), and logs/ with every broker and workload log.
 """
 
@@ -37,6 +38,7 @@ import sys
 import threading
 import time
 
+from chart import svg as chart_svg
 from benchlib import (
     CLK_TCK,
     MIB,
@@ -629,7 +631,8 @@ def summary_markdown(args, rows, cells, candidate, reference, meta):
         quota_line(args, rows),
         "",
         "Medians over the rounds; ratios are medians of the per-round candidate/reference ratios. "
-        "Client cores: the workload JVM's CPU time over the produce window (1.00 = its CPU was saturated).",
+        "Client cores: the workload JVM's CPU time over the produce window (1.00 = its CPU was saturated). "
+        "chart.svg beside this file draws records/s and CPU per record with each side's spread over the rounds.",
     ]
     if args.replication_factor > 1:
         out += [
@@ -870,6 +873,11 @@ def main():
     summary = summary_markdown(args, rows, cells, candidate, reference, meta)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(summary)
+    names = [cell_label(c["name"], args) for c in cells]
+    labels = {"candidate": candidate.label, "reference": reference.label}
+    title = f"{candidate.label} vs {reference.label}, {args.rounds} rounds, scale {args.scale}"
+    with open(os.path.join(out, "chart.svg"), "w") as f:
+        f.write(chart_svg(rows, names, labels, title))
     # parse-benches judges the contract's RF1 cells; an RF3 record is kept beside it.
     record_name = "record.json" if args.replication_factor == 1 else f"record-rf{args.replication_factor}.json"
     if args.transaction_ms or args.transaction_records:
