@@ -65,6 +65,8 @@ BASE_RECORDS = {
     "1k-random-none-p12-saturate": 1_000_000,
     "1k-zeros-lz4-p12-saturate": 1_000_000,
     "100k-random-lz4-p12-saturate": 10_000,
+    # In all, over the cell's producer/consumer pairs.
+    "1k-random-lz4-4x12-saturate": 1_000_000,
     "idle-to-burst": 500_000,
 }
 RATE_SECONDS = 30
@@ -446,6 +448,48 @@ class Workload:
         return outcome
 
 
+def run_pairs(workload, bootstrap, topics, cell, records, log_path):
+    """One producer/consumer pair per topic, all at once, `records` each:
+    the reference experiment's check of concurrent clients. Records/s is
+    the total over the whole wall time (start-ups included), latencies are
+    the worst pair's, counts are summed."""
+    results = [None] * len(topics)
+
+    def one(index):
+        results[index] = workload.run(bootstrap, topics[index], cell, records, 0, log_path.replace(".log", f"-{index}.log"))
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(topics))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if any(r is None for r in results):
+        raise BenchError(f"a producer/consumer pair gave no result; see {log_path}")
+    total = sum(r["records"] for r in results)
+
+    def worst(key, quantiles):
+        return {q: max(r[key][q] for r in results) for q in quantiles}
+
+    client_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "records": total,
+        "errors": sum(r["errors"] for r in results),
+        "records_per_second": total / wall,
+        "mib_per_second": total * cell["record_bytes"] / MIB / wall,
+        "produce_latency_ms": worst("produce_latency_ms", ("p50", "p95", "p99")),
+        "end_to_end_latency_ms": worst("end_to_end_latency_ms", ("p50", "p99")),
+        "duplicates": sum(r["duplicates"] for r in results),
+        "missing": sum(r["missing"] for r in results),
+        "ok": all(r.get("ok") for r in results),
+        "client_cpu_cores": sum(r.get("client_cpu_cores", float("nan")) for r in results),
+        "client_process_cores": client_cpu / wall if wall else 0.0,
+    }
+
+
 # --------------------------------------------------------------------------
 # One trial
 
@@ -497,7 +541,9 @@ def run_trial(args, side, cell, round_no, workload, logs):
     throttled = (0, 0)
     try:
         warm = cell["load"] != "idle_to_burst"
-        topics = [f"bench-{name}"] + ([f"warmup-{name}"] if warm else [])
+        pairs = cell.get("pairs", 1)
+        measured = [f"bench-{name}"] if pairs == 1 else [f"bench-{name}-{i}" for i in range(pairs)]
+        topics = measured + ([f"warmup-{name}"] if warm else [])
         partitions = args.partitions or cell["partitions"]
         create_topics(bootstrap, {t: partitions for t in topics}, retry_seconds=90, replication_factor=rf)
         sampler = Sampler([p.pid for p in procs], account)
@@ -509,7 +555,10 @@ def run_trial(args, side, cell, round_no, workload, logs):
         idle_ms = int(args.idle_seconds * 1000) if cell["load"] == "idle_to_burst" else 0
         cpu_before = sampler.cpu_now()
         t0 = time.monotonic()
-        result = workload.run(bootstrap, f"bench-{name}", cell, records, rate, workload_log, idle_ms=idle_ms)
+        if pairs == 1:
+            result = workload.run(bootstrap, measured[0], cell, records, rate, workload_log, idle_ms=idle_ms)
+        else:
+            result = run_pairs(workload, bootstrap, measured, cell, records // pairs, workload_log)
         wall = time.monotonic() - t0
         cpu_after = sampler.cpu_now()
         throttled = quota.throttled_periods() if quota else (0, 0)

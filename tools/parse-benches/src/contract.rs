@@ -58,6 +58,10 @@ pub struct Cell {
     /// `compression.type` of the producer: `none`, `lz4`, ...
     pub compression: String,
     pub partitions: u32,
+    /// Producer/consumer pairs running at once, each on a topic of its own
+    /// (`partitions` each); one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<u32>,
     /// `saturate`, `rate` (with `target_records_per_second`) or `idle_to_burst`.
     pub load: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,6 +112,7 @@ impl Contract {
         let mut seen = std::collections::BTreeSet::new();
         for cell in &self.cells {
             anyhow::ensure!(seen.insert(cell.name.as_str()), "cell {:?} is named twice", cell.name);
+            anyhow::ensure!(cell.pairs != Some(0), "cell {:?} has no producer/consumer pair", cell.name);
         }
         for metric in METRICS {
             anyhow::ensure!(self.metrics.contains_key(metric), "contract lacks metric {metric:?}");

@@ -295,6 +295,7 @@ fn shipped_contract_parses() {
             "1k-random-none-p12-saturate",
             "1k-zeros-lz4-p12-saturate",
             "100k-random-lz4-p12-saturate",
+            "1k-random-lz4-4x12-saturate",
             "1k-random-lz4-p12-20k-rate",
             "idle-to-burst",
         ]
@@ -304,6 +305,8 @@ fn shipped_contract_parses() {
     // The reference experiment's 2 CPUs per broker beside a 6-core client,
     // on a 2-core machine: a third of a core beside a client on the other.
     assert_eq!(c.broker_cpu_quota.map(|q| q.cores), Some(0.33));
+    let pairs: Vec<u32> = c.cells.iter().map(|c| c.pairs.unwrap_or(1)).collect();
+    assert_eq!(pairs, [1, 1, 1, 1, 1, 4, 1, 1], "the concurrency cell runs four pairs");
 }
 
 #[test]
