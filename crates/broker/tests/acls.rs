@@ -184,10 +184,17 @@ fn principals_may_do_what_their_acls_allow_and_nothing_else() {
     // ACLs are kept in the metadata log: a restart keeps them.
     assert!(acl.broker.stop().success());
     acl.broker.restart();
-    // (kafka-acls prints resources in a Java hash order that changes
-    // from run to run: compared as sets.)
+    // (kafka-acls prints resources, and the entries of each, in a Java
+    // hash order that changes from run to run: compared as sets.)
     let resources = |listing: &str| {
-        let mut blocks: Vec<String> = listing.split("\n\n").map(str::trim).map(str::to_string).collect();
+        let mut blocks: Vec<Vec<String>> = listing
+            .split("\n\n")
+            .map(|block| {
+                let mut lines: Vec<String> = block.trim().lines().map(str::to_string).collect();
+                lines.sort();
+                lines
+            })
+            .collect();
         blocks.sort();
         blocks
     };
