@@ -77,8 +77,9 @@ pub(crate) const TRANSACTIONAL_BIT: i16 = 0x10;
 pub(crate) const CONTROL_BIT: i16 = 0x20;
 pub(crate) const DELETE_HORIZON_BIT: i16 = 0x40;
 
-/// Field offsets within a batch.
-pub(crate) mod offsets {
+/// Field offsets within a v2 batch (Kafka's layout). Public for tools that
+/// stamp pre-built batches, such as tools/loadgen.
+pub mod offsets {
     pub const BASE_OFFSET: usize = 0;
     pub const BATCH_LENGTH: usize = 8;
     pub const PARTITION_LEADER_EPOCH: usize = 12;
