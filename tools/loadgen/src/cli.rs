@@ -61,6 +61,10 @@ pub struct Args {
     /// After producing, read everything back and verify it.
     #[arg(long)]
     pub consume: bool,
+    /// With --consume: readers at once, each reading and verifying every
+    /// record (fetch fan-out, as that many consumer groups).
+    #[arg(long, default_value_t = 1)]
+    pub readers: usize,
     /// Seed of the random payload pool (the Java workload's by default).
     #[arg(long, default_value_t = POOL_SEED, value_parser = parse_seed)]
     pub seed: i64,
@@ -87,6 +91,7 @@ impl Args {
         ensure!(self.record_size <= MAX_RECORD_SIZE, "--record-size is at most {MAX_RECORD_SIZE}");
         ensure!(self.batch_records != Some(0), "--batch-records must be positive");
         ensure!(self.connections >= 1, "--connections must be at least 1");
+        ensure!(self.readers >= 1, "--readers must be at least 1");
         ensure!(self.rate >= 0.0 && self.rate.is_finite(), "--rate must be >= 0");
         ensure!((1..=MAX_IN_FLIGHT as usize).contains(&self.max_in_flight), "--max-in-flight is 1 to {MAX_IN_FLIGHT}");
         ensure!(self.timeout_seconds > 0.0 && self.consume_idle_seconds > 0.0, "timeouts must be positive");
@@ -112,6 +117,7 @@ impl Args {
             "acks": if self.acks == -1 { "all".to_string() } else { self.acks.to_string() },
             "rate": (self.rate > 0.0).then_some(self.rate),
             "max_in_flight": self.max_in_flight,
+            "readers": self.consume.then_some(self.readers),
         })
     }
 }

@@ -21,6 +21,8 @@ pub struct Report {
     pub first_error: Option<String>,
     /// With --consume: records read and the verdict.
     pub consumed: Option<(u64, Tally)>,
+    /// From the first fetch to the last reader's end.
+    pub consume_wall_seconds: f64,
     pub template_seconds: f64,
     pub cpu_seconds: f64,
     pub produce_cpu_seconds: f64,
@@ -49,6 +51,10 @@ impl Report {
             "retries": self.retries,
             "produce_latency_ms": latency_ms(&self.latencies_ns),
             "records_consumed": self.consumed.map(|(read, _)| read),
+            "consume_wall_seconds": round3(self.consume_wall_seconds),
+            "consume_records_per_second": self.consumed.map(|(read, _)| {
+                round3(if self.consume_wall_seconds > 0.0 { read as f64 / self.consume_wall_seconds } else { 0.0 })
+            }),
             "records_verified": tally.map(|t| t.verified),
             "duplicates": tally.map(|t| t.duplicates),
             "missing": tally.map(|t| t.missing),

@@ -13,7 +13,7 @@ use crate::consumer::consume;
 use crate::payload::{Payloads, SplittableRandom};
 use crate::producer::{Identity, Producer, ProducerConfig, ProducerResult};
 use crate::report::{cpu_seconds, Report};
-use crate::verify::{Expectation, Verifier};
+use crate::verify::{Expectation, Tally, Verifier};
 
 /// Produce timeout per request, as the Java producer's request.timeout.ms.
 const PRODUCE_TIMEOUT_MS: i32 = 30_000;
@@ -53,19 +53,51 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     report.template_seconds = template_seconds;
     report.settings = args.settings(partitions, producers);
 
+    // A runner that splits the broker's CPU between the phases reads this.
+    eprintln!("[loadgen] produce phase done");
     if let Some(start) = start_offsets {
         let expectations: Vec<Expectation> = results
             .iter()
             .flat_map(|r| &r.partitions)
             .map(|p| Expectation { partition: p.partition, producer_id: p.producer_id, acked: p.acked })
             .collect();
-        let mut verifier = Verifier::new(&expectations, templates.cycle_records(), args.record_size);
-        let idle = Duration::from_secs_f64(args.consume_idle_seconds);
-        let read = consume(&mut view, &start, &mut verifier, idle).await?;
-        report.consumed = Some((read, verifier.tally()));
+        let consume_started = Instant::now();
+        let (read, tally) = read_back(args, &view, start, expectations, templates.cycle_records()).await?;
+        report.consume_wall_seconds = consume_started.elapsed().as_secs_f64();
+        report.consumed = Some((read, tally));
     }
     report.cpu_seconds = cpu_seconds();
     Ok(report)
+}
+
+/// `--readers` readers at once, each reading every partition from `start`
+/// with a verifier of its own (a consumer group each, as Kafka counts
+/// fan-out): the records read and the verdicts, summed.
+async fn read_back(
+    args: &Args,
+    view: &ClusterView,
+    start: Vec<i64>,
+    expectations: Vec<Expectation>,
+    cycle_records: u64,
+) -> anyhow::Result<(u64, Tally)> {
+    let idle = Duration::from_secs_f64(args.consume_idle_seconds);
+    let start = Arc::new(start);
+    let readers: Vec<_> = (0..args.readers)
+        .map(|_| {
+            let (mut view, start) = (view.clone(), Arc::clone(&start));
+            let mut verifier = Verifier::new(&expectations, cycle_records, args.record_size);
+            tokio::spawn(async move {
+                let read = consume(&mut view, &start, &mut verifier, idle).await?;
+                anyhow::Ok((read, verifier.tally()))
+            })
+        })
+        .collect();
+    let mut total = (0, Tally::default());
+    for reader in readers {
+        let (read, tally) = reader.await??;
+        total = (total.0 + read, total.1 + tally);
+    }
+    Ok(total)
 }
 
 /// Records per partition: `records` spread evenly (the first partitions take

@@ -54,6 +54,23 @@ impl Tally {
     }
 }
 
+/// The verdicts of several readers together.
+impl std::ops::Add for Tally {
+    type Output = Tally;
+
+    fn add(self, other: Tally) -> Tally {
+        Tally {
+            verified: self.verified + other.verified,
+            duplicates: self.duplicates + other.duplicates,
+            missing: self.missing + other.missing,
+            out_of_order: self.out_of_order + other.out_of_order,
+            corrupt: self.corrupt + other.corrupt,
+            foreign: self.foreign + other.foreign,
+            unacked_consumed: self.unacked_consumed + other.unacked_consumed,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct PartitionCheck {
     expectation: Expectation,
