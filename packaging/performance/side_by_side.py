@@ -39,6 +39,7 @@ import threading
 import time
 
 from chart import svg as chart_svg
+from loadgen_client import Loadgen, build_loadgen
 from benchlib import (
     CLK_TCK,
     MIB,
@@ -67,6 +68,14 @@ BASE_RECORDS = {
     "100k-random-lz4-p12-saturate": 10_000,
     # In all, over the cell's producer/consumer pairs.
     "1k-random-lz4-4x12-saturate": 1_000_000,
+    # Capacity cells (tools/loadgen): about 10 s against krabka, 30-40 s
+    # against Kafka; the fan-out cell's readers read it three times.
+    "cap-1k-random-lz4-p12": 4_000_000,
+    "cap-100b-random-lz4-p12": 20_000_000,
+    "cap-1k-random-none-p12": 4_000_000,
+    "cap-1k-zeros-lz4-p12": 4_000_000,
+    "cap-100k-random-lz4-p12": 40_000,
+    "cap-1k-random-lz4-p12-fanout3": 2_000_000,
     "idle-to-burst": 500_000,
 }
 RATE_SECONDS = 30
@@ -534,7 +543,9 @@ def run_trial(args, side, cell, round_no, workload, logs):
     records = cell_records(cell, args.scale)
     rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
     account = CpuAccount(tag) if CpuAccount.available() else None
-    quota = CpuQuota(args.broker_cpu_quota, tag) if args.broker_cpu_quota else None
+    # A capacity cell measures the broker alone on its core: no quota.
+    capacity = cell.get("workload") == "loadgen"
+    quota = CpuQuota(args.broker_cpu_quota, tag) if args.broker_cpu_quota and not capacity else None
     rf = args.replication_factor
     procs, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account, nodes=rf, quota=quota)
     sampler = None
@@ -549,13 +560,18 @@ def run_trial(args, side, cell, round_no, workload, logs):
         sampler = Sampler([p.pid for p in procs], account)
         if warm and args.warmup:
             warm_records = max(100, min(records, WARMUP_BYTES // cell["record_bytes"]))
-            warmup = workload.run(bootstrap, f"warmup-{name}", cell, warm_records, 0, workload_log)
+            if capacity:
+                warmup = args.loadgen.run(bootstrap, f"warmup-{name}", cell, warm_records, workload_log, sampler.cpu_now)
+            else:
+                warmup = workload.run(bootstrap, f"warmup-{name}", cell, warm_records, 0, workload_log)
             if not warmup.get("ok"):
                 say(f"  warm-up not ok: {warmup}")
         idle_ms = int(args.idle_seconds * 1000) if cell["load"] == "idle_to_burst" else 0
         cpu_before = sampler.cpu_now()
         t0 = time.monotonic()
-        if pairs == 1:
+        if capacity:
+            result = args.loadgen.run(bootstrap, measured[0], cell, records, workload_log, sampler.cpu_now)
+        elif pairs == 1:
             result = workload.run(bootstrap, measured[0], cell, records, rate, workload_log, idle_ms=idle_ms)
         else:
             result = run_pairs(workload, bootstrap, measured, cell, records // pairs, workload_log)
@@ -571,11 +587,14 @@ def run_trial(args, side, cell, round_no, workload, logs):
                 group.remove()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    acked = result["records"] - result["errors"]
-    cpu = cpu_after - cpu_before
+    # A capacity cell is charged its measured phase (produce, or a fan-out's
+    # read-back); a Java cell the whole run, producing and consuming at once.
+    acked = result.get("measured_records", result["records"] - result["errors"])
+    cpu = result.get("broker_cpu_seconds", cpu_after - cpu_before)
     return {
         "round": round_no,
         "cell": cell_label(name, args),
+        "workload": cell.get("workload", "java"),
         "replication_factor": rf,
         "side": side.kind,
         "label": side.label,
@@ -615,7 +634,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
 # Reports
 
 CSV_FIELDS = [
-    "round", "order", "cell", "replication_factor", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
+    "round", "order", "cell", "workload", "replication_factor", "side", "label", "binary_sha256", "records", "record_bytes", "compression",
     "payload", "target_rate", "records_per_second", "transactions_per_second", "mib_per_second", "broker_cpu_seconds", "cpu_us_per_record",
     "peak_rss_bytes", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "e2e_p50_ms", "e2e_p99_ms",
     "errors", "duplicates", "missing", "ok", "workload_wall_seconds", "client_cpu_cores", "client_process_cores", "broker_exit", "samples",
@@ -639,14 +658,18 @@ def quota_line(args, rows):
     """The summary's line on the broker CPU quota and how often it bound."""
     if not args.broker_cpu_quota:
         return "- broker CPU quota: none"
+    quoted = [r for r in rows if r["workload"] != "loadgen"]
     shares = {
-        role: statistics.median([r["broker_throttled_share"] for r in rows if r["role"] == role] or [0.0])
+        role: statistics.median([r["broker_throttled_share"] for r in quoted if r["role"] == role] or [0.0])
         for role in ("candidate", "reference")
     }
-    return (
+    line = (
         f"- broker CPU quota: {args.broker_cpu_quota} cores each (cgroup); median share of periods throttled: "
         f"candidate {shares['candidate']:.0%}, reference {shares['reference']:.0%}"
     )
+    if len(quoted) < len(rows):
+        line += "; capacity cells (cap-*, krabka-loadgen) ran without the quota"
+    return line
 
 
 def summary_markdown(args, rows, cells, candidate, reference, meta):
@@ -801,6 +824,7 @@ def main():
     parser.add_argument("--out", help="output directory (default target/perf-runs/<UTC time>)")
     parser.add_argument("--workroot", help="where data directories go (default OUT/work)")
     parser.add_argument("--keep", action="store_true", help="keep data directories")
+    parser.add_argument("--loadgen-bin", help="krabka-loadgen for the capacity cells (default: build the release one)")
     parser.add_argument("--java", default=os.environ.get("JAVA", "java"))
     parser.add_argument("--client-heap", default="2g")
     parser.add_argument(
@@ -878,6 +902,9 @@ def main():
         ref_bin = os.path.abspath(args.reference_bin)
         reference = krabka_side("krabka reference", ref_bin, os.path.join(os.path.dirname(ref_bin), "krabka-format"))
     workload = Workload(repo, args.client_cpus, args.java, args.client_heap, workload_properties(args))
+    args.loadgen = None
+    if any(c.get("workload") == "loadgen" for c in cells):
+        args.loadgen = Loadgen(os.path.abspath(args.loadgen_bin or build_loadgen(repo)), args.client_cpus)
     meta = {
         "command": shlex.join(["packaging/performance/side-by-side"] + sys.argv[3:]),
         "date": stamp,

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::partition::MAX_IN_FLIGHT;
 use crate::payload::{PayloadKind, POOL_SEED};
+use crate::verify::Depth;
 
 /// The Java workload's batch.size: batches of about this many value bytes.
 const DEFAULT_BATCH_BYTES: usize = 64 << 10;
@@ -65,6 +66,10 @@ pub struct Args {
     /// record (fetch fan-out, as that many consumer groups).
     #[arg(long, default_value_t = 1)]
     pub readers: usize,
+    /// What readers check: every record decoded (key and size), or batch
+    /// headers and CRCs (sequences exactly once and in order, cheaply).
+    #[arg(long, value_enum, default_value_t = Depth::Records)]
+    pub verify: Depth,
     /// Seed of the random payload pool (the Java workload's by default).
     #[arg(long, default_value_t = POOL_SEED, value_parser = parse_seed)]
     pub seed: i64,
@@ -118,6 +123,7 @@ impl Args {
             "rate": (self.rate > 0.0).then_some(self.rate),
             "max_in_flight": self.max_in_flight,
             "readers": self.consume.then_some(self.readers),
+            "verify": self.consume.then(|| format!("{:?}", self.verify).to_lowercase()),
         })
     }
 }

@@ -77,7 +77,7 @@ impl Report {
     }
 }
 
-/// Nearest-rank p50, p99 and max, in milliseconds (null without samples).
+/// Nearest-rank p50, p95, p99 and max, in milliseconds (null without samples).
 fn latency_ms(nanos: &[u64]) -> Value {
     let mut sorted = nanos.to_vec();
     sorted.sort_unstable();
@@ -86,7 +86,7 @@ fn latency_ms(nanos: &[u64]) -> Value {
         let index = ((p * sorted.len() as f64).ceil() as usize).saturating_sub(1).min(last);
         Some(round3(sorted[index] as f64 / 1e6))
     };
-    json!({ "p50": rank(0.50), "p99": rank(0.99), "max": rank(1.0) })
+    json!({ "p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "max": rank(1.0) })
 }
 
 fn round3(v: f64) -> f64 {
@@ -111,8 +111,8 @@ mod tests {
     #[test]
     fn latency_percentiles_are_nearest_rank() {
         let nanos: Vec<u64> = (1..=100).map(|ms| ms * 1_000_000).collect();
-        assert_eq!(latency_ms(&nanos), json!({ "p50": 50.0, "p99": 99.0, "max": 100.0 }));
-        assert_eq!(latency_ms(&[]), json!({ "p50": null, "p99": null, "max": null }));
+        assert_eq!(latency_ms(&nanos), json!({ "p50": 50.0, "p95": 95.0, "p99": 99.0, "max": 100.0 }));
+        assert_eq!(latency_ms(&[]), json!({ "p50": null, "p95": null, "p99": null, "max": null }));
     }
 
     #[test]

@@ -85,7 +85,7 @@ async fn read_back(
     let readers: Vec<_> = (0..args.readers)
         .map(|_| {
             let (mut view, start) = (view.clone(), Arc::clone(&start));
-            let mut verifier = Verifier::new(&expectations, cycle_records, args.record_size);
+            let mut verifier = Verifier::with_depth(args.verify, &expectations, cycle_records, args.record_size);
             tokio::spawn(async move {
                 let read = consume(&mut view, &start, &mut verifier, idle).await?;
                 anyhow::Ok((read, verifier.tally()))

@@ -196,10 +196,12 @@ fn a_broker_killed_mid_run_loses_and_duplicates_nothing_acknowledged() {
 fn fan_out_readers_each_read_every_record_once() {
     let broker = Broker::start();
     let args = ["--topic", "fan-out", "--partitions", "3", "--records", "3000", "--consume", "--readers", "3"];
+    let args = [&args[..], &["--verify", "batches"]].concat();
     let summary = summary(&loadgen(&broker, &args).output().expect("run krabka-loadgen"));
     assert_eq!(summary["ok"], true, "{summary}");
     assert_eq!((&summary["records_acked"], &summary["readers"]), (&Value::from(3000), &Value::from(3)), "{summary}");
     assert_eq!(summary["records_verified"], 9000, "three readers, every record each: {summary}");
     assert_eq!(summary["duplicates"], 0, "a second reader's copy is not a duplicate: {summary}");
     assert!(summary["consume_records_per_second"].as_f64() > Some(0.0), "{summary}");
+    assert_eq!(summary["verify"], "batches", "{summary}");
 }

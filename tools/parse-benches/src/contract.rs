@@ -62,6 +62,16 @@ pub struct Cell {
     /// (`partitions` each); one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs: Option<u32>,
+    /// Who loads the broker: `java` (the Java workload, under the contract's
+    /// CPU quota; the default) or `loadgen` (tools/loadgen flat out, the
+    /// broker on its core without a quota: a capacity cell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// `loadgen` cells: readers reading the topic back at once (fetch
+    /// fan-out); the cell's records/s and CPU per record are then the
+    /// read-back's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers: Option<u32>,
     /// `saturate`, `rate` (with `target_records_per_second`) or `idle_to_burst`.
     pub load: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,6 +123,19 @@ impl Contract {
         for cell in &self.cells {
             anyhow::ensure!(seen.insert(cell.name.as_str()), "cell {:?} is named twice", cell.name);
             anyhow::ensure!(cell.pairs != Some(0), "cell {:?} has no producer/consumer pair", cell.name);
+            let workload = cell.workload.as_deref().unwrap_or("java");
+            anyhow::ensure!(
+                ["java", "loadgen"].contains(&workload),
+                "cell {:?}: unknown workload {workload:?}",
+                cell.name
+            );
+            if workload == "loadgen" {
+                anyhow::ensure!(cell.readers != Some(0), "cell {:?} has no reader", cell.name);
+                anyhow::ensure!(cell.load == "saturate", "cell {:?}: a capacity cell saturates", cell.name);
+                anyhow::ensure!(cell.pairs.is_none(), "cell {:?}: pairs are the Java workload's", cell.name);
+            } else {
+                anyhow::ensure!(cell.readers.is_none(), "cell {:?}: readers are the load generator's", cell.name);
+            }
         }
         for metric in METRICS {
             anyhow::ensure!(self.metrics.contains_key(metric), "contract lacks metric {metric:?}");

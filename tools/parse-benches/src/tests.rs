@@ -298,6 +298,12 @@ fn shipped_contract_parses() {
             "1k-random-lz4-4x12-saturate",
             "1k-random-lz4-p12-20k-rate",
             "idle-to-burst",
+            "cap-1k-random-lz4-p12",
+            "cap-100b-random-lz4-p12",
+            "cap-1k-random-none-p12",
+            "cap-1k-zeros-lz4-p12",
+            "cap-100k-random-lz4-p12",
+            "cap-1k-random-lz4-p12-fanout3",
         ]
     );
     assert!(c.rounds.minimum >= 5 && c.rounds.alternate_first_side);
@@ -306,7 +312,30 @@ fn shipped_contract_parses() {
     // on a 2-core machine: a third of a core beside a client on the other.
     assert_eq!(c.broker_cpu_quota.map(|q| q.cores), Some(0.33));
     let pairs: Vec<u32> = c.cells.iter().map(|c| c.pairs.unwrap_or(1)).collect();
-    assert_eq!(pairs, [1, 1, 1, 1, 1, 4, 1, 1], "the concurrency cell runs four pairs");
+    assert_eq!(&pairs[..8], [1, 1, 1, 1, 1, 4, 1, 1], "the concurrency cell runs four pairs");
+    let capacity: Vec<(&str, u32)> = c
+        .cells
+        .iter()
+        .filter(|c| c.workload.as_deref() == Some("loadgen"))
+        .map(|c| (c.name.as_str(), c.readers.unwrap_or(1)))
+        .collect();
+    assert_eq!(capacity.len(), 6, "five payloads and a fan-out cell run with the load generator");
+    assert_eq!(capacity[5], ("cap-1k-random-lz4-p12-fanout3", 3));
+}
+
+#[test]
+fn capacity_cell_fields_are_checked() {
+    let bytes = include_str!("../../../packaging/performance/regression-contract.json");
+    for (from, to, error) in [
+        (r#""workload": "loadgen""#, r#""workload": "jmh""#, "unknown workload"),
+        (r#""readers": 3"#, r#""readers": 0"#, "has no reader"),
+        (r#""pairs": 4,"#, r#""pairs": 4, "readers": 2,"#, "readers are the load generator's"),
+    ] {
+        assert!(bytes.contains(from), "{from}");
+        let changed = bytes.replacen(from, to, 1);
+        let refused = Contract::from_bytes(changed.as_bytes()).unwrap_err().to_string();
+        assert!(refused.contains(error), "{to}: {refused}");
+    }
 }
 
 #[test]
