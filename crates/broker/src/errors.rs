@@ -18,6 +18,8 @@ pub fn log_error(error: &LogError) -> ErrorCode {
         LogError::InvalidBatch(RecordError::UnsupportedMagic(_)) => ErrorCode::UNSUPPORTED_VERSION,
         LogError::InvalidBatch(_) => ErrorCode::CORRUPT_MESSAGE,
         LogError::InconsistentBatch(_) => ErrorCode::INVALID_RECORD,
+        LogError::RecordsRefused { invalid_timestamp: true, .. } => ErrorCode::INVALID_TIMESTAMP,
+        LogError::RecordsRefused { invalid_timestamp: false, .. } => ErrorCode::INVALID_RECORD,
         LogError::RecordTooLarge { .. } => ErrorCode::MESSAGE_TOO_LARGE,
         LogError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
         LogError::ProducerState(state) => match state {

@@ -6,7 +6,7 @@
 mod support;
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use krabka_protocol::compression::Compression;
@@ -391,6 +391,8 @@ fn bad_input_gets_kafkas_answer_and_the_broker_carries_on() {
     malformed_frames_close_their_connections(&broker);
     refused_batches_get_kafkas_error_codes(&mut client);
     compacted_topics_refuse_records_without_keys(&mut client);
+    timestamps_outside_the_topics_window_are_refused(&mut client);
+    a_client_sends_one_batch_starting_at_offset_zero(&mut client);
     message_max_bytes_limits_the_whole_batch(&mut client);
     bad_topics_get_kafkas_error_codes(&mut client);
 
@@ -488,6 +490,51 @@ fn compacted_topics_refuse_records_without_keys(client: &mut RawClient) {
     let response = produce(client, "compacted", 0, keyless.build().unwrap().into_bytes());
     assert_eq!(response.error_code, 87, "INVALID_RECORD");
     assert_eq!(produce(client, "compacted", 0, batch(None, 0, 3, Compression::Zstd)).error_code, 0);
+}
+
+/// A CreateTime topic takes records whose timestamps lie within
+/// message.timestamp.before.max.ms / after.max.ms of the broker's clock and
+/// refuses the whole batch otherwise (INVALID_TIMESTAMP), naming each
+/// refused record by its index, as Kafka's LogValidator does. Creates topic
+/// `stamped`.
+fn timestamps_outside_the_topics_window_are_refused(client: &mut RawClient) {
+    let window = [("message.timestamp.before.max.ms", "3600000"), ("message.timestamp.after.max.ms", "3600000")];
+    create_topic(client, "stamped", 1, &window);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let hour = 3_600_000;
+    let stamped = |timestamps: &[i64]| {
+        let mut builder = RecordBatchBuilder::new(Compression::Lz4);
+        for &timestamp_ms in timestamps {
+            builder.append(&NewRecord { timestamp_ms, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+        }
+        builder.build().unwrap().into_bytes()
+    };
+    let refused = produce(client, "stamped", 0, stamped(&[now - 2 * hour, now, now + 2 * hour]));
+    assert_eq!(refused.error_code, 32, "INVALID_TIMESTAMP");
+    let indexes: Vec<i32> = refused.record_errors.iter().map(|e| e.batch_index).collect();
+    assert_eq!(indexes, vec![0, 2], "{refused:?}");
+    // Inside the window (a minute's slack either side for the clocks) and
+    // without a timestamp at all: accepted, the batch stamped with its latest.
+    let accepted = produce(client, "stamped", 0, stamped(&[now - hour + 60_000, -1, now + hour - 60_000]));
+    assert_eq!((accepted.error_code, accepted.base_offset), (0, 0), "{accepted:?}");
+    // A producer may not claim LogAppendTime for its batch on a LogAppendTime topic.
+    create_topic(client, "appended", 1, &[("message.timestamp.type", "LogAppendTime")]);
+    let mut claimed = RecordBatchBuilder::new(Compression::None).with_log_append_time(now);
+    claimed.append(&NewRecord { timestamp_ms: now, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+    let refused = produce(client, "appended", 0, claimed.build().unwrap().into_bytes());
+    assert_eq!((refused.error_code, refused.record_errors.len()), (32, 1), "{refused:?}");
+    assert_eq!(produce(client, "appended", 0, stamped(&[1])).error_code, 0, "no window on LogAppendTime");
+}
+
+/// A client's partition data is one batch whose base offset is 0 (Kafka's
+/// producers never send otherwise): anything else is INVALID_RECORD.
+fn a_client_sends_one_batch_starting_at_offset_zero(client: &mut RawClient) {
+    let one = batch(None, 0, 2, Compression::None);
+    let two: Bytes = [one.clone(), one.clone()].concat().into();
+    assert_eq!(produce(client, TOPIC, 0, two).error_code, 87, "INVALID_RECORD");
+    let mut moved = one.to_vec();
+    moved[..8].copy_from_slice(&5i64.to_be_bytes());
+    assert_eq!(produce(client, TOPIC, 0, moved.into()).error_code, 87, "INVALID_RECORD");
 }
 
 /// message.max.bytes is 20000 here; appends one record, at offset 5 of TOPIC.

@@ -54,6 +54,11 @@ pub struct LogConfig {
     pub max_message_bytes: u32,
     /// `message.timestamp.type`.
     pub timestamp_policy: TimestampPolicy,
+    /// `message.timestamp.before.max.ms`: on a CreateTime topic, how far
+    /// behind the leader's clock a record's timestamp may be.
+    pub timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far ahead of it.
+    pub timestamp_after_max_ms: i64,
     /// Cap on one batch's decompressed size when the log must look inside it
     /// (timestamp lookups); protects memory from a compressed bomb on disk.
     pub max_decompressed_batch_bytes: usize,
@@ -88,6 +93,8 @@ impl Default for LogConfig {
             retention_bytes: -1,
             max_message_bytes: 1024 * 1024 + 12,
             timestamp_policy: TimestampPolicy::CreateTime,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: 60 * 60 * 1000,
             max_decompressed_batch_bytes: 64 * 1024 * 1024,
             cleanup_policy: CleanupPolicy::Delete,
             delete_retention_ms: 24 * 60 * 60 * 1000,

@@ -20,6 +20,11 @@ pub enum LogError {
     /// INVALID_RECORD: the batch header contradicts itself.
     #[error("invalid record batch: {0}")]
     InconsistentBatch(String),
+    /// INVALID_TIMESTAMP when any record's timestamp is refused, else
+    /// INVALID_RECORD: records a leader refuses (Kafka's record errors),
+    /// each named by its index in the batch.
+    #[error("{message}")]
+    RecordsRefused { invalid_timestamp: bool, message: String, record_errors: Vec<RecordRefusal> },
     /// MESSAGE_TOO_LARGE.
     #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
     RecordTooLarge { size: usize, max: u32 },
@@ -32,4 +37,11 @@ pub enum LogError {
     /// A follower append that does not continue the log.
     #[error("offset {offset} does not follow the log end offset {log_end_offset}")]
     NonMonotonicOffset { offset: i64, log_end_offset: i64 },
+}
+
+/// One refused record: its index in its batch and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRefusal {
+    pub index: i32,
+    pub message: String,
 }

@@ -43,7 +43,7 @@ mod validate;
 
 pub use crate::cleaner::CleanReport;
 pub use crate::config::{CleanupPolicy, LogConfig, TimestampPolicy};
-pub use crate::error::LogError;
+pub use crate::error::{LogError, RecordRefusal};
 pub use crate::loader::OpenReport;
 pub use crate::log::{AppendInfo, PartitionLog, ReadInfo};
 pub use crate::manager::{LogManager, PartitionCheckpoint};

@@ -186,7 +186,7 @@ impl PartitionLog {
     ) -> Result<AppendInfo, LogError> {
         let log_append_time = self.config.timestamp_policy == TimestampPolicy::LogAppendTime;
         let first_offset = self.log_end_offset();
-        let stamp = LeaderStamp { first_offset, leader_epoch, log_append_time_ms: log_append_time.then_some(now_ms) };
+        let stamp = LeaderStamp { first_offset, leader_epoch, now_ms };
         let batches = match crate::validate::leader_append(records, stamp, &self.config, &self.producer_state)? {
             LeaderAppend::Batches(batches) => batches,
             // A retry: acknowledge the batch already in the log.

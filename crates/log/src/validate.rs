@@ -2,18 +2,24 @@
 //! patches.
 //!
 //! A leader append takes a producer's batches: each must be framed, pass its
-//! CRC, carry a key on a compacted topic, continue its producer's sequence
-//! (within the request, then against the producer state), fit
-//! `max.message.bytes`, and have a record count that agrees with its last
-//! offset delta. The checks run in that order, so a request that breaks two
+//! CRC, fit `max.message.bytes`, have a record count that agrees with its
+//! last offset delta, hold records a leader accepts (every one read, as
+//! Kafka's LogValidator reads them: a key on a compacted topic, a timestamp
+//! within `message.timestamp.before.max.ms`/`after.max.ms` of the leader's
+//! clock on a CreateTime topic, no producer-set LogAppendTime), and continue
+//! its producer's sequence (within the request, then against the producer
+//! state). The checks run in Kafka's order, so a request that breaks two
 //! rules gets the error Kafka would send. Nothing here changes the log: the
 //! caller writes what comes back, or nothing when an error does.
 
 use bytes::Bytes;
-use krabka_protocol::records::{RecordBatch, RecordBatchHeader, RecordBatches, BATCH_HEADER_BYTES};
+use krabka_protocol::records::{
+    DecodedRecords, NewHeader, NewRecord, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatches, RecordRef,
+    TimestampType, BATCH_HEADER_BYTES, NO_TIMESTAMP,
+};
 
-use crate::config::LogConfig;
-use crate::error::LogError;
+use crate::config::{LogConfig, TimestampPolicy};
+use crate::error::{LogError, RecordRefusal};
 use crate::producer_state::{
     increment_sequence, ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck,
 };
@@ -44,12 +50,13 @@ pub(crate) struct LeaderStamp {
     /// The log end offset: the first batch's base offset.
     pub first_offset: i64,
     pub leader_epoch: i32,
-    /// `Some(now)` when the topic uses LogAppendTime.
-    pub log_append_time_ms: Option<i64>,
+    /// The leader's clock: CreateTime timestamps are checked against it, and
+    /// a LogAppendTime topic stamps it.
+    pub now_ms: i64,
 }
 
 /// Checks a produce request's batches for a leader append and prepares
-/// their headers (base offset, leader epoch, LogAppendTime).
+/// their headers (base offset, leader epoch, max timestamp or LogAppendTime).
 pub(crate) fn leader_append(
     records: &Bytes,
     stamp: LeaderStamp,
@@ -63,16 +70,14 @@ pub(crate) fn leader_append(
     for batch in RecordBatches::new(records.clone()) {
         let batch = batch?;
         batch.validate()?;
-        if config.cleanup_policy.compacts() && !batch.is_control() {
-            require_keys(&batch, config.max_decompressed_batch_bytes)?;
-        }
+        check_size_and_count(&batch, config)?;
+        let (batch, max_timestamp) = check_records(batch, stamp.now_ms, config)?;
         let producer_batch = ProducerBatch::from_batch(&batch, next_offset)?;
         if let Some((first_offset, last_offset)) = check_sequence(&producer_batch, &producer_batches, producer_state)? {
             return Ok(LeaderAppend::Duplicate { first_offset, last_offset });
         }
         producer_batches.push(producer_batch);
-        check_size_and_count(&batch, config)?;
-        let batch = prepare(&batch, next_offset, stamp);
+        let batch = prepare(&batch, next_offset, stamp, config.timestamp_policy, max_timestamp);
         next_offset = batch.last_offset + 1;
         record_count += i64::from(batch.record_count);
         prepared.push(batch.prepared);
@@ -94,16 +99,128 @@ pub(crate) fn follower_batch(batch: &RecordBatch, log_end_offset: i64) -> Result
     Ok(())
 }
 
-/// A compacted topic keeps the latest record per key, so a record without
-/// one could never be kept: Kafka refuses it at produce (INVALID_RECORD)
-/// rather than let the cleaner drop it silently.
-fn require_keys(batch: &RecordBatch, max_decompressed_bytes: usize) -> Result<(), LogError> {
-    for record in batch.records(max_decompressed_bytes)? {
-        if record?.key.is_none() {
-            return Err(LogError::InconsistentBatch("compacted topic cannot accept a record without a key".into()));
+/// Reads every record of `batch` as Kafka's LogValidator does and returns
+/// the batch to append with the latest record timestamp. All refused
+/// records are reported together. A compressed batch whose records' offset
+/// deltas are not 0, 1, 2... (older clients wrote them so) is rewritten with
+/// the right ones, as Kafka rewrites it rather than refuse it.
+fn check_records(batch: RecordBatch, now_ms: i64, config: &LogConfig) -> Result<(RecordBatch, i64), LogError> {
+    let records = batch.decode_records(config.max_decompressed_batch_bytes)?;
+    let rules = RecordRules::of(&batch, now_ms, config);
+    let mut refusals = Vec::new();
+    let mut max_timestamp = NO_TIMESTAMP;
+    let mut deltas_in_order = true;
+    for (index, record) in records.iter().enumerate() {
+        let record = record?;
+        let index = index as i32;
+        match rules.refusal(&record, index) {
+            Some(refusal) => refusals.push(refusal),
+            None => {
+                max_timestamp = max_timestamp.max(record.timestamp);
+                deltas_in_order &= record.offset_delta == index;
+            }
         }
     }
-    Ok(())
+    if !refusals.is_empty() {
+        return Err(refused(refusals));
+    }
+    if deltas_in_order || batch.compression()? == krabka_protocol::compression::Compression::None {
+        return Ok((batch, max_timestamp));
+    }
+    Ok((rewritten_in_order(&batch, &records)?, max_timestamp))
+}
+
+/// What each record of one batch is held to.
+struct RecordRules {
+    /// Compacted topic, and not a control batch: records need keys.
+    needs_key: bool,
+    /// CreateTime topic: [earliest, latest] allowed timestamps.
+    window: Option<(i64, i64)>,
+    /// The producer marked the batch LogAppendTime, which only a broker may.
+    producer_log_append_time: bool,
+}
+
+impl RecordRules {
+    fn of(batch: &RecordBatch, now_ms: i64, config: &LogConfig) -> RecordRules {
+        let window = (config.timestamp_policy == TimestampPolicy::CreateTime).then(|| {
+            (
+                now_ms.saturating_sub(config.timestamp_before_max_ms),
+                now_ms.saturating_add(config.timestamp_after_max_ms),
+            )
+        });
+        RecordRules {
+            needs_key: config.cleanup_policy.compacts() && !batch.is_control(),
+            window,
+            producer_log_append_time: batch.timestamp_type() == TimestampType::LogAppendTime,
+        }
+    }
+
+    /// Kafka's order: the key first, then the timestamp. A CreateTime
+    /// record without a timestamp (-1) is not range checked.
+    fn refusal(&self, record: &RecordRef<'_>, index: i32) -> Option<(bool, RecordRefusal)> {
+        let (timestamp, offset) = (record.timestamp, record.offset);
+        if self.needs_key && record.key.is_none() {
+            let message = "Compacted topic cannot accept message without key".to_string();
+            return Some((false, RecordRefusal { index, message }));
+        }
+        match self.window {
+            Some((earliest, latest)) if timestamp != NO_TIMESTAMP => {
+                (timestamp < earliest || timestamp > latest).then(|| {
+                    let message = format!(
+                        "Timestamp {timestamp} of message with offset {offset} is out of range. \
+                         The timestamp should be within [{earliest}, {latest}]"
+                    );
+                    (true, RecordRefusal { index, message })
+                })
+            }
+            _ if self.producer_log_append_time => {
+                let message = "Invalid timestamp type in message. Producer should not set timestamp type to \
+                               LogAppendTime."
+                    .to_string();
+                Some((true, RecordRefusal { index, message }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Kafka's answer to refused records: INVALID_TIMESTAMP when any timestamp
+/// was among the reasons, INVALID_RECORD naming the first three otherwise.
+fn refused(refusals: Vec<(bool, RecordRefusal)>) -> LogError {
+    let invalid_timestamp = refusals.iter().any(|(timestamp, _)| *timestamp);
+    let record_errors: Vec<RecordRefusal> = refusals.into_iter().map(|(_, refusal)| refusal).collect();
+    let message = if invalid_timestamp {
+        "One or more records have been rejected due to invalid timestamp".to_string()
+    } else {
+        let first: Vec<String> = record_errors
+            .iter()
+            .take(3)
+            .map(|e| format!("RecordError(batchIndex={}, message='{}')", e.index, e.message))
+            .collect();
+        format!(
+            "One or more records have been rejected due to {} record errors in total, and only showing the first \
+             three errors at most: [{}]",
+            record_errors.len(),
+            first.join(", ")
+        )
+    };
+    LogError::RecordsRefused { invalid_timestamp, message, record_errors }
+}
+
+/// `batch` rebuilt in its own codec with offset deltas 0, 1, 2..., keeping
+/// every record's timestamp, key, value and headers.
+fn rewritten_in_order(batch: &RecordBatch, records: &DecodedRecords) -> Result<RecordBatch, LogError> {
+    let mut builder = RecordBatchBuilder::like(batch, batch.compression()?);
+    for (index, record) in records.iter().enumerate() {
+        let record = record?;
+        let headers: Vec<NewHeader<'_>> =
+            record.headers.iter().map(|h| NewHeader { key: h.key, value: h.value }).collect();
+        let new = NewRecord { timestamp_ms: record.timestamp, key: record.key, value: record.value, headers: &headers };
+        builder.append_with_offset(batch.base_offset() + index as i64, &new)?;
+    }
+    let rewritten = builder.build()?;
+    debug_assert_eq!(rewritten.record_count(), batch.record_count(), "a rewrite keeps every record");
+    Ok(rewritten)
 }
 
 /// The sequence rules: later batches of one producer in one request follow
@@ -158,17 +275,29 @@ struct Prepared {
 }
 
 /// The batch with a patched copy of its header in front of its untouched
-/// records, which are never copied.
-fn prepare(batch: &RecordBatch, base_offset: i64, stamp: LeaderStamp) -> Prepared {
+/// records, which are never copied. On a CreateTime topic the header's max
+/// timestamp becomes the latest record's, as Kafka sets it.
+fn prepare(
+    batch: &RecordBatch,
+    base_offset: i64,
+    stamp: LeaderStamp,
+    policy: TimestampPolicy,
+    records_max_timestamp: i64,
+) -> Prepared {
     let mut header = RecordBatchHeader::of(batch);
     header.set_base_offset(base_offset);
     header.set_partition_leader_epoch(stamp.leader_epoch);
     let rest = batch.as_bytes().slice(BATCH_HEADER_BYTES..);
-    let mut max_timestamp = batch.max_timestamp();
-    if let Some(now_ms) = stamp.log_append_time_ms {
-        max_timestamp = now_ms;
-        header.set_log_append_time(now_ms, &rest);
-    }
+    let max_timestamp = match policy {
+        TimestampPolicy::LogAppendTime => {
+            header.set_log_append_time(stamp.now_ms, &rest);
+            stamp.now_ms
+        }
+        TimestampPolicy::CreateTime => {
+            header.set_create_time(records_max_timestamp, &rest);
+            records_max_timestamp
+        }
+    };
     let last_offset = base_offset + i64::from(batch.last_offset_delta());
     Prepared {
         prepared: PreparedBatch { header, rest, base_offset, last_offset, max_timestamp },

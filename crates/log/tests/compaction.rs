@@ -437,7 +437,7 @@ fn null_keys_are_refused_on_produce_and_dropped_by_the_cleaner() {
     // Kafka's rule: a compacted topic refuses a record without a key
     // (INVALID_RECORD), looking inside compressed batches too.
     let refused = log.append_as_leader(&with_keyless, 0, NOW).unwrap_err();
-    assert!(matches!(refused, LogError::InconsistentBatch(_)), "{refused:?}");
+    assert!(matches!(refused, LogError::RecordsRefused { invalid_timestamp: false, .. }), "{refused:?}");
     assert_eq!(log.log_end_offset(), 0);
     // Keyless records still reach a compacted log written before the topic
     // switched to compaction: the cleaner drops them.

@@ -8,7 +8,11 @@ use std::os::unix::fs::FileExt;
 
 use common::*;
 use krabka_log::{LogConfig, LogError, PartitionLog, TimestampPolicy};
-use krabka_protocol::compression::Compression;
+use krabka_protocol::compression::{self, Compression};
+use krabka_protocol::records::{
+    offsets, NewRecord, RecordBatch, RecordBatchBuilder, RecordBatchMut, TimestampType, BATCH_HEADER_BYTES,
+    LOG_OVERHEAD_BYTES,
+};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -505,4 +509,85 @@ fn recovery_rebuilds_a_preallocated_index_without_writing_its_length() {
     log.append_as_leader(&batch(&values(10..11), NOW, Compression::None), 0, NOW).unwrap();
     assert_eq!(log.log_end_offset(), 11);
     log.verify_indexes().unwrap();
+}
+
+/// Kafka's LogValidator reads every record of a leader append: on a
+/// CreateTime topic each timestamp must lie within
+/// `message.timestamp.before.max.ms` / `after.max.ms` of the leader's clock
+/// (bounds included); one outside refuses the whole batch and every such
+/// record is named.
+#[test]
+fn timestamps_outside_the_window_refuse_the_batch_and_name_each_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { timestamp_before_max_ms: 1_000, timestamp_after_max_ms: 2_000, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("t-0"), config, true);
+    let stamped = |timestamps: &[i64]| {
+        let mut builder = RecordBatchBuilder::new(Compression::Zstd);
+        for &timestamp_ms in timestamps {
+            builder.append(&NewRecord { timestamp_ms, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+        }
+        builder.build().unwrap().into_bytes()
+    };
+    let refused = log.append_as_leader(&stamped(&[NOW - 1_001, NOW, NOW + 2_001, NOW]), 0, NOW).unwrap_err();
+    let LogError::RecordsRefused { invalid_timestamp: true, record_errors, .. } = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(record_errors.iter().map(|e| e.index).collect::<Vec<_>>(), vec![0, 2]);
+    assert!(record_errors[1].message.contains(&format!("[{}, {}]", NOW - 1_000, NOW + 2_000)), "{record_errors:?}");
+    assert_eq!(log.log_end_offset(), 0);
+    // At the bounds, and without a timestamp: accepted; the stored batch's
+    // max timestamp is its latest record's whatever the producer wrote.
+    let at_bounds = stamped(&[NOW + 2_000, NOW - 1_000, -1]);
+    let mut claimed = at_bounds.to_vec();
+    RecordBatchMut::new(&mut claimed).unwrap().set_max_timestamp(NOW - 5);
+    log.append_as_leader(&claimed.into(), 0, NOW).unwrap();
+    let stored = parse_batches(log.read(0, 1 << 20, 3, true).unwrap().slice.unwrap().read_to_bytes().unwrap());
+    stored[0].validate().unwrap();
+    assert_eq!((stored[0].max_timestamp(), stored[0].timestamp_type()), (NOW + 2_000, TimestampType::CreateTime));
+}
+
+/// Only a broker stamps LogAppendTime: a producer's batch claiming it is
+/// refused on a LogAppendTime topic (INVALID_TIMESTAMP), as in Kafka.
+#[test]
+fn a_producer_claiming_log_append_time_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { timestamp_policy: TimestampPolicy::LogAppendTime, ..LogConfig::default() };
+    let mut log = open(&dir.path().join("t-0"), config, true);
+    let mut builder = RecordBatchBuilder::new(Compression::None).with_log_append_time(NOW);
+    builder.append(&NewRecord { timestamp_ms: NOW, key: None, value: Some(b"v"), headers: &[] }).unwrap();
+    let refused = log.append_as_leader(&builder.build().unwrap().into_bytes(), 0, NOW).unwrap_err();
+    assert!(matches!(refused, LogError::RecordsRefused { invalid_timestamp: true, .. }), "{refused:?}");
+    // Far-off CreateTime timestamps are no concern of a LogAppendTime topic.
+    log.append_as_leader(&batch(&values(0..1), NOW + 10 * 3_600_000, Compression::None), 0, NOW).unwrap();
+}
+
+/// A compressed batch whose records' offset deltas are not 0, 1, 2 (older
+/// clients wrote them so) is rewritten with the right ones, as Kafka does,
+/// rather than refused or stored with offsets a consumer would misread.
+#[test]
+fn a_compressed_batch_with_wrong_inner_offsets_is_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(&dir.path().join("t-0"), LogConfig::default(), true);
+    let plain = RecordBatch::new(batch(&values(0..3), NOW, Compression::None)).unwrap();
+    // Every record is the same size: length, attributes, timestamp delta (0),
+    // then the offset delta, set to 0 in all three.
+    let mut records = plain.as_bytes()[BATCH_HEADER_BYTES..].to_vec();
+    let record_bytes = records.len() / 3;
+    for i in 0..3 {
+        records[i * record_bytes + 3] = 0;
+    }
+    let mut compressed = Vec::new();
+    compression::compress(Compression::Lz4, &records, &mut compressed).unwrap();
+    let mut bytes = plain.as_bytes()[..BATCH_HEADER_BYTES].to_vec();
+    bytes.extend_from_slice(&compressed);
+    let batch_length = (bytes.len() - LOG_OVERHEAD_BYTES) as i32;
+    bytes[offsets::BATCH_LENGTH..offsets::BATCH_LENGTH + 4].copy_from_slice(&batch_length.to_be_bytes());
+    bytes[offsets::ATTRIBUTES + 1] |= 3; // LZ4
+    RecordBatchMut::new(&mut bytes).unwrap().update_crc();
+    let info = log.append_as_leader(&bytes.into(), 0, NOW).unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (0, 2));
+    let offsets_read: Vec<(i64, String)> = read_all(&log, 0).into_iter().map(|(o, _, v)| (o, v)).collect();
+    assert_eq!(offsets_read, vec![(0, "value-0".into()), (1, "value-1".into()), (2, "value-2".into())]);
+    let stored = parse_batches(log.read(0, 1 << 20, 3, true).unwrap().slice.unwrap().read_to_bytes().unwrap());
+    assert_eq!(stored[0].compression().unwrap(), Compression::Lz4);
 }

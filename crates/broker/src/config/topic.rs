@@ -87,6 +87,8 @@ pub fn log_config(
             Some("LogAppendTime") => TimestampPolicy::LogAppendTime,
             _ => TimestampPolicy::CreateTime,
         },
+        timestamp_before_max_ms: int("message.timestamp.before.max.ms", defaults.timestamp_before_max_ms),
+        timestamp_after_max_ms: int("message.timestamp.after.max.ms", defaults.timestamp_after_max_ms),
         max_decompressed_batch_bytes: defaults.max_decompressed_batch_bytes,
         cleanup_policy,
         delete_retention_ms: int("delete.retention.ms", defaults.delete_retention_ms),

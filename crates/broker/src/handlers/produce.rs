@@ -52,15 +52,30 @@ const MAX_RECOMPRESS_BYTES: usize = 64 * 1024 * 1024;
 
 /// Kafka's checks on batches a producer sends (its LogValidator for client
 /// appends), which the log cannot make because it also takes batches from
-/// the broker itself: no control batches, no transactional batches without
-/// a transactional id on the request, and an idempotent batch must carry a
-/// sequence number. Malformed batches are left to the log, which answers
-/// CORRUPT_MESSAGE.
+/// the broker itself: a client's batch starts at offset 0, a partition's
+/// records are one batch, no control batches, no transactional batches
+/// without a transactional id on the request, and an idempotent batch must
+/// carry a sequence number. Malformed batches are left to the log, which
+/// answers CORRUPT_MESSAGE.
 fn refuse_from_client(records: &Bytes, transactional: bool) -> Option<(i16, String)> {
+    let invalid = |message: String| Some((ErrorCode::INVALID_RECORD.code(), message));
+    let mut batches = 0;
     for batch in RecordBatches::new(records.clone()) {
         let Ok(batch) = batch else { return None };
+        if batch.base_offset() != 0 {
+            return invalid(format!(
+                "the baseOffset of the record batch should be 0, but it is {}",
+                batch.base_offset()
+            ));
+        }
+        batches += 1;
+        if batches > 1 {
+            // Kafka takes exactly one batch per partition from a client:
+            // its producers never send more.
+            return invalid("Compressed outer record has more than one batch".into());
+        }
         if batch.is_control() {
-            return Some((ErrorCode::INVALID_RECORD.code(), "clients are not allowed to write control records".into()));
+            return invalid("clients are not allowed to write control records".into());
         }
         if batch.is_transactional() && !transactional {
             return Some((
@@ -69,9 +84,10 @@ fn refuse_from_client(records: &Bytes, transactional: bool) -> Option<(i16, Stri
             ));
         }
         if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
-            return Some((
-                ErrorCode::INVALID_RECORD.code(),
-                format!("invalid sequence number {} for producer {}", batch.base_sequence(), batch.producer_id()),
+            return invalid(format!(
+                "invalid sequence number {} for producer {}",
+                batch.base_sequence(),
+                batch.producer_id()
             ));
         }
     }
@@ -176,6 +192,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
         for topic in &mut responses {
             for p in &mut topic.partition_responses {
                 p.error_message = None;
+                p.record_errors.clear();
             }
         }
     }
@@ -467,12 +484,27 @@ fn answer_appends(
                 } else {
                     tracing::debug!(%topic, partition = index, error = %e, "append refused");
                 }
-                failed(index, error_code, Some(e.to_string()))
+                let mut response = failed(index, error_code, Some(e.to_string()));
+                response.record_errors = record_errors(&e);
+                response
             }
         };
         responses[append.topic].partition_responses[append.slot] = response;
     }
     replicated_at
+}
+
+/// The records a refused append names (Kafka's record errors, v8+).
+fn record_errors(error: &AppendError) -> Vec<produce_response::BatchIndexAndErrorMessage> {
+    let AppendError::Log(LogError::RecordsRefused { record_errors, .. }) = error else { return Vec::new() };
+    record_errors
+        .iter()
+        .map(|e| produce_response::BatchIndexAndErrorMessage {
+            batch_index: e.index,
+            batch_index_error_message: Some(e.message.clone()),
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// acks=all: waits until each successful append's partition has a high

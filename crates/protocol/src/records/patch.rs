@@ -162,6 +162,20 @@ impl RecordBatchHeader {
             put(&mut self.bytes, offsets::CRC, &crc.to_be_bytes());
         }
     }
+
+    /// Marks the header CreateTime with `max_timestamp_ms` (the latest of its
+    /// records' timestamps, as a leader computes it) for `records` that live
+    /// elsewhere; the CRC is recomputed only when a byte changed.
+    pub fn set_create_time(&mut self, max_timestamp_ms: i64, records: &[u8]) {
+        let attributes = i16::from_be_bytes(be_bytes(&self.bytes, offsets::ATTRIBUTES));
+        if attributes & TIMESTAMP_TYPE_BIT == 0 && self.max_timestamp() == max_timestamp_ms {
+            return;
+        }
+        put(&mut self.bytes, offsets::ATTRIBUTES, &(attributes & !TIMESTAMP_TYPE_BIT).to_be_bytes());
+        put(&mut self.bytes, offsets::MAX_TIMESTAMP, &max_timestamp_ms.to_be_bytes());
+        let crc = crc32c_append(crc32c(&self.bytes[offsets::ATTRIBUTES..]), records);
+        put(&mut self.bytes, offsets::CRC, &crc.to_be_bytes());
+    }
 }
 
 impl fmt::Debug for RecordBatchHeader {
@@ -245,6 +259,20 @@ mod tests {
             assert_eq!((patched.base_offset(), patched.partition_leader_epoch()), (77, 3));
             assert_eq!((header.max_timestamp(), header.timestamp_type()), (5_000, TimestampType::LogAppendTime));
         }
+    }
+
+    #[test]
+    fn a_header_set_to_create_time_keeps_a_valid_crc() {
+        let original = batch(Compression::Lz4, &[1_000, 1_005]);
+        let records = &original.as_bytes()[BATCH_HEADER_BYTES..];
+        let mut header = RecordBatchHeader::of(&original);
+        header.set_create_time(1_005, records);
+        assert_eq!(header, RecordBatchHeader::of(&original), "nothing to change");
+        header.set_log_append_time(9_000, records);
+        header.set_create_time(1_003, records);
+        let patched = joined(&header, &original);
+        patched.validate().unwrap();
+        assert_eq!((patched.max_timestamp(), patched.timestamp_type()), (1_003, TimestampType::CreateTime));
     }
 
     #[test]
