@@ -139,6 +139,17 @@ impl DecodedRecords {
         self.count == 0
     }
 
+    /// Hands the decompressed section's buffer back to `scratch` (see
+    /// `RecordBatch::decode_records_reusing`) when nothing else holds it and
+    /// `scratch` has none of its own.
+    pub fn recycle(self, scratch: &mut Vec<u8>) {
+        if scratch.capacity() == 0 {
+            if let Ok(data) = self.data.try_into_mut() {
+                *scratch = Vec::from(data);
+            }
+        }
+    }
+
     /// The (decompressed) records section.
     pub fn as_bytes(&self) -> &Bytes {
         &self.data
