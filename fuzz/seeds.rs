@@ -260,6 +260,11 @@ fn main() {
             compressed.add(&format!("roundtrip-{codec}"), &[&[0x80 | codec.id()][..], data].concat());
         }
     }
+    // LZ4 frames with the flags other writers set (block and content
+    // checksums, content size, linked blocks), stored and compressed blocks.
+    for (name, frame) in lz4_frames(&plain) {
+        compressed.add(&name, &[&[Compression::Lz4.id()][..], &frame].concat());
+    }
 
     let mut coordinator = Corpus::new(&out_dir, "coordinator_load");
     for (name, seed) in coordinator_seeds() {
@@ -322,7 +327,13 @@ fn coordinator_seeds() -> Vec<(String, Vec<u8>)> {
         }
     }
     txn.push(TxnRecord { transactional_id: "complete-commit".into(), value: None }.encode(0));
-    let offset = OffsetCommitValue { offset: 42, leader_epoch: 3, metadata: "m".into(), commit_timestamp: 1_000, ..Default::default() };
+    let offset = OffsetCommitValue {
+        offset: 42,
+        leader_epoch: 3,
+        metadata: "m".into(),
+        commit_timestamp: 1_000,
+        ..Default::default()
+    };
     let member = |id: &str| krabka_protocol::group_metadata_value::MemberMetadata {
         member_id: id.into(),
         group_instance_id: Some(format!("instance-{id}")),
@@ -451,4 +462,29 @@ fn x509_seeds() -> Vec<(String, Vec<u8>)> {
         seeds.push((format!("rules-{name}"), [&[1u8][..], rules.as_bytes(), &[0xFF], dn.as_bytes()].concat()));
     }
     seeds
+}
+
+/// `plain`'s data (and 300 bytes of one value, to have a stored block) as
+/// LZ4 frames with each flag combination lz4_flex writes.
+fn lz4_frames(plain: &[Vec<u8>]) -> Vec<(String, Vec<u8>)> {
+    use lz4_flex::frame::{BlockMode, FrameEncoder, FrameInfo};
+    use std::io::Write;
+    let stored: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let mut frames = Vec::new();
+    for (index, data) in plain.iter().chain([&stored]).enumerate() {
+        for (mode, block_mode) in [("independent", BlockMode::Independent), ("linked", BlockMode::Linked)] {
+            for checksums in [false, true] {
+                let info = FrameInfo::new()
+                    .block_mode(block_mode)
+                    .block_checksums(checksums)
+                    .content_checksum(checksums)
+                    .content_size(checksums.then_some(data.len() as u64));
+                let mut encoder = FrameEncoder::with_frame_info(info, Vec::new());
+                encoder.write_all(data).unwrap();
+                let frame = encoder.finish().unwrap();
+                frames.push((format!("lz4-{index}-{mode}-checksums-{checksums}"), frame));
+            }
+        }
+    }
+    frames
 }

@@ -7,7 +7,9 @@
 //! panics, never returns more than the 1 MiB cap; when the data decompresses,
 //! a cap of exactly its size accepts it and one byte less is `TooLarge`, and
 //! `decompress_into` appends the same bytes after what the buffer held. On
-//! error, `decompress_into` leaves the buffer as it was.
+//! error, `decompress_into` leaves the buffer as it was. LZ4 that decompresses
+//! is read the same by lz4_flex's own frame reader (the oracle for krabka's
+//! reader of the frames Kafka's clients write).
 //!
 //! Round-trip mode (bit 7 set): the data compresses, and decompresses back
 //! to itself under a cap of its size (and not one byte less).
@@ -51,6 +53,9 @@ fn decompress_untrusted(codec: Compression, input: &[u8]) {
                 .unwrap_or_else(|e| panic!("{codec}: decompress_into failed where decompress did not: {e}"));
             assert_eq!(&appended[..PREFIX.len()], PREFIX);
             assert_eq!(&appended[PREFIX.len()..], &output[..]);
+            if codec == Compression::Lz4 {
+                assert_eq!(lz4_flex_frames(input).as_ref(), Some(&output), "lz4: lz4_flex reads other bytes");
+            }
         }
         Err(_) => {
             assert!(decompress_into(codec, input, MAX_OUTPUT_BYTES, &mut appended).is_err());
@@ -71,5 +76,20 @@ fn round_trip(codec: Compression, input: &[u8]) {
             Err(CompressionError::TooLarge { codec, max_output_bytes: smaller }),
             "{codec}: round trip under a cap one byte short"
         );
+    }
+}
+
+/// Every frame of `input` through lz4_flex's FrameDecoder, whose stream ends
+/// with each frame; `None` where it refuses. Only called on input krabka
+/// decompressed under the cap, so its output is bounded too.
+fn lz4_flex_frames(input: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut output = Vec::new();
+    let mut decoder = lz4_flex::frame::FrameDecoder::new(input);
+    loop {
+        decoder.read_to_end(&mut output).ok()?;
+        if decoder.get_ref().is_empty() {
+            return Some(output);
+        }
     }
 }

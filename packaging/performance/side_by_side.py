@@ -77,6 +77,9 @@ BASE_RECORDS = {
     "cap-100k-random-lz4-p12": 40_000,
     "cap-1k-random-lz4-p12-fanout3": 2_000_000,
     "idle-to-burst": 500_000,
+    # The mixed cell's flat-out pairs, in all; its rate pairs run
+    # RATE_SECONDS at their rate.
+    "fresh-256m-3x12-3x12at20k": 600_000,
 }
 RATE_SECONDS = 30
 # Warm-up before each measured run (not for idle-to-burst): this many bytes
@@ -299,10 +302,11 @@ class Side:
         self.kind, self.label, self.binary_sha256 = kind, label, binary_sha256
         self._start = start
 
-    def start(self, workdir, cpus, log_path, account=None, nodes=1, quota=None):
+    def start(self, workdir, cpus, log_path, account=None, nodes=1, quota=None, kafka_heap=None):
         """Starts `nodes` combined broker+controller nodes (ids 1..nodes, all
         of them voters) and waits until each listens; returns the processes
-        and the bootstrap list. `log_path` gets a node suffix when nodes > 1."""
+        and the bootstrap list. `log_path` gets a node suffix when nodes > 1.
+        `kafka_heap` (a JVM size) sets a Kafka node's heap; krabka has none."""
         ports = []
         while len(ports) < 2 * nodes:
             port = free_port()
@@ -317,8 +321,10 @@ class Side:
             os.makedirs(node_dir, exist_ok=True)
             node_log = log_path if nodes == 1 else log_path.replace(".log", f"-{i + 1}.log")
             log = open(node_log, "w")
-            command, env = self._start(node_dir, port, controller_port, overrides)
-            log.write(f"$ {shlex.join(command)}\n")
+            command, env = self._start(node_dir, port, controller_port, overrides, kafka_heap)
+            # The heap a Kafka node ran with is in its environment, not its command.
+            heap = f"KAFKA_HEAP_OPTS={shlex.quote(env['KAFKA_HEAP_OPTS'])} " if self.kind == "kafka" else ""
+            log.write(f"$ {heap}{shlex.join(command)}\n")
             log.flush()
             proc = subprocess.Popen(
                 command,
@@ -347,7 +353,7 @@ def cluster_overrides(node_id, voters):
 
 
 def krabka_side(label, broker_bin, format_bin):
-    def start(workdir, port, controller_port, overrides):
+    def start(workdir, port, controller_port, overrides, _kafka_heap):
         data = os.path.join(workdir, "data")
         config = os.path.join(workdir, "server.properties")
         write_config(config, port, controller_port, data)
@@ -368,8 +374,11 @@ def kafka_side(repo):
     script = os.path.join(repo, "tools", "kafka-reference", "run-kafka")
     libs = os.path.join(repo, "target", "kafka-4.3.1", "libs")
 
-    def start(workdir, port, controller_port, overrides):
-        env = dict(os.environ, KAFKA_HEAP_OPTS="-Xms1g -Xmx1g", KAFKA_LOG_LEVEL="WARN", KAFKA_CLUSTER_ID=CLUSTER_ID)
+    def start(workdir, port, controller_port, overrides, kafka_heap):
+        heap = kafka_heap or "1g"
+        env = dict(
+            os.environ, KAFKA_HEAP_OPTS=f"-Xms{heap} -Xmx{heap}", KAFKA_LOG_LEVEL="WARN", KAFKA_CLUSTER_ID=CLUSTER_ID
+        )
         return [script, os.path.join(workdir, "kafka"), str(port), str(controller_port)] + overrides, env
 
     return Side("kafka", "kafka 4.3.1", classpath_digest(libs), start)
@@ -457,15 +466,18 @@ class Workload:
         return outcome
 
 
-def run_pairs(workload, bootstrap, topics, cell, records, log_path):
-    """One producer/consumer pair per topic, all at once, `records` each:
-    the reference experiment's check of concurrent clients. Records/s is
-    the total over the whole wall time (start-ups included), latencies are
-    the worst pair's, counts are summed."""
+def run_pairs(workload, bootstrap, topics, cell, loads, log_path):
+    """One producer/consumer pair per topic, all at once, each with its
+    (records, records/s or 0 for flat out) from `loads`: the reference
+    experiment's checks of concurrent clients. Records/s is the total over
+    the whole wall time (start-ups included), latencies are the worst
+    pair's, counts are summed."""
     results = [None] * len(topics)
 
     def one(index):
-        results[index] = workload.run(bootstrap, topics[index], cell, records, 0, log_path.replace(".log", f"-{index}.log"))
+        records, rate = loads[index]
+        log = log_path.replace(".log", f"-{index}.log")
+        results[index] = workload.run(bootstrap, topics[index], cell, records, rate, log)
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -526,6 +538,18 @@ def workload_properties(args):
     return flags
 
 
+def pair_loads(cell, scale):
+    """(records, rate) of each pair of a Java cell: a mixed cell's flat-out
+    pairs share its records, its rate pairs run RATE_SECONDS at their rate."""
+    pairs = cell.get("pairs", 1)
+    if cell["load"] != "mixed":
+        rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
+        return [(cell_records(cell, scale) // pairs, rate)] * pairs
+    rate, rate_pairs = cell["target_records_per_second"], cell["rate_pairs"]
+    flat_out = [(cell_records(cell, scale) // (pairs - rate_pairs), 0)] * (pairs - rate_pairs)
+    return flat_out + [(max(1000, int(rate * RATE_SECONDS * scale)), rate)] * rate_pairs
+
+
 def cell_records(cell, scale):
     if cell["load"] == "rate":
         return max(1000, int(cell["target_records_per_second"] * RATE_SECONDS * scale))
@@ -541,13 +565,15 @@ def run_trial(args, side, cell, round_no, workload, logs):
     broker_log = os.path.join(logs, f"{tag}-broker.log")
     workload_log = os.path.join(logs, f"{tag}-workload.log")
     records = cell_records(cell, args.scale)
-    rate = cell.get("target_records_per_second", 0) if cell["load"] == "rate" else 0
+    rate = cell.get("target_records_per_second", 0) if cell["load"] in ("rate", "mixed") else 0
     account = CpuAccount(tag) if CpuAccount.available() else None
     # A capacity cell measures the broker alone on its core: no quota.
     capacity = cell.get("workload") == "loadgen"
     quota = CpuQuota(args.broker_cpu_quota, tag) if args.broker_cpu_quota and not capacity else None
     rf = args.replication_factor
-    procs, bootstrap = side.start(workdir, args.broker_cpus, broker_log, account, nodes=rf, quota=quota)
+    procs, bootstrap = side.start(
+        workdir, args.broker_cpus, broker_log, account, nodes=rf, quota=quota, kafka_heap=cell.get("kafka_heap")
+    )
     sampler = None
     throttled = (0, 0)
     try:
@@ -574,7 +600,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
         elif pairs == 1:
             result = workload.run(bootstrap, measured[0], cell, records, rate, workload_log, idle_ms=idle_ms)
         else:
-            result = run_pairs(workload, bootstrap, measured, cell, records // pairs, workload_log)
+            result = run_pairs(workload, bootstrap, measured, cell, pair_loads(cell, args.scale), workload_log)
         wall = time.monotonic() - t0
         cpu_after = sampler.cpu_now()
         throttled = quota.throttled_periods() if quota else (0, 0)

@@ -123,7 +123,9 @@ fn check_records(batch: RecordBatch, now_ms: i64, config: &LogConfig) -> Result<
 thread_local! {
     /// Where each append thread decompresses the batches it checks: reused,
     /// so checking a batch allocates and page-faults nothing (profiled: fresh
-    /// buffers per batch cost more than the decompression).
+    /// buffers per batch cost more than the decompression). Appends run on
+    /// the runtime's worker threads (at most one per CPU, parallel appends
+    /// included: they are tasks, not blocking threads), so few of these live.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

@@ -14,6 +14,8 @@
 
 use std::io::{Read, Write};
 
+mod lz4_frame;
+
 /// A record batch compression codec, numbered as in the attributes field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Compression {
@@ -203,16 +205,33 @@ fn read_capped(
     Ok(())
 }
 
-/// LZ4 frames, as Kafka's Java client and librdkafka write them. A frame ends
-/// the decoder's stream, so concatenated frames (which librdkafka's reader
-/// accepts) are read one after another until the input is used up.
+/// LZ4 frames, as Kafka's Java client and librdkafka write them. The frames
+/// Kafka's clients write are read straight into `output` (see `lz4_frame`);
+/// from the first other frame on, the rest goes to lz4_flex's `FrameDecoder`
+/// as it always did. Concatenated frames (which librdkafka's reader accepts)
+/// are read one after another until the input is used up.
 fn decompress_lz4(input: &[u8], max_output_bytes: usize, output: &mut Vec<u8>) -> Result<(), CompressionError> {
-    let codec = Compression::Lz4;
+    let start_len = output.len();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let room = max_output_bytes - (output.len() - start_len);
+        match lz4_frame::read_frame(rest, room, output).map_err(|e| with_total_cap(e, max_output_bytes))? {
+            Some(after_frame) => rest = after_frame,
+            None => return decompress_lz4_frames(rest, room, output).map_err(|e| with_total_cap(e, max_output_bytes)),
+        }
+    }
+    Ok(())
+}
+
+/// Every frame of `input` through one `FrameDecoder`, whose stream ends with
+/// each frame (and, in its reading, at an empty stored block, after which
+/// the same frame goes on).
+fn decompress_lz4_frames(input: &[u8], max_output_bytes: usize, output: &mut Vec<u8>) -> Result<(), CompressionError> {
     let start_len = output.len();
     let mut decoder = lz4_flex::frame::FrameDecoder::new(input);
     loop {
         let room = max_output_bytes - (output.len() - start_len);
-        read_capped(codec, &mut decoder, room, output).map_err(|e| with_total_cap(e, max_output_bytes))?;
+        read_capped(Compression::Lz4, &mut decoder, room, output).map_err(|e| with_total_cap(e, max_output_bytes))?;
         if decoder.get_ref().is_empty() {
             return Ok(());
         }
@@ -396,6 +415,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Found by the decompress fuzz target: a linked-block frame whose empty
+    /// stored block ends FrameDecoder's stream mid-frame. The same decoder
+    /// goes on with the frame and finds it truncated; a fresh one would have
+    /// taken the rest for a frame of its own.
+    #[test]
+    fn frames_after_one_taken_by_frame_decoder_stay_with_it() {
+        let frame = [
+            0x04, 0x22, 0x4d, 0x18, 0x40, 0x40, 0xc0, 0x18, 0x00, 0x00, 0x80, 0x04, 0x22, 0x4d, 0x18, 0x60, 0xc0, 0x82,
+            0x09, 0xff, 0xff, 0xff, 0xff, 0x1a, 0xd7, 0xff, 0xef, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x79, 0x00, 0x00,
+            0x00, 0x00, 0x80, 0x00, 0x24, 0x00, 0x00,
+        ];
+        assert!(decompress(Compression::Lz4, &frame, MIB).is_err());
     }
 
     #[test]

@@ -72,8 +72,16 @@ pub struct Cell {
     /// read-back's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readers: Option<u32>,
-    /// `saturate`, `rate` (with `target_records_per_second`) or `idle_to_burst`.
+    /// `saturate`, `rate` (with `target_records_per_second`), `idle_to_burst`,
+    /// or `mixed`: of the `pairs`, `rate_pairs` at `target_records_per_second`
+    /// each and the others flat out.
     pub load: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_pairs: Option<u32>,
+    /// Java heap of the Kafka broker (`-Xms` and `-Xmx`, as `256m`) when not
+    /// the runner's default: the reference experiment's small-heap check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka_heap: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_records_per_second: Option<u64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -98,6 +106,25 @@ pub struct MetricRule {
     pub variance_budget: f64,
     /// Absolute difference of medians (in `unit`) below which a change is ignored.
     pub materiality_floor: f64,
+}
+
+impl Cell {
+    /// A `mixed` load names how many of its pairs run at the target rate
+    /// (at least one, and not all); no other load has rate pairs.
+    fn check_mixed_load(&self) -> anyhow::Result<()> {
+        if self.load != "mixed" {
+            anyhow::ensure!(self.rate_pairs.is_none(), "cell {:?}: rate_pairs need the mixed load", self.name);
+            return Ok(());
+        }
+        let pairs = self.pairs.unwrap_or(1);
+        let rate_pairs = self.rate_pairs.unwrap_or(0);
+        anyhow::ensure!(
+            (1..pairs).contains(&rate_pairs) && self.target_records_per_second.is_some_and(|r| r > 0),
+            "cell {:?}: a mixed load needs 1 to pairs - 1 rate_pairs and their target_records_per_second",
+            self.name
+        );
+        Ok(())
+    }
 }
 
 impl Contract {
@@ -135,6 +162,15 @@ impl Contract {
                 anyhow::ensure!(cell.pairs.is_none(), "cell {:?}: pairs are the Java workload's", cell.name);
             } else {
                 anyhow::ensure!(cell.readers.is_none(), "cell {:?}: readers are the load generator's", cell.name);
+            }
+            cell.check_mixed_load()?;
+            if let Some(heap) = &cell.kafka_heap {
+                let digits = heap.trim_end_matches(['m', 'g']);
+                anyhow::ensure!(
+                    workload == "java" && digits.len() + 1 == heap.len() && digits.parse::<u32>().is_ok_and(|n| n > 0),
+                    "cell {:?}: kafka_heap {heap:?} is not a JVM size such as \"256m\" of a Java cell",
+                    cell.name
+                );
             }
         }
         for metric in METRICS {

@@ -298,6 +298,7 @@ fn shipped_contract_parses() {
             "1k-random-lz4-4x12-saturate",
             "1k-random-lz4-p12-20k-rate",
             "idle-to-burst",
+            "fresh-256m-3x12-3x12at20k",
             "cap-1k-random-lz4-p12",
             "cap-100b-random-lz4-p12",
             "cap-1k-random-none-p12",
@@ -312,7 +313,13 @@ fn shipped_contract_parses() {
     // on a 2-core machine: a third of a core beside a client on the other.
     assert_eq!(c.broker_cpu_quota.map(|q| q.cores), Some(0.33));
     let pairs: Vec<u32> = c.cells.iter().map(|c| c.pairs.unwrap_or(1)).collect();
-    assert_eq!(&pairs[..8], [1, 1, 1, 1, 1, 4, 1, 1], "the concurrency cell runs four pairs");
+    assert_eq!(&pairs[..9], [1, 1, 1, 1, 1, 4, 1, 1, 6], "the concurrency cell runs four pairs, the fresh one six");
+    let fresh = &c.cells[8];
+    assert_eq!(
+        (fresh.load.as_str(), fresh.rate_pairs, fresh.target_records_per_second),
+        ("mixed", Some(3), Some(20_000))
+    );
+    assert_eq!(fresh.kafka_heap.as_deref(), Some("256m"));
     let capacity: Vec<(&str, u32)> = c
         .cells
         .iter()
@@ -324,12 +331,17 @@ fn shipped_contract_parses() {
 }
 
 #[test]
-fn capacity_cell_fields_are_checked() {
+fn capacity_and_mixed_cell_fields_are_checked() {
     let bytes = include_str!("../../../packaging/performance/regression-contract.json");
     for (from, to, error) in [
         (r#""workload": "loadgen""#, r#""workload": "jmh""#, "unknown workload"),
         (r#""readers": 3"#, r#""readers": 0"#, "has no reader"),
         (r#""pairs": 4,"#, r#""pairs": 4, "readers": 2,"#, "readers are the load generator's"),
+        (r#""rate_pairs": 3"#, r#""rate_pairs": 6"#, "a mixed load needs"),
+        (r#""rate_pairs": 3"#, r#""rate_pairs": 0"#, "a mixed load needs"),
+        (r#""load": "mixed""#, r#""load": "saturate""#, "rate_pairs need the mixed load"),
+        (r#""kafka_heap": "256m""#, r#""kafka_heap": "256""#, "is not a JVM size"),
+        (r#""kafka_heap": "256m""#, r#""kafka_heap": "0m""#, "is not a JVM size"),
     ] {
         assert!(bytes.contains(from), "{from}");
         let changed = bytes.replacen(from, to, 1);

@@ -109,10 +109,6 @@ impl RecordBatch {
     /// [`RecordBatch::validate`] first for untrusted input.
     pub fn decode_records(&self, max_decompressed_bytes: usize) -> Result<DecodedRecords, RecordError> {
         let count = self.record_count();
-        let log_append_time_ms = match self.timestamp_type() {
-            TimestampType::LogAppendTime => Some(self.max_timestamp()),
-            TimestampType::CreateTime => None,
-        };
         let stored = self.records_section();
         // As Kafka does, an empty batch is not decompressed at all.
         let data = match self.compression()? {
@@ -120,7 +116,16 @@ impl RecordBatch {
             Compression::None => stored,
             codec => Bytes::from(compression::decompress(codec, &stored, max_decompressed_bytes)?),
         };
-        DecodedRecords::new(data, count, self.base_offset(), self.base_timestamp(), log_append_time_ms)
+        DecodedRecords::new(data, count, self.base_offset(), self.base_timestamp(), self.log_append_time_ms())
+    }
+
+    /// The broker's append time every record carries, when the batch has
+    /// LogAppendTime timestamps (Kafka stores it as the max timestamp).
+    fn log_append_time_ms(&self) -> Option<i64> {
+        match self.timestamp_type() {
+            TimestampType::LogAppendTime => Some(self.max_timestamp()),
+            TimestampType::CreateTime => None,
+        }
     }
 
     /// [`RecordBatch::decode_records`] decompressing into `scratch`, a
@@ -138,14 +143,10 @@ impl RecordBatch {
         if count == 0 || codec == Compression::None {
             return self.decode_records(max_decompressed_bytes);
         }
-        let log_append_time_ms = match self.timestamp_type() {
-            TimestampType::LogAppendTime => Some(self.max_timestamp()),
-            TimestampType::CreateTime => None,
-        };
         scratch.clear();
         compression::decompress_into(codec, &self.bytes[offsets::RECORDS..], max_decompressed_bytes, scratch)?;
         let data = Bytes::from(std::mem::take(scratch));
-        DecodedRecords::new(data, count, self.base_offset(), self.base_timestamp(), log_append_time_ms)
+        DecodedRecords::new(data, count, self.base_offset(), self.base_timestamp(), self.log_append_time_ms())
     }
 
     /// Owned records (`Bytes` keys and values); see [`RecordBatch::decode_records`]
