@@ -85,6 +85,32 @@ class Loadgen:
         result["client_process_cores"] = client_cpu / process_wall if process_wall else NAN
         return result
 
+    def write_baseline(self, cell, records, directory, cpus, log_path):
+        """The same batches appended with write(2), one file per partition in
+        `directory`, by one generator thread pinned to `cpus` (the broker's):
+        the floor a capacity cell's produce path is compared with. Returns
+        the generator's summary (`cpu_us_per_record`, `records_per_second`)."""
+        os.makedirs(directory, exist_ok=True)
+        command = [
+            self.binary,
+            "--partitions", str(cell["partitions"]),
+            "--records", str(records),
+            "--record-size", str(cell["record_bytes"]),
+            "--payload", cell["payload"],
+            "--compression", cell["compression"],
+            "--write-baseline", directory,
+        ]
+        with open(log_path, "a") as log:
+            log.write(f"$ {shlex.join(command)}\n")
+            log.flush()
+            result = subprocess.run(
+                command, stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=lambda: os.sched_setaffinity(0, set(cpus))
+            )
+            log.write(result.stdout)
+        if result.returncode != 0:
+            raise BenchError(f"krabka-loadgen --write-baseline failed (exit {result.returncode}); see {log_path}")
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
     @staticmethod
     def _follow(stream, log, cpu, broker_cpu):
         for line in stream:

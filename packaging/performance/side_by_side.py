@@ -668,6 +668,54 @@ CSV_FIELDS = [
 ]
 
 
+def is_produce_capacity(cell):
+    """A capacity cell measuring the produce path (not a fan-out's reads)."""
+    return cell.get("workload") == "loadgen" and cell.get("readers", 1) == 1
+
+
+def run_write_baseline(args, cell, round_no, logs):
+    """The cell's batches written with write(2) on the brokers' CPUs, once a
+    round beside the trials: issue 22's floor for the produce path."""
+    name = cell["name"]
+    directory = os.path.join(args.workroot, f"r{round_no}-{name}-write-baseline")
+    try:
+        records = cell_records(cell, args.scale)
+        log = os.path.join(logs, f"r{round_no}-{name}-write-baseline.log")
+        summary = args.loadgen.write_baseline(cell, records, directory, args.broker_cpus, log)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    say(f"  write(2) baseline: {summary['cpu_us_per_record']:.3f} µs CPU/rec")
+    fields = ("records", "bytes", "cpu_us_per_record", "records_per_second")
+    return {"round": round_no, "cell": cell_label(name, args), **{k: summary[k] for k in fields}}
+
+
+def write_baseline_markdown(rows, baselines):
+    """The produce path's CPU per record against writing the same batches
+    with write(2) in the same run (medians of per-round ratios)."""
+    if not baselines:
+        return ""
+    lines = [
+        "",
+        "## Produce path against write(2)",
+        "",
+        "The capacity cells' batches appended with one write(2) each to a file per partition, by one thread on the "
+        "brokers' CPU, once a round (`krabka-loadgen --write-baseline`). Ratios: broker CPU per record over the "
+        "baseline's, medians of the per-round ratios; issue 22's goal is at most 2x.",
+        "",
+        "| cell | write(2) µs/rec | candidate µs/rec | ratio | reference µs/rec | ratio |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for cell in dict.fromkeys(b["cell"] for b in baselines):
+        floor = {b["round"]: b["cpu_us_per_record"] for b in baselines if b["cell"] == cell}
+        cells = []
+        for role in ("candidate", "reference"):
+            mine = {r["round"]: r["cpu_us_per_record"] for r in rows if r["cell"] == cell and r["role"] == role}
+            ratios = [mine[k] / floor[k] for k in mine if k in floor and floor[k]]
+            cells += [f"{statistics.median(mine.values()):.3f}", f"{statistics.median(ratios):.2f}x" if ratios else "-"]
+        lines.append(f"| {cell} | {statistics.median(floor.values()):.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def ratios_by_round(rows, cell, metric):
     by_round = {}
     for row in rows:
@@ -950,7 +998,7 @@ def main():
     meta["builds"] = record_builds(repo, args, broker_bin, format_bin)
     say(f"output in {out}; candidate {candidate.label} ({candidate.binary_sha256[:12]}), reference {reference.label}")
 
-    rows = []
+    rows, baselines = [], []
     csv_path = os.path.join(out, "runs.csv")
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -971,8 +1019,15 @@ def main():
                     rows.append(row)
                     writer.writerow(row)
                     f.flush()
+                if is_produce_capacity(cell):
+                    baselines.append(run_write_baseline(args, cell, round_no, logs))
+    with open(os.path.join(out, "write-baseline.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["round", "cell", "records", "bytes", "cpu_us_per_record", "records_per_second"])
+        writer.writeheader()
+        writer.writerows(baselines)
 
     summary = summary_markdown(args, rows, cells, candidate, reference, meta)
+    summary += write_baseline_markdown(rows, baselines)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(summary)
     names = [cell_label(c["name"], args) for c in cells]

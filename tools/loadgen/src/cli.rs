@@ -85,6 +85,11 @@ pub struct Args {
     /// The consumer gives up when nothing new arrives for this long.
     #[arg(long, default_value_t = 10.0)]
     pub consume_idle_seconds: f64,
+    /// No broker: append the same batches with write(2) to a file per
+    /// partition in this directory (removed afterwards) and report the CPU
+    /// it took, the floor the broker's produce path is compared with.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["consume", "seconds", "rate"])]
+    pub write_baseline: Option<std::path::PathBuf>,
 }
 
 impl Args {

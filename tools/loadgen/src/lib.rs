@@ -12,8 +12,10 @@
 //! [`batches`] (values and pre-built batches), [`partition`] (one
 //! partition's sequence bookkeeping), [`link`] and [`producer`] (the produce
 //! pipeline), [`consumer`] and [`verify`] (read-back and verdict),
-//! [`report`], [`cli`] and [`run`].
+//! [`report`], [`cli`] and [`run`]; [`baseline`] writes the same batches
+//! with write(2), the floor a broker's produce path is measured against.
 
+pub mod baseline;
 pub mod batches;
 pub mod cli;
 pub mod cluster;

@@ -14,6 +14,18 @@ fn main() -> ExitCode {
         eprintln!("krabka-loadgen: {error:#}");
         return ExitCode::from(2);
     }
+    if let Some(dir) = &args.write_baseline {
+        return match krabka_loadgen::baseline::write_baseline(&args, dir) {
+            Ok(summary) => {
+                println!("{summary}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("krabka-loadgen: {error:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     // One thread: the generator's CPU is one core's, the share the
     // measurement pins it to and compares with the broker's.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

@@ -102,12 +102,12 @@ async fn read_back(
 
 /// Records per partition: `records` spread evenly (the first partitions take
 /// the remainder), or unbounded for a timed run.
-fn split(records: Option<u64>, partitions: usize) -> Vec<Option<u64>> {
+pub(crate) fn split(records: Option<u64>, partitions: usize) -> Vec<Option<u64>> {
     let n = partitions as u64;
     (0..n).map(|p| records.map(|total| total / n + u64::from(p < total % n))).collect()
 }
 
-fn build_templates(args: &Args, planned: &[Option<u64>]) -> anyhow::Result<Templates> {
+pub(crate) fn build_templates(args: &Args, planned: &[Option<u64>]) -> anyhow::Result<Templates> {
     let plan = Plan {
         records: planned.to_vec(),
         batch_records: args.batch_records(),
