@@ -565,7 +565,7 @@ def run_trial(args, side, cell, round_no, workload, logs):
     broker_log = os.path.join(logs, f"{tag}-broker.log")
     workload_log = os.path.join(logs, f"{tag}-workload.log")
     records = cell_records(cell, args.scale)
-    rate = cell.get("target_records_per_second", 0) if cell["load"] in ("rate", "mixed") else 0
+    loads = pair_loads(cell, args.scale)
     account = CpuAccount(tag) if CpuAccount.available() else None
     # A capacity cell measures the broker alone on its core: no quota.
     capacity = cell.get("workload") == "loadgen"
@@ -598,9 +598,10 @@ def run_trial(args, side, cell, round_no, workload, logs):
         if capacity:
             result = args.loadgen.run(bootstrap, measured[0], cell, records, workload_log, sampler.cpu_now)
         elif pairs == 1:
-            result = workload.run(bootstrap, measured[0], cell, records, rate, workload_log, idle_ms=idle_ms)
+            (pair_records, rate), = loads
+            result = workload.run(bootstrap, measured[0], cell, pair_records, rate, workload_log, idle_ms=idle_ms)
         else:
-            result = run_pairs(workload, bootstrap, measured, cell, pair_loads(cell, args.scale), workload_log)
+            result = run_pairs(workload, bootstrap, measured, cell, loads, workload_log)
         wall = time.monotonic() - t0
         cpu_after = sampler.cpu_now()
         throttled = quota.throttled_periods() if quota else (0, 0)
@@ -629,7 +630,8 @@ def run_trial(args, side, cell, round_no, workload, logs):
         "record_bytes": cell["record_bytes"],
         "compression": cell["compression"],
         "payload": cell["payload"],
-        "target_rate": rate,
+        # A rate pair's target (each pair's, in a cell of several).
+        "target_rate": max(rate for _, rate in loads),
         "records_per_second": result["records_per_second"],
         "transactions_per_second": result.get("transactions_per_second", 0),
         "mib_per_second": result["mib_per_second"],

@@ -211,13 +211,19 @@ fn read_capped(
 /// as it always did. Concatenated frames (which librdkafka's reader accepts)
 /// are read one after another until the input is used up.
 fn decompress_lz4(input: &[u8], max_output_bytes: usize, output: &mut Vec<u8>) -> Result<(), CompressionError> {
+    decompress_lz4_parts(input, max_output_bytes, output).map_err(|e| with_total_cap(e, max_output_bytes))
+}
+
+/// The frames this crate reads itself, then the rest through lz4_flex; each
+/// part gets the room the parts before it left.
+fn decompress_lz4_parts(input: &[u8], max_output_bytes: usize, output: &mut Vec<u8>) -> Result<(), CompressionError> {
     let start_len = output.len();
+    let room = |output: &Vec<u8>| max_output_bytes - (output.len() - start_len);
     let mut rest = input;
     while !rest.is_empty() {
-        let room = max_output_bytes - (output.len() - start_len);
-        match lz4_frame::read_frame(rest, room, output).map_err(|e| with_total_cap(e, max_output_bytes))? {
+        match lz4_frame::read_frame(rest, room(output), output)? {
             Some(after_frame) => rest = after_frame,
-            None => return decompress_lz4_frames(rest, room, output).map_err(|e| with_total_cap(e, max_output_bytes)),
+            None => return decompress_lz4_frames(rest, room(output), output),
         }
     }
     Ok(())
@@ -231,7 +237,7 @@ fn decompress_lz4_frames(input: &[u8], max_output_bytes: usize, output: &mut Vec
     let mut decoder = lz4_flex::frame::FrameDecoder::new(input);
     loop {
         let room = max_output_bytes - (output.len() - start_len);
-        read_capped(Compression::Lz4, &mut decoder, room, output).map_err(|e| with_total_cap(e, max_output_bytes))?;
+        read_capped(Compression::Lz4, &mut decoder, room, output)?;
         if decoder.get_ref().is_empty() {
             return Ok(());
         }

@@ -80,7 +80,8 @@ pub(super) fn read_frame<'a>(
                 header.max_block_bytes
             )));
         }
-        let (block, after_block) = take(after_word, block_bytes).ok_or_else(|| lz4_corrupt("truncated block"))?;
+        let (block, after_block) =
+            after_word.split_at_checked(block_bytes).ok_or_else(|| lz4_corrupt("truncated block"))?;
         rest = after_block;
         if header.block_checksums {
             let (stored_sum, after_sum) = take_u32(rest).ok_or_else(|| lz4_corrupt("truncated block checksum"))?;
@@ -119,7 +120,7 @@ fn parse_header(input: &[u8]) -> Option<Header> {
     }
     let has_content_size = flg & FLG_CONTENT_SIZE != 0;
     let descriptor_bytes = 2 + if has_content_size { CONTENT_SIZE_BYTES } else { 0 };
-    let (descriptor, after_descriptor) = take(after_magic, descriptor_bytes)?;
+    let (descriptor, after_descriptor) = after_magic.split_at_checked(descriptor_bytes)?;
     let (&header_checksum, _) = after_descriptor.split_first()?;
     // The header checksum is the second byte of the descriptor's xxHash32.
     if (twox_hash::XxHash32::oneshot(0, descriptor) >> 8) as u8 != header_checksum {
@@ -184,10 +185,6 @@ fn append_decompressed(
             Err(corrupt(Compression::Lz4, e))
         }
     }
-}
-
-fn take(input: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
-    (n <= input.len()).then(|| input.split_at(n))
 }
 
 fn take_u32(input: &[u8]) -> Option<(u32, &[u8])> {
