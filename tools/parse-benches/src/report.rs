@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
+use crate::calibrate::{self, MetricSpread};
 use crate::judge::{Outcome, Status, Verdict};
-use crate::record::Mode;
+use crate::record::{Mode, Side};
 
 /// Renders `verdict` as a markdown report: a header and one table row per cell and metric.
 pub fn markdown(verdict: &Verdict) -> String {
@@ -55,7 +56,41 @@ pub fn markdown(verdict: &Verdict) -> String {
             );
         }
     }
+    spreads(&mut out, &verdict.spreads);
     out
+}
+
+/// Each metric's largest relative MAD against its variance budget.
+fn spreads(out: &mut String, spreads: &[MetricSpread]) {
+    let _ = writeln!(out, "\n## Spread over the rounds\n");
+    let _ = writeln!(
+        out,
+        "Calibrated budget: {}x the largest relative MAD, rounded up to a whole {:.0}% (the contract's rule).\n",
+        calibrate::HEADROOM,
+        calibrate::STEP * 100.0
+    );
+    let _ = writeln!(out, "| metric | largest rel. MAD | cell | side | variance budget | calibrated budget |");
+    let _ = writeln!(out, "|---|---:|---|---|---:|---:|");
+    for s in spreads {
+        let (mad, cell, side) = match &s.largest {
+            Some(l) => (percent(Some(l.relative_mad)), l.cell.as_str(), side_name(l.side)),
+            None => ("n/a".to_string(), "", ""),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {mad} | {cell} | {side} | {} | {} |",
+            s.metric,
+            percent(Some(s.variance_budget)),
+            percent(s.calibrated_budget)
+        );
+    }
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Candidate => "candidate",
+        Side::Reference => "reference",
+    }
 }
 
 fn status(status: Status) -> &'static str {

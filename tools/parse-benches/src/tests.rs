@@ -374,3 +374,40 @@ fn a_contract_quota_must_be_positive() {
     let zero = CONTRACT.replacen(r#""kafka_version""#, r#""broker_cpu_quota": { "cores": 0 }, "kafka_version""#, 1);
     assert!(Contract::from_bytes(zero.as_bytes()).is_err());
 }
+
+#[test]
+fn calibrated_budget_is_headroom_rounded_up_to_a_step() {
+    use crate::calibrate::calibrated_budget;
+    // 0.08 x 1.25 is exactly 0.10: a whole step, not rounded past it.
+    assert!((calibrated_budget(0.08) - 0.10).abs() < 1e-12);
+    assert!((calibrated_budget(0.081) - 0.15).abs() < 1e-12);
+    assert!((calibrated_budget(0.4) - 0.50).abs() < 1e-12);
+    // No spread at all still leaves one step of room.
+    assert!((calibrated_budget(0.0) - 0.05).abs() < 1e-12);
+}
+
+#[test]
+fn spreads_name_the_largest_relative_mad_and_its_budget() {
+    let (_, digest) = contract();
+    // Reference throughput of cell b swings 40% (MAD 40k of 100k).
+    let r = record(Mode::PinnedKafka, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if c == "b" && side == Side::Reference {
+            v[0] = [60_000.0, 140_000.0, 100_000.0, 60_000.0, 140_000.0][round as usize];
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    let rps = v.spreads.iter().find(|s| s.metric == "records_per_second").unwrap();
+    let largest = rps.largest.as_ref().unwrap();
+    assert_eq!((largest.cell.as_str(), largest.side), ("b", Side::Reference));
+    assert!((largest.relative_mad - 0.4).abs() < 1e-9);
+    assert!((rps.calibrated_budget.unwrap() - 0.5).abs() < 1e-12);
+    assert_eq!(rps.variance_budget, 0.10);
+    // The jitter of `same` is +-1% in every round: a MAD of 1% of the median.
+    let cpu = v.spreads.iter().find(|s| s.metric == "cpu_us_per_record").unwrap();
+    assert!((cpu.largest.as_ref().unwrap().relative_mad - 0.01).abs() < 1e-9);
+    assert!((cpu.calibrated_budget.unwrap() - 0.05).abs() < 1e-12);
+    let md = report::markdown(&v);
+    assert!(md.contains("| records_per_second | 40.0% | b | reference | 10.0% | 50.0% |"), "{md}");
+}

@@ -1,0 +1,81 @@
+//! Variance budgets from measured spreads.
+//!
+//! The contract's rule (issue 22): a metric's variance budget is about 1.25x
+//! the largest relative MAD either side showed in any cell over its rounds,
+//! rounded up to a whole 5%. Every report shows that figure beside the
+//! budget in force, so a run that justifies a budget change says so, and a
+//! run whose noise outgrew its budget shows by how much.
+
+use serde::Serialize;
+
+use crate::judge::{MetricVerdict, Verdict};
+use crate::record::Side;
+
+/// Room above the largest spread seen, so that the next run's noise fits.
+pub const HEADROOM: f64 = 1.25;
+/// Budgets are whole multiples of this.
+pub const STEP: f64 = 0.05;
+
+/// Where a metric's largest relative MAD was seen.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LargestSpread {
+    pub relative_mad: f64,
+    pub cell: String,
+    pub side: Side,
+}
+
+/// One metric's spread over a whole verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricSpread {
+    pub metric: String,
+    /// The largest defined relative MAD (none when no cell had one).
+    pub largest: Option<LargestSpread>,
+    /// The contract's budget the verdict was judged by.
+    pub variance_budget: f64,
+    /// What the rule gives for `largest`.
+    pub calibrated_budget: Option<f64>,
+}
+
+/// The variance budget the rule gives for a largest relative MAD: at least
+/// one step, so that a run without any spread does not forbid all noise.
+pub fn calibrated_budget(largest_relative_mad: f64) -> f64 {
+    debug_assert!(largest_relative_mad >= 0.0);
+    // Rounded to a millionth of a step first: 0.08 x 1.25 is 0.1 and must
+    // not become 0.15 through binary fractions.
+    let steps = ((largest_relative_mad * HEADROOM / STEP) * 1e6).round() / 1e6;
+    steps.ceil().max(1.0) * STEP
+}
+
+/// Every metric's spread in `verdict`, in the verdict's metric order.
+pub fn spreads(verdict: &Verdict) -> Vec<MetricSpread> {
+    let Some(first) = verdict.cells.first() else { return Vec::new() };
+    first
+        .metrics
+        .iter()
+        .enumerate()
+        .map(|(index, metric)| {
+            let per_cell = verdict.cells.iter().map(|cell| (cell.cell.as_str(), &cell.metrics[index]));
+            metric_spread(metric, per_cell)
+        })
+        .collect()
+}
+
+fn metric_spread<'a>(
+    first: &MetricVerdict,
+    per_cell: impl Iterator<Item = (&'a str, &'a MetricVerdict)>,
+) -> MetricSpread {
+    let mut largest: Option<LargestSpread> = None;
+    for (cell, verdict) in per_cell {
+        debug_assert_eq!(verdict.metric, first.metric, "cells list their metrics in one order");
+        for (side, stats) in [(Side::Candidate, &verdict.candidate), (Side::Reference, &verdict.reference)] {
+            // Records hold no negative values, so a median of 0 has a MAD
+            // of 0 and every relative MAD here is defined.
+            let Some(m) = stats.relative_mad else { continue };
+            if largest.as_ref().is_none_or(|l| m > l.relative_mad) {
+                largest = Some(LargestSpread { relative_mad: m, cell: cell.to_string(), side });
+            }
+        }
+    }
+    let calibrated_budget = largest.as_ref().map(|l| calibrated_budget(l.relative_mad));
+    MetricSpread { metric: first.metric.clone(), largest, variance_budget: first.variance_budget, calibrated_budget }
+}
