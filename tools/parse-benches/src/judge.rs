@@ -2,7 +2,6 @@
 
 use serde::Serialize;
 
-use crate::calibrate::{self, MetricSpread};
 use crate::contract::{Better, Contract, MetricRule};
 use crate::record::{self, Mode, Record, Refusal, Sides};
 
@@ -101,8 +100,6 @@ pub struct Verdict {
     pub sides: Sides,
     pub summary: Summary,
     pub cells: Vec<CellVerdict>,
-    /// Each metric's largest spread and the variance budget it calls for.
-    pub spreads: Vec<MetricSpread>,
 }
 
 /// Validates `record` against `contract` and judges every cell and metric.
@@ -135,7 +132,7 @@ pub fn evaluate(record: &Record, contract: &Contract, contract_sha256: &str) -> 
     } else {
         Outcome::Pass
     };
-    let mut verdict = Verdict {
+    Ok(Verdict {
         version: VERDICT_VERSION,
         mode: record.mode,
         verdict,
@@ -144,10 +141,7 @@ pub fn evaluate(record: &Record, contract: &Contract, contract_sha256: &str) -> 
         sides: record.sides.clone(),
         summary,
         cells,
-        spreads: Vec::new(),
-    };
-    verdict.spreads = calibrate::spreads(&verdict);
-    Ok(verdict)
+    })
 }
 
 /// Judges one metric of one cell from the per-round values of each side.

@@ -12,9 +12,9 @@
 //! SHA-256 of the contract it followed. This crate checks the record against
 //! the contract ([`record::validate`]), computes per-side medians and relative
 //! median absolute deviations, judges each cell and metric ([`judge`]) and
-//! renders the outcome as JSON and markdown ([`report`]), with each metric's
-//! largest spread and the variance budget the contract's rule gives for it
-//! ([`calibrate`]). The binary
+//! renders the outcome as JSON and markdown ([`report`]); the markdown ends
+//! with each metric's largest spread and the variance budget the contract's
+//! rule gives for it ([`calibrate`]). The binary
 //! `krabka-parse-benches evaluate` wraps it; the README section "Regression
 //! contract" in `packaging/performance/` documents the formats.
 

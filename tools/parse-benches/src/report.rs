@@ -56,7 +56,7 @@ pub fn markdown(verdict: &Verdict) -> String {
             );
         }
     }
-    spreads(&mut out, &verdict.spreads);
+    spreads(&mut out, &calibrate::spreads(verdict));
     out
 }
 
