@@ -264,8 +264,12 @@ impl ProducerStateManager {
             {
                 return Ok(SequenceCheck::Duplicate(*duplicate));
             }
+            // An epoch without batches (a transactions-v2 marker bumped it)
+            // takes sequence 0 only (last_seq is NO_SEQUENCE, one below 0),
+            // as Kafka's checkSequence: a later batch that got in first
+            // would strand its producer's retries of the earlier ones.
             let last_seq = entry.last_seq();
-            if entry.epoch != NO_PRODUCER_EPOCH && last_seq != NO_SEQUENCE && !in_sequence(last_seq, batch.first_seq) {
+            if entry.epoch != NO_PRODUCER_EPOCH && !in_sequence(last_seq, batch.first_seq) {
                 return Err(ProducerStateError::OutOfOrderSequence {
                     producer_id: batch.producer_id,
                     expected: increment_sequence(last_seq, 1),
@@ -574,6 +578,32 @@ mod tests {
         // Sequences wrap past i32::MAX.
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert!(in_sequence(i32::MAX, 0));
+    }
+
+    #[test]
+    fn an_epoch_a_marker_opened_takes_sequence_zero_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = ProducerStateManager::new(dir.path());
+        let txn = |epoch, first_seq, count, offset| ProducerBatch {
+            transactional: true,
+            ..batch(0, epoch, first_seq, count, offset)
+        };
+        state.update(&txn(0, 0, 17, 0));
+        // Transactions v2: the coordinator's marker carries the bumped epoch.
+        let marker = ProducerBatch {
+            first_seq: NO_SEQUENCE,
+            last_seq: NO_SEQUENCE,
+            marker: Some((true, 0)),
+            ..txn(1, 0, 1, 17)
+        };
+        state.update(&marker);
+        // The next transaction's later batch cannot go first (Kafka 4.3.1
+        // refuses it too): its producer is still retrying 0-14.
+        assert!(matches!(
+            state.check(&txn(1, 15, 2, 18)),
+            Err(ProducerStateError::OutOfOrderSequence { expected: 0, received: 15, .. })
+        ));
+        assert_eq!(state.check(&txn(1, 0, 15, 18)), Ok(SequenceCheck::Append));
     }
 
     #[test]
