@@ -1,12 +1,16 @@
-//! Variance budgets from measured spreads.
+//! Variance and regression budgets from measured spreads.
 //!
 //! The contract's rule (issue 22): a metric's variance budget is about 1.25x
 //! the largest relative MAD either side showed in any cell over its rounds,
 //! rounded up to a whole 5%. Every report shows that figure beside the
 //! budget in force, so a run that justifies a budget change says so, and a
 //! run whose noise outgrew its budget shows by how much.
-
-use serde::Serialize;
+//!
+//! Regression budgets follow the same rule from a *null run*: a
+//! `before_after` of the same source built twice, where every change the
+//! judge sees is the machine's and the build's, not the code's. Its largest
+//! material change per metric, with the same headroom and rounding, is the
+//! smallest regression budget that does not cry wolf.
 
 use crate::judge::{MetricVerdict, Verdict};
 use crate::record::Side;
@@ -17,7 +21,7 @@ pub const HEADROOM: f64 = 1.25;
 pub const STEP: f64 = 0.05;
 
 /// Where a metric's largest relative MAD was seen.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LargestSpread {
     pub relative_mad: f64,
     pub cell: String,
@@ -25,7 +29,7 @@ pub struct LargestSpread {
 }
 
 /// One metric's spread over a whole verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MetricSpread {
     pub metric: String,
     /// The largest defined relative MAD (none when no cell had one).
@@ -46,27 +50,87 @@ pub fn calibrated_budget(largest_relative_mad: f64) -> f64 {
     steps.ceil().max(1.0) * STEP
 }
 
+/// Where a metric's largest material change was seen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LargestChange {
+    /// `|ratio - 1|` of the median per-round ratio.
+    pub change: f64,
+    pub cell: String,
+}
+
+/// One metric's largest material change over a whole verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricChange {
+    pub metric: String,
+    /// The largest change whose difference passed the materiality floor
+    /// (none when no cell's did): changes under the floor are never judged.
+    pub largest: Option<LargestChange>,
+    /// The contract's budget the verdict was judged by.
+    pub regression_budget: f64,
+    /// What the rule gives for `largest` (one step when nothing was material).
+    pub calibrated_budget: f64,
+}
+
 /// Every metric's spread in `verdict`, in the verdict's metric order.
 pub fn spreads(verdict: &Verdict) -> Vec<MetricSpread> {
+    per_metric(verdict, metric_spread)
+}
+
+/// Every metric's largest material change in `verdict`, in the verdict's
+/// metric order; the regression budgets a null run justifies.
+pub fn changes(verdict: &Verdict) -> Vec<MetricChange> {
+    per_metric(verdict, metric_change)
+}
+
+/// Applies `summarise` to each metric's verdicts over all cells.
+fn per_metric<T, F>(verdict: &Verdict, summarise: F) -> Vec<T>
+where
+    F: for<'a> Fn(&'a MetricVerdict, &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>) -> T,
+{
     let Some(first) = verdict.cells.first() else { return Vec::new() };
     first
         .metrics
         .iter()
         .enumerate()
         .map(|(index, metric)| {
-            let per_cell = verdict.cells.iter().map(|cell| (cell.cell.as_str(), &cell.metrics[index]));
-            metric_spread(metric, per_cell)
+            let mut per_cell = verdict.cells.iter().map(|cell| {
+                debug_assert_eq!(cell.metrics[index].metric, metric.metric, "cells list their metrics in one order");
+                (cell.cell.as_str(), &cell.metrics[index])
+            });
+            summarise(metric, &mut per_cell)
         })
         .collect()
 }
 
+fn metric_change<'a>(
+    first: &'a MetricVerdict,
+    per_cell: &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>,
+) -> MetricChange {
+    let mut largest: Option<LargestChange> = None;
+    for (cell, verdict) in per_cell {
+        let Some(change) = verdict.change.map(f64::abs) else { continue };
+        if verdict.difference.abs() <= verdict.materiality_floor {
+            continue;
+        }
+        if largest.as_ref().is_none_or(|l| change > l.change) {
+            largest = Some(LargestChange { change, cell: cell.to_string() });
+        }
+    }
+    let calibrated_budget = calibrated_budget(largest.as_ref().map_or(0.0, |l| l.change));
+    MetricChange {
+        metric: first.metric.clone(),
+        largest,
+        regression_budget: first.regression_budget,
+        calibrated_budget,
+    }
+}
+
 fn metric_spread<'a>(
-    first: &MetricVerdict,
-    per_cell: impl Iterator<Item = (&'a str, &'a MetricVerdict)>,
+    first: &'a MetricVerdict,
+    per_cell: &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>,
 ) -> MetricSpread {
     let mut largest: Option<LargestSpread> = None;
     for (cell, verdict) in per_cell {
-        debug_assert_eq!(verdict.metric, first.metric, "cells list their metrics in one order");
         for (side, stats) in [(Side::Candidate, &verdict.candidate), (Side::Reference, &verdict.reference)] {
             // Records hold no negative values, so a median of 0 has a MAD
             // of 0 and every relative MAD here is defined.

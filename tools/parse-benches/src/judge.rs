@@ -64,9 +64,16 @@ pub struct MetricVerdict {
     pub better: Better,
     pub candidate: SideStats,
     pub reference: SideStats,
-    /// Candidate median / reference median; null when the reference median is 0.
+    /// Candidate / reference in each round (the two trials of a round ran
+    /// next to each other); null when a round's reference value is 0 and its
+    /// candidate value is not.
+    pub round_ratios: Option<Vec<f64>>,
+    /// The median of `round_ratios`; else, when they are undefined, the
+    /// candidate median / the reference median; null when that is undefined too.
     pub ratio: Option<f64>,
-    /// Signed relative change `ratio - 1`; null when the reference median is 0.
+    /// Relative MAD of `round_ratios`: how steady the difference was.
+    pub ratio_relative_mad: Option<f64>,
+    /// Signed relative change `ratio - 1`, what the regression budget is compared with.
     pub change: Option<f64>,
     /// Candidate median minus reference median, in the metric's unit.
     pub difference: f64,
@@ -144,13 +151,26 @@ pub fn evaluate(record: &Record, contract: &Contract, contract_sha256: &str) -> 
     })
 }
 
-/// Judges one metric of one cell from the per-round values of each side.
+/// Judges one metric of one cell from the per-round values of each side
+/// (`candidate[i]` and `reference[i]` from round `i`).
+///
+/// The change judged is the median of the per-round ratios, not the ratio
+/// of the medians: the two trials of a round run back to back, so a slow
+/// spell of the shared machine moves both and cancels in their ratio, while
+/// across rounds it does not.
 pub fn judge(metric: &str, rule: &MetricRule, candidate: Vec<f64>, reference: Vec<f64>) -> MetricVerdict {
+    debug_assert_eq!(candidate.len(), reference.len(), "values are paired by round");
+    let round_ratios = round_ratios(&candidate, &reference);
     let candidate = stats(candidate);
     let reference = stats(reference);
     let (c, r) = (candidate.median, reference.median);
     let difference = c - r;
-    let ratio = (r != 0.0).then(|| c / r);
+    let paired = round_ratios.clone().map(stats);
+    let ratio = match &paired {
+        Some(p) => Some(p.median),
+        None => (r != 0.0).then(|| c / r),
+    };
+    let ratio_relative_mad = paired.and_then(|p| p.relative_mad);
     let change = ratio.map(|x| x - 1.0);
     let noisy = |s: &SideStats| s.relative_mad.is_none_or(|m| m > rule.variance_budget);
     // Positive when the candidate is worse, relative to the reference.
@@ -178,7 +198,9 @@ pub fn judge(metric: &str, rule: &MetricRule, candidate: Vec<f64>, reference: Ve
         better: rule.better,
         candidate,
         reference,
+        round_ratios,
         ratio,
+        ratio_relative_mad,
         change,
         difference,
         regression_budget: rule.regression_budget,
@@ -186,6 +208,19 @@ pub fn judge(metric: &str, rule: &MetricRule, candidate: Vec<f64>, reference: Ve
         materiality_floor: rule.materiality_floor,
         status,
     }
+}
+
+/// Each round's candidate / reference; none when a round's reference is 0
+/// and its candidate is not (two zeros are equal: a ratio of 1).
+fn round_ratios(candidate: &[f64], reference: &[f64]) -> Option<Vec<f64>> {
+    let ratio = |(c, r): (&f64, &f64)| {
+        if *r != 0.0 {
+            Some(c / r)
+        } else {
+            (*c == 0.0).then_some(1.0)
+        }
+    };
+    candidate.iter().zip(reference).map(ratio).collect()
 }
 
 /// Median, MAD and relative MAD of `values` (which must not be empty).

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::calibrate::{self, MetricSpread};
+use crate::calibrate::{self, MetricChange, MetricSpread};
 use crate::judge::{Outcome, Status, Verdict};
 use crate::record::{Mode, Side};
 
@@ -32,17 +32,22 @@ pub fn markdown(verdict: &Verdict) -> String {
         "- regressions: {}, improvements: {}, rejected for variance: {}\n",
         s.regressions, s.improvements, s.rejected_for_variance
     );
-    let _ = writeln!(out, "Ratio is candidate / reference median; rel. MAD is the median absolute deviation over the rounds divided by the median.\n");
     let _ = writeln!(
         out,
-        "| cell | metric | candidate median | reference median | ratio | change | candidate rel. MAD | reference rel. MAD | status |"
+        "Ratio is the median over the rounds of each round's candidate / reference (the two trials of a round ran back to back); \
+         ratio rel. MAD is how much those per-round ratios spread; a side's rel. MAD is the median absolute deviation of its values \
+         over the rounds divided by their median.\n"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        out,
+        "| cell | metric | candidate median | reference median | ratio | change | ratio rel. MAD | candidate rel. MAD | reference rel. MAD | status |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for cell in &verdict.cells {
         for m in &cell.metrics {
             let _ = writeln!(
                 out,
-                "| {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell.cell,
                 m.metric,
                 m.unit,
@@ -50,6 +55,7 @@ pub fn markdown(verdict: &Verdict) -> String {
                 number(m.reference.median),
                 m.ratio.map_or("n/a".to_string(), |r| format!("{r:.3}")),
                 m.change.map_or("n/a".to_string(), |c| format!("{:+.1}%", c * 100.0)),
+                percent(m.ratio_relative_mad),
                 percent(m.candidate.relative_mad),
                 percent(m.reference.relative_mad),
                 status(m.status),
@@ -57,7 +63,38 @@ pub fn markdown(verdict: &Verdict) -> String {
         }
     }
     spreads(&mut out, &calibrate::spreads(verdict));
+    if verdict.mode == Mode::BeforeAfter {
+        changes(&mut out, &calibrate::changes(verdict));
+    }
     out
+}
+
+/// Each metric's largest material change against its regression budget.
+fn changes(out: &mut String, changes: &[MetricChange]) {
+    let _ = writeln!(out, "\n## Largest material change\n");
+    let _ = writeln!(
+        out,
+        "When both sides are the same source built twice (a null run), every change is the machine's or the build's, \
+         and the calibrated budget ({}x the largest, rounded up to a whole {:.0}%) is the regression budget the contract's \
+         rule gives. Changes under the materiality floor are left out, as the judge leaves them.\n",
+        calibrate::HEADROOM,
+        calibrate::STEP * 100.0
+    );
+    let _ = writeln!(out, "| metric | largest change | cell | regression budget | calibrated budget |");
+    let _ = writeln!(out, "|---|---:|---|---:|---:|");
+    for c in changes {
+        let (change, cell) = match &c.largest {
+            Some(l) => (percent(Some(l.change)), l.cell.as_str()),
+            None => ("n/a".to_string(), ""),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {change} | {cell} | {} | {} |",
+            c.metric,
+            percent(Some(c.regression_budget)),
+            percent(Some(c.calibrated_budget))
+        );
+    }
 }
 
 /// Each metric's largest relative MAD against its variance budget.

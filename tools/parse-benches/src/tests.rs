@@ -412,3 +412,61 @@ fn spreads_name_the_largest_relative_mad_and_its_budget() {
     let md = report::markdown(&v);
     assert!(md.contains("| records_per_second | 40.0% | b | reference | 10.0% | 50.0% |"), "{md}");
 }
+
+#[test]
+fn rounds_are_judged_by_their_paired_ratios() {
+    let (contract, _) = contract();
+    let rule = contract.rules().find(|(m, _)| *m == "records_per_second").unwrap().1;
+    // The machine slowed both sides by 9% in rounds 3 and 4 but only the
+    // reference's slow rounds sit above its median: the medians differ by
+    // 8%, while every round's pair is within 8% and their median is 1.
+    let reference = vec![100_000.0, 100_000.0, 100_000.0, 91_000.0, 91_000.0];
+    let candidate = vec![98_000.0, 102_000.0, 92_000.0, 91_000.0, 91_000.0];
+    let v = judge::judge("records_per_second", rule, candidate, reference);
+    assert!(v.candidate.median / v.reference.median < 0.95, "the medians alone would call it a regression");
+    assert_eq!(v.round_ratios.as_deref(), Some(&[0.98, 1.02, 0.92, 1.0, 1.0][..]));
+    assert!((v.ratio.unwrap() - 1.0).abs() < 1e-12);
+    assert!((v.ratio_relative_mad.unwrap() - 0.02).abs() < 1e-12);
+    assert_eq!(v.status, Status::WithinBudget);
+    // A round whose reference is 0 while its candidate is not has no ratio:
+    // then the ratio of the medians stands in.
+    let v = judge::judge("records_per_second", rule, vec![2.0, 1.0, 1.0], vec![0.0, 1.0, 2.0]);
+    assert_eq!(v.round_ratios, None);
+    assert_eq!(v.ratio, Some(1.0));
+    let v = judge::judge("records_per_second", rule, vec![0.0, 1.0], vec![0.0, 2.0]);
+    assert_eq!(v.round_ratios.as_deref(), Some(&[1.0, 0.5][..]));
+}
+
+#[test]
+fn a_null_run_calibrates_the_regression_budgets() {
+    let (_, digest) = contract();
+    // Cell b's candidate steadily 7% slower; cell a's p99 10% worse, but
+    // that is 0.5 ms, under the 1 ms floor.
+    let r = record(Mode::BeforeAfter, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if side == Side::Candidate && c == "b" {
+            v[0] *= 0.93;
+        }
+        if side == Side::Candidate && c == "a" {
+            v[3] *= 1.1;
+        }
+        v
+    });
+    let v = eval(&r).unwrap();
+    assert_eq!(status(&v, "b", "records_per_second"), Status::Regression);
+    let changes = crate::calibrate::changes(&v);
+    let rps = changes.iter().find(|c| c.metric == "records_per_second").unwrap();
+    let largest = rps.largest.as_ref().unwrap();
+    assert_eq!(largest.cell, "b");
+    assert!((largest.change - 0.07).abs() < 1e-9);
+    assert!((rps.calibrated_budget - 0.10).abs() < 1e-12);
+    let p99 = changes.iter().find(|c| c.metric == "p99_latency_ms").unwrap();
+    assert_eq!(p99.largest, None);
+    assert!((p99.calibrated_budget - 0.05).abs() < 1e-12);
+    let md = report::markdown(&v);
+    assert!(md.contains("| records_per_second | 7.0% | b | 5.0% | 10.0% |"), "{md}");
+    assert!(md.contains("| p99_latency_ms | n/a |  | 10.0% | 5.0% |"), "{md}");
+    // Kafka is not the same source built twice: no such table.
+    let r = record(Mode::PinnedKafka, &digest, 5, same);
+    assert!(!report::markdown(&eval(&r).unwrap()).contains("Largest material change"));
+}
