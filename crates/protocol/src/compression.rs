@@ -14,6 +14,7 @@
 
 use std::io::{Read, Write};
 
+mod lz4_block;
 mod lz4_frame;
 
 /// A record batch compression codec, numbered as in the attributes field.

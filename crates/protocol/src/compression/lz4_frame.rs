@@ -5,8 +5,8 @@
 //! frame's largest block) and then copies out of it through `Read`, which
 //! zeroes the destination again. The leader reads every produced batch, and
 //! profiles of the capacity cells showed that zeroing and copying costing
-//! more than the decompression. Here a compressed block decompresses in
-//! place at the end of `output` and a stored block is copied once.
+//! more than the decompression. Here a compressed block decodes onto the
+//! end of `output` (`lz4_block`) and a stored block is copied once.
 //!
 //! Only the frames Kafka's clients write take this path: the frame format's
 //! version 01 with independent blocks, no dictionary and no content checksum
@@ -16,6 +16,7 @@
 //! accepted and refused there does not change. As Kafka's reader, a frame
 //! must end with its end mark.
 
+use super::lz4_block::{self, BlockError};
 use super::{corrupt, Compression, CompressionError};
 
 const MAGIC: u32 = 0x184D_2204;
@@ -39,12 +40,6 @@ const BD_RESERVED: u8 = 0b1000_1111;
 
 /// A block size word with this bit set holds the block's bytes as they are.
 const BLOCK_STORED: u32 = 1 << 31;
-
-/// Each byte of an LZ4 block expands to at most 255 bytes (a length byte
-/// adds 255 to a match), so a block of `n` bytes holds at most `255 * n`.
-/// Sizing the space for a block by this spares zeroing a whole maximum
-/// block for a small one.
-const MAX_EXPANSION: usize = 255;
 
 /// The parts of a frame header this reader needs.
 #[derive(Debug, PartialEq, Eq)]
@@ -154,9 +149,8 @@ fn append_stored(
     Ok(())
 }
 
-/// Decompresses one block in place at the end of `output`: the space is
-/// zeroed once (safe Rust has no way around that), sized by what the block
-/// can hold, and cut back to what it held.
+/// Decompresses one block onto the end of `output` (no room zeroed first:
+/// see `lz4_block`).
 fn append_decompressed(
     block: &[u8],
     max_block_bytes: usize,
@@ -164,26 +158,16 @@ fn append_decompressed(
     max_output_bytes: usize,
     output: &mut Vec<u8>,
 ) -> Result<(), CompressionError> {
-    let can_hold = max_block_bytes.min(block.len().saturating_mul(MAX_EXPANSION));
-    let space = can_hold.min(room);
-    let at = output.len();
-    output.resize(at + space, 0);
-    match lz4_flex::block::decompress_into(block, &mut output[at..]) {
-        Ok(written) => {
-            debug_assert!(written <= space);
-            output.truncate(at + written);
-            Ok(())
-        }
-        // Only the cap, not the block's own limit, can make valid data too
-        // big for the space.
-        Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) if space < can_hold => {
-            output.truncate(at);
+    match lz4_block::decode_block(block, max_block_bytes.min(room), output) {
+        Ok(()) => Ok(()),
+        // Only the cap, not the block's own limit, makes valid data too big.
+        Err(BlockError::OverLimit) if room < max_block_bytes => {
             Err(CompressionError::TooLarge { codec: Compression::Lz4, max_output_bytes })
         }
-        Err(e) => {
-            output.truncate(at);
-            Err(corrupt(Compression::Lz4, e))
+        Err(BlockError::OverLimit) => {
+            Err(lz4_corrupt(format!("block decodes past the frame's {max_block_bytes} bytes")))
         }
+        Err(BlockError::Corrupt(reason)) => Err(lz4_corrupt(reason)),
     }
 }
 
