@@ -13,6 +13,9 @@
 //! - records of a valid batch (decompressed with a 1 MiB cap) yield at most
 //!   `recordCount` records, exactly that many when none fails, and each
 //!   record's headers iterate to the count they declare;
+//! - the records agree, field for field and on where the first error falls,
+//!   with a plain reference reader of the record format written here from
+//!   the protocol's description (the library's reader is tuned for speed);
 //! - a valid batch whose records all parse rebuilds with `RecordBatchBuilder`
 //!   (same codec and header fields) into a valid batch with the same records;
 //! - `RecordBatchMut` patches keep a valid batch valid and read back.
@@ -80,6 +83,7 @@ fn check_batch(batch: &RecordBatch) {
     }
     // Callers should validate first, but reading records must be safe anyway.
     let Ok(records) = batch.records(MAX_DECOMPRESSED_BYTES) else { return };
+    check_against_reference(batch);
     let count = usize::try_from(batch.record_count()).expect("records() accepted a negative count");
     assert!(records.len() == count);
     let mut parsed = Vec::new();
@@ -190,4 +194,122 @@ fn check_patches(batch: &RecordBatch) {
     assert_eq!(patched.timestamp_type(), TimestampType::LogAppendTime);
     assert_eq!(patched.max_timestamp(), log_append_time_ms);
     assert_eq!(patched.records_section(), batch.records_section());
+}
+
+/// One record as the reference reader sees it.
+#[derive(Debug, PartialEq)]
+struct PlainRecord {
+    attributes: i8,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+/// The library's borrowed and owned records against the reference reader.
+fn check_against_reference(batch: &RecordBatch) {
+    let Ok(decoded) = batch.decode_records(MAX_DECOMPRESSED_BYTES) else { return };
+    let (expected, expect_error) = reference_records(decoded.as_bytes(), decoded.len());
+    let mut borrowed = Vec::new();
+    let mut borrowed_error = false;
+    for item in decoded.iter() {
+        match item {
+            Ok(r) => borrowed.push(PlainRecord {
+                attributes: r.attributes,
+                timestamp_delta: r.timestamp_delta,
+                offset_delta: r.offset_delta,
+                key: r.key.map(<[u8]>::to_vec),
+                value: r.value.map(<[u8]>::to_vec),
+                headers: r.headers.iter().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect(),
+            }),
+            Err(_) => borrowed_error = true,
+        }
+    }
+    assert_eq!(borrowed, expected, "borrowed records differ from the reference reader's");
+    assert_eq!(borrowed_error, expect_error, "borrowed records and the reference disagree on an error");
+    let owned: Vec<PlainRecord> = decoded
+        .into_iter()
+        .map_while(Result::ok)
+        .map(|r| PlainRecord {
+            attributes: r.attributes,
+            timestamp_delta: r.timestamp_delta,
+            offset_delta: r.offset_delta,
+            key: r.key.map(|k| k.to_vec()),
+            value: r.value.map(|v| v.to_vec()),
+            headers: r.headers.iter().map(|h| (h.key.to_vec(), h.value.map(|v| v.to_vec()))).collect(),
+        })
+        .collect();
+    assert_eq!(owned, expected, "owned records differ from the reference reader's");
+}
+
+/// Reads `count` records from `section` the plain way: the records before
+/// the first malformed one, and whether one was (leftover bytes count).
+fn reference_records(section: &[u8], count: usize) -> (Vec<PlainRecord>, bool) {
+    let mut at = 0;
+    let mut records = Vec::new();
+    for _ in 0..count {
+        match reference_record(section, &mut at) {
+            Some(record) => records.push(record),
+            None => return (records, true),
+        }
+    }
+    (records, at != section.len())
+}
+
+fn reference_record(section: &[u8], at: &mut usize) -> Option<PlainRecord> {
+    let length = usize::try_from(zigzag(varint(section, at, 5)?)).ok()?;
+    if length > section.len() - *at {
+        return None;
+    }
+    let start = *at;
+    let attributes = *section.get(*at)? as i8;
+    *at += 1;
+    let timestamp_delta = zigzag(varint(section, at, 10)?);
+    let offset_delta = zigzag(varint(section, at, 5)?) as i32;
+    let key = field(section, at)?;
+    let value = field(section, at)?;
+    let header_count = usize::try_from(zigzag(varint(section, at, 5)?)).ok()?;
+    let mut headers = Vec::new();
+    for _ in 0..header_count {
+        let key = field(section, at)??;
+        headers.push((key, field(section, at)?));
+    }
+    (*at - start == length).then_some(PlainRecord { attributes, timestamp_delta, offset_delta, key, value, headers })
+}
+
+/// A length-prefixed field: `Some(None)` is null, `None` malformed.
+fn field(section: &[u8], at: &mut usize) -> Option<Option<Vec<u8>>> {
+    let length = zigzag(varint(section, at, 5)?);
+    if length == -1 {
+        return Some(None);
+    }
+    let length = usize::try_from(length).ok().filter(|&n| n <= section.len() - *at)?;
+    let bytes = section[*at..*at + length].to_vec();
+    *at += length;
+    Some(Some(bytes))
+}
+
+/// An unsigned varint of at most `max_bytes` (5 for 32 bits, 10 for 64),
+/// whose last possible byte holds only the bits that are left (the library
+/// refuses the rest; Kafka's own reader drops them).
+fn varint(section: &[u8], at: &mut usize, max_bytes: usize) -> Option<u64> {
+    let last_byte_max = if max_bytes == 5 { 0x0f } else { 0x01 };
+    let mut value = 0u64;
+    for i in 0..max_bytes {
+        let byte = *section.get(*at)?;
+        *at += 1;
+        if i == max_bytes - 1 && byte > last_byte_max {
+            return None;
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+fn zigzag(raw: u64) -> i64 {
+    ((raw >> 1) as i64) ^ -((raw & 1) as i64)
 }

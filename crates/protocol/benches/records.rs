@@ -1,6 +1,7 @@
 //! Record batch hot-path micro-benchmarks: CRC-32C (crc-fast against the
 //! crc32c crate, side by side), validating and iterating a tiny batch, and
-//! validating a 64 KiB batch uncompressed and LZ4.
+//! validating a 64 KiB batch uncompressed and LZ4, and walking a batch of
+//! many small records (the load generator's 100 B cell: key, two headers).
 //!
 //! `cargo bench -p krabka-protocol --bench records -- --warm-up-time 1 --measurement-time 3`
 
@@ -9,7 +10,7 @@ use std::hint::black_box;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use krabka_protocol::compression::Compression;
-use krabka_protocol::records::{crc32c, NewRecord, RecordBatch, RecordBatchBuilder, RecordError};
+use krabka_protocol::records::{crc32c, NewHeader, NewRecord, RecordBatch, RecordBatchBuilder, RecordError};
 
 const KIB: usize = 1024;
 const MAX_DECOMPRESSED_BYTES: usize = 8 * 1024 * KIB;
@@ -129,5 +130,41 @@ fn batch_64k(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, crc, one_record, batch_64k);
+/// 655 records of 100 B values, each with a key and two headers, as the
+/// load generator's 100 B batches carry: the per-record parsing cost.
+fn small_records(c: &mut Criterion) {
+    const RECORDS: usize = 655;
+    let value = text_bytes(100, 3);
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for i in 0..RECORDS {
+        let key = format!("key-{i:08}");
+        let ns = (1_700_000_000_000_000_000u64 + i as u64).to_be_bytes();
+        let headers =
+            [NewHeader { key: b"run", value: Some(b"0123456789abcdef") }, NewHeader { key: b"ns", value: Some(&ns) }];
+        let record = NewRecord {
+            timestamp_ms: 1_700_000_000_000 + i as i64,
+            key: Some(key.as_bytes()),
+            value: Some(&value),
+            headers: &headers,
+        };
+        builder.append(&record).expect("benchmark records fit a batch");
+    }
+    let bytes = builder.build().expect("benchmark batch builds").into_bytes();
+    let batch = RecordBatch::new(bytes).expect("benchmark batch frames");
+    let records = batch.decode_records(MAX_DECOMPRESSED_BYTES).expect("benchmark batch decodes");
+    let mut group = c.benchmark_group("batch_655_100B_records");
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.bench_function("iterate", |b| {
+        b.iter(|| {
+            let mut value_bytes = 0;
+            for record in black_box(&records) {
+                value_bytes += record.expect("valid record").value.map_or(0, <[u8]>::len);
+            }
+            value_bytes
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, crc, one_record, batch_64k, small_records);
 criterion_main!(benches);

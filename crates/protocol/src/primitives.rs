@@ -59,51 +59,89 @@ pub fn get_uuid(buf: &mut Bytes) -> DecodeResult<Uuid> {
 /// Unsigned LEB128 varint of at most 5 bytes (a u32).
 #[inline]
 pub fn get_unsigned_varint(buf: &mut Bytes) -> DecodeResult<u32> {
-    let mut value: u32 = 0;
-    for i in 0..5 {
-        ensure(buf, 1)?;
-        let byte = buf.get_u8();
-        if i == 4 && byte > 0x0f {
-            return Err(DecodeError::VarintTooLong(5));
-        }
-        value |= u32::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err(DecodeError::VarintTooLong(5))
+    let (value, length) = read_unsigned_varint(buf.chunk())?;
+    buf.advance(length);
+    Ok(value)
 }
 
 /// Unsigned LEB128 varint of at most 10 bytes (a u64).
 #[inline]
 pub fn get_unsigned_varlong(buf: &mut Bytes) -> DecodeResult<u64> {
-    let mut value: u64 = 0;
-    for i in 0..10 {
-        ensure(buf, 1)?;
-        let byte = buf.get_u8();
-        if i == 9 && byte > 0x01 {
-            return Err(DecodeError::VarintTooLong(10));
-        }
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err(DecodeError::VarintTooLong(10))
+    let (value, length) = read_unsigned_varlong(buf.chunk())?;
+    buf.advance(length);
+    Ok(value)
 }
 
 /// Zig-zag signed varint (record fields).
 #[inline]
 pub fn get_varint(buf: &mut Bytes) -> DecodeResult<i32> {
-    let raw = get_unsigned_varint(buf)?;
-    Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+    Ok(zigzag_i32(get_unsigned_varint(buf)?))
 }
 
 /// Zig-zag signed varlong (record fields).
 #[inline]
 pub fn get_varlong(buf: &mut Bytes) -> DecodeResult<i64> {
-    let raw = get_unsigned_varlong(buf)?;
-    Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+    Ok(zigzag_i64(get_unsigned_varlong(buf)?))
+}
+
+/// The unsigned varint (at most 5 bytes) at the front of `bytes`: its value
+/// and how many bytes it took. Slices are what hot parsers walk (record
+/// fields are read by index, with no reference-counted cursor to move).
+#[inline]
+pub fn read_unsigned_varint(bytes: &[u8]) -> DecodeResult<(u32, usize)> {
+    // One byte is the common case: lengths below 128, small deltas.
+    if let Some(&byte) = bytes.first() {
+        if byte < 0x80 {
+            return Ok((u32::from(byte), 1));
+        }
+    }
+    let mut value: u32 = 0;
+    for i in 0..5 {
+        let &byte = bytes.get(i).ok_or(DecodeError::Truncated { needed: 1, remaining: 0 })?;
+        if i == 4 && byte > 0x0f {
+            return Err(DecodeError::VarintTooLong(5));
+        }
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok((value, i + 1));
+        }
+    }
+    Err(DecodeError::VarintTooLong(5))
+}
+
+/// The unsigned varlong (at most 10 bytes) at the front of `bytes`: its value
+/// and how many bytes it took.
+#[inline]
+pub fn read_unsigned_varlong(bytes: &[u8]) -> DecodeResult<(u64, usize)> {
+    if let Some(&byte) = bytes.first() {
+        if byte < 0x80 {
+            return Ok((u64::from(byte), 1));
+        }
+    }
+    let mut value: u64 = 0;
+    for i in 0..10 {
+        let &byte = bytes.get(i).ok_or(DecodeError::Truncated { needed: 1, remaining: 0 })?;
+        if i == 9 && byte > 0x01 {
+            return Err(DecodeError::VarintTooLong(10));
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok((value, i + 1));
+        }
+    }
+    Err(DecodeError::VarintTooLong(10))
+}
+
+/// Zig-zag decoding: 0, -1, 1, -2... from 0, 1, 2, 3...
+#[inline]
+pub fn zigzag_i32(raw: u32) -> i32 {
+    ((raw >> 1) as i32) ^ -((raw & 1) as i32)
+}
+
+/// Zig-zag decoding of a varlong's value.
+#[inline]
+pub fn zigzag_i64(raw: u64) -> i64 {
+    ((raw >> 1) as i64) ^ -((raw & 1) as i64)
 }
 
 /// Reads a length prefix: i16/i32 in classic form, unsigned varint N+1 in

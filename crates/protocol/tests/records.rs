@@ -8,6 +8,7 @@ use krabka_protocol::records::{
     crc32c, crc32c_append, whole_batches, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder,
     RecordBatchMut, RecordBatches, RecordError, TimestampType, BATCH_HEADER_BYTES,
 };
+use krabka_protocol::DecodeError;
 use proptest::prelude::*;
 
 const LIMIT_BYTES: usize = 1024 * 1024;
@@ -268,6 +269,39 @@ fn record_count_and_record_lengths_are_checked() {
     assert_eq!(codec7.validate(), Err(RecordError::Compression(CompressionError::UnknownCodec(7))));
 }
 
+/// `batch` with `tail` appended to its records section and one more record
+/// declared, so the extra record is read from `tail` alone.
+fn with_extra_record_bytes(batch: &RecordBatch, tail: &[u8]) -> RecordBatch {
+    with_fixed_crc(BytesMut::from(&batch.as_bytes()[..]), |b| {
+        b.extend_from_slice(tail);
+        let batch_length = i32::try_from(b.len() - 12).unwrap();
+        b[8..12].copy_from_slice(&batch_length.to_be_bytes());
+        let count = i32::from_be_bytes(b[57..61].try_into().unwrap()) + 1;
+        b[57..61].copy_from_slice(&count.to_be_bytes());
+    })
+}
+
+#[test]
+fn a_varint_cut_off_or_too_long_at_the_end_of_the_section_is_an_error() {
+    let batch = one_batch(Compression::None, 0, &[b"one"]);
+    let cases: [(&[u8], RecordError); 3] = [
+        (&[0x80], DecodeError::Truncated { needed: 1, remaining: 0 }.into()),
+        (&[0xff, 0xff], DecodeError::Truncated { needed: 1, remaining: 0 }.into()),
+        (&[0xff, 0xff, 0xff, 0xff, 0x1f], DecodeError::VarintTooLong(5).into()),
+    ];
+    for (tail, expected) in cases {
+        let extended = with_extra_record_bytes(&batch, tail);
+        extended.validate().unwrap();
+        let owned: Vec<_> = extended.records(LIMIT_BYTES).unwrap().collect();
+        assert_eq!(owned.len(), 2, "{tail:?}");
+        assert!(owned[0].is_ok());
+        assert_eq!(owned[1].as_ref().unwrap_err(), &expected, "{tail:?}");
+        let decoded = extended.decode_records(LIMIT_BYTES).unwrap();
+        let borrowed: Vec<_> = decoded.iter().collect();
+        assert_eq!(borrowed[1].as_ref().unwrap_err(), &expected, "{tail:?}");
+    }
+}
+
 #[test]
 fn decompression_is_capped_inside_a_batch() {
     let value = vec![0u8; 2 * LIMIT_BYTES];
@@ -407,7 +441,11 @@ fn test_record() -> impl Strategy<Value = TestRecord> {
         prop_oneof![4 => Just(1i64), 1 => 1i64..1_000],
         prop_oneof![3 => 1_600_000_000_000i64..1_800_000_000_000, 1 => any::<i64>()],
         proptest::option::weighted(0.8, small_bytes(40)),
-        proptest::option::weighted(0.9, prop_oneof![small_bytes(200), Just(vec![b'x'; 3_000])]),
+        // Values whose lengths take one, two and three varint bytes.
+        proptest::option::weighted(
+            0.9,
+            prop_oneof![8 => small_bytes(200), 2 => Just(vec![b'x'; 3_000]), 1 => Just(vec![b'y'; 20_000])],
+        ),
         proptest::collection::vec((small_bytes(10), proptest::option::of(small_bytes(10))), 0..3),
     )
         .prop_map(|(offset_gap, timestamp_ms, key, value, headers)| TestRecord {

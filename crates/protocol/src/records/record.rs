@@ -8,8 +8,9 @@
 //! headers: [headerKeyLength varint, headerKey, headerValueLength varint (-1 = null), headerValue]
 //! ```
 //!
-//! Parsing walks one `Bytes` cursor with `advance`, which moves a pointer and
-//! touches no reference count, and notes where each field lies. Two views are
+//! Parsing walks the section by index ([`Cursor`]) and notes where each
+//! field lies; profiled on 100 B records, reading through a `Bytes` cursor
+//! (a bounds check and a pointer update per byte) cost a third of produce. Two views are
 //! built from those positions: [`RecordRef`] borrows slices of the section (no
 //! per-record cost at all, for validation), [`Record`] holds `Bytes` slices of
 //! it (one reference count per present field, for records that outlive the
@@ -19,39 +20,127 @@ use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::Range;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 
 use super::{RecordError, MIN_RECORD_BYTES};
-use crate::primitives::{get_i8, get_varint, get_varlong};
+use crate::error::DecodeError;
+use crate::primitives::{read_unsigned_varint, read_unsigned_varlong, zigzag_i32, zigzag_i64};
 
 // ---------------------------------------------------------------- parsing
 
-/// Reads a varint-length-prefixed field (-1 is null) from `cursor`, a suffix
-/// of a buffer `origin_len` long, and returns where it lies in that buffer.
-#[inline]
-fn read_field(cursor: &mut Bytes, origin_len: usize, what: &'static str) -> Result<Option<Range<usize>>, RecordError> {
-    let length = get_varint(cursor)?;
-    if length == -1 {
-        return Ok(None);
-    }
-    match usize::try_from(length) {
-        Ok(n) if n <= cursor.len() => {
-            let start = origin_len - cursor.len();
-            cursor.advance(n);
-            Ok(Some(start..start + n))
+/// What is wrong with a malformed record, as parsing carries it: small and
+/// without drop glue, so the hot path moves no [`RecordError`] around; it
+/// becomes one when a walk ends on it.
+#[derive(Debug, Clone, Copy)]
+enum Malformed {
+    Truncated,
+    VarintTooLong(usize),
+    FieldLength { what: &'static str, length: i32 },
+    RecordLength(i32),
+    SizeMismatch { declared: usize, read: usize },
+}
+
+impl From<Malformed> for RecordError {
+    fn from(malformed: Malformed) -> RecordError {
+        match malformed {
+            Malformed::Truncated => DecodeError::Truncated { needed: 1, remaining: 0 }.into(),
+            Malformed::VarintTooLong(bytes) => DecodeError::VarintTooLong(bytes).into(),
+            Malformed::FieldLength { what, length } => RecordError::InvalidFieldLength { what, length },
+            Malformed::RecordLength(length) => RecordError::InvalidRecordLength(length),
+            Malformed::SizeMismatch { declared, read } => RecordError::RecordSizeMismatch { declared, read },
         }
-        _ => Err(RecordError::InvalidFieldLength { what, length }),
     }
 }
 
-/// One header's key and value positions.
-#[inline]
-fn read_header(cursor: &mut Bytes, origin_len: usize) -> Result<(Range<usize>, Option<Range<usize>>), RecordError> {
-    // Kafka rejects a null (negative) header key.
-    let key = read_field(cursor, origin_len, "header key")?
-        .ok_or(RecordError::InvalidFieldLength { what: "header key", length: -1 })?;
-    let value = read_field(cursor, origin_len, "header value")?;
-    Ok((key, value))
+/// A read position in a records section (or a record's encoded headers).
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline(always)]
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    #[inline(always)]
+    fn i8(&mut self) -> Result<i8, Malformed> {
+        let &byte = self.bytes.get(self.pos).ok_or(Malformed::Truncated)?;
+        self.pos += 1;
+        Ok(byte as i8)
+    }
+
+    /// An unsigned varint of at most `max_bytes`; one- and two-byte values
+    /// (most lengths and deltas in a record) are read inline.
+    #[inline(always)]
+    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, Malformed> {
+        match self.bytes.get(self.pos..self.pos + 2) {
+            Some(&[first, _]) if first < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(first))
+            }
+            Some(&[first, second]) if second < 0x80 => {
+                self.pos += 2;
+                Ok(u64::from(first & 0x7f) | u64::from(second) << 7)
+            }
+            _ => self.unsigned_long(max_bytes),
+        }
+    }
+
+    /// [`Cursor::unsigned`] past two bytes, or at the section's last byte.
+    fn unsigned_long(&mut self, max_bytes: usize) -> Result<u64, Malformed> {
+        let read = if max_bytes == 5 {
+            read_unsigned_varint(&self.bytes[self.pos..]).map(|(value, length)| (u64::from(value), length))
+        } else {
+            read_unsigned_varlong(&self.bytes[self.pos..])
+        };
+        match read {
+            Ok((value, length)) => {
+                self.pos += length;
+                Ok(value)
+            }
+            Err(DecodeError::VarintTooLong(bytes)) => Err(Malformed::VarintTooLong(bytes)),
+            Err(_) => Err(Malformed::Truncated),
+        }
+    }
+
+    #[inline(always)]
+    fn varint(&mut self) -> Result<i32, Malformed> {
+        // At most 5 bytes: the value fits a u32.
+        Ok(zigzag_i32(self.unsigned(5)? as u32))
+    }
+
+    #[inline(always)]
+    fn varlong(&mut self) -> Result<i64, Malformed> {
+        Ok(zigzag_i64(self.unsigned(10)?))
+    }
+
+    /// A varint-length-prefixed field (-1 is null): where it lies.
+    #[inline(always)]
+    fn field(&mut self, what: &'static str) -> Result<Option<Range<usize>>, Malformed> {
+        let length = self.varint()?;
+        if length == -1 {
+            return Ok(None);
+        }
+        match usize::try_from(length) {
+            Ok(n) if n <= self.remaining() => {
+                let start = self.pos;
+                self.pos += n;
+                Ok(Some(start..self.pos))
+            }
+            _ => Err(Malformed::FieldLength { what, length }),
+        }
+    }
+
+    /// One header's key and value positions.
+    #[inline(always)]
+    fn header(&mut self) -> Result<(Range<usize>, Option<Range<usize>>), Malformed> {
+        // Kafka rejects a null (negative) header key.
+        let key = self.field("header key")?.ok_or(Malformed::FieldLength { what: "header key", length: -1 })?;
+        let value = self.field("header value")?;
+        Ok((key, value))
+    }
 }
 
 /// Where one record's fields lie in the records section.
@@ -65,35 +154,35 @@ struct RawRecord {
     header_count: usize,
 }
 
-/// Reads one record from the front of `cursor` (a suffix of a section
-/// `origin_len` long), checking that its fields fill exactly the length it
-/// declares and that every header is well formed.
-fn read_record(cursor: &mut Bytes, origin_len: usize) -> Result<RawRecord, RecordError> {
-    let length = get_varint(cursor)?;
+/// Reads the record at `cursor`, checking that its fields fill exactly the
+/// length it declares and that every header is well formed.
+#[inline(always)]
+fn read_record(cursor: &mut Cursor<'_>) -> Result<RawRecord, Malformed> {
+    let length = cursor.varint()?;
     let length_bytes = match usize::try_from(length) {
-        Ok(n) if n <= cursor.len() => n,
-        _ => return Err(RecordError::InvalidRecordLength(length)),
+        Ok(n) if n <= cursor.remaining() => n,
+        _ => return Err(Malformed::RecordLength(length)),
     };
     // Fields are read straight from the cursor; a record whose fields run past
     // its length is caught by the size check below.
-    let start_len = cursor.len();
-    let attributes = get_i8(cursor)?;
-    let timestamp_delta = get_varlong(cursor)?;
-    let offset_delta = get_varint(cursor)?;
-    let key = read_field(cursor, origin_len, "key")?;
-    let value = read_field(cursor, origin_len, "value")?;
-    let header_count = get_varint(cursor)?;
+    let start = cursor.pos;
+    let attributes = cursor.i8()?;
+    let timestamp_delta = cursor.varlong()?;
+    let offset_delta = cursor.varint()?;
+    let key = cursor.field("key")?;
+    let value = cursor.field("value")?;
+    let header_count = cursor.varint()?;
     let header_count = usize::try_from(header_count)
-        .map_err(|_| RecordError::InvalidFieldLength { what: "headers count", length: header_count })?;
-    let headers_start = origin_len - cursor.len();
+        .map_err(|_| Malformed::FieldLength { what: "headers count", length: header_count })?;
+    let headers_start = cursor.pos;
     // Every header takes at least two bytes, so this loop ends with the input.
     for _ in 0..header_count {
-        read_header(cursor, origin_len)?;
+        cursor.header()?;
     }
-    let headers = headers_start..origin_len - cursor.len();
-    let read_bytes = start_len - cursor.len();
+    let headers = headers_start..cursor.pos;
+    let read_bytes = cursor.pos - start;
     if read_bytes != length_bytes {
-        return Err(RecordError::RecordSizeMismatch { declared: length_bytes, read: read_bytes });
+        return Err(Malformed::SizeMismatch { declared: length_bytes, read: read_bytes });
     }
     Ok(RawRecord { attributes, timestamp_delta, offset_delta, key, value, headers, header_count })
 }
@@ -162,8 +251,7 @@ impl DecodedRecords {
 
     fn walk(&self) -> Walk {
         Walk {
-            cursor: self.data.clone(),
-            origin_len: self.data.len(),
+            pos: 0,
             remaining: self.count,
             count: self.count,
             base_offset: self.base_offset,
@@ -198,8 +286,8 @@ impl<'a> IntoIterator for &'a DecodedRecords {
 /// ends the walk.
 #[derive(Debug, Clone)]
 struct Walk {
-    cursor: Bytes,
-    origin_len: usize,
+    /// Where the next record starts in the section.
+    pos: usize,
     remaining: u32,
     count: u32,
     base_offset: i64,
@@ -216,29 +304,35 @@ struct Located {
 }
 
 impl Walk {
-    fn next(&mut self) -> Option<Result<Located, RecordError>> {
+    /// The next record of `section`, the buffer this walk was made for.
+    #[inline(always)]
+    fn next(&mut self, section: &[u8]) -> Option<Result<Located, RecordError>> {
         if self.done {
             return None;
         }
+        debug_assert!(self.pos <= section.len(), "a walk only moves within its section");
         if self.remaining == 0 {
             self.done = true;
-            if !self.cursor.is_empty() {
+            if self.pos != section.len() {
                 let count = self.count as i32;
-                return Some(Err(RecordError::TrailingRecordBytes { count, left: self.cursor.len() }));
+                return Some(Err(RecordError::TrailingRecordBytes { count, left: section.len() - self.pos }));
             }
             return None;
         }
         self.remaining -= 1;
-        match read_record(&mut self.cursor, self.origin_len) {
+        let mut cursor = Cursor { bytes: section, pos: self.pos };
+        let read = read_record(&mut cursor);
+        self.pos = cursor.pos;
+        match read {
             Ok(raw) => {
                 let offset = self.base_offset.wrapping_add(i64::from(raw.offset_delta));
                 let timestamp =
                     self.log_append_time_ms.unwrap_or_else(|| self.base_timestamp.wrapping_add(raw.timestamp_delta));
                 Some(Ok(Located { offset, timestamp, raw }))
             }
-            Err(error) => {
+            Err(malformed) => {
                 self.done = true;
-                Some(Err(error))
+                Some(Err(malformed.into()))
             }
         }
     }
@@ -281,7 +375,7 @@ impl<'a> Iterator for RecordRefs<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let section: &'a Bytes = self.section;
         let slice = |range: Range<usize>| &section[range];
-        Some(self.walk.next()?.map(|Located { offset, timestamp, raw }| RecordRef {
+        Some(self.walk.next(section)?.map(|Located { offset, timestamp, raw }| RecordRef {
             offset,
             timestamp,
             attributes: raw.attributes,
@@ -325,10 +419,7 @@ impl<'a> HeadersRef<'a> {
     }
 
     pub fn iter(&self) -> HeaderRefIter<'a> {
-        let raw = &self.section[self.range.clone()];
-        // One reference count for the walk over all headers, none per header.
-        let cursor = if self.count == 0 { Bytes::new() } else { self.section.slice(self.range.clone()) };
-        HeaderRefIter { raw, cursor, remaining: self.count }
+        HeaderRefIter { raw: &self.section[self.range.clone()], pos: 0, remaining: self.count }
     }
 }
 
@@ -360,7 +451,7 @@ impl<'a> IntoIterator for HeadersRef<'a> {
 #[derive(Debug, Clone)]
 pub struct HeaderRefIter<'a> {
     raw: &'a [u8],
-    cursor: Bytes,
+    pos: usize,
     remaining: usize,
 }
 
@@ -368,8 +459,8 @@ impl<'a> Iterator for HeaderRefIter<'a> {
     type Item = HeaderRef<'a>;
 
     fn next(&mut self) -> Option<HeaderRef<'a>> {
-        let (key, value) = next_header(&mut self.cursor, self.raw.len(), &mut self.remaining)?;
         let raw = self.raw;
+        let (key, value) = next_header(raw, &mut self.pos, &mut self.remaining)?;
         Some(HeaderRef { key: &raw[key], value: value.map(|range| &raw[range]) })
     }
 
@@ -380,17 +471,16 @@ impl<'a> Iterator for HeaderRefIter<'a> {
 
 impl FusedIterator for HeaderRefIter<'_> {}
 
-/// Steps a header walk over validated bytes.
-fn next_header(
-    cursor: &mut Bytes,
-    origin_len: usize,
-    remaining: &mut usize,
-) -> Option<(Range<usize>, Option<Range<usize>>)> {
+/// Steps a header walk over validated bytes (`raw`, a record's headers).
+fn next_header(raw: &[u8], pos: &mut usize, remaining: &mut usize) -> Option<(Range<usize>, Option<Range<usize>>)> {
     if *remaining == 0 {
         return None;
     }
     *remaining -= 1;
-    match read_header(cursor, origin_len) {
+    let mut cursor = Cursor { bytes: raw, pos: *pos };
+    let header = cursor.header();
+    *pos = cursor.pos;
+    match header {
         Ok(header) => Some(header),
         Err(_) => {
             debug_assert!(false, "headers were validated when the record was read");
@@ -442,7 +532,7 @@ impl Iterator for Records {
 
     fn next(&mut self) -> Option<Self::Item> {
         let section = &self.section;
-        Some(self.walk.next()?.map(|Located { offset, timestamp, raw }| Record {
+        Some(self.walk.next(section)?.map(|Located { offset, timestamp, raw }| Record {
             offset,
             timestamp,
             attributes: raw.attributes,
@@ -490,7 +580,7 @@ impl Headers {
     }
 
     pub fn iter(&self) -> HeaderIter {
-        HeaderIter { raw: self.raw.clone(), cursor: self.raw.clone(), remaining: self.count }
+        HeaderIter { raw: self.raw.clone(), pos: 0, remaining: self.count }
     }
 }
 
@@ -521,7 +611,7 @@ impl IntoIterator for &Headers {
 #[derive(Debug, Clone)]
 pub struct HeaderIter {
     raw: Bytes,
-    cursor: Bytes,
+    pos: usize,
     remaining: usize,
 }
 
@@ -529,7 +619,7 @@ impl Iterator for HeaderIter {
     type Item = Header;
 
     fn next(&mut self) -> Option<Header> {
-        let (key, value) = next_header(&mut self.cursor, self.raw.len(), &mut self.remaining)?;
+        let (key, value) = next_header(&self.raw, &mut self.pos, &mut self.remaining)?;
         Some(Header { key: self.raw.slice(key), value: value.map(|range| self.raw.slice(range)) })
     }
 
