@@ -89,12 +89,6 @@ pub fn get_varlong(buf: &mut Bytes) -> DecodeResult<i64> {
 /// fields are read by index, with no reference-counted cursor to move).
 #[inline]
 pub fn read_unsigned_varint(bytes: &[u8]) -> DecodeResult<(u32, usize)> {
-    // One byte is the common case: lengths below 128, small deltas.
-    if let Some(&byte) = bytes.first() {
-        if byte < 0x80 {
-            return Ok((u32::from(byte), 1));
-        }
-    }
     let mut value: u32 = 0;
     for i in 0..5 {
         let &byte = bytes.get(i).ok_or(DecodeError::Truncated { needed: 1, remaining: 0 })?;
@@ -113,11 +107,6 @@ pub fn read_unsigned_varint(bytes: &[u8]) -> DecodeResult<(u32, usize)> {
 /// and how many bytes it took.
 #[inline]
 pub fn read_unsigned_varlong(bytes: &[u8]) -> DecodeResult<(u64, usize)> {
-    if let Some(&byte) = bytes.first() {
-        if byte < 0x80 {
-            return Ok((u64::from(byte), 1));
-        }
-    }
     let mut value: u64 = 0;
     for i in 0..10 {
         let &byte = bytes.get(i).ok_or(DecodeError::Truncated { needed: 1, remaining: 0 })?;

@@ -24,7 +24,7 @@ use bytes::Bytes;
 
 use super::{RecordError, MIN_RECORD_BYTES};
 use crate::error::DecodeError;
-use crate::primitives::{read_unsigned_varint, read_unsigned_varlong, zigzag_i32, zigzag_i64};
+use crate::primitives::{read_unsigned_varint, read_unsigned_varlong, zigzag_i32, zigzag_i64, DecodeResult};
 
 // ---------------------------------------------------------------- parsing
 
@@ -71,31 +71,28 @@ impl<'a> Cursor<'a> {
         Ok(byte as i8)
     }
 
-    /// An unsigned varint of at most `max_bytes`; one- and two-byte values
-    /// (most lengths and deltas in a record) are read inline.
+    /// A one- or two-byte unsigned varint (most lengths and deltas in a
+    /// record), read inline; `None` when the value is longer or the section
+    /// ends within two bytes, for [`Cursor::long_unsigned`] to read.
     #[inline(always)]
-    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, Malformed> {
+    fn short_unsigned(&mut self) -> Option<u64> {
         match self.bytes.get(self.pos..self.pos + 2) {
             Some(&[first, _]) if first < 0x80 => {
                 self.pos += 1;
-                Ok(u64::from(first))
+                Some(u64::from(first))
             }
             Some(&[first, second]) if second < 0x80 => {
                 self.pos += 2;
-                Ok(u64::from(first & 0x7f) | u64::from(second) << 7)
+                Some(u64::from(first & 0x7f) | u64::from(second) << 7)
             }
-            _ => self.unsigned_long(max_bytes),
+            _ => None,
         }
     }
 
-    /// [`Cursor::unsigned`] past two bytes, or at the section's last byte.
-    fn unsigned_long(&mut self, max_bytes: usize) -> Result<u64, Malformed> {
-        let read = if max_bytes == 5 {
-            read_unsigned_varint(&self.bytes[self.pos..]).map(|(value, length)| (u64::from(value), length))
-        } else {
-            read_unsigned_varlong(&self.bytes[self.pos..])
-        };
-        match read {
+    /// An unsigned varint (`read_unsigned_varint`) or varlong
+    /// (`read_unsigned_varlong`) that [`Cursor::short_unsigned`] left.
+    fn long_unsigned<T>(&mut self, read: fn(&[u8]) -> DecodeResult<(T, usize)>) -> Result<T, Malformed> {
+        match read(&self.bytes[self.pos..]) {
             Ok((value, length)) => {
                 self.pos += length;
                 Ok(value)
@@ -107,13 +104,21 @@ impl<'a> Cursor<'a> {
 
     #[inline(always)]
     fn varint(&mut self) -> Result<i32, Malformed> {
-        // At most 5 bytes: the value fits a u32.
-        Ok(zigzag_i32(self.unsigned(5)? as u32))
+        let raw = match self.short_unsigned() {
+            // Two bytes hold at most 14 bits.
+            Some(raw) => raw as u32,
+            None => self.long_unsigned(read_unsigned_varint)?,
+        };
+        Ok(zigzag_i32(raw))
     }
 
     #[inline(always)]
     fn varlong(&mut self) -> Result<i64, Malformed> {
-        Ok(zigzag_i64(self.unsigned(10)?))
+        let raw = match self.short_unsigned() {
+            Some(raw) => raw,
+            None => self.long_unsigned(read_unsigned_varlong)?,
+        };
+        Ok(zigzag_i64(raw))
     }
 
     /// A varint-length-prefixed field (-1 is null): where it lies.
