@@ -21,13 +21,12 @@ use crate::metadata::{MetadataImage, MetadataStore};
 use crate::observability::Metrics;
 use crate::producer_id_source::ProducerIdSource;
 use crate::quorum::QuorumSetup;
-use crate::replica::{Hosting, ReplicaManager};
+use crate::replica::{Hosting, LogDirectories, ReplicaManager};
 use krabka_coordinator::group::classic::ClassicConfig;
 use krabka_coordinator::group::consumer::ConsumerConfig;
 use krabka_coordinator::group::{GroupConfig, GroupCoordinator, GroupHost, OFFSETS_TOPIC};
 use krabka_coordinator::txn::{TransactionCoordinator, TxnConfig, TRANSACTION_STATE_TOPIC};
 use krabka_log::LogManager;
-use krabka_protocol::Uuid;
 
 pub struct Broker {
     pub config: Arc<BrokerConfig>,
@@ -50,9 +49,6 @@ pub struct Broker {
     pub(crate) txn_log: TopicLog,
     /// This process's registration with the active controller.
     pub membership: crate::membership::Membership,
-    /// The ids of the log directories (`directory.id` in each
-    /// `meta.properties`), which the registration names.
-    pub log_dir_ids: Vec<Uuid>,
     /// The markers of transactions found prepared at load, for the
     /// server to write once it runs.
     pub(crate) markers_at_load: std::sync::Mutex<Vec<krabka_coordinator::txn::Markers>>,
@@ -91,15 +87,19 @@ impl Broker {
                 config.node_id
             );
         }
-        let mut log_dir_ids = vec![meta.directory_id];
+        let mut dir_ids = vec![(first_dir.clone(), meta.directory_id)];
         for dir in &config.log_dirs[1..] {
-            if let Some(other) = MetaProperties::read(dir)? {
-                anyhow::ensure!(other.cluster_id == meta.cluster_id, "{} belongs to another cluster", dir.display());
-                log_dir_ids.push(other.directory_id);
+            if MetaProperties::read(dir)?.is_none() {
+                // A directory added since formatting gets its own
+                // directory.id, as Kafka's broker writes one at start.
+                krabka_format::format_log_dir(dir, &meta.cluster_id, meta.node_id)?;
             }
+            let other = MetaProperties::read(dir)?.with_context(|| format!("formatting {}", dir.display()))?;
+            anyhow::ensure!(other.cluster_id == meta.cluster_id, "{} belongs to another cluster", dir.display());
+            anyhow::ensure!(other.node_id == meta.node_id, "{} was formatted for another node", dir.display());
+            dir_ids.push((dir.clone(), other.directory_id));
         }
-        // Sorted, as Kafka's broker registers them.
-        log_dir_ids.sort_by_key(|id| id.0);
+        let log_dirs = Arc::new(LogDirectories::new(dir_ids, config.metadata_log_dir.clone()));
         let config = Arc::new(config);
         let log_manager =
             LogManager::open(&config.log_dirs, &[METADATA_LOG_DIR_NAME]).context("opening log directories")?;
@@ -135,7 +135,7 @@ impl Broker {
             remove_stray_partitions(&log_manager, &image)?;
         }
         let hosting = if caught_up { Hosting::Everything } else { Hosting::ReplicasOf(config.node_id) };
-        let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager, hosting));
+        let replicas = Arc::new(ReplicaManager::new(config.clone(), log_manager, hosting, log_dirs));
         // At start a log that cannot open stops the broker; later ones are
         // the subscriber's to report.
         let subscriber = Arc::clone(&replicas);
@@ -174,7 +174,6 @@ impl Broker {
             node_id: config.node_id,
             producer_ids: ProducerIdSource::new(config.node_id),
             auto_creations: Default::default(),
-            log_dir_ids,
             cluster_id: meta.cluster_id,
             client_quotas: crate::client_quota_manager::ClientQuotaManager::from_config(&config),
             config,
@@ -368,14 +367,20 @@ impl Broker {
     }
 
     /// The replicas of `partition` on brokers that are not live (not
-    /// registered, or fenced), as Metadata's OfflineReplicas lists them;
-    /// none on a node that is its quorum's only voter.
+    /// registered, or fenced) or in a log directory their broker no longer
+    /// lists online, as Metadata's OfflineReplicas lists them (Kafka's
+    /// `isReplicaOffline`); none on a node that is its quorum's only voter.
     pub fn offline_replicas(&self, image: &MetadataImage, partition: &crate::metadata::PartitionImage) -> Vec<i32> {
         if self.metadata.quorum().is_none() {
             return Vec::new();
         }
-        let live = |id: &i32| image.brokers.get(id).is_some_and(|b| !b.fenced);
-        partition.replicas.iter().copied().filter(|id| !live(id)).collect()
+        let online = |id: &i32| {
+            image.brokers.get(id).is_some_and(|b| {
+                let directory = partition.directory_of(*id);
+                !b.fenced && directory.is_none_or(|d| krabka_metadata::directory_id::is_online(d, &b.log_dirs))
+            })
+        };
+        partition.replicas.iter().copied().filter(|id| !online(id)).collect()
     }
 
     /// The broker coordinating `group_id` (Kafka's group coordinator is

@@ -28,6 +28,7 @@ pub mod fetch_session;
 pub mod handlers;
 pub mod jwks_endpoint;
 pub mod lifecycle;
+pub mod log_dir_events;
 pub mod membership;
 pub mod memory;
 pub mod metadata;

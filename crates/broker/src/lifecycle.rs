@@ -118,6 +118,8 @@ async fn heartbeat_loop(broker: &Broker, channel: &mut Channel) -> Result<(), St
             broker_id: broker.node_id,
             broker_epoch: epoch,
             current_metadata_offset: broker.metadata.image().offset,
+            // Kafka's broker names its failed directories in every heartbeat.
+            offline_log_dirs: broker.replicas.log_dirs.offline_ids(),
             ..Default::default()
         };
         let response: BrokerHeartbeatResponse =
@@ -130,7 +132,12 @@ async fn heartbeat_loop(broker: &Broker, channel: &mut Channel) -> Result<(), St
             }
             code => return Err(format!("heartbeat answered error {code}")),
         }
-        tokio::time::sleep(if response.is_fenced { FENCED_HEARTBEAT } else { interval }).await;
+        let pause = if response.is_fenced { FENCED_HEARTBEAT } else { interval };
+        // A directory that fails is reported at once, not a heartbeat later.
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = broker.replicas.log_dirs.wait_taken_offline() => {}
+        }
     }
 }
 
@@ -164,7 +171,7 @@ async fn register(broker: &Broker, channel: &mut Channel, incarnation_id: Uuid) 
                 ..Default::default()
             })
             .collect(),
-        log_dirs: broker.log_dir_ids.clone(),
+        log_dirs: broker.replicas.log_dirs.ids(),
         // The epoch of the last clean shutdown (-1 after a crash): a
         // controller with ELR on drops an unclean one from the ELRs.
         previous_broker_epoch: broker.replicas.log_manager().previous_broker_epoch(),

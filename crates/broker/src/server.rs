@@ -121,6 +121,8 @@ impl Broker {
             tokio::spawn(crate::replica_fetcher::run_replica_fetchers(self.clone())),
             tokio::spawn(crate::alter_partition::send_isr_changes(self.clone())),
             tokio::spawn(crate::alter_partition::shrink_lagging_isrs(self.clone())),
+            tokio::spawn(crate::log_dir_events::take_failed_dirs_offline(self.clone())),
+            tokio::spawn(crate::log_dir_events::send_dir_assignments(self.clone())),
         ];
         // OAUTHBEARER listeners whose JWKS is fetched from an endpoint.
         for listener in &listeners {

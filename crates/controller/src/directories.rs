@@ -7,13 +7,13 @@
 //! `elections::offline_directory_updates`.
 
 use krabka_metadata::features::METADATA_VERSION;
-use krabka_metadata::{MetadataImage, MetadataRecord};
+use krabka_metadata::{directory_id, MetadataImage, MetadataRecord};
 use krabka_protocol::assign_replicas_to_dirs_request::PartitionData;
 use krabka_protocol::assign_replicas_to_dirs_response as response;
 use krabka_protocol::{AssignReplicasToDirsRequest, AssignReplicasToDirsResponse, ErrorCode, Uuid};
 
 use crate::brokers::check_broker_epoch;
-use crate::elections::{change_builder, default_directory, directory_online, may_lead};
+use crate::elections::{change_builder, default_directory, may_lead};
 use crate::error::ApiError;
 
 /// metadata.version 3.7-IV2, the first with directory assignment.
@@ -35,7 +35,7 @@ pub fn plan_assign_replicas_to_dirs(
     let mut records = Vec::new();
     let mut answer = AssignReplicasToDirsResponse::default();
     for directory in &request.directories {
-        let online = directory_online(directory.id, &broker.log_dirs);
+        let online = directory_id::is_online(directory.id, &broker.log_dirs);
         let mut answered = response::DirectoryData { id: directory.id, ..Default::default() };
         for topic in &directory.topics {
             let partitions = topic.partitions.iter().map(|p| {

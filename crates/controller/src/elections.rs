@@ -8,11 +8,11 @@
 //! the image.
 
 use krabka_log::topic_config::MIN_INSYNC_REPLICAS;
-use krabka_metadata::{MetadataImage, MetadataRecord, PartitionImage, TopicImage};
+use krabka_metadata::{directory_id, MetadataImage, MetadataRecord, PartitionImage, TopicImage};
 use krabka_protocol::{BrokerRegistrationChangeRecord, Uuid};
 
 use crate::features::ELR_VERSION;
-use crate::partition_change::{Election, PartitionChangeBuilder, NO_LEADER, UNASSIGNED_DIRECTORY};
+use crate::partition_change::{Election, PartitionChangeBuilder, NO_LEADER};
 
 /// Registered, unfenced and not in controlled shutdown: may lead and join an ISR.
 pub fn is_active(image: &MetadataImage, broker_id: i32) -> bool {
@@ -25,34 +25,12 @@ pub fn may_lead(image: &MetadataImage, partition: &PartitionImage, broker_id: i3
     is_active(image, broker_id) && replica_directory_online(image, partition, broker_id)
 }
 
-/// Kafka's `DirectoryId.LOST`: a replica whose directory is gone.
-const LOST_DIRECTORY: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-/// Kafka's `DirectoryId.MIGRATING`: a replica placed before directories.
-const MIGRATING_DIRECTORY: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
-
-/// The log directory `broker_id`'s replica of `partition` is in, if the
-/// partition names one.
-pub fn replica_directory(partition: &PartitionImage, broker_id: i32) -> Option<Uuid> {
-    let index = partition.replicas.iter().position(|&r| r == broker_id)?;
-    partition.directories.get(index).copied()
-}
-
-/// Kafka's `DirectoryId.isOnline`: a replica not yet in a named directory
-/// counts as online; so does any when the broker listed no directories
-/// (registered before metadata.version 3.7).
+/// Whether `broker_id`'s replica of `partition` is in a log directory its
+/// registration lists online (Kafka's `DirectoryId.isOnline`).
 fn replica_directory_online(image: &MetadataImage, partition: &PartitionImage, broker_id: i32) -> bool {
-    let Some(directory) = replica_directory(partition, broker_id) else { return true };
+    let Some(directory) = partition.directory_of(broker_id) else { return true };
     let online = image.brokers.get(&broker_id).map_or(&[][..], |b| b.log_dirs.as_slice());
-    directory_online(directory, online)
-}
-
-/// Kafka's `DirectoryId.isOnline` of `directory` for a broker whose
-/// registration lists `online`.
-pub fn directory_online(directory: Uuid, online: &[Uuid]) -> bool {
-    if directory == UNASSIGNED_DIRECTORY || directory == MIGRATING_DIRECTORY {
-        return true;
-    }
-    directory != LOST_DIRECTORY && (online.is_empty() || online.contains(&directory))
+    directory_id::is_online(directory, online)
 }
 
 /// A topic config's effective value: the topic's own, else the cluster's
@@ -84,7 +62,7 @@ pub fn topic_min_isr(image: &MetadataImage, topic: &TopicImage) -> usize {
 pub fn default_directory(image: &MetadataImage, broker_id: i32) -> Uuid {
     match image.brokers.get(&broker_id).map(|b| b.log_dirs.as_slice()) {
         Some([only]) => *only,
-        _ => UNASSIGNED_DIRECTORY,
+        _ => directory_id::UNASSIGNED,
     }
 }
 
@@ -194,7 +172,7 @@ pub fn offline_directory_updates(image: &MetadataImage, broker_id: i32, offline:
     let directory = |r: i32| default_directory(image, r);
     let mut records = Vec::new();
     for (topic, index, partition) in partitions_by_topic_name(image) {
-        if !replica_directory(partition, broker_id).is_some_and(|d| newly_offline.contains(&d)) {
+        if !partition.directory_of(broker_id).is_some_and(|d| newly_offline.contains(&d)) {
             continue;
         }
         let acceptable = |r: i32| r != broker_id && may_lead(image, partition, r);

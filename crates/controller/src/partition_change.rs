@@ -21,9 +21,6 @@ pub const NO_LEADER_CHANGE: i32 = -2;
 /// Kafka's LeaderRecoveryState values.
 pub const RECOVERED: i8 = 0;
 pub const RECOVERING: i8 = 1;
-/// A replica's log directory before its broker names one (Kafka's
-/// `DirectoryId.UNASSIGNED`).
-pub const UNASSIGNED_DIRECTORY: Uuid = Uuid([0; 16]);
 
 /// How a leader may be chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +83,7 @@ impl<'a, F: Fn(i32) -> bool> PartitionChangeBuilder<'a, F> {
             target_last_known_elr: partition.last_known_elr.clone(),
             target_recovery_state: partition.leader_recovery_state,
             unclean_shutdown_replicas: Vec::new(),
-            default_directory: &|_| UNASSIGNED_DIRECTORY,
+            default_directory: &|_| krabka_metadata::directory_id::UNASSIGNED,
             assigned_directories: Vec::new(),
         }
     }

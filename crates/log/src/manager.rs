@@ -41,6 +41,9 @@ struct LogDir {
     /// Partition directories found on start (name -> topic id, if recorded).
     found: HashMap<TopicPartition, Option<Uuid>>,
     partition_count: usize,
+    /// A write here failed: nothing more is read or written in it, and
+    /// no new partition is placed in it (Kafka's offline log dir).
+    offline: bool,
 }
 
 /// The offsets the broker checkpoints for one partition.
@@ -112,6 +115,7 @@ impl LogManager {
                 partition_count: found.len(),
                 found,
                 path: path.clone(),
+                offline: false,
             });
             if clean_shutdown {
                 std::fs::remove_file(&marker)?;
@@ -141,8 +145,24 @@ impl LogManager {
         }
     }
 
+    /// Every log directory, online or not, in `log.dirs` order.
     pub fn log_dirs(&self) -> Vec<PathBuf> {
         self.dirs.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|d| d.path.clone()).collect()
+    }
+
+    /// The log directories no write has failed in.
+    pub fn online_log_dirs(&self) -> Vec<PathBuf> {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        dirs.iter().filter(|d| !d.offline).map(|d| d.path.clone()).collect()
+    }
+
+    /// Takes `dir` offline: no checkpoint, marker or new partition goes
+    /// there any more, and its logs do not open again.
+    pub fn mark_offline(&self, dir: &Path) {
+        let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        for d in dirs.iter_mut().filter(|d| d.path == dir) {
+            d.offline = true;
+        }
     }
 
     /// Partition directories found on start whose topic is not `is_live`
@@ -161,12 +181,15 @@ impl LogManager {
     }
 
     /// Opens (creating if new) the log of `tp`, in the directory that holds
-    /// it or else the least loaded one; with the high watermark last
-    /// checkpointed for it (a follower's starts there).
+    /// it, else `preferred` (the one the metadata names) when online, else
+    /// the least loaded online one; with the high watermark last
+    /// checkpointed for it (a follower's starts there). A log in an
+    /// offline directory does not open.
     pub fn open_log(
         &self,
         tp: &TopicPartition,
         topic_id: &Uuid,
+        preferred: Option<&Path>,
         config: LogConfig,
         now_ms: i64,
     ) -> Result<(PartitionLog, OpenReport, i64), LogError> {
@@ -174,12 +197,20 @@ impl LogManager {
         let index = match dirs.iter().position(|d| d.found.contains_key(tp)) {
             Some(index) => index,
             None => {
-                let index = (0..dirs.len()).min_by_key(|&i| dirs[i].partition_count).unwrap_or(0);
+                let online = || (0..dirs.len()).filter(|&i| !dirs[i].offline);
+                let named = online().find(|&i| Some(dirs[i].path.as_path()) == preferred);
+                let index = named
+                    .or_else(|| online().min_by_key(|&i| dirs[i].partition_count))
+                    .ok_or_else(|| LogError::Io(io::Error::other("every log directory is offline")))?;
                 dirs[index].partition_count += 1;
                 dirs[index].found.insert(tp.clone(), Some(*topic_id));
                 index
             }
         };
+        if dirs[index].offline {
+            let path = dirs[index].path.display().to_string();
+            return Err(LogError::Io(io::Error::other(format!("log directory {path} is offline"))));
+        }
         let dir = &dirs[index];
         let log_dir = dir.path.join(tp.dir_name());
         let log_start = dir.log_start_offsets.get(tp).copied().unwrap_or(0);
@@ -244,7 +275,7 @@ impl LogManager {
 
     /// Writes the four offset checkpoints of every log directory atomically.
     pub fn write_checkpoints(&self, partitions: &[PartitionCheckpoint]) -> io::Result<()> {
-        for path in self.log_dirs() {
+        for path in self.online_log_dirs() {
             let mut recovery = BTreeMap::new();
             let mut log_start = BTreeMap::new();
             let mut replication = BTreeMap::new();
@@ -265,10 +296,11 @@ impl LogManager {
         Ok(())
     }
 
-    /// Marks every directory cleanly shut down (after all logs are closed).
+    /// Marks every online directory cleanly shut down (after all logs are
+    /// closed); an offline one recovers at the next start.
     pub fn mark_clean_shutdown(&self, broker_epoch: i64) -> io::Result<()> {
         let content = format!("{{\"version\":0,\"brokerEpoch\":{broker_epoch}}}");
-        for path in self.log_dirs() {
+        for path in self.online_log_dirs() {
             let marker = path.join(CLEAN_SHUTDOWN_FILE);
             std::fs::write(&marker, content.as_bytes())?;
             std::fs::File::open(&marker)?.sync_all()?;
@@ -297,6 +329,31 @@ mod tests {
         reopened.mark_clean_shutdown(43).unwrap();
         std::fs::remove_file(dirs[1].join(CLEAN_SHUTDOWN_FILE)).unwrap();
         assert_eq!(LogManager::open(&dirs, &[]).unwrap().previous_broker_epoch(), -1);
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_new_log_goes_where_the_metadata_names_else_to_the_least_loaded_online_directory() {
+        let dirs: Vec<PathBuf> = (0..3).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let manager = LogManager::open(&dirs, &[]).unwrap();
+        let id = Uuid([7; 16]);
+        let open = |index: i32, preferred: Option<&Path>| {
+            let tp = TopicPartition::new(String::from("t"), index);
+            manager.open_log(&tp, &id, preferred, LogConfig::default(), 0).map(|(log, _, _)| log.dir().to_path_buf())
+        };
+        let dir_of = |log_dir: PathBuf| log_dir.parent().unwrap().to_path_buf();
+        assert_eq!(dir_of(open(0, Some(&dirs[2])).unwrap()), dirs[2], "the named directory");
+        assert_eq!(dir_of(open(1, None).unwrap()), dirs[0], "the least loaded, first of equals");
+        manager.mark_offline(&dirs[1]);
+        assert_eq!(manager.online_log_dirs(), vec![dirs[0].clone(), dirs[2].clone()]);
+        assert_eq!(dir_of(open(2, Some(&dirs[1])).unwrap()), dirs[0], "never an offline one, even named");
+        assert_eq!(dir_of(open(0, None).unwrap()), dirs[2], "an existing log reopens where it is");
+        manager.mark_offline(&dirs[2]);
+        assert!(open(0, None).is_err(), "a log in an offline directory does not open");
+        manager.mark_offline(&dirs[0]);
+        assert!(open(3, None).is_err(), "no online directory for a new one");
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }

@@ -99,6 +99,13 @@ pub struct MetadataImage {
 /// the leader -2 means unchanged, any other leader starts a new leader
 /// epoch; every change is a new partition epoch.
 impl PartitionImage {
+    /// The log directory `broker_id`'s replica is in, if the partition
+    /// names one (it has the replica and records directories).
+    pub fn directory_of(&self, broker_id: i32) -> Option<Uuid> {
+        let index = self.replicas.iter().position(|&r| r == broker_id)?;
+        self.directories.get(index).copied()
+    }
+
     /// This partition after `change` (Kafka's PartitionRegistration.merge).
     pub fn merge(&mut self, change: &krabka_protocol::PartitionChangeRecord) {
         apply_partition_change(self, change);

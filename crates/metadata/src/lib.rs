@@ -13,10 +13,12 @@
 //! applied) < `delta` (what applying changed) < `loader` (committed batches
 //! applied, chunk by chunk) and `publisher` (the current image and its
 //! subscribers); `features` names Kafka's feature flags and the ranges
-//! krabka supports; `snapshot` encodes an image as snapshot
+//! krabka supports; `directory_id` Kafka's reserved log-directory ids;
+//! `snapshot` encodes an image as snapshot
 //! bytes and decodes them back.
 
 pub mod delta;
+pub mod directory_id;
 pub mod features;
 pub mod image;
 pub mod loader;

@@ -164,6 +164,11 @@ pub fn describe_log_dirs(ctx: &RequestContext<'_>, request: DescribeLogDirsReque
     let results = by_dir
         .into_iter()
         .map(|(dir, topics)| {
+            if broker.replicas.log_dirs.is_offline(&dir) {
+                // Kafka lists a failed directory with only its error.
+                let error_code = ErrorCode::KAFKA_STORAGE_ERROR.code();
+                return DescribeLogDirsResult { log_dir: dir.display().to_string(), error_code, ..Default::default() };
+            }
             let (total_bytes, usable_bytes) = disk_space(&dir);
             DescribeLogDirsResult {
                 log_dir: dir.display().to_string(),

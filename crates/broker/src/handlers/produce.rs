@@ -350,9 +350,8 @@ fn decide_topic(
             continue;
         }
         let partition = hosted.as_ref().and_then(|h| h.led_partition(data.index));
-        // Another broker leads it, or nobody does now.
-        let led_elsewhere = partition.is_none() && hosted.as_ref().is_some_and(|h| h.has_partition(data.index));
-        let placed = Placed { partition, led_elsewhere };
+        let not_led = hosted.as_ref().filter(|_| partition.is_none()).map(|h| h.not_led_error(data.index));
+        let placed = Placed { partition, not_led };
         let response = decide_partition(checks, &target, placed, partition_responses.len(), data, appends);
         partition_responses.push(response);
     }
@@ -367,7 +366,8 @@ fn decide_topic(
 /// Where a produced partition is: led here, or led by another broker.
 struct Placed<'a> {
     partition: Option<&'a Arc<Partition>>,
-    led_elsewhere: bool,
+    /// Why a partition of a topic hosted here is not led here.
+    not_led: Option<i16>,
 }
 
 /// One partition's answer, or its placeholder when its append is queued
@@ -375,7 +375,7 @@ struct Placed<'a> {
 fn decide_partition(
     checks: &RequestChecks<'_>,
     target: &TopicTarget,
-    Placed { partition, led_elsewhere }: Placed<'_>,
+    Placed { partition, not_led }: Placed<'_>,
     slot: usize,
     data: PartitionProduceData,
     appends: &mut Vec<PendingAppend>,
@@ -397,8 +397,7 @@ fn decide_partition(
             failed(index, error, Some(message))
         }
         (None, _) if checks.by_id && !target.known => failed(index, ErrorCode::UNKNOWN_TOPIC_ID.code(), None),
-        (None, _) if led_elsewhere => failed(index, ErrorCode::NOT_LEADER_OR_FOLLOWER.code(), None),
-        (None, _) => failed(index, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), None),
+        (None, _) => failed(index, not_led.unwrap_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()), None),
         (Some(partition), _) if checks.acks == -1 && (partition.committed_isr().len() as i32) < min_isr => failed(
             index,
             ErrorCode::NOT_ENOUGH_REPLICAS.code(),

@@ -15,7 +15,9 @@ use krabka_protocol::ErrorCode;
 
 use tokio::sync::Notify;
 
+use super::dir_assignments::DirAssignmentQueue;
 use super::isr_changes::IsrChangeQueue;
+use super::log_dirs::LogDirectories;
 use super::partition::{HostedTopic, Partition, ProducePolicy, Role};
 use super::throttles::{mark_throttled, ReplicationThrottles};
 use crate::clock::now_ms;
@@ -81,15 +83,26 @@ pub struct ReplicaManager {
     pub isr_changes: IsrChangeQueue,
     /// A reassignment's replication throttles (KIP-73).
     pub throttles: ReplicationThrottles,
+    /// The log directories: their ids, and which failed.
+    pub log_dirs: Arc<LogDirectories>,
+    /// Replicas whose directory the controller has yet to record.
+    pub dir_assignments: DirAssignmentQueue,
 }
 
 impl ReplicaManager {
-    pub fn new(config: Arc<BrokerConfig>, log_manager: LogManager, hosting: Hosting) -> Self {
+    pub fn new(
+        config: Arc<BrokerConfig>,
+        log_manager: LogManager,
+        hosting: Hosting,
+        log_dirs: Arc<LogDirectories>,
+    ) -> Self {
         let throttles = ReplicationThrottles::new(&config);
         ReplicaManager {
             config,
             log_manager,
             hosting,
+            log_dirs,
+            dir_assignments: DirAssignmentQueue::default(),
             topics: RwLock::new(HashMap::new()),
             roles_changed: Notify::new(),
             isr_changes: IsrChangeQueue::default(),
@@ -155,19 +168,18 @@ impl ReplicaManager {
     }
 
     /// Partition `index` of `topic` if this broker hosts it, led here or not.
+    /// Not one in a failed directory.
     pub fn hosted_partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         let topic = self.topic(topic)?;
-        usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned().flatten()
+        let hosted = usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned().flatten()?;
+        (!hosted.is_offline()).then_some(hosted)
     }
 
     /// The error for a request only a leader serves of a partition not led
-    /// here: NOT_LEADER_OR_FOLLOWER when the topic has it (another broker
-    /// leads it, or nobody does now), else UNKNOWN_TOPIC_OR_PARTITION.
+    /// here ([`HostedTopic::not_led_error`]; UNKNOWN_TOPIC_OR_PARTITION for
+    /// a topic not hosted here).
     pub fn not_led_here(&self, topic: &str, index: i32) -> i16 {
-        match self.topic(topic) {
-            Some(hosted) if hosted.has_partition(index) => ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
-            _ => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
-        }
+        self.topic(topic).map_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(), |hosted| hosted.not_led_error(index))
     }
 
     /// The partition a leader-only request names, checked against the
@@ -252,6 +264,7 @@ impl ReplicaManager {
         let dynamic = DynamicConfigs::of(image, self.config.node_id);
         self.throttles.set_bounds(&self.config, &dynamic);
         let defaults = self.config.topic_defaults_under(&dynamic);
+        let touched_names: Vec<&str> = touched.iter().copied().collect();
         for topic in touched.into_iter().filter_map(|name| image.topics.get(name)) {
             let existing = topics.get(&topic.name).cloned();
             let config = log_config(&self.config, &defaults, &topic.configs);
@@ -280,6 +293,11 @@ impl ReplicaManager {
             debug_assert_eq!(slots.len(), topic.partitions.len());
             mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
             topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions: slots, produce }));
+        }
+        for name in &touched_names {
+            if let (Some(topic), Some(hosted)) = (image.topics.get(*name), topics.get(*name)) {
+                self.assign_directories(topic, hosted);
+            }
         }
         drop(topics);
         self.roles_changed.notify_one();
@@ -370,16 +388,58 @@ impl ReplicaManager {
         now: i64,
     ) -> Result<Partition, LogError> {
         let tp = TopicPartition::new(topic.name.clone(), index);
-        let (log, report, high_watermark) = self.log_manager.open_log(&tp, &topic.id, config, now)?;
+        let named = topic.partitions.get(index as usize).and_then(|p| p.directory_of(self.config.node_id));
+        let preferred = named.and_then(|id| self.log_dirs.path_of(id));
+        let (log, report, high_watermark) = self.log_manager.open_log(&tp, &topic.id, preferred, config, now)?;
         if report.recovered_segments > 0 || report.truncated_bytes > 0 {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
-        let partition = Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark);
+        let log_dirs = self.log_dirs.clone();
+        let partition =
+            Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark, log_dirs);
         partition.set_min_insync_replicas(min_insync_replicas);
         if let Some(image) = topic.partitions.get(index as usize) {
             partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
         Ok(partition)
+    }
+
+    /// Queues, for the controller, the directory of each replica of `topic`
+    /// hosted here that the image places elsewhere or nowhere (a
+    /// controller in charge of several brokers only; with one log
+    /// directory the controller names it from the start).
+    fn assign_directories(&self, topic: &TopicImage, hosted: &HostedTopic) {
+        if self.hosting == Hosting::Everything {
+            return;
+        }
+        for (partition, image) in hosted.partitions.iter().zip(&topic.partitions) {
+            let Some(partition) = partition.as_ref().filter(|p| !p.is_offline()) else { continue };
+            let Some(actual) = self.log_dirs.id_of(&partition.log_dir) else { continue };
+            if image.directory_of(self.config.node_id) != Some(actual) {
+                self.dir_assignments.push((topic.id, partition.index), actual);
+            }
+        }
+    }
+
+    /// Takes the failed log directories `dirs` offline: every replica in
+    /// them stops (Kafka's `handleLogDirFailure`), the replica fetchers
+    /// drop them, and the lifecycle is told to report the directories.
+    pub fn take_offline(&self, dirs: &[std::path::PathBuf]) {
+        for dir in dirs {
+            self.log_manager.mark_offline(dir);
+        }
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        let mut stopped = 0;
+        for partition in topics.values().flat_map(|t| t.partitions.iter().flatten()) {
+            if dirs.contains(&partition.log_dir) {
+                partition.go_offline();
+                stopped += 1;
+            }
+        }
+        drop(topics);
+        tracing::error!(?dirs, replicas = stopped, "stopped serving the replicas in failed log directories");
+        self.roles_changed.notify_one();
+        self.log_dirs.taken_offline();
     }
 
     pub fn write_checkpoints(&self) -> std::io::Result<()> {
@@ -483,7 +543,9 @@ mod tests {
         .collect();
         let (config, _) = BrokerConfig::from_properties(props).unwrap();
         let log_manager = LogManager::open(&config.log_dirs, &[]).unwrap();
-        ReplicaManager::new(Arc::new(config), log_manager, Hosting::Everything)
+        let dirs = config.log_dirs.iter().map(|d| (d.clone(), Uuid::random().unwrap())).collect();
+        let log_dirs = Arc::new(LogDirectories::new(dirs, config.metadata_log_dir.clone()));
+        ReplicaManager::new(Arc::new(config), log_manager, Hosting::Everything, log_dirs)
     }
 
     fn image(topics: &[&str]) -> MetadataImage {

@@ -12,13 +12,14 @@
 //! changes in a way that may complete them (an append, a high watermark
 //! that moved, a role that changed).
 
+pub mod dir_assignments;
 pub mod isr_changes;
-mod log_dir_failure;
+mod log_dirs;
 mod manager;
 mod partition;
 pub mod purgatory;
 pub mod throttles;
 
-pub use log_dir_failure::halt_on_sigbus;
+pub use log_dirs::{halt_on_sigbus, LogDirectories};
 pub use manager::{Hosting, ReplicaManager};
 pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};

@@ -11,6 +11,7 @@ use krabka_log::{AppendInfo, LogError, PartitionCheckpoint, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::{ErrorCode, Uuid};
 
+use super::log_dirs::LogDirectories;
 use super::purgatory::{Waiter, WatchList};
 use crate::config::topic::{effective_topic_configs, topic_compression};
 use krabka_log::topic_config::MIN_INSYNC_REPLICAS;
@@ -42,6 +43,11 @@ pub struct Partition {
     /// `leader.`/`follower.replication.throttled.replicas` name it).
     leader_throttled: AtomicBool,
     follower_throttled: AtomicBool,
+    /// The broker's log directories, told when a write here fails.
+    log_dirs: Arc<LogDirectories>,
+    /// Its log directory failed: it leads, follows and serves nothing until
+    /// the broker restarts (Kafka's offline partition).
+    offline: AtomicBool,
 }
 
 /// What the image makes this broker for one partition it hosts.
@@ -73,6 +79,7 @@ impl Partition {
         log: PartitionLog,
         local_id: i32,
         high_watermark: i64,
+        log_dirs: Arc<LogDirectories>,
     ) -> Self {
         let log_dir = log.dir().parent().map(PathBuf::from).unwrap_or_default();
         debug_assert!(high_watermark <= log.log_end_offset());
@@ -91,6 +98,8 @@ impl Partition {
             watchers: WatchList::default(),
             leader_throttled: AtomicBool::new(false),
             follower_throttled: AtomicBool::new(false),
+            log_dirs,
+            offline: AtomicBool::new(false),
         }
     }
 
@@ -140,11 +149,18 @@ impl Partition {
     /// before or after the change, never half of it.
     pub(super) fn set_role(&self, role: Role, now_ms: i64) -> Result<(), LogError> {
         let mut log = self.lock_log();
+        if self.is_offline() {
+            return Ok(());
+        }
         let leader_epoch = role.leader_epoch();
         let led_here = matches!(role, Role::Leader { .. });
         let new_epoch = leader_epoch != self.leader_epoch();
         if led_here && (new_epoch || !self.is_led_here()) {
-            log.assign_leader_epoch(leader_epoch)?;
+            match self.unless_disk_failed(log.assign_leader_epoch(leader_epoch)) {
+                // Its directory failed: it went offline rather than lead.
+                Err(_) if self.is_offline() => return Ok(()),
+                result => result?,
+            }
         }
         let mut replica_set = self.lock_replicas();
         match &role {
@@ -182,6 +198,17 @@ impl Partition {
     /// This broker stops hosting the partition (deleted, or moved to other
     /// brokers): it leads and follows nothing, and the requests parked on
     /// it are woken to find it gone.
+    /// Whether its log directory failed (it serves nothing).
+    pub fn is_offline(&self) -> bool {
+        self.offline.load(Ordering::Acquire)
+    }
+
+    /// Its log directory failed: it stops leading and following, for good.
+    pub(super) fn go_offline(&self) {
+        self.offline.store(true, Ordering::Release);
+        self.stop_hosting();
+    }
+
     pub(super) fn stop_hosting(&self) {
         let log = self.lock_log();
         self.led_here.store(false, Ordering::Release);
@@ -383,10 +410,16 @@ impl Partition {
         Ok((info, log.log_start_offset()))
     }
 
-    /// `result`, unless a write failed on the disk: then the broker halts
-    /// (`log_dir_failure`).
+    /// `result`; when a write failed on the disk, this replica stops at
+    /// once (the caller holds its log's lock, which every role change
+    /// takes) and its directory goes offline (`log_dirs`).
     fn unless_disk_failed<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
-        super::log_dir_failure::check(result, &self.log_dir, &self.topic, self.index)
+        if let Err(LogError::Io(_)) = &result {
+            self.offline.store(true, Ordering::Release);
+            self.led_here.store(false, Ordering::Release);
+            self.leader_id.store(-1, Ordering::Release);
+        }
+        self.log_dirs.check(result, &self.log_dir, &self.topic, self.index)
     }
 
     /// What a follower fetches from: its log end offset and the epoch of
@@ -540,13 +573,23 @@ impl HostedTopic {
         hosted.is_led_here().then_some(hosted)
     }
 
-    /// Whether the topic has partition `index`, wherever it lives.
-    pub fn has_partition(&self, index: i32) -> bool {
-        usize::try_from(index).is_ok_and(|i| i < self.partitions.len())
+    /// The partitions hosted here and online (not in a failed directory).
+    pub fn hosted(&self) -> impl Iterator<Item = &Arc<Partition>> {
+        self.partitions.iter().flatten().filter(|p| !p.is_offline())
     }
 
-    pub fn hosted(&self) -> impl Iterator<Item = &Arc<Partition>> {
-        self.partitions.iter().flatten()
+    /// The error for a request only a leader serves of partition `index`,
+    /// not led here: KAFKA_STORAGE_ERROR when its replica here is in a
+    /// failed directory (Kafka's offline partition), NOT_LEADER_OR_FOLLOWER
+    /// when the topic has it (another broker leads it, or nobody does
+    /// now), else UNKNOWN_TOPIC_OR_PARTITION.
+    pub fn not_led_error(&self, index: i32) -> i16 {
+        let slot = usize::try_from(index).ok().and_then(|i| self.partitions.get(i));
+        match slot {
+            Some(Some(partition)) if partition.is_offline() => ErrorCode::KAFKA_STORAGE_ERROR.code(),
+            Some(_) => ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
+            None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+        }
     }
 }
 

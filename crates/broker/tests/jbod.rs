@@ -1,0 +1,148 @@
+//! A krabka broker with two log directories (JBOD, KIP-858) in a
+//! three-node krabka cluster. It names the directory of each replica it
+//! creates (AssignReplicasToDirs) and the controller records it; when one
+//! directory fails (its disk, a small tmpfs, fills), the broker stops
+//! serving the replicas in it only (KAFKA_STORAGE_ERROR), reports the
+//! directory in its heartbeat, and the controller moves leadership and ISR
+//! membership of those partitions alone to the other brokers; the broker
+//! stays up, registered and unfenced, leading the partitions in its other
+//! directory. Freed and restarted, it takes its replicas back.
+
+mod support;
+
+use std::time::Duration;
+
+use krabka_protocol::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
+use krabka_protocol::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ErrorCode, MetadataRequest, MetadataResponse,
+};
+use support::log_dirs::{
+    assigned_to, brokers_listed, describe_log_dirs, directory_id, leaders_and_isrs, partitions_in, produce, SmallDisk,
+};
+use support::{BrokerProcess, RawClient};
+
+const TOPIC: &str = "jbod";
+/// Node 1, the broker with two directories.
+const JBOD_ID: i32 = 1;
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Creates `TOPIC` with four partitions led by node 1, each with one
+/// follower on node 2 or 3.
+fn create_topic(bootstrap: &str) {
+    let followers = [2, 3, 2, 3];
+    let assignments = followers
+        .iter()
+        .enumerate()
+        .map(|(index, &follower)| CreatableReplicaAssignment {
+            partition_index: index as i32,
+            broker_ids: vec![JBOD_ID, follower],
+            ..Default::default()
+        })
+        .collect();
+    let topic = CreatableTopic {
+        name: TOPIC.into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments,
+        ..Default::default()
+    };
+    let request = CreateTopicsRequest { topics: vec![topic], timeout_ms: 10_000, ..Default::default() };
+    let response: CreateTopicsResponse = RawClient::connect(bootstrap).request(ApiKey::CreateTopics, 7, &request);
+    assert_eq!(response.topics[0].error_code, 0, "{:?}", response.topics[0].error_message);
+}
+
+/// Each partition of `TOPIC`'s offline replicas (Metadata), by index.
+fn offline_replicas(bootstrap: &str) -> Vec<Vec<i32>> {
+    let request = MetadataRequest { topics: None, ..Default::default() };
+    let answer: MetadataResponse = RawClient::connect(bootstrap).request(ApiKey::Metadata, 12, &request);
+    let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)).expect("the topic");
+    let mut partitions: Vec<_> =
+        topic.partitions.iter().map(|p| (p.partition_index, p.offline_replicas.clone())).collect();
+    partitions.sort();
+    partitions.into_iter().map(|(_, offline)| offline).collect()
+}
+
+#[test]
+fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
+    let mut nodes = BrokerProcess::start_cluster(3, &[]);
+    // Node 1 gets a second directory, on a small disk, as an operator adds
+    // one: listed in log.dirs, left unformatted (the broker names it).
+    nodes[0].stop();
+    let (kept, small) = (nodes[0].data_dir(), nodes[0].dir.path().join("small"));
+    let disk = SmallDisk::mount(&small, "16m");
+    let config_path = nodes[0].dir.path().join("server.properties");
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    let one_dir = format!("log.dirs={}\n", kept.display());
+    assert!(config.contains(&one_dir));
+    std::fs::write(
+        &config_path,
+        config.replace(&one_dir, &format!("log.dirs={},{}\n", kept.display(), small.display())),
+    )
+    .unwrap();
+    nodes[0].restart();
+    let bootstrap = nodes[1].bootstrap();
+    support::wait_for("node 1 registered and unfenced again", PATIENCE, || {
+        brokers_listed(&bootstrap).contains(&JBOD_ID)
+    });
+
+    create_topic(&bootstrap);
+    let whole = |state: &[(i32, Vec<i32>)]| {
+        state.len() == 4 && state.iter().all(|(leader, isr)| *leader == JBOD_ID && isr.len() == 2)
+    };
+    support::wait_for("every partition led by node 1, both replicas in sync", PATIENCE, || {
+        whole(&leaders_and_isrs(&bootstrap, TOPIC))
+    });
+    let (in_small, in_kept) = (partitions_in(&small, TOPIC), partitions_in(&kept, TOPIC));
+    assert_eq!(in_small.len() + in_kept.len(), 4, "{in_small:?} / {in_kept:?}");
+    assert!(!in_small.is_empty() && !in_kept.is_empty(), "spread over both: {in_small:?} / {in_kept:?}");
+    let (small_id, kept_id) = (directory_id(&small), directory_id(&kept));
+    support::wait_for("the controller to record the directories node 1 named", PATIENCE, || {
+        assigned_to(&nodes[1], TOPIC, JBOD_ID, small_id) == in_small
+            && assigned_to(&nodes[1], TOPIC, JBOD_ID, kept_id) == in_kept
+    });
+
+    // The small disk fills; the next write there fails.
+    disk.fill();
+    let jbod = nodes[0].bootstrap();
+    let refused = produce(&jbod, TOPIC, in_small[0], 100, 10_000);
+    assert_eq!(refused, ErrorCode::KAFKA_STORAGE_ERROR.code(), "a write to the full directory");
+
+    support::wait_for("the failed directory's partitions led by the other brokers", PATIENCE, || {
+        let state = leaders_and_isrs(&bootstrap, TOPIC);
+        state.len() == 4
+            && in_small.iter().all(|&p| state[p as usize].0 != JBOD_ID && !state[p as usize].1.contains(&JBOD_ID))
+    });
+    assert!(nodes[0].is_running(), "node 1 stays up");
+    assert!(brokers_listed(&bootstrap).contains(&JBOD_ID), "node 1 stays registered and unfenced");
+    let state = leaders_and_isrs(&bootstrap, TOPIC);
+    for &p in &in_kept {
+        let (leader, isr) = &state[p as usize];
+        assert!(*leader == JBOD_ID && isr.len() == 2, "partition {p} stays led by node 1, both in sync: {state:?}");
+        assert_eq!(produce(&jbod, TOPIC, p, 10, 100), 0, "node 1 serves partition {p}");
+    }
+    for &p in &in_small {
+        let leader = nodes[(state[p as usize].0 - 1) as usize].bootstrap();
+        assert_eq!(produce(&leader, TOPIC, p, 10, 100), 0, "the new leader serves partition {p}");
+        let code = produce(&jbod, TOPIC, p, 1, 100);
+        assert_eq!(code, ErrorCode::KAFKA_STORAGE_ERROR.code(), "node 1's replica of {p} is offline");
+    }
+    let offline = offline_replicas(&bootstrap);
+    for p in 0..4 {
+        let expected = if in_small.contains(&p) { vec![JBOD_ID] } else { Vec::new() };
+        assert_eq!(offline[p as usize], expected, "partition {p}'s offline replicas");
+    }
+    let described = describe_log_dirs(&jbod);
+    let error_of =
+        |dir: &std::path::Path| described.iter().find(|r| r.log_dir == dir.display().to_string()).map(|r| r.error_code);
+    assert_eq!(error_of(&small), Some(ErrorCode::KAFKA_STORAGE_ERROR.code()), "{described:?}");
+    assert_eq!(error_of(&kept), Some(0), "{described:?}");
+
+    // Space freed and the broker restarted: its replicas catch up and rejoin.
+    disk.free();
+    nodes[0].stop();
+    nodes[0].restart();
+    support::wait_for("every replica of node 1 back in sync", PATIENCE, || {
+        let state = leaders_and_isrs(&bootstrap, TOPIC);
+        state.len() == 4 && state.iter().all(|(_, isr)| isr.contains(&JBOD_ID) && isr.len() == 2)
+    });
+}
