@@ -282,8 +282,8 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
     let retention_every = Duration::from_millis(config.log_retention_check_interval_ms.max(1) as u64);
     let cleaner_every = Duration::from_millis(config.log_cleaner_backoff_ms.max(1) as u64);
     let producer_expiry_every = Duration::from_millis(config.producer_id_expiration_check_interval_ms.max(1) as u64);
-    // Kafka's log.flush.offset.checkpoint.interval.ms default.
-    let checkpoint_every = Duration::from_secs(60);
+    let checkpoint_every =
+        Duration::from_millis(config.number("log.flush.offset.checkpoint.interval.ms", 60_000).max(1) as u64);
     // Gauges only need to be as fresh as a Prometheus scrape.
     let gauges_every = Duration::from_secs(5);
     let (mut last_retention, mut last_clean, mut last_checkpoint) = (Instant::now(), Instant::now(), Instant::now());

@@ -10,6 +10,7 @@
 
 mod support;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use krabka_protocol::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
@@ -62,11 +63,13 @@ fn offline_replicas(bootstrap: &str) -> Vec<Vec<i32>> {
     partitions.into_iter().map(|(_, offline)| offline).collect()
 }
 
-#[test]
-fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
-    let mut nodes = BrokerProcess::start_cluster(3, &[]);
-    // Node 1 gets a second directory, on a small disk, as an operator adds
-    // one: listed in log.dirs, left unformatted (the broker names it).
+/// A three-node cluster whose node 1 has a second log directory on a
+/// small disk, added as an operator adds one (listed in log.dirs, left
+/// unformatted: the broker names it), and `TOPIC` on it: returns the nodes,
+/// the small disk, node 1's directories (kept, small) and the partitions
+/// in each, once the controller recorded where they are.
+fn cluster_with_a_small_disk(extra: &[&str]) -> (Vec<BrokerProcess>, SmallDisk, [PathBuf; 2], [Vec<i32>; 2]) {
+    let mut nodes = BrokerProcess::start_cluster(3, extra);
     nodes[0].stop();
     let (kept, small) = (nodes[0].data_dir(), nodes[0].dir.path().join("small"));
     let disk = SmallDisk::mount(&small, "16m");
@@ -74,11 +77,8 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
     let config = std::fs::read_to_string(&config_path).unwrap();
     let one_dir = format!("log.dirs={}\n", kept.display());
     assert!(config.contains(&one_dir));
-    std::fs::write(
-        &config_path,
-        config.replace(&one_dir, &format!("log.dirs={},{}\n", kept.display(), small.display())),
-    )
-    .unwrap();
+    let two_dirs = format!("log.dirs={},{}\n", kept.display(), small.display());
+    std::fs::write(&config_path, config.replace(&one_dir, &two_dirs)).unwrap();
     nodes[0].restart();
     let bootstrap = nodes[1].bootstrap();
     support::wait_for("node 1 registered and unfenced again", PATIENCE, || {
@@ -86,9 +86,6 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
     });
 
     create_topic(&bootstrap);
-    let whole = |state: &[(i32, Vec<i32>)]| {
-        state.len() == 4 && state.iter().all(|(leader, isr)| *leader == JBOD_ID && isr.len() == 2)
-    };
     support::wait_for("every partition led by node 1, both replicas in sync", PATIENCE, || {
         whole(&leaders_and_isrs(&bootstrap, TOPIC))
     });
@@ -100,6 +97,37 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
         assigned_to(&nodes[1], TOPIC, JBOD_ID, small_id) == in_small
             && assigned_to(&nodes[1], TOPIC, JBOD_ID, kept_id) == in_kept
     });
+    (nodes, disk, [kept, small], [in_kept, in_small])
+}
+
+/// Every partition of `TOPIC` led by node 1 with both replicas in sync.
+fn whole(state: &[(i32, Vec<i32>)]) -> bool {
+    state.len() == 4 && state.iter().all(|(leader, isr)| *leader == JBOD_ID && isr.len() == 2)
+}
+
+/// Waits for the partitions `moved` to be led by the other brokers without
+/// node 1 in their ISR, then checks node 1 stays up, registered and
+/// unfenced, leading the partitions `kept` with both replicas in sync.
+fn only_the_failed_directory_moves(nodes: &mut [BrokerProcess], moved: &[i32], kept: &[i32]) {
+    let bootstrap = nodes[1].bootstrap();
+    support::wait_for("the failed directory's partitions led by the other brokers", PATIENCE, || {
+        let state = leaders_and_isrs(&bootstrap, TOPIC);
+        state.len() == 4
+            && moved.iter().all(|&p| state[p as usize].0 != JBOD_ID && !state[p as usize].1.contains(&JBOD_ID))
+    });
+    assert!(nodes[0].is_running(), "node 1 stays up");
+    assert!(brokers_listed(&bootstrap).contains(&JBOD_ID), "node 1 stays registered and unfenced");
+    let state = leaders_and_isrs(&bootstrap, TOPIC);
+    for &p in kept {
+        let (leader, isr) = &state[p as usize];
+        assert!(*leader == JBOD_ID && isr.len() == 2, "partition {p} stays led by node 1, both in sync: {state:?}");
+    }
+}
+
+#[test]
+fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
+    let (mut nodes, disk, [kept, small], [in_kept, in_small]) = cluster_with_a_small_disk(&[]);
+    let bootstrap = nodes[1].bootstrap();
 
     // The small disk fills; the next write there fails.
     disk.fill();
@@ -107,17 +135,9 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
     let refused = produce(&jbod, TOPIC, in_small[0], 100, 10_000);
     assert_eq!(refused, ErrorCode::KAFKA_STORAGE_ERROR.code(), "a write to the full directory");
 
-    support::wait_for("the failed directory's partitions led by the other brokers", PATIENCE, || {
-        let state = leaders_and_isrs(&bootstrap, TOPIC);
-        state.len() == 4
-            && in_small.iter().all(|&p| state[p as usize].0 != JBOD_ID && !state[p as usize].1.contains(&JBOD_ID))
-    });
-    assert!(nodes[0].is_running(), "node 1 stays up");
-    assert!(brokers_listed(&bootstrap).contains(&JBOD_ID), "node 1 stays registered and unfenced");
+    only_the_failed_directory_moves(&mut nodes, &in_small, &in_kept);
     let state = leaders_and_isrs(&bootstrap, TOPIC);
     for &p in &in_kept {
-        let (leader, isr) = &state[p as usize];
-        assert!(*leader == JBOD_ID && isr.len() == 2, "partition {p} stays led by node 1, both in sync: {state:?}");
         assert_eq!(produce(&jbod, TOPIC, p, 10, 100), 0, "node 1 serves partition {p}");
     }
     for &p in &in_small {
@@ -145,4 +165,15 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
         let state = leaders_and_isrs(&bootstrap, TOPIC);
         state.len() == 4 && state.iter().all(|(_, isr)| isr.contains(&JBOD_ID) && isr.len() == 2)
     });
+}
+
+#[test]
+fn a_directory_whose_checkpoints_cannot_be_written_goes_offline_without_a_produce() {
+    // Offset checkpoints every second: the first write after the disk
+    // fills is theirs, not a client's.
+    let extra = ["log.flush.offset.checkpoint.interval.ms=1000"];
+    let (mut nodes, disk, _, [in_kept, in_small]) = cluster_with_a_small_disk(&extra);
+    disk.fill();
+    only_the_failed_directory_moves(&mut nodes, &in_small, &in_kept);
+    assert!(nodes[0].log().contains("writing its checkpoints"), "the checkpoints' write took the directory offline");
 }

@@ -273,8 +273,10 @@ impl LogManager {
         }
     }
 
-    /// Writes the four offset checkpoints of every log directory atomically.
-    pub fn write_checkpoints(&self, partitions: &[PartitionCheckpoint]) -> io::Result<()> {
+    /// Writes the four offset checkpoints of every online log directory
+    /// atomically; the directories where that failed, with why.
+    pub fn write_checkpoints(&self, partitions: &[PartitionCheckpoint]) -> Vec<(PathBuf, io::Error)> {
+        let mut failed = Vec::new();
         for path in self.online_log_dirs() {
             let mut recovery = BTreeMap::new();
             let mut log_start = BTreeMap::new();
@@ -288,12 +290,15 @@ impl LogManager {
                     cleaner.insert(p.topic_partition.clone(), p.cleaner_offset);
                 }
             }
-            checkpoint::write_offsets(&path.join(RECOVERY_POINT_CHECKPOINT), &recovery)?;
-            checkpoint::write_offsets(&path.join(LOG_START_OFFSET_CHECKPOINT), &log_start)?;
-            checkpoint::write_offsets(&path.join(REPLICATION_OFFSET_CHECKPOINT), &replication)?;
-            checkpoint::write_offsets(&path.join(CLEANER_OFFSET_CHECKPOINT), &cleaner)?;
+            let written = checkpoint::write_offsets(&path.join(RECOVERY_POINT_CHECKPOINT), &recovery)
+                .and_then(|()| checkpoint::write_offsets(&path.join(LOG_START_OFFSET_CHECKPOINT), &log_start))
+                .and_then(|()| checkpoint::write_offsets(&path.join(REPLICATION_OFFSET_CHECKPOINT), &replication))
+                .and_then(|()| checkpoint::write_offsets(&path.join(CLEANER_OFFSET_CHECKPOINT), &cleaner));
+            if let Err(e) = written {
+                failed.push((path, e));
+            }
         }
-        Ok(())
+        failed
     }
 
     /// Marks every online directory cleanly shut down (after all logs are

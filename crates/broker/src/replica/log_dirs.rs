@@ -77,8 +77,7 @@ impl LogDirectories {
     }
 
     /// Passes `result` through; when it failed on the disk, `log_dir` goes
-    /// offline (its partitions are stopped next), or the broker halts
-    /// (exit status 1) when it cannot go offline alone.
+    /// offline ([`LogDirectories::failed`]).
     pub fn check<T>(
         &self,
         result: Result<T, LogError>,
@@ -86,15 +85,24 @@ impl LogDirectories {
         topic: &str,
         partition: i32,
     ) -> Result<T, LogError> {
-        let Err(LogError::Io(error)) = &result else { return result };
+        if let Err(LogError::Io(error)) = &result {
+            self.failed(log_dir, &format!("writing {topic}-{partition}"), error);
+        }
+        result
+    }
+
+    /// A write to `log_dir` (`what`) failed with `error`: the directory
+    /// goes offline (its partitions are stopped next), or the broker halts
+    /// (exit status 1) when it cannot go offline alone.
+    pub fn failed(&self, log_dir: &Path, what: &str, error: &dyn std::fmt::Display) {
         let mut offline = self.offline.lock().unwrap_or_else(|e| e.into_inner());
         if !offline.insert(log_dir.to_path_buf()) {
-            return result;
+            return;
         }
         let online = self.dirs.iter().filter(|(path, _)| !offline.contains(path)).count();
         if online == 0 || log_dir == self.metadata_dir {
             tracing::error!(
-                dir = %log_dir.display(), %topic, partition, %error,
+                dir = %log_dir.display(), %what, %error,
                 "shutting down the broker: a write to its log directory failed (Kafka halts when all its log dirs have failed, or the metadata log's)"
             );
             // No clean shutdown: it would flush and checkpoint to the failed disk.
@@ -102,12 +110,11 @@ impl LogDirectories {
         }
         drop(offline);
         tracing::error!(
-            dir = %log_dir.display(), %topic, partition, %error,
+            dir = %log_dir.display(), %what, %error,
             "a write to a log directory failed: it goes offline, the other directories keep serving"
         );
         self.newly_failed.lock().unwrap_or_else(|e| e.into_inner()).push(log_dir.to_path_buf());
         self.failed.notify_one();
-        result
     }
 
     /// Waits for directories that failed since the last call and takes them.

@@ -442,21 +442,36 @@ impl ReplicaManager {
         self.log_dirs.taken_offline();
     }
 
+    /// Writes every online directory's checkpoints; a directory where
+    /// that fails goes offline (Kafka's checkpoint writers do the same).
     pub fn write_checkpoints(&self) -> std::io::Result<()> {
         let checkpoints: Vec<PartitionCheckpoint> = self.all_partitions().iter().map(|p| p.checkpoint()).collect();
-        self.log_manager.write_checkpoints(&checkpoints)
+        let failed = self.log_manager.write_checkpoints(&checkpoints);
+        for (dir, error) in &failed {
+            self.log_dirs.failed(dir, "writing its checkpoints", error);
+        }
+        match failed.into_iter().next() {
+            Some((_, error)) => Err(error),
+            None => Ok(()),
+        }
     }
 
     /// Periodic log housekeeping: retention, time-based flush, unlinking of
-    /// deleted segments, compaction of compacted topics.
+    /// deleted segments, compaction of compacted topics. A step that fails
+    /// on the disk takes the partition's directory offline (as Kafka's
+    /// flush, retention and cleaner do); the partition's other steps wait
+    /// for the restart.
     pub fn housekeeping(&self, retention: bool, clean: bool, expire_producers: bool) {
         let now = now_ms();
         for partition in self.all_partitions() {
             let mut log = partition.lock_log();
             let hw = partition.high_watermark();
             let mut retention_moved_start = false;
-            if let Err(e) = log.maybe_flush_on_time(now) {
-                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "flush failed");
+            let failed = |what: &str, e: LogError| {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "{what} failed");
+            };
+            if let Err(e) = partition.unless_disk_failed(log.maybe_flush_on_time(now)) {
+                failed("flush", e);
             }
             if expire_producers {
                 let expired = log.remove_expired_producers(now);
@@ -464,16 +479,16 @@ impl ReplicaManager {
                     tracing::debug!(topic = %partition.topic, partition = partition.index, expired, "expired idle producers");
                 }
             }
-            if retention {
+            if retention && !partition.is_offline() {
                 let log_start_offset = log.log_start_offset();
-                if let Err(e) = log.enforce_retention(now) {
-                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed");
+                if let Err(e) = partition.unless_disk_failed(log.enforce_retention(now)) {
+                    failed("retention", e);
                 }
                 retention_moved_start = log.log_start_offset() != log_start_offset;
             }
-            if clean && log.config().cleanup_policy.compacts() {
-                if let Err(e) = log.clean(now, hw) {
-                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed");
+            if clean && log.config().cleanup_policy.compacts() && !partition.is_offline() {
+                if let Err(e) = partition.unless_disk_failed(log.clean(now, hw)) {
+                    failed("compaction", e);
                 }
             }
             drop(log);
@@ -482,8 +497,10 @@ impl ReplicaManager {
                 partition.watchers.wake_all();
             }
             let mut log = partition.lock_log();
-            if let Err(e) = log.delete_pending_files() {
-                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "segment delete failed");
+            if !partition.is_offline() {
+                if let Err(e) = partition.unless_disk_failed(log.delete_pending_files()) {
+                    failed("segment delete", e);
+                }
             }
         }
     }

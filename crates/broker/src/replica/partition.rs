@@ -413,7 +413,7 @@ impl Partition {
     /// `result`; when a write failed on the disk, this replica stops at
     /// once (the caller holds its log's lock, which every role change
     /// takes) and its directory goes offline (`log_dirs`).
-    fn unless_disk_failed<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
+    pub(super) fn unless_disk_failed<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
         if let Err(LogError::Io(_)) = &result {
             self.offline.store(true, Ordering::Release);
             self.led_here.store(false, Ordering::Release);
