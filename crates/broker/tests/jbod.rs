@@ -126,7 +126,8 @@ fn only_the_failed_directory_moves(nodes: &mut [BrokerProcess], moved: &[i32], k
 
 #[test]
 fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
-    let (mut nodes, disk, [kept, small], [in_kept, in_small]) = cluster_with_a_small_disk(&[]);
+    let (mut nodes, disk, [kept, small], [in_kept, in_small]) =
+        cluster_with_a_small_disk(&["krabka.metrics.listener=127.0.0.1:0"]);
     let bootstrap = nodes[1].bootstrap();
 
     // The small disk fills; the next write there fails.
@@ -151,6 +152,15 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
         let expected = if in_small.contains(&p) { vec![JBOD_ID] } else { Vec::new() };
         assert_eq!(offline[p as usize], expected, "partition {p}'s offline replicas");
     }
+    // Kafka's OfflineReplicaCount and OfflineLogDirectoryCount gauges.
+    let gauges = [
+        format!("kafka_server_replicamanager_offlinereplicacount {}\n", in_small.len()),
+        "kafka_log_logmanager_offlinelogdirectorycount 1\n".to_string(),
+    ];
+    support::wait_for("node 1's gauges to count what went offline", PATIENCE, || {
+        let metrics = String::from_utf8_lossy(&nodes[0].http_get("/metrics").1).into_owned();
+        gauges.iter().all(|g| metrics.contains(g.as_str()))
+    });
     let described = describe_log_dirs(&jbod);
     let error_of =
         |dir: &std::path::Path| described.iter().find(|r| r.log_dir == dir.display().to_string()).map(|r| r.error_code);

@@ -6,7 +6,7 @@
 //! directory reported offline in a BrokerHeartbeat, is
 //! `elections::offline_directory_updates`.
 
-use krabka_metadata::features::METADATA_VERSION;
+use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
 use krabka_metadata::{directory_id, MetadataImage, MetadataRecord};
 use krabka_protocol::assign_replicas_to_dirs_request::PartitionData;
 use krabka_protocol::assign_replicas_to_dirs_response as response;
@@ -15,9 +15,6 @@ use krabka_protocol::{AssignReplicasToDirsRequest, AssignReplicasToDirsResponse,
 use crate::brokers::check_broker_epoch;
 use crate::elections::{change_builder, default_directory, may_lead};
 use crate::error::ApiError;
-
-/// metadata.version 3.7-IV2, the first with directory assignment.
-const DIRECTORY_ASSIGNMENT_LEVEL: i16 = 17;
 
 /// The records assigning the broker's replicas to the directories it
 /// names, and the answer per partition (UNKNOWN_TOPIC_ID,

@@ -5,6 +5,9 @@
 
 /// The feature that versions the metadata log's records themselves.
 pub const METADATA_VERSION: &str = "metadata.version";
+/// metadata.version 3.7-IV2, the first with directory assignment
+/// (KIP-858: AssignReplicasToDirs, partitions' `directories`).
+pub const DIRECTORY_ASSIGNMENT_LEVEL: i16 = 17;
 
 /// A feature a node supports, from `min` to `max` level inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,6 +11,9 @@
 //! judge sees is the machine's and the build's, not the code's. Its largest
 //! material change per metric, with the same headroom and rounding, is the
 //! smallest regression budget that does not cry wolf.
+//!
+//! Both are worked out per workload (the Java workload's cells, the load
+//! generator's capacity cells), as the contract budgets them.
 
 use crate::judge::{MetricVerdict, Verdict};
 use crate::record::Side;
@@ -28,9 +31,10 @@ pub struct LargestSpread {
     pub side: Side,
 }
 
-/// One metric's spread over a whole verdict.
+/// One metric's spread over one workload's cells.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricSpread {
+    pub workload: String,
     pub metric: String,
     /// The largest defined relative MAD (none when no cell had one).
     pub largest: Option<LargestSpread>,
@@ -58,9 +62,10 @@ pub struct LargestChange {
     pub cell: String,
 }
 
-/// One metric's largest material change over a whole verdict.
+/// One metric's largest material change over one workload's cells.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricChange {
+    pub workload: String,
     pub metric: String,
     /// The largest change whose difference passed the materiality floor
     /// (none when no cell's did): changes under the floor are never judged.
@@ -71,38 +76,45 @@ pub struct MetricChange {
     pub calibrated_budget: f64,
 }
 
-/// Every metric's spread in `verdict`, in the verdict's metric order.
+/// Every workload's metrics' spreads in `verdict`: workloads in the
+/// order their first cells come, metrics in the verdict's order.
 pub fn spreads(verdict: &Verdict) -> Vec<MetricSpread> {
     per_metric(verdict, metric_spread)
 }
 
-/// Every metric's largest material change in `verdict`, in the verdict's
-/// metric order; the regression budgets a null run justifies.
+/// Every workload's metrics' largest material changes in `verdict`, in
+/// the order of [`spreads`]; the regression budgets a null run justifies.
 pub fn changes(verdict: &Verdict) -> Vec<MetricChange> {
     per_metric(verdict, metric_change)
 }
 
-/// Applies `summarise` to each metric's verdicts over all cells.
+/// Applies `summarise` to each metric's verdicts over each workload's cells.
 fn per_metric<T, F>(verdict: &Verdict, summarise: F) -> Vec<T>
 where
-    F: for<'a> Fn(&'a MetricVerdict, &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>) -> T,
+    F: for<'a> Fn(&'a str, &'a MetricVerdict, &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>) -> T,
 {
-    let Some(first) = verdict.cells.first() else { return Vec::new() };
-    first
-        .metrics
-        .iter()
-        .enumerate()
-        .map(|(index, metric)| {
-            let mut per_cell = verdict.cells.iter().map(|cell| {
+    let mut workloads: Vec<&str> = Vec::new();
+    for cell in &verdict.cells {
+        if !workloads.contains(&cell.workload.as_str()) {
+            workloads.push(&cell.workload);
+        }
+    }
+    let mut out = Vec::new();
+    for workload in workloads {
+        let cells: Vec<_> = verdict.cells.iter().filter(|c| c.workload == workload).collect();
+        for (index, metric) in cells[0].metrics.iter().enumerate() {
+            let mut per_cell = cells.iter().map(|cell| {
                 debug_assert_eq!(cell.metrics[index].metric, metric.metric, "cells list their metrics in one order");
                 (cell.cell.as_str(), &cell.metrics[index])
             });
-            summarise(metric, &mut per_cell)
-        })
-        .collect()
+            out.push(summarise(workload, metric, &mut per_cell));
+        }
+    }
+    out
 }
 
 fn metric_change<'a>(
+    workload: &'a str,
     first: &'a MetricVerdict,
     per_cell: &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>,
 ) -> MetricChange {
@@ -118,6 +130,7 @@ fn metric_change<'a>(
     }
     let calibrated_budget = calibrated_budget(largest.as_ref().map_or(0.0, |l| l.change));
     MetricChange {
+        workload: workload.to_string(),
         metric: first.metric.clone(),
         largest,
         regression_budget: first.regression_budget,
@@ -126,6 +139,7 @@ fn metric_change<'a>(
 }
 
 fn metric_spread<'a>(
+    workload: &'a str,
     first: &'a MetricVerdict,
     per_cell: &mut dyn Iterator<Item = (&'a str, &'a MetricVerdict)>,
 ) -> MetricSpread {
@@ -141,5 +155,7 @@ fn metric_spread<'a>(
         }
     }
     let calibrated_budget = largest.as_ref().map(|l| calibrated_budget(l.relative_mad));
-    MetricSpread { metric: first.metric.clone(), largest, variance_budget: first.variance_budget, calibrated_budget }
+    let metric = first.metric.clone();
+    let variance_budget = first.variance_budget;
+    MetricSpread { workload: workload.to_string(), metric, largest, variance_budget, calibrated_budget }
 }

@@ -25,8 +25,32 @@ pub struct Contract {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_cpu_quota: Option<CpuQuota>,
     pub cells: Vec<Cell>,
+    /// Each metric's rule: the budgets of the Java workload's cells, and
+    /// of any workload `workload_budgets` does not name.
     pub metrics: BTreeMap<String, MetricRule>,
+    /// Budgets of one workload's cells that differ from `metrics`': by
+    /// workload (`java`, `loadgen`), then by metric. A capacity cell's
+    /// records/s and CPU per record move less than the Java client's pace,
+    /// while its p99 of a millisecond or two is the scheduler's noise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workload_budgets: BTreeMap<String, BTreeMap<String, BudgetOverride>>,
 }
+
+/// The budgets of [`MetricRule`] one workload's cells are judged by
+/// instead; those left out are the metric's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regression_budget: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variance_budget: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub materiality_floor: Option<f64>,
+}
+
+/// The workloads a cell may name.
+pub const WORKLOADS: [&str; 2] = ["java", "loadgen"];
 
 /// Each broker in a CPU cgroup of `cores` (cgroup v2 `cpu.max`, v1
 /// `cpu.cfs_quota_us`): what the contract's figures assume.
@@ -109,6 +133,11 @@ pub struct MetricRule {
 }
 
 impl Cell {
+    /// Who loads the broker: `java` unless the cell says otherwise.
+    pub fn workload(&self) -> &str {
+        self.workload.as_deref().unwrap_or("java")
+    }
+
     /// A `mixed` load names how many of its pairs run at the target rate
     /// (at least one, and not all); no other load has rate pairs.
     fn check_mixed_load(&self) -> anyhow::Result<()> {
@@ -150,12 +179,8 @@ impl Contract {
         for cell in &self.cells {
             anyhow::ensure!(seen.insert(cell.name.as_str()), "cell {:?} is named twice", cell.name);
             anyhow::ensure!(cell.pairs != Some(0), "cell {:?} has no producer/consumer pair", cell.name);
-            let workload = cell.workload.as_deref().unwrap_or("java");
-            anyhow::ensure!(
-                ["java", "loadgen"].contains(&workload),
-                "cell {:?}: unknown workload {workload:?}",
-                cell.name
-            );
+            let workload = cell.workload();
+            anyhow::ensure!(WORKLOADS.contains(&workload), "cell {:?}: unknown workload {workload:?}", cell.name);
             if workload == "loadgen" {
                 anyhow::ensure!(cell.readers != Some(0), "cell {:?} has no reader", cell.name);
                 anyhow::ensure!(cell.load == "saturate", "cell {:?}: a capacity cell saturates", cell.name);
@@ -178,21 +203,58 @@ impl Contract {
         }
         for (name, rule) in &self.metrics {
             anyhow::ensure!(METRICS.contains(&name.as_str()), "unknown metric {name:?} in contract");
-            for (what, v) in [
-                ("regression_budget", rule.regression_budget),
-                ("variance_budget", rule.variance_budget),
-                ("materiality_floor", rule.materiality_floor),
-            ] {
-                anyhow::ensure!(v.is_finite() && v >= 0.0, "{name}.{what} must be a finite non-negative number");
+            check_budgets(name, [rule.regression_budget, rule.variance_budget, rule.materiality_floor].map(Some))?;
+        }
+        for (workload, overrides) in &self.workload_budgets {
+            anyhow::ensure!(WORKLOADS.contains(&workload.as_str()), "workload_budgets: unknown workload {workload:?}");
+            for (name, o) in overrides {
+                anyhow::ensure!(
+                    METRICS.contains(&name.as_str()),
+                    "workload_budgets.{workload}: unknown metric {name:?}"
+                );
+                check_budgets(
+                    &format!("workload_budgets.{workload}.{name}"),
+                    [o.regression_budget, o.variance_budget, o.materiality_floor],
+                )?;
             }
         }
         Ok(())
     }
 
-    /// Metric rules in [`METRICS`] order.
+    /// Metric rules in [`METRICS`] order (the Java workload's).
     pub fn rules(&self) -> impl Iterator<Item = (&'static str, &MetricRule)> {
         METRICS.iter().map(|m| (*m, &self.metrics[*m]))
     }
+
+    /// The metric rules `workload`'s cells are judged by, in [`METRICS`]
+    /// order: each metric's, with the budgets `workload_budgets` sets for
+    /// that workload instead.
+    pub fn rules_for(&self, workload: &str) -> Vec<(&'static str, MetricRule)> {
+        let overrides = self.workload_budgets.get(workload);
+        self.rules()
+            .map(|(metric, rule)| {
+                let mut rule = rule.clone();
+                if let Some(o) = overrides.and_then(|o| o.get(metric)) {
+                    rule.regression_budget = o.regression_budget.unwrap_or(rule.regression_budget);
+                    rule.variance_budget = o.variance_budget.unwrap_or(rule.variance_budget);
+                    rule.materiality_floor = o.materiality_floor.unwrap_or(rule.materiality_floor);
+                }
+                (metric, rule)
+            })
+            .collect()
+    }
+}
+
+/// Regression budget, variance budget and materiality floor of `what`,
+/// where given: finite and not negative.
+fn check_budgets(what: &str, values: [Option<f64>; 3]) -> anyhow::Result<()> {
+    let names = ["regression_budget", "variance_budget", "materiality_floor"];
+    for (name, value) in names.iter().zip(values) {
+        if let Some(v) = value {
+            anyhow::ensure!(v.is_finite() && v >= 0.0, "{what}.{name} must be a finite non-negative number");
+        }
+    }
+    Ok(())
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

@@ -86,6 +86,8 @@ pub struct MetricVerdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct CellVerdict {
     pub cell: String,
+    /// Who loaded the broker (`java`, `loadgen`): whose budgets were used.
+    pub workload: String,
     pub rounds: usize,
     pub metrics: Vec<MetricVerdict>,
 }
@@ -117,9 +119,9 @@ pub fn evaluate(record: &Record, contract: &Contract, contract_sha256: &str) -> 
     for cell in &contract.cells {
         let pairs = &rounds[cell.name.as_str()];
         let mut metrics = Vec::new();
-        for (metric, rule) in contract.rules() {
+        for (metric, rule) in contract.rules_for(cell.workload()) {
             let values = |i: usize| pairs.iter().map(|p| p[i].metrics[metric]).collect::<Vec<_>>();
-            let judged = judge(metric, rule, values(0), values(1));
+            let judged = judge(metric, &rule, values(0), values(1));
             match judged.status {
                 Status::Regression => summary.regressions += 1,
                 Status::Improvement => summary.improvements += 1,
@@ -128,7 +130,8 @@ pub fn evaluate(record: &Record, contract: &Contract, contract_sha256: &str) -> 
             }
             metrics.push(judged);
         }
-        cells.push(CellVerdict { cell: cell.name.clone(), rounds: pairs.len(), metrics });
+        let workload = cell.workload().to_string();
+        cells.push(CellVerdict { cell: cell.name.clone(), workload, rounds: pairs.len(), metrics });
     }
     let verdict = if summary.rejected_for_variance > 0 {
         Outcome::Rejected

@@ -80,8 +80,8 @@ fn changes(out: &mut String, changes: &[MetricChange]) {
         calibrate::HEADROOM,
         calibrate::STEP * 100.0
     );
-    let _ = writeln!(out, "| metric | largest change | cell | regression budget | calibrated budget |");
-    let _ = writeln!(out, "|---|---:|---|---:|---:|");
+    let _ = writeln!(out, "| workload | metric | largest change | cell | regression budget | calibrated budget |");
+    let _ = writeln!(out, "|---|---|---:|---|---:|---:|");
     for c in changes {
         let (change, cell) = match &c.largest {
             Some(l) => (percent(Some(l.change)), l.cell.as_str()),
@@ -89,7 +89,8 @@ fn changes(out: &mut String, changes: &[MetricChange]) {
         };
         let _ = writeln!(
             out,
-            "| {} | {change} | {cell} | {} | {} |",
+            "| {} | {} | {change} | {cell} | {} | {} |",
+            c.workload,
             c.metric,
             percent(Some(c.regression_budget)),
             percent(Some(c.calibrated_budget))
@@ -106,8 +107,9 @@ fn spreads(out: &mut String, spreads: &[MetricSpread]) {
         calibrate::HEADROOM,
         calibrate::STEP * 100.0
     );
-    let _ = writeln!(out, "| metric | largest rel. MAD | cell | side | variance budget | calibrated budget |");
-    let _ = writeln!(out, "|---|---:|---|---|---:|---:|");
+    let _ =
+        writeln!(out, "| workload | metric | largest rel. MAD | cell | side | variance budget | calibrated budget |");
+    let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|");
     for s in spreads {
         let (mad, cell, side) = match &s.largest {
             Some(l) => (percent(Some(l.relative_mad)), l.cell.as_str(), side_name(l.side)),
@@ -115,7 +117,8 @@ fn spreads(out: &mut String, spreads: &[MetricSpread]) {
         };
         let _ = writeln!(
             out,
-            "| {} | {mad} | {cell} | {side} | {} | {} |",
+            "| {} | {} | {mad} | {cell} | {side} | {} | {} |",
+            s.workload,
             s.metric,
             percent(Some(s.variance_budget)),
             percent(s.calibrated_budget)

@@ -410,7 +410,7 @@ fn spreads_name_the_largest_relative_mad_and_its_budget() {
     assert!((cpu.largest.as_ref().unwrap().relative_mad - 0.01).abs() < 1e-9);
     assert!((cpu.calibrated_budget.unwrap() - 0.05).abs() < 1e-12);
     let md = report::markdown(&v);
-    assert!(md.contains("| records_per_second | 40.0% | b | reference | 10.0% | 50.0% |"), "{md}");
+    assert!(md.contains("| java | records_per_second | 40.0% | b | reference | 10.0% | 50.0% |"), "{md}");
 }
 
 #[test]
@@ -464,9 +464,79 @@ fn a_null_run_calibrates_the_regression_budgets() {
     assert_eq!(p99.largest, None);
     assert!((p99.calibrated_budget - 0.05).abs() < 1e-12);
     let md = report::markdown(&v);
-    assert!(md.contains("| records_per_second | 7.0% | b | 5.0% | 10.0% |"), "{md}");
-    assert!(md.contains("| p99_latency_ms | n/a |  | 10.0% | 5.0% |"), "{md}");
+    assert!(md.contains("| java | records_per_second | 7.0% | b | 5.0% | 10.0% |"), "{md}");
+    assert!(md.contains("| java | p99_latency_ms | n/a |  | 10.0% | 5.0% |"), "{md}");
     // Kafka is not the same source built twice: no such table.
     let r = record(Mode::PinnedKafka, &digest, 5, same);
     assert!(!report::markdown(&eval(&r).unwrap()).contains("Largest material change"));
+}
+
+/// [`CONTRACT`] with cell `b` a capacity cell (the load generator's) and
+/// budgets of its own: p99 may spread 90%, records/s may move 2%.
+fn contract_with_workload_budgets() -> (Contract, String) {
+    let text = CONTRACT
+        .replace(
+            r#""load": "rate",
+      "target_records_per_second": 20000 }"#,
+            r#""load": "saturate", "workload": "loadgen" }"#,
+        )
+        .replace(
+            r#"  "metrics": {"#,
+            r#"  "workload_budgets": { "loadgen": {
+    "p99_latency_ms": { "variance_budget": 0.9 },
+    "records_per_second": { "regression_budget": 0.02 } } },
+  "metrics": {"#,
+        );
+    (Contract::from_bytes(text.as_bytes()).unwrap(), contract::sha256_hex(text.as_bytes()))
+}
+
+#[test]
+fn a_workloads_budgets_judge_only_its_cells() {
+    let (contract, digest) = contract_with_workload_budgets();
+    let loadgen = contract.rules_for("loadgen");
+    let rule = |rules: &[(&str, contract::MetricRule)], metric: &str| {
+        rules.iter().find(|(m, _)| *m == metric).unwrap().1.clone()
+    };
+    assert_eq!(rule(&loadgen, "p99_latency_ms").variance_budget, 0.9);
+    assert_eq!(rule(&loadgen, "p99_latency_ms").regression_budget, 0.10, "left out: the metric's");
+    assert_eq!(rule(&contract.rules_for("java"), "p99_latency_ms").variance_budget, 0.20);
+    // Both cells: p99 spreads 40% on the reference side and records/s is
+    // steadily 4% lower on the candidate's.
+    let r = record(Mode::BeforeAfter, &digest, 5, |c, round, side| {
+        let mut v = same(c, round, side);
+        if side == Side::Reference {
+            v[3] = [3.0, 7.0, 5.0, 3.0, 7.0][round as usize];
+        } else {
+            v[0] *= 0.96;
+        }
+        v
+    });
+    let v = judge::evaluate(&r, &contract, &digest).unwrap();
+    assert_eq!(v.cells.iter().map(|c| c.workload.as_str()).collect::<Vec<_>>(), ["java", "loadgen"]);
+    assert_eq!(status(&v, "a", "p99_latency_ms"), Status::RejectedForVariance);
+    assert_eq!(status(&v, "b", "p99_latency_ms"), Status::WithinBudget);
+    assert_eq!(status(&v, "a", "records_per_second"), Status::WithinBudget);
+    assert_eq!(status(&v, "b", "records_per_second"), Status::Regression);
+    // Spreads and changes are each workload's.
+    let spreads = crate::calibrate::spreads(&v);
+    let p99: Vec<_> = spreads.iter().filter(|s| s.metric == "p99_latency_ms").collect();
+    assert_eq!(
+        p99.iter().map(|s| (s.workload.as_str(), s.variance_budget)).collect::<Vec<_>>(),
+        [("java", 0.20), ("loadgen", 0.9)]
+    );
+    let md = report::markdown(&v);
+    assert!(md.contains("| loadgen | records_per_second | 4.0% | b | 2.0% | 5.0% |"), "{md}");
+}
+
+#[test]
+fn workload_budgets_name_known_workloads_and_metrics() {
+    let refused = |budgets: &str| {
+        let text =
+            CONTRACT.replace(r#"  "metrics": {"#, &format!("  \"workload_budgets\": {budgets},\n  \"metrics\": {{"));
+        Contract::from_bytes(text.as_bytes()).unwrap_err().to_string()
+    };
+    assert!(refused(r#"{ "kafka": {} }"#).contains("unknown workload"));
+    assert!(refused(r#"{ "loadgen": { "p50": { "variance_budget": 0.1 } } }"#).contains("unknown metric"));
+    let negative = refused(r#"{ "loadgen": { "p99_latency_ms": { "variance_budget": -0.1 } } }"#);
+    assert!(negative.contains("must be a finite non-negative number"), "{negative}");
 }

@@ -72,13 +72,17 @@ pub struct ReplicaCounts {
     pub under_min_isr: i64,
     /// Led here with exactly min.insync.replicas in sync.
     pub at_min_isr: i64,
+    /// Hosted here in a failed log directory.
+    pub offline_replicas: i64,
+    /// Log directories a write failed in.
+    pub offline_log_dirs: i64,
 }
 
 #[derive(Debug)]
-struct ReplicaGauges([IntGauge; 5]);
+struct ReplicaGauges([IntGauge; 7]);
 
 impl ReplicaGauges {
-    const NAMES: [(&'static str, &'static str); 5] = [
+    const NAMES: [(&'static str, &'static str); 7] = [
         ("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker."),
         ("kafka_server_replicamanager_leadercount", "Partitions this broker leads."),
         (
@@ -93,6 +97,8 @@ impl ReplicaGauges {
             "kafka_server_replicamanager_atminisrpartitioncount",
             "Partitions led here with an ISR at min.insync.replicas.",
         ),
+        ("kafka_server_replicamanager_offlinereplicacount", "Replicas hosted here in a failed log directory."),
+        ("kafka_log_logmanager_offlinelogdirectorycount", "Log directories taken offline after a failed write."),
     ];
 
     fn new(registry: &Registry) -> Self {
@@ -104,8 +110,15 @@ impl ReplicaGauges {
     }
 
     fn set(&self, counts: ReplicaCounts) {
-        let values =
-            [counts.partitions, counts.leaders, counts.under_replicated, counts.under_min_isr, counts.at_min_isr];
+        let values = [
+            counts.partitions,
+            counts.leaders,
+            counts.under_replicated,
+            counts.under_min_isr,
+            counts.at_min_isr,
+            counts.offline_replicas,
+            counts.offline_log_dirs,
+        ];
         for (gauge, value) in self.0.iter().zip(values) {
             gauge.set(value);
         }

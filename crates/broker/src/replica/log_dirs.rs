@@ -72,6 +72,11 @@ impl LogDirectories {
         offline.iter().filter_map(|dir| self.id_of(dir)).collect()
     }
 
+    /// How many directories failed.
+    pub fn offline_count(&self) -> usize {
+        self.offline.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     pub fn is_offline(&self, dir: &Path) -> bool {
         self.offline.lock().unwrap_or_else(|e| e.into_inner()).contains(dir)
     }

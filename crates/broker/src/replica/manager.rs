@@ -122,12 +122,15 @@ impl ReplicaManager {
         hosted.filter(|p| !p.is_led_here() && p.leader_id() >= 0).map(|p| (p.leader_id(), p.clone())).collect()
     }
 
-    /// The partitions hosted and led here, and how many of those led lack
-    /// in-sync replicas (Kafka's ReplicaManager gauges).
+    /// The partitions hosted and led here, how many of those led lack
+    /// in-sync replicas, and what failed log directories took offline
+    /// (Kafka's ReplicaManager and LogManager gauges).
     pub fn replica_counts(&self) -> ReplicaCounts {
         let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
-        let mut counts = ReplicaCounts::default();
+        let mut counts =
+            ReplicaCounts { offline_log_dirs: self.log_dirs.offline_count() as i64, ..ReplicaCounts::default() };
         for topic in topics.values() {
+            counts.offline_replicas += topic.partitions.iter().flatten().filter(|p| p.is_offline()).count() as i64;
             let min_isr = topic.produce.min_insync_replicas as usize;
             for partition in topic.hosted() {
                 counts.partitions += 1;
@@ -296,7 +299,7 @@ impl ReplicaManager {
         }
         for name in &touched_names {
             if let (Some(topic), Some(hosted)) = (image.topics.get(*name), topics.get(*name)) {
-                self.assign_directories(topic, hosted);
+                self.assign_directories(image, topic, hosted);
             }
         }
         drop(topics);
@@ -406,16 +409,19 @@ impl ReplicaManager {
 
     /// Queues, for the controller, the directory of each replica of `topic`
     /// hosted here that the image places elsewhere or nowhere (a
-    /// controller in charge of several brokers only; with one log
-    /// directory the controller names it from the start).
-    fn assign_directories(&self, topic: &TopicImage, hosted: &HostedTopic) {
-        if self.hosting == Hosting::Everything {
+    /// controller in charge of several brokers only, and a metadata
+    /// version with directories, as Kafka's broker; with one log directory
+    /// the controller names it from the start).
+    fn assign_directories(&self, image: &MetadataImage, topic: &TopicImage, hosted: &HostedTopic) {
+        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
+        let recorded = image.features.get(METADATA_VERSION).is_some_and(|&l| l >= DIRECTORY_ASSIGNMENT_LEVEL);
+        if self.hosting == Hosting::Everything || !recorded {
             return;
         }
-        for (partition, image) in hosted.partitions.iter().zip(&topic.partitions) {
+        for (partition, placed) in hosted.partitions.iter().zip(&topic.partitions) {
             let Some(partition) = partition.as_ref().filter(|p| !p.is_offline()) else { continue };
             let Some(actual) = self.log_dirs.id_of(&partition.log_dir) else { continue };
-            if image.directory_of(self.config.node_id) != Some(actual) {
+            if placed.directory_of(self.config.node_id) != Some(actual) {
                 self.dir_assignments.push((topic.id, partition.index), actual);
             }
         }
