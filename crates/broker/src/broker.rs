@@ -99,10 +99,12 @@ impl Broker {
             anyhow::ensure!(other.node_id == meta.node_id, "{} was formatted for another node", dir.display());
             dir_ids.push((dir.clone(), other.directory_id));
         }
-        let log_dirs = Arc::new(LogDirectories::new(dir_ids, config.metadata_log_dir.clone()));
         let config = Arc::new(config);
         let log_manager =
             LogManager::open(&config.log_dirs, &[METADATA_LOG_DIR_NAME]).context("opening log directories")?;
+        let log_manager = Arc::new(log_manager);
+        let log_dirs =
+            Arc::new(LogDirectories::new(dir_ids, config.metadata_log_dir.clone(), Arc::clone(&log_manager)));
         log_manager.remove_leftover_deletions();
         let snapshot_every_bytes = config
             .raw

@@ -308,9 +308,7 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
                 }
             }
             if checkpoint {
-                if let Err(e) = worker.replicas.write_checkpoints() {
-                    tracing::error!(error = %e, "writing checkpoints failed");
-                }
+                worker.replicas.write_checkpoints();
             }
         })
         .await;

@@ -156,13 +156,27 @@ impl LogManager {
         dirs.iter().filter(|d| !d.offline).map(|d| d.path.clone()).collect()
     }
 
+    /// Whether `dir` is offline.
+    pub fn is_offline(&self, dir: &Path) -> bool {
+        self.dirs.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|d| d.path == dir && d.offline)
+    }
+
+    /// The log directories that are offline, in `log.dirs` order.
+    pub fn offline_log_dirs(&self) -> Vec<PathBuf> {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        dirs.iter().filter(|d| d.offline).map(|d| d.path.clone()).collect()
+    }
+
     /// Takes `dir` offline: no checkpoint, marker or new partition goes
-    /// there any more, and its logs do not open again.
-    pub fn mark_offline(&self, dir: &Path) {
+    /// there any more, and its logs do not open again. How many
+    /// directories are left online when this took it offline; `None` when
+    /// it already was (or is not a log directory), so that of two writes
+    /// failing in one directory only the first acts on it.
+    pub fn mark_offline(&self, dir: &Path) -> Option<usize> {
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-        for d in dirs.iter_mut().filter(|d| d.path == dir) {
-            d.offline = true;
-        }
+        let taken = dirs.iter_mut().find(|d| d.path == dir && !d.offline)?;
+        taken.offline = true;
+        Some(dirs.iter().filter(|d| !d.offline).count())
     }
 
     /// Partition directories found on start whose topic is not `is_live`
@@ -351,13 +365,16 @@ mod tests {
         let dir_of = |log_dir: PathBuf| log_dir.parent().unwrap().to_path_buf();
         assert_eq!(dir_of(open(0, Some(&dirs[2])).unwrap()), dirs[2], "the named directory");
         assert_eq!(dir_of(open(1, None).unwrap()), dirs[0], "the least loaded, first of equals");
-        manager.mark_offline(&dirs[1]);
+        assert_eq!(manager.mark_offline(&dirs[1]), Some(2), "two left online");
+        assert_eq!(manager.mark_offline(&dirs[1]), None, "only the first failure takes it offline");
+        assert!(manager.is_offline(&dirs[1]));
+        assert_eq!(manager.offline_log_dirs(), vec![dirs[1].clone()]);
         assert_eq!(manager.online_log_dirs(), vec![dirs[0].clone(), dirs[2].clone()]);
         assert_eq!(dir_of(open(2, Some(&dirs[1])).unwrap()), dirs[0], "never an offline one, even named");
         assert_eq!(dir_of(open(0, None).unwrap()), dirs[2], "an existing log reopens where it is");
         manager.mark_offline(&dirs[2]);
         assert!(open(0, None).is_err(), "a log in an offline directory does not open");
-        manager.mark_offline(&dirs[0]);
+        assert_eq!(manager.mark_offline(&dirs[0]), Some(0), "none left");
         assert!(open(3, None).is_err(), "no online directory for a new one");
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();

@@ -14,21 +14,21 @@
 //! what moves leadership then, the controller fencing it when its session
 //! expires.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use krabka_log::LogError;
+use krabka_log::{LogError, LogManager};
 use krabka_protocol::Uuid;
 use tokio::sync::Notify;
 
-/// The broker's log directories, their ids and which have failed.
+/// The broker's log directories, their ids and which have failed (kept
+/// by the log manager, which no longer opens or writes in those).
 pub struct LogDirectories {
     /// Each log directory with its `directory.id`, in `log.dirs` order.
     dirs: Vec<(PathBuf, Uuid)>,
     /// The directory of the metadata log: its failure halts the broker.
     metadata_dir: PathBuf,
-    offline: Mutex<BTreeSet<PathBuf>>,
+    log_manager: Arc<LogManager>,
     /// Failed directories the replica manager has yet to take offline.
     newly_failed: Mutex<Vec<PathBuf>>,
     failed: Notify,
@@ -38,11 +38,11 @@ pub struct LogDirectories {
 }
 
 impl LogDirectories {
-    pub fn new(dirs: Vec<(PathBuf, Uuid)>, metadata_dir: PathBuf) -> Self {
+    pub fn new(dirs: Vec<(PathBuf, Uuid)>, metadata_dir: PathBuf, log_manager: Arc<LogManager>) -> Self {
         LogDirectories {
             dirs,
             metadata_dir,
-            offline: Mutex::new(BTreeSet::new()),
+            log_manager,
             newly_failed: Mutex::new(Vec::new()),
             failed: Notify::new(),
             taken_offline: Notify::new(),
@@ -68,17 +68,16 @@ impl LogDirectories {
 
     /// The ids of the directories that failed (a heartbeat's `OfflineLogDirs`).
     pub fn offline_ids(&self) -> Vec<Uuid> {
-        let offline = self.offline.lock().unwrap_or_else(|e| e.into_inner());
-        offline.iter().filter_map(|dir| self.id_of(dir)).collect()
+        self.log_manager.offline_log_dirs().iter().filter_map(|dir| self.id_of(dir)).collect()
     }
 
     /// How many directories failed.
     pub fn offline_count(&self) -> usize {
-        self.offline.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.log_manager.offline_log_dirs().len()
     }
 
     pub fn is_offline(&self, dir: &Path) -> bool {
-        self.offline.lock().unwrap_or_else(|e| e.into_inner()).contains(dir)
+        self.log_manager.is_offline(dir)
     }
 
     /// Passes `result` through; when it failed on the disk, `log_dir` goes
@@ -100,11 +99,7 @@ impl LogDirectories {
     /// goes offline (its partitions are stopped next), or the broker halts
     /// (exit status 1) when it cannot go offline alone.
     pub fn failed(&self, log_dir: &Path, what: &str, error: &dyn std::fmt::Display) {
-        let mut offline = self.offline.lock().unwrap_or_else(|e| e.into_inner());
-        if !offline.insert(log_dir.to_path_buf()) {
-            return;
-        }
-        let online = self.dirs.iter().filter(|(path, _)| !offline.contains(path)).count();
+        let Some(online) = self.log_manager.mark_offline(log_dir) else { return };
         if online == 0 || log_dir == self.metadata_dir {
             tracing::error!(
                 dir = %log_dir.display(), %what, %error,
@@ -113,7 +108,6 @@ impl LogDirectories {
             // No clean shutdown: it would flush and checkpoint to the failed disk.
             std::process::exit(1);
         }
-        drop(offline);
         tracing::error!(
             dir = %log_dir.display(), %what, %error,
             "a write to a log directory failed: it goes offline, the other directories keep serving"

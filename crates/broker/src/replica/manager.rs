@@ -73,7 +73,7 @@ impl Hosting {
 
 pub struct ReplicaManager {
     config: Arc<BrokerConfig>,
-    log_manager: LogManager,
+    log_manager: Arc<LogManager>,
     hosting: Hosting,
     topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
     /// Signalled when partitions may have changed roles: the replica
@@ -92,7 +92,7 @@ pub struct ReplicaManager {
 impl ReplicaManager {
     pub fn new(
         config: Arc<BrokerConfig>,
-        log_manager: LogManager,
+        log_manager: Arc<LogManager>,
         hosting: Hosting,
         log_dirs: Arc<LogDirectories>,
     ) -> Self {
@@ -431,9 +431,7 @@ impl ReplicaManager {
     /// them stops (Kafka's `handleLogDirFailure`), the replica fetchers
     /// drop them, and the lifecycle is told to report the directories.
     pub fn take_offline(&self, dirs: &[std::path::PathBuf]) {
-        for dir in dirs {
-            self.log_manager.mark_offline(dir);
-        }
+        debug_assert!(dirs.iter().all(|dir| self.log_manager.is_offline(dir)), "marked when the write failed");
         let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
         let mut stopped = 0;
         for partition in topics.values().flat_map(|t| t.partitions.iter().flatten()) {
@@ -449,16 +447,12 @@ impl ReplicaManager {
     }
 
     /// Writes every online directory's checkpoints; a directory where
-    /// that fails goes offline (Kafka's checkpoint writers do the same).
-    pub fn write_checkpoints(&self) -> std::io::Result<()> {
+    /// that fails goes offline, saying why (Kafka's checkpoint writers do
+    /// the same), so there is no error left for the caller.
+    pub fn write_checkpoints(&self) {
         let checkpoints: Vec<PartitionCheckpoint> = self.all_partitions().iter().map(|p| p.checkpoint()).collect();
-        let failed = self.log_manager.write_checkpoints(&checkpoints);
-        for (dir, error) in &failed {
-            self.log_dirs.failed(dir, "writing its checkpoints", error);
-        }
-        match failed.into_iter().next() {
-            Some((_, error)) => Err(error),
-            None => Ok(()),
+        for (dir, error) in self.log_manager.write_checkpoints(&checkpoints) {
+            self.log_dirs.failed(&dir, "writing its checkpoints", &error);
         }
     }
 
@@ -531,7 +525,9 @@ impl ReplicaManager {
                 h.join().unwrap_or_else(|_| Err(LogError::Io(std::io::Error::other("flush thread panicked"))))
             })
         })?;
-        self.write_checkpoints()?;
+        // A directory whose checkpoints fail goes offline; the others are
+        // still marked cleanly shut down (Kafka marks its live directories).
+        self.write_checkpoints();
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         for (_, hosted) in topics.drain() {
             for partition in hosted.hosted() {
@@ -565,9 +561,9 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let (config, _) = BrokerConfig::from_properties(props).unwrap();
-        let log_manager = LogManager::open(&config.log_dirs, &[]).unwrap();
+        let log_manager = Arc::new(LogManager::open(&config.log_dirs, &[]).unwrap());
         let dirs = config.log_dirs.iter().map(|d| (d.clone(), Uuid::random().unwrap())).collect();
-        let log_dirs = Arc::new(LogDirectories::new(dirs, config.metadata_log_dir.clone()));
+        let log_dirs = Arc::new(LogDirectories::new(dirs, config.metadata_log_dir.clone(), Arc::clone(&log_manager)));
         ReplicaManager::new(Arc::new(config), log_manager, Hosting::Everything, log_dirs)
     }
 

@@ -205,16 +205,31 @@ impl Partition {
 
     /// Its log directory failed: it stops leading and following, for good.
     pub(super) fn go_offline(&self) {
-        self.offline.store(true, Ordering::Release);
-        self.stop_hosting();
+        let log = self.lock_log();
+        self.stop_serving_offline();
+        drop(log);
+        self.watchers.wake_all();
     }
 
     pub(super) fn stop_hosting(&self) {
         let log = self.lock_log();
-        self.led_here.store(false, Ordering::Release);
-        self.leader_id.store(-1, Ordering::Release);
+        self.stop_serving();
         drop(log);
         self.watchers.wake_all();
+    }
+
+    /// Neither leader nor follower here any more. The caller holds the
+    /// log's lock, which every role change takes.
+    fn stop_serving(&self) {
+        self.led_here.store(false, Ordering::Release);
+        self.leader_id.store(-1, Ordering::Release);
+    }
+
+    /// Stops serving for good: the replica's directory failed. The caller
+    /// holds the log's lock.
+    fn stop_serving_offline(&self) {
+        self.offline.store(true, Ordering::Release);
+        self.stop_serving();
     }
 
     /// The topic's `min.insync.replicas` changed (or is first known): a
@@ -415,9 +430,7 @@ impl Partition {
     /// takes) and its directory goes offline (`log_dirs`).
     pub(super) fn unless_disk_failed<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
         if let Err(LogError::Io(_)) = &result {
-            self.offline.store(true, Ordering::Release);
-            self.led_here.store(false, Ordering::Release);
-            self.leader_id.store(-1, Ordering::Release);
+            self.stop_serving_offline();
         }
         self.log_dirs.check(result, &self.log_dir, &self.topic, self.index)
     }
