@@ -75,33 +75,15 @@ impl Broker {
     /// log, opens every partition log.
     pub fn open(config: BrokerConfig) -> anyhow::Result<Arc<Broker>> {
         let started = Instant::now();
-        let first_dir = config.log_dirs.first().context("log.dirs is empty")?;
-        let meta = MetaProperties::read(first_dir)?.with_context(|| {
-            format!("{} is not formatted: run `krabka-format format -c <server.properties>` first", first_dir.display())
-        })?;
-        if meta.node_id != config.node_id {
-            anyhow::bail!(
-                "{} was formatted for node {} but node.id is {}",
-                first_dir.display(),
-                meta.node_id,
-                config.node_id
-            );
-        }
-        let mut dir_ids = vec![(first_dir.clone(), meta.directory_id)];
-        for dir in &config.log_dirs[1..] {
-            if MetaProperties::read(dir)?.is_none() {
-                // A directory added since formatting gets its own
-                // directory.id, as Kafka's broker writes one at start.
-                krabka_format::format_log_dir(dir, &meta.cluster_id, meta.node_id)?;
-            }
-            let other = MetaProperties::read(dir)?.with_context(|| format!("formatting {}", dir.display()))?;
-            anyhow::ensure!(other.cluster_id == meta.cluster_id, "{} belongs to another cluster", dir.display());
-            anyhow::ensure!(other.node_id == meta.node_id, "{} was formatted for another node", dir.display());
-            dir_ids.push((dir.clone(), other.directory_id));
-        }
+        let StartingDirs { meta, ids: dir_ids, unreadable } = read_log_dirs(&config)?;
         let config = Arc::new(config);
-        let log_manager =
-            LogManager::open(&config.log_dirs, &[METADATA_LOG_DIR_NAME]).context("opening log directories")?;
+        let log_manager = LogManager::open(&config.log_dirs, &[METADATA_LOG_DIR_NAME], &unreadable)
+            .context("opening log directories")?;
+        anyhow::ensure!(
+            !log_manager.is_offline(&config.metadata_log_dir),
+            "the metadata log's directory {} could not be read",
+            config.metadata_log_dir.display()
+        );
         let log_manager = Arc::new(log_manager);
         let log_dirs =
             Arc::new(LogDirectories::new(dir_ids, config.metadata_log_dir.clone(), Arc::clone(&log_manager)));
@@ -507,6 +489,75 @@ pub struct LiveBroker {
 
 /// Removes the partition logs `image` does not have (a topic deleted while
 /// the broker was down).
+/// What the log directories' `meta.properties` say at start.
+struct StartingDirs {
+    /// The node's identity (cluster and node id), as every readable
+    /// directory records it.
+    meta: MetaProperties,
+    /// Each readable directory with its `directory.id`, in `log.dirs` order.
+    ids: Vec<(std::path::PathBuf, krabka_protocol::Uuid)>,
+    /// Directories whose `meta.properties` could not be read or written:
+    /// they start offline (Kafka's `errorLogDirs`).
+    unreadable: Vec<std::path::PathBuf>,
+}
+
+/// Reads every log directory's `meta.properties`. One that cannot be read
+/// starts offline, unless it holds the metadata log; an empty one (added
+/// since formatting, or a replaced disk) gets its own `directory.id`, as
+/// Kafka's broker writes one at start. Every readable one must name the
+/// same cluster and this node.
+fn read_log_dirs(config: &BrokerConfig) -> anyhow::Result<StartingDirs> {
+    let first_dir = config.log_dirs.first().context("log.dirs is empty")?;
+    let mut read = Vec::new();
+    let mut unreadable = Vec::new();
+    for dir in &config.log_dirs {
+        match MetaProperties::read(dir) {
+            Ok(meta) => read.push((dir, meta)),
+            Err(e) if *dir == config.metadata_log_dir => {
+                return Err(e).with_context(|| format!("reading the metadata log's directory {}", dir.display()))
+            }
+            Err(e) => {
+                tracing::error!(dir = %dir.display(), error = %e, "log directory offline: its meta.properties cannot be read");
+                unreadable.push(dir.clone());
+            }
+        }
+    }
+    let metadata_dir_formatted = read.iter().any(|(dir, meta)| **dir == config.metadata_log_dir && meta.is_some());
+    let in_log_dirs = config.log_dirs.contains(&config.metadata_log_dir);
+    let meta = read.iter().find_map(|(_, meta)| meta.clone()).filter(|_| metadata_dir_formatted || !in_log_dirs);
+    let meta = meta.with_context(|| {
+        format!("{} is not formatted: run `krabka-format format -c <server.properties>` first", first_dir.display())
+    })?;
+    anyhow::ensure!(
+        meta.node_id == config.node_id,
+        "{} was formatted for node {} but node.id is {}",
+        first_dir.display(),
+        meta.node_id,
+        config.node_id
+    );
+    let mut ids = Vec::new();
+    for (dir, found) in read {
+        let Some(found) = found else {
+            let formatted = krabka_format::format_log_dir(dir, &meta.cluster_id, meta.node_id)
+                .and_then(|_| MetaProperties::read(dir));
+            match formatted {
+                Ok(Some(formatted)) => ids.push((dir.clone(), formatted.directory_id)),
+                written => {
+                    let error =
+                        written.err().map(|e| e.to_string()).unwrap_or_else(|| "not found after writing".into());
+                    tracing::error!(dir = %dir.display(), %error, "log directory offline: its meta.properties cannot be written");
+                    unreadable.push(dir.clone());
+                }
+            }
+            continue;
+        };
+        anyhow::ensure!(found.cluster_id == meta.cluster_id, "{} belongs to another cluster", dir.display());
+        anyhow::ensure!(found.node_id == meta.node_id, "{} was formatted for another node", dir.display());
+        ids.push((dir.clone(), found.directory_id));
+    }
+    Ok(StartingDirs { meta, ids, unreadable })
+}
+
 fn remove_stray_partitions(log_manager: &LogManager, image: &MetadataImage) -> anyhow::Result<()> {
     for stray in log_manager.stray_partitions(|tp, id| {
         image

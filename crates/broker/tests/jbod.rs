@@ -6,7 +6,9 @@
 //! directory in its heartbeat, and the controller moves leadership and ISR
 //! membership of those partitions alone to the other brokers; the broker
 //! stays up, registered and unfenced, leading the partitions in its other
-//! directory. Freed and restarted, it takes its replicas back.
+//! directory. Freed and restarted, it takes its replicas back. A directory
+//! that cannot be read at start is left offline the same way, and none of
+//! its replicas is re-created empty in the other directory.
 
 mod support;
 
@@ -70,14 +72,23 @@ fn offline_replicas(bootstrap: &str) -> Vec<Vec<i32>> {
 /// in each, once the controller recorded where they are.
 fn cluster_with_a_small_disk(extra: &[&str]) -> (Vec<BrokerProcess>, SmallDisk, [PathBuf; 2], [Vec<i32>; 2]) {
     let mut nodes = BrokerProcess::start_cluster(3, extra);
-    nodes[0].stop();
-    let (kept, small) = (nodes[0].data_dir(), nodes[0].dir.path().join("small"));
+    let small = nodes[0].dir.path().join("small");
     let disk = SmallDisk::mount(&small, "16m");
+    let (dirs, partitions) = add_a_directory_to_node_1(&mut nodes, &small);
+    (nodes, disk, dirs, partitions)
+}
+
+/// Adds directory `second` to node 1's `log.dirs` (restarting it), then
+/// creates `TOPIC`: node 1's directories (the first, `second`) and the
+/// partitions in each, once the controller recorded where they are.
+fn add_a_directory_to_node_1(nodes: &mut [BrokerProcess], second: &std::path::Path) -> ([PathBuf; 2], [Vec<i32>; 2]) {
+    nodes[0].stop();
+    let kept = nodes[0].data_dir();
     let config_path = nodes[0].dir.path().join("server.properties");
     let config = std::fs::read_to_string(&config_path).unwrap();
     let one_dir = format!("log.dirs={}\n", kept.display());
     assert!(config.contains(&one_dir));
-    let two_dirs = format!("log.dirs={},{}\n", kept.display(), small.display());
+    let two_dirs = format!("log.dirs={},{}\n", kept.display(), second.display());
     std::fs::write(&config_path, config.replace(&one_dir, &two_dirs)).unwrap();
     nodes[0].restart();
     let bootstrap = nodes[1].bootstrap();
@@ -89,15 +100,15 @@ fn cluster_with_a_small_disk(extra: &[&str]) -> (Vec<BrokerProcess>, SmallDisk, 
     support::wait_for("every partition led by node 1, both replicas in sync", PATIENCE, || {
         whole(&leaders_and_isrs(&bootstrap, TOPIC))
     });
-    let (in_small, in_kept) = (partitions_in(&small, TOPIC), partitions_in(&kept, TOPIC));
-    assert_eq!(in_small.len() + in_kept.len(), 4, "{in_small:?} / {in_kept:?}");
-    assert!(!in_small.is_empty() && !in_kept.is_empty(), "spread over both: {in_small:?} / {in_kept:?}");
-    let (small_id, kept_id) = (directory_id(&small), directory_id(&kept));
+    let (in_second, in_kept) = (partitions_in(second, TOPIC), partitions_in(&kept, TOPIC));
+    assert_eq!(in_second.len() + in_kept.len(), 4, "{in_second:?} / {in_kept:?}");
+    assert!(!in_second.is_empty() && !in_kept.is_empty(), "spread over both: {in_second:?} / {in_kept:?}");
+    let (second_id, kept_id) = (directory_id(second), directory_id(&kept));
     support::wait_for("the controller to record the directories node 1 named", PATIENCE, || {
-        assigned_to(&nodes[1], TOPIC, JBOD_ID, small_id) == in_small
+        assigned_to(&nodes[1], TOPIC, JBOD_ID, second_id) == in_second
             && assigned_to(&nodes[1], TOPIC, JBOD_ID, kept_id) == in_kept
     });
-    (nodes, disk, [kept, small], [in_kept, in_small])
+    ([kept, second.to_path_buf()], [in_kept, in_second])
 }
 
 /// Every partition of `TOPIC` led by node 1 with both replicas in sync.
@@ -122,6 +133,25 @@ fn only_the_failed_directory_moves(nodes: &mut [BrokerProcess], moved: &[i32], k
         let (leader, isr) = &state[p as usize];
         assert!(*leader == JBOD_ID && isr.len() == 2, "partition {p} stays led by node 1, both in sync: {state:?}");
     }
+}
+
+/// Node 1 reports its directory `[online, offline]` as Kafka's broker
+/// does: its OfflineReplicaCount (`replicas` offline) and
+/// OfflineLogDirectoryCount gauges, and DescribeLogDirs.
+fn node_1_reports_offline(node: &BrokerProcess, [online, offline]: [&std::path::Path; 2], replicas: usize) {
+    let gauges = [
+        format!("kafka_server_replicamanager_offlinereplicacount {replicas}\n"),
+        "kafka_log_logmanager_offlinelogdirectorycount 1\n".to_string(),
+    ];
+    support::wait_for("node 1's gauges to count what is offline", PATIENCE, || {
+        let metrics = String::from_utf8_lossy(&node.http_get("/metrics").1).into_owned();
+        gauges.iter().all(|g| metrics.contains(g.as_str()))
+    });
+    let described = describe_log_dirs(&node.bootstrap());
+    let error_of =
+        |dir: &std::path::Path| described.iter().find(|r| r.log_dir == dir.display().to_string()).map(|r| r.error_code);
+    assert_eq!(error_of(offline), Some(ErrorCode::KAFKA_STORAGE_ERROR.code()), "{described:?}");
+    assert_eq!(error_of(online), Some(0), "{described:?}");
 }
 
 #[test]
@@ -152,20 +182,7 @@ fn a_failed_log_directory_moves_only_its_partitions_and_the_broker_stays_up() {
         let expected = if in_small.contains(&p) { vec![JBOD_ID] } else { Vec::new() };
         assert_eq!(offline[p as usize], expected, "partition {p}'s offline replicas");
     }
-    // Kafka's OfflineReplicaCount and OfflineLogDirectoryCount gauges.
-    let gauges = [
-        format!("kafka_server_replicamanager_offlinereplicacount {}\n", in_small.len()),
-        "kafka_log_logmanager_offlinelogdirectorycount 1\n".to_string(),
-    ];
-    support::wait_for("node 1's gauges to count what went offline", PATIENCE, || {
-        let metrics = String::from_utf8_lossy(&nodes[0].http_get("/metrics").1).into_owned();
-        gauges.iter().all(|g| metrics.contains(g.as_str()))
-    });
-    let described = describe_log_dirs(&jbod);
-    let error_of =
-        |dir: &std::path::Path| described.iter().find(|r| r.log_dir == dir.display().to_string()).map(|r| r.error_code);
-    assert_eq!(error_of(&small), Some(ErrorCode::KAFKA_STORAGE_ERROR.code()), "{described:?}");
-    assert_eq!(error_of(&kept), Some(0), "{described:?}");
+    node_1_reports_offline(&nodes[0], [&kept, &small], in_small.len());
 
     // Space freed and the broker restarted: its replicas catch up and rejoin.
     disk.free();
@@ -186,4 +203,57 @@ fn a_directory_whose_checkpoints_cannot_be_written_goes_offline_without_a_produc
     disk.fill();
     only_the_failed_directory_moves(&mut nodes, &in_small, &in_kept);
     assert!(nodes[0].log().contains("writing its checkpoints"), "the checkpoints' write took the directory offline");
+}
+
+#[test]
+fn a_directory_unreadable_at_start_leaves_its_replicas_closed_and_unelected_until_it_is_back() {
+    let mut nodes = BrokerProcess::start_cluster(3, &["krabka.metrics.listener=127.0.0.1:0"]);
+    let second = nodes[0].dir.path().join("second");
+    let ([kept, second], [in_kept, in_second]) = add_a_directory_to_node_1(&mut nodes, &second);
+    let bootstrap = nodes[1].bootstrap();
+    let jbod = nodes[0].bootstrap();
+    for p in 0..4 {
+        assert_eq!(produce(&jbod, TOPIC, p, 10, 100), 0, "node 1 leads partition {p}");
+    }
+
+    // The disk is gone while node 1 is down: its directory's path is a
+    // file now, so nothing in it can be read (ENOTDIR), as root or not.
+    nodes[0].stop();
+    let away = second.with_extension("away");
+    std::fs::rename(&second, &away).unwrap();
+    std::fs::write(&second, b"not a directory").unwrap();
+    nodes[0].restart();
+    support::wait_for("node 1 registered and unfenced, its readable directory's replicas in sync", PATIENCE, || {
+        let state = leaders_and_isrs(&bootstrap, TOPIC);
+        brokers_listed(&bootstrap).contains(&JBOD_ID)
+            && state.len() == 4
+            && in_kept.iter().all(|&p| state[p as usize].1.contains(&JBOD_ID))
+    });
+    assert!(nodes[0].log().contains("meta.properties cannot be read"), "said why the directory is offline");
+    // Not one of the unreadable directory's replicas was created empty in
+    // the other directory: it could have been elected and lost them all.
+    assert_eq!(partitions_in(&kept, TOPIC), in_kept, "no replica re-created in the readable directory");
+    let state = leaders_and_isrs(&bootstrap, TOPIC);
+    let offline = offline_replicas(&bootstrap);
+    for &p in &in_second {
+        let (leader, isr) = &state[p as usize];
+        assert!(*leader != JBOD_ID && !isr.contains(&JBOD_ID), "partition {p} neither led nor in sync here: {state:?}");
+        assert_eq!(offline[p as usize], vec![JBOD_ID], "partition {p}'s replica on node 1 is offline");
+        let code = produce(&jbod, TOPIC, p, 1, 100);
+        assert_eq!(code, ErrorCode::KAFKA_STORAGE_ERROR.code(), "node 1's replica of {p} is offline");
+    }
+    node_1_reports_offline(&nodes[0], [&kept, &second], in_second.len());
+
+    // The disk is back: node 1 restarted finds its replicas where they
+    // were, with their records, and they rejoin the ISR.
+    nodes[0].stop();
+    std::fs::remove_file(&second).unwrap();
+    std::fs::rename(&away, &second).unwrap();
+    nodes[0].restart();
+    support::wait_for("every replica of node 1 back in sync", PATIENCE, || {
+        let state = leaders_and_isrs(&bootstrap, TOPIC);
+        state.len() == 4 && state.iter().all(|(_, isr)| isr.contains(&JBOD_ID) && isr.len() == 2)
+    });
+    assert_eq!(partitions_in(&second, TOPIC), in_second, "the replicas are where they were");
+    assert!(offline_replicas(&bootstrap).iter().all(Vec::is_empty), "nothing offline");
 }

@@ -46,6 +46,63 @@ struct LogDir {
     offline: bool,
 }
 
+impl LogDir {
+    /// Reads directory `path` (creating it if missing): its partition
+    /// directories, checkpoints and clean-shutdown marker, which it then
+    /// removes.
+    fn read(path: &Path, reserved: &[&str]) -> io::Result<LogDir> {
+        std::fs::create_dir_all(path)?;
+        let marker = path.join(CLEAN_SHUTDOWN_FILE);
+        let clean_shutdown = marker.exists();
+        let clean_shutdown_epoch = if clean_shutdown { read_marker_epoch(&marker) } else { -1 };
+        let mut found = HashMap::new();
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !entry.file_type()?.is_dir() || reserved.contains(&name.as_ref()) || name.ends_with("-delete") {
+                continue;
+            }
+            if let Some(tp) = TopicPartition::from_dir_name(&name) {
+                let id = checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
+                found.insert(tp, id);
+            }
+        }
+        let dir = LogDir {
+            clean_shutdown,
+            clean_shutdown_epoch,
+            recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT)),
+            log_start_offsets: read_or_empty(&path.join(LOG_START_OFFSET_CHECKPOINT)),
+            cleaner_offsets: read_or_empty(&path.join(CLEANER_OFFSET_CHECKPOINT)),
+            high_watermarks: read_or_empty(&path.join(REPLICATION_OFFSET_CHECKPOINT)),
+            partition_count: found.len(),
+            found,
+            path: path.to_path_buf(),
+            offline: false,
+        };
+        if clean_shutdown {
+            std::fs::remove_file(&marker)?;
+            fsync_dir(path)?;
+        }
+        Ok(dir)
+    }
+
+    /// A directory offline from the start: nothing in it is known.
+    fn offline(path: &Path) -> LogDir {
+        LogDir {
+            path: path.to_path_buf(),
+            clean_shutdown: false,
+            clean_shutdown_epoch: -1,
+            recovery_points: BTreeMap::new(),
+            log_start_offsets: BTreeMap::new(),
+            cleaner_offsets: BTreeMap::new(),
+            high_watermarks: BTreeMap::new(),
+            found: HashMap::new(),
+            partition_count: 0,
+            offline: true,
+        }
+    }
+}
+
 /// The offsets the broker checkpoints for one partition.
 pub struct PartitionCheckpoint {
     pub topic_partition: TopicPartition,
@@ -85,42 +142,27 @@ impl LogManager {
     /// marker: from now on a crash must be treated as unclean.
     /// `reserved` names directories of a log dir that hold no partition of
     /// a topic (KRaft's `__cluster_metadata-0`, kept by its own log).
-    pub fn open(log_dirs: &[PathBuf], reserved: &[&str]) -> io::Result<Self> {
+    /// A directory in `initial_offline` (its `meta.properties` could not be
+    /// read), or one that cannot be created or read now, starts offline,
+    /// as Kafka's `createAndValidateLogDirs` and log loading leave it; an
+    /// error only when every directory is offline.
+    pub fn open(log_dirs: &[PathBuf], reserved: &[&str], initial_offline: &[PathBuf]) -> io::Result<Self> {
         let mut dirs = Vec::new();
+        let mut last_error = None;
         for path in log_dirs {
-            std::fs::create_dir_all(path)?;
-            let marker = path.join(CLEAN_SHUTDOWN_FILE);
-            let clean_shutdown = marker.exists();
-            let clean_shutdown_epoch = if clean_shutdown { read_marker_epoch(&marker) } else { -1 };
-            let mut found = HashMap::new();
-            for entry in std::fs::read_dir(path)? {
-                let entry = entry?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if !entry.file_type()?.is_dir() || reserved.contains(&name.as_ref()) || name.ends_with("-delete") {
-                    continue;
-                }
-                if let Some(tp) = TopicPartition::from_dir_name(&name) {
-                    let id =
-                        checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
-                    found.insert(tp, id);
-                }
-            }
-            dirs.push(LogDir {
-                clean_shutdown,
-                clean_shutdown_epoch,
-                recovery_points: read_or_empty(&path.join(RECOVERY_POINT_CHECKPOINT)),
-                log_start_offsets: read_or_empty(&path.join(LOG_START_OFFSET_CHECKPOINT)),
-                cleaner_offsets: read_or_empty(&path.join(CLEANER_OFFSET_CHECKPOINT)),
-                high_watermarks: read_or_empty(&path.join(REPLICATION_OFFSET_CHECKPOINT)),
-                partition_count: found.len(),
-                found,
-                path: path.clone(),
-                offline: false,
-            });
-            if clean_shutdown {
-                std::fs::remove_file(&marker)?;
-                fsync_dir(path)?;
-            }
+            let read = if initial_offline.contains(path) {
+                Err(io::Error::other("its meta.properties could not be read"))
+            } else {
+                LogDir::read(path, reserved)
+            };
+            dirs.push(read.unwrap_or_else(|error| {
+                tracing::error!(dir = %path.display(), %error, "log directory offline: it could not be read at start");
+                last_error = Some(error);
+                LogDir::offline(path)
+            }));
+        }
+        if let (true, Some(error)) = (dirs.iter().all(|d| d.offline), last_error) {
+            return Err(io::Error::new(error.kind(), format!("every log directory is offline; the last: {error}")));
         }
         Ok(LogManager { dirs: Mutex::new(dirs) })
     }
@@ -177,6 +219,14 @@ impl LogManager {
         let taken = dirs.iter_mut().find(|d| d.path == dir && !d.offline)?;
         taken.offline = true;
         Some(dirs.iter().filter(|d| !d.offline).count())
+    }
+
+    /// The log directory holding `tp`'s log (found at start or placed
+    /// since), online or not; `None` for a log not created yet, or in a
+    /// directory offline since the start (nothing in it is known).
+    pub fn log_dir_of(&self, tp: &TopicPartition) -> Option<PathBuf> {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        dirs.iter().find(|d| d.found.contains_key(tp)).map(|d| d.path.clone())
     }
 
     /// Partition directories found on start whose topic is not `is_live`
@@ -336,18 +386,45 @@ mod tests {
     #[test]
     fn the_clean_shutdown_marker_carries_the_broker_epoch_to_one_restart() {
         let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
-        let manager = LogManager::open(&dirs, &[]).unwrap();
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         assert_eq!(manager.previous_broker_epoch(), -1, "never shut down cleanly");
         manager.mark_clean_shutdown(42).unwrap();
         let marker = std::fs::read_to_string(dirs[0].join(CLEAN_SHUTDOWN_FILE)).unwrap();
         assert_eq!(marker, r#"{"version":0,"brokerEpoch":42}"#, "Kafka's format");
-        let reopened = LogManager::open(&dirs, &[]).unwrap();
+        let reopened = LogManager::open(&dirs, &[], &[]).unwrap();
         assert_eq!(reopened.previous_broker_epoch(), 42);
-        assert_eq!(LogManager::open(&dirs, &[]).unwrap().previous_broker_epoch(), -1, "a crash after that start");
+        assert_eq!(LogManager::open(&dirs, &[], &[]).unwrap().previous_broker_epoch(), -1, "a crash after that start");
         // One directory without its marker: not clean.
         reopened.mark_clean_shutdown(43).unwrap();
         std::fs::remove_file(dirs[1].join(CLEAN_SHUTDOWN_FILE)).unwrap();
-        assert_eq!(LogManager::open(&dirs, &[]).unwrap().previous_broker_epoch(), -1);
+        assert_eq!(LogManager::open(&dirs, &[], &[]).unwrap().previous_broker_epoch(), -1);
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_read_at_start_is_offline_and_only_all_of_them_fail_the_open() {
+        let dirs: Vec<PathBuf> = (0..3).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let tp = TopicPartition::new(String::from("t"), 0);
+        let setup = LogManager::open(&dirs, &[], &[]).unwrap();
+        setup.open_log(&tp, &Uuid([7; 16]), Some(&dirs[1]), LogConfig::default(), 0).unwrap();
+        drop(setup);
+        // A disk that is gone: the directory's path is a file now.
+        let moved = dirs[1].with_extension("moved");
+        std::fs::rename(&dirs[1], &moved).unwrap();
+        std::fs::write(&dirs[1], b"not a directory").unwrap();
+        let manager = LogManager::open(&dirs, &[], &[dirs[2].clone()]).unwrap();
+        assert_eq!(manager.offline_log_dirs(), vec![dirs[1].clone(), dirs[2].clone()], "unreadable, and named offline");
+        assert_eq!(manager.log_dir_of(&tp), None, "nothing is known of an offline directory");
+        assert_eq!(manager.previous_broker_epoch(), -1, "not every directory was shut down cleanly");
+        let error = LogManager::open(&dirs[1..], &[], &[dirs[2].clone()]).err().expect("every directory offline");
+        assert!(error.to_string().contains("every log directory is offline"), "{error}");
+        std::fs::remove_file(&dirs[1]).unwrap();
+        std::fs::rename(&moved, &dirs[1]).unwrap();
+        let back = LogManager::open(&dirs, &[], &[]).unwrap();
+        assert_eq!(back.log_dir_of(&tp), Some(dirs[1].clone()), "found again once readable");
+        assert!(back.offline_log_dirs().is_empty());
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }
@@ -356,7 +433,7 @@ mod tests {
     #[test]
     fn a_new_log_goes_where_the_metadata_names_else_to_the_least_loaded_online_directory() {
         let dirs: Vec<PathBuf> = (0..3).map(|_| tempfile::tempdir().unwrap().keep()).collect();
-        let manager = LogManager::open(&dirs, &[]).unwrap();
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         let id = Uuid([7; 16]);
         let open = |index: i32, preferred: Option<&Path>| {
             let tp = TopicPartition::new(String::from("t"), index);

@@ -24,7 +24,8 @@ use tokio::sync::Notify;
 /// The broker's log directories, their ids and which have failed (kept
 /// by the log manager, which no longer opens or writes in those).
 pub struct LogDirectories {
-    /// Each log directory with its `directory.id`, in `log.dirs` order.
+    /// Each log directory with its `directory.id`, in `log.dirs` order
+    /// (not one whose `meta.properties` could not be read at start).
     dirs: Vec<(PathBuf, Uuid)>,
     /// The directory of the metadata log: its failure halts the broker.
     metadata_dir: PathBuf,
@@ -59,9 +60,13 @@ impl LogDirectories {
         self.dirs.iter().find(|(_, d)| *d == id).map(|(path, _)| path.as_path())
     }
 
-    /// The ids of every directory, sorted (the registration's `LogDirs`).
+    /// The ids of the online directories, sorted (the registration's
+    /// `LogDirs`: as Kafka's, a directory offline since the start is not
+    /// registered, so the controller counts the replicas it holds offline
+    /// and never elects them).
     pub fn ids(&self) -> Vec<Uuid> {
-        let mut ids: Vec<Uuid> = self.dirs.iter().map(|(_, id)| *id).collect();
+        let online = self.dirs.iter().filter(|(path, _)| !self.log_manager.is_offline(path));
+        let mut ids: Vec<Uuid> = online.map(|(_, id)| *id).collect();
         ids.sort_by_key(|id| id.0);
         ids
     }

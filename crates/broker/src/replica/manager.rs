@@ -130,7 +130,8 @@ impl ReplicaManager {
         let mut counts =
             ReplicaCounts { offline_log_dirs: self.log_dirs.offline_count() as i64, ..ReplicaCounts::default() };
         for topic in topics.values() {
-            counts.offline_replicas += topic.partitions.iter().flatten().filter(|p| p.is_offline()).count() as i64;
+            let offline = topic.partitions.iter().flatten().filter(|p| p.is_offline()).count() + topic.unopened.len();
+            counts.offline_replicas += offline as i64;
             let min_isr = topic.produce.min_insync_replicas as usize;
             for partition in topic.hosted() {
                 counts.partitions += 1;
@@ -290,12 +291,17 @@ impl ReplicaManager {
         }
         let mut opened = self.open_partitions(to_open, now)?.into_iter();
         for (topic, mut slots, missing, produce) in growing {
+            let mut unopened = BTreeSet::new();
             for index in missing {
-                slots[index as usize] = opened.next().map(Arc::new);
+                slots[index as usize] = opened.next().flatten().map(Arc::new);
+                if slots[index as usize].is_none() {
+                    unopened.insert(index);
+                }
             }
             debug_assert_eq!(slots.len(), topic.partitions.len());
             mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
-            topics.insert(topic.name.clone(), Arc::new(HostedTopic { id: topic.id, partitions: slots, produce }));
+            let hosted = HostedTopic { id: topic.id, partitions: slots, produce, unopened };
+            topics.insert(topic.name.clone(), Arc::new(hosted));
         }
         for name in &touched_names {
             if let (Some(topic), Some(hosted)) = (image.topics.get(*name), topics.get(*name)) {
@@ -340,7 +346,7 @@ impl ReplicaManager {
             }
             drop(log);
             partition.set_min_insync_replicas(min_insync_replicas);
-            partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
+            set_role(partition, self.hosting.role(image, self.config.node_id), now)?;
         }
         mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
         Ok(moved_off)
@@ -349,12 +355,12 @@ impl ReplicaManager {
     /// Opens partition logs, recovering them when needed, on up to
     /// `num.recovery.threads.per.data.dir` threads per log directory (after
     /// an unclean stop each open re-reads its log's tail). Results are in
-    /// the order asked.
+    /// the order asked, `None` for a replica left closed ([`Self::open_partition`]).
     fn open_partitions(
         &self,
         wanted: Vec<(&TopicImage, i32, krabka_log::LogConfig, i32)>,
         now: i64,
-    ) -> Result<Vec<Partition>, LogError> {
+    ) -> Result<Vec<Option<Partition>>, LogError> {
         let threads = (self.config.num_recovery_threads_per_data_dir.max(1) * self.config.log_dirs.len().max(1))
             .min(wanted.len());
         if threads <= 1 {
@@ -364,8 +370,7 @@ impl ReplicaManager {
                 .collect();
         }
         let next = AtomicUsize::new(0);
-        let results: Vec<Mutex<Option<Result<Partition, LogError>>>> =
-            wanted.iter().map(|_| Mutex::new(None)).collect();
+        let results: Vec<Mutex<Option<OpenedReplica>>> = wanted.iter().map(|_| Mutex::new(None)).collect();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| loop {
@@ -382,6 +387,10 @@ impl ReplicaManager {
             .collect()
     }
 
+    /// Opens the replica `index` of `topic`. `None` leaves it closed, as
+    /// Kafka does: its log is in an offline directory, opening it failed on
+    /// the disk (its directory goes offline, as in Kafka's log loading), or
+    /// it is nowhere and [`Self::may_create_log`] says no.
     fn open_partition(
         &self,
         topic: &TopicImage,
@@ -389,11 +398,26 @@ impl ReplicaManager {
         config: krabka_log::LogConfig,
         min_insync_replicas: i32,
         now: i64,
-    ) -> Result<Partition, LogError> {
+    ) -> OpenedReplica {
         let tp = TopicPartition::new(topic.name.clone(), index);
-        let named = topic.partitions.get(index as usize).and_then(|p| p.directory_of(self.config.node_id));
-        let preferred = named.and_then(|id| self.log_dirs.path_of(id));
-        let (log, report, high_watermark) = self.log_manager.open_log(&tp, &topic.id, preferred, config, now)?;
+        let placed = topic.partitions.get(index as usize).and_then(|p| p.directory_of(self.config.node_id));
+        if self.log_manager.log_dir_of(&tp).is_none() && !self.may_create_log(placed) {
+            tracing::warn!(
+                partition = %tp.dir_name(), ?placed,
+                "replica left closed: a log directory is offline and its log may be there"
+            );
+            return Ok(None);
+        }
+        let preferred = placed.and_then(|id| self.log_dirs.path_of(id));
+        let (log, report, high_watermark) = match self.log_manager.open_log(&tp, &topic.id, preferred, config, now) {
+            Ok(opened) => opened,
+            Err(LogError::Io(error)) => {
+                let Some(dir) = self.log_manager.log_dir_of(&tp) else { return Err(LogError::Io(error)) };
+                self.log_dirs.failed(&dir, &format!("opening {}", tp.dir_name()), &error);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
         if report.recovered_segments > 0 || report.truncated_bytes > 0 {
             tracing::warn!(partition = %tp.dir_name(), ?report, "recovered partition log");
         }
@@ -402,9 +426,29 @@ impl ReplicaManager {
             Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark, log_dirs);
         partition.set_min_insync_replicas(min_insync_replicas);
         if let Some(image) = topic.partitions.get(index as usize) {
-            partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
+            set_role(&partition, self.hosting.role(image, self.config.node_id), now)?;
         }
-        Ok(partition)
+        Ok(Some(partition))
+    }
+
+    /// Whether a replica whose log is in no directory may be created
+    /// empty, its directory named by the metadata as `placed`. Always when
+    /// every directory is online. While one is offline the log may be in
+    /// it, and an empty one here could come to lead and lose what that one
+    /// holds: only when the metadata places the replica in an online
+    /// directory here, or in none yet on a broker that reports where its
+    /// replicas are (Kafka's `createLogInAssignedDirectoryId`); never where
+    /// directories are not recorded (Kafka's rule for a replica not new).
+    fn may_create_log(&self, placed: Option<krabka_protocol::Uuid>) -> bool {
+        if self.log_manager.offline_log_dirs().is_empty() {
+            return true;
+        }
+        let reports_directories = self.hosting != Hosting::Everything;
+        match placed {
+            Some(id) if id == krabka_metadata::directory_id::UNASSIGNED => reports_directories,
+            Some(id) => self.log_dirs.path_of(id).is_some_and(|dir| !self.log_manager.is_offline(dir)),
+            None => false,
+        }
     }
 
     /// Queues, for the controller, the directory of each replica of `topic`
@@ -538,6 +582,21 @@ impl ReplicaManager {
     }
 }
 
+/// A replica opened, or left closed (`None`), or the error that stops
+/// the broker at start.
+type OpenedReplica = Result<Option<Partition>, LogError>;
+
+/// Gives `partition` its role; a write that fails on the disk meanwhile
+/// (the new leader epoch's) has taken the replica and its directory
+/// offline, which is no error for the other partitions being brought in
+/// line.
+fn set_role(partition: &Partition, role: Role, now: i64) -> Result<(), LogError> {
+    match partition.set_role(role, now) {
+        Err(LogError::Io(_)) if partition.is_offline() => Ok(()),
+        result => result,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,7 +620,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let (config, _) = BrokerConfig::from_properties(props).unwrap();
-        let log_manager = Arc::new(LogManager::open(&config.log_dirs, &[]).unwrap());
+        let log_manager = Arc::new(LogManager::open(&config.log_dirs, &[], &[]).unwrap());
         let dirs = config.log_dirs.iter().map(|d| (d.clone(), Uuid::random().unwrap())).collect();
         let log_dirs = Arc::new(LogDirectories::new(dirs, config.metadata_log_dir.clone(), Arc::clone(&log_manager)));
         ReplicaManager::new(Arc::new(config), log_manager, Hosting::Everything, log_dirs)

@@ -2,6 +2,7 @@
 //! watermark, and the requests parked on it; and what Produce needs of its
 //! topic's configs.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -577,6 +578,10 @@ pub struct HostedTopic {
     pub id: Uuid,
     pub partitions: Vec<Option<Arc<Partition>>>,
     pub produce: ProducePolicy,
+    /// Replicas this broker hosts that it left closed: their log is in an
+    /// offline directory, or may be (Kafka's offline `HostedPartition`
+    /// with no log). Each is tried again when the topic next changes.
+    pub unopened: BTreeSet<i32>,
 }
 
 impl HostedTopic {
@@ -593,13 +598,14 @@ impl HostedTopic {
 
     /// The error for a request only a leader serves of partition `index`,
     /// not led here: KAFKA_STORAGE_ERROR when its replica here is in a
-    /// failed directory (Kafka's offline partition), NOT_LEADER_OR_FOLLOWER
+    /// failed directory or left closed for one (Kafka's offline partition), NOT_LEADER_OR_FOLLOWER
     /// when the topic has it (another broker leads it, or nobody does
     /// now), else UNKNOWN_TOPIC_OR_PARTITION.
     pub fn not_led_error(&self, index: i32) -> i16 {
         let slot = usize::try_from(index).ok().and_then(|i| self.partitions.get(i));
         match slot {
             Some(Some(partition)) if partition.is_offline() => ErrorCode::KAFKA_STORAGE_ERROR.code(),
+            Some(None) if self.unopened.contains(&index) => ErrorCode::KAFKA_STORAGE_ERROR.code(),
             Some(_) => ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
             None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
         }
