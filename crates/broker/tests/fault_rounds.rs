@@ -11,7 +11,9 @@
 //! every broker; a broker whose disk fills (its data directory on a small
 //! tmpfs, filled up: it halts as Kafka's does, is given room and restarts);
 //! a broker restarted with its wall clock skewed (libfaketime: two hours
-//! ahead or half an hour behind) for part of the round.
+//! ahead or half an hour behind) for part of the round; every link of a
+//! broker to the other nodes slowed by a delay proxy (150 ms to 1.2 s each
+//! way) for 8 s.
 //! A consumer group (Kafka's VerifiableConsumer, committing after every
 //! poll) reads all along. Each round ends with every ISR whole again.
 //!
@@ -20,10 +22,10 @@
 //! handed that are no longer there (or hold something else), committed
 //! group offsets lost, replicas whose segments differ.
 //!
-//! The test command runs one round of each fault (9), a cut-off
+//! The test command runs one round of each fault (10), a cut-off
 //! striking once the producer's first records are replicated (it ran
 //! three of each until the default run neared its 35-minute budget); with
-//! `KRABKA_LONG_TESTS=1`, 100 of each (900), every fault 0.5-1.5 s after
+//! `KRABKA_LONG_TESTS=1`, 100 of each (1,000), every fault 0.5-1.5 s after
 //! the producer starts. `KRABKA_FAULT_ROUNDS` and
 //! `KRABKA_FAULT_SEED` (targets and timing) override; `KRABKA_FAULT_ONLY=N`
 //! repeats fault N, and `KRABKA_FAULT_KEEP=DIR` keeps the producer's output
@@ -38,6 +40,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::delay_proxy::SlowLinks;
 use support::netns::TestNetwork;
 use support::replica_bytes::wait_for_same_bytes;
 use support::replicated::{
@@ -61,9 +64,10 @@ enum Fault {
     RollingRestart,
     DiskFull,
     ClockSkew,
+    SlowLinks,
 }
 
-const FAULTS: [Fault; 9] = [
+const FAULTS: [Fault; 10] = [
     Fault::Kill9,
     Fault::Freeze,
     Fault::CutOff,
@@ -73,6 +77,7 @@ const FAULTS: [Fault; 9] = [
     Fault::RollingRestart,
     Fault::DiskFull,
     Fault::ClockSkew,
+    Fault::SlowLinks,
 ];
 
 /// The cluster under test and what the faults need of it.
@@ -269,6 +274,18 @@ impl Cluster {
                 assert!(broker.stop().success());
                 broker.skew_clock(None);
                 broker.restart();
+            }
+            Fault::SlowLinks => {
+                // Every link between the broker and the five other nodes
+                // slowed, 150, 600 or 1,200 ms each way by target, for 8 s:
+                // its fetches and heartbeats and the fetches from it lag
+                // (at the longest past the 3 s session), then it heals.
+                let host = 3 + target;
+                let peers: Vec<usize> = (0..6).filter(|&h| h != host).collect();
+                let delay = Duration::from_millis([150, 600, 1_200][target]);
+                let slow = SlowLinks::start(&self.network, host, &peers, delay);
+                std::thread::sleep(Duration::from_secs(8));
+                slow.heal();
             }
             Fault::DiskFull => {
                 let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");

@@ -16,6 +16,7 @@ use krabka_protocol::frame::{encode_request, parse_response_header};
 use krabka_protocol::{ApiKey, InitProducerIdRequest, Message};
 
 pub mod cluster;
+pub mod delay_proxy;
 pub mod log_dirs;
 pub mod netns;
 pub mod replica_bytes;
