@@ -487,8 +487,6 @@ pub struct LiveBroker {
     pub rack: Option<String>,
 }
 
-/// Removes the partition logs `image` does not have (a topic deleted while
-/// the broker was down).
 /// What the log directories' `meta.properties` say at start.
 struct StartingDirs {
     /// The node's identity (cluster and node id), as every readable
@@ -558,6 +556,8 @@ fn read_log_dirs(config: &BrokerConfig) -> anyhow::Result<StartingDirs> {
     Ok(StartingDirs { meta, ids, unreadable })
 }
 
+/// Removes the partition logs `image` does not have (a topic deleted while
+/// the broker was down).
 fn remove_stray_partitions(log_manager: &LogManager, image: &MetadataImage) -> anyhow::Result<()> {
     for stray in log_manager.stray_partitions(|tp, id| {
         image

@@ -57,11 +57,14 @@ pub fn topic_min_isr(image: &MetadataImage, topic: &TopicImage) -> usize {
     topic_config(image, topic, MIN_INSYNC_REPLICAS).and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
-/// A broker's directory for a replica placed on it anew: its only log
-/// directory, or unassigned when it has several (it names one later).
+/// A broker's directory for a replica placed on it anew (Kafka's
+/// `defaultDir`): its only log directory; unassigned when it has several
+/// (it names one later) or is not registered; migrating when it registered
+/// none (a broker from before directories).
 pub fn default_directory(image: &MetadataImage, broker_id: i32) -> Uuid {
     match image.brokers.get(&broker_id).map(|b| b.log_dirs.as_slice()) {
         Some([only]) => *only,
+        Some([]) => directory_id::MIGRATING,
         _ => directory_id::UNASSIGNED,
     }
 }

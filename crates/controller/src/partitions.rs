@@ -3,20 +3,36 @@
 
 use std::collections::HashSet;
 
+use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
 use krabka_metadata::{MetadataImage, MetadataRecord};
 use krabka_protocol::create_partitions_request::CreatePartitionsTopic;
 use krabka_protocol::create_partitions_response::CreatePartitionsTopicResult;
 use krabka_protocol::{CreatePartitionsRequest, ErrorCode, PartitionRecord, Uuid};
 
 use crate::budget::RecordBudget;
+use crate::elections::default_directory;
 use crate::error::{ApiError, MutationQuota};
 use crate::placement::{PartitionAssignment, Placement, Placer};
 
-/// A new partition of `topic_id` where `assignment` puts it.
-pub fn partition_record(topic_id: Uuid, partition_id: i32, assignment: &PartitionAssignment) -> MetadataRecord {
+/// A new partition of `topic_id` where `assignment` puts it. Under a
+/// metadata.version with directories (KIP-858) each replica's directory is
+/// its broker's default, as Kafka's controller records it: the broker's
+/// only one, or UNASSIGNED until a broker with several names it.
+pub fn partition_record(
+    image: &MetadataImage,
+    topic_id: Uuid,
+    partition_id: i32,
+    assignment: &PartitionAssignment,
+) -> MetadataRecord {
     debug_assert!(
         assignment.isr.contains(&assignment.leader) && assignment.isr.iter().all(|id| assignment.replicas.contains(id))
     );
+    let recorded = image.features.get(METADATA_VERSION).is_some_and(|&level| level >= DIRECTORY_ASSIGNMENT_LEVEL);
+    let directories = if recorded {
+        assignment.replicas.iter().map(|&broker| default_directory(image, broker)).collect()
+    } else {
+        Vec::new()
+    };
     MetadataRecord::Partition(PartitionRecord {
         partition_id,
         topic_id,
@@ -25,6 +41,7 @@ pub fn partition_record(topic_id: Uuid, partition_id: i32, assignment: &Partitio
         leader: assignment.leader,
         leader_epoch: 0,
         partition_epoch: 0,
+        directories,
         ..Default::default()
     })
 }
@@ -64,7 +81,7 @@ pub fn plan_create_partitions(
             outcome = new_partitions(image, &mut placer, topic, current).map(|assignments| {
                 if !request.validate_only {
                     let numbered = assignments.iter().zip(current..);
-                    records.extend(numbered.map(|(assignment, p)| partition_record(topic_id, p, assignment)));
+                    records.extend(numbered.map(|(assignment, p)| partition_record(image, topic_id, p, assignment)));
                 }
             });
         } else if let Err(e) = checked {
@@ -138,4 +155,40 @@ fn check_new_partitions(image: &MetadataImage, topic: &CreatePartitionsTopic) ->
         ));
     }
     Ok((existing.id, current))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_images::one_partition;
+    use krabka_metadata::directory_id::{MIGRATING, UNASSIGNED};
+    use krabka_protocol::{FeatureLevelRecord, RegisterBrokerRecord};
+
+    fn directories_of(image: &MetadataImage) -> Vec<Uuid> {
+        let assignment = PartitionAssignment { replicas: vec![1, 2, 3], isr: vec![1, 2, 3], leader: 1 };
+        match partition_record(image, Uuid([9; 16]), 0, &assignment) {
+            MetadataRecord::Partition(record) => record.directories,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_new_partition_records_each_replicas_default_directory_under_a_version_with_directories() {
+        let mut image = one_partition(3, &[], &[1], 1);
+        let (only, first, second) = (Uuid([0xa; 16]), Uuid([0xb; 16]), Uuid([0xc; 16]));
+        for (broker_id, log_dirs) in [(1, vec![only]), (2, vec![first, second])] {
+            let broker = RegisterBrokerRecord { broker_id, broker_epoch: 5, log_dirs, ..Default::default() };
+            image.apply(&MetadataRecord::RegisterBroker(broker)).unwrap();
+        }
+        assert!(directories_of(&image).is_empty(), "no metadata.version: none recorded");
+        let level =
+            |feature_level| FeatureLevelRecord { name: METADATA_VERSION.into(), feature_level, ..Default::default() };
+        image.apply(&MetadataRecord::FeatureLevel(level(DIRECTORY_ASSIGNMENT_LEVEL - 1))).unwrap();
+        assert!(directories_of(&image).is_empty(), "before directories (3.7-IV2)");
+        image.apply(&MetadataRecord::FeatureLevel(level(DIRECTORY_ASSIGNMENT_LEVEL))).unwrap();
+        // Broker 1's only directory; broker 2 names one of its two later;
+        // broker 3 registered none (as a test image's brokers, or a broker
+        // from before directories).
+        assert_eq!(directories_of(&image), vec![only, UNASSIGNED, MIGRATING]);
+    }
 }

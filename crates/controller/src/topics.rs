@@ -105,7 +105,7 @@ pub fn topic_records(
         .map_err(|e| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR.code(), format!("no random topic id: {e}")))?;
     let mut records =
         vec![MetadataRecord::Topic(TopicRecord { name: topic.name.clone(), topic_id, ..Default::default() })];
-    records.extend(assignments.iter().zip(0..).map(|(assignment, p)| partition_record(topic_id, p, assignment)));
+    records.extend(assignments.iter().zip(0..).map(|(assignment, p)| partition_record(image, topic_id, p, assignment)));
     records.extend(topic.configs.iter().map(|(name, value)| {
         MetadataRecord::Config(ConfigRecord {
             resource_type: CONFIG_RESOURCE_TOPIC,

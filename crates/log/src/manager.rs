@@ -150,12 +150,13 @@ impl LogManager {
         let mut dirs = Vec::new();
         let mut last_error = None;
         for path in log_dirs {
-            let read = if initial_offline.contains(path) {
-                Err(io::Error::other("its meta.properties could not be read"))
-            } else {
-                LogDir::read(path, reserved)
-            };
-            dirs.push(read.unwrap_or_else(|error| {
+            if initial_offline.contains(path) {
+                // The caller said why.
+                last_error = Some(io::Error::other(format!("{} could not be read", path.display())));
+                dirs.push(LogDir::offline(path));
+                continue;
+            }
+            dirs.push(LogDir::read(path, reserved).unwrap_or_else(|error| {
                 tracing::error!(dir = %path.display(), %error, "log directory offline: it could not be read at start");
                 last_error = Some(error);
                 LogDir::offline(path)
@@ -234,7 +235,9 @@ impl LogManager {
     pub fn stray_partitions(&self, is_live: impl Fn(&TopicPartition, Option<&Uuid>) -> bool) -> Vec<PathBuf> {
         let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
-        for dir in dirs.iter() {
+        // Nothing is removed from an offline directory: they go at the
+        // first start that reads it again.
+        for dir in dirs.iter().filter(|d| !d.offline) {
             for (tp, id) in &dir.found {
                 if !is_live(tp, id.as_ref()) {
                     out.push(dir.path.join(tp.dir_name()));
@@ -325,9 +328,10 @@ impl LogManager {
         std::fs::remove_dir_all(&doomed)
     }
 
-    /// Removes `-delete` directories a crash left behind.
+    /// Removes `-delete` directories a crash left behind (not in an
+    /// offline directory: nothing is written there).
     pub fn remove_leftover_deletions(&self) {
-        for path in self.log_dirs() {
+        for path in self.online_log_dirs() {
             let Ok(entries) = std::fs::read_dir(&path) else { continue };
             for entry in entries.flatten() {
                 if entry.file_name().to_string_lossy().ends_with("-delete") {

@@ -281,7 +281,9 @@ impl ReplicaManager {
                 .map(|i| i as i32)
                 .collect();
             let unchanged = !moved_off
-                && existing.as_ref().is_some_and(|h| h.partitions.len() == slots.len() && h.produce == produce);
+                && existing.as_ref().is_some_and(|h| {
+                    h.partitions.len() == slots.len() && h.produce == produce && h.unopened.is_empty()
+                });
             if missing.is_empty() && unchanged {
                 continue;
             }
@@ -292,11 +294,19 @@ impl ReplicaManager {
         let mut opened = self.open_partitions(to_open, now)?.into_iter();
         for (topic, mut slots, missing, produce) in growing {
             let mut unopened = BTreeSet::new();
+            let was_unopened = |index| topics.get(&topic.name).is_some_and(|h| h.unopened.contains(&index));
             for index in missing {
                 slots[index as usize] = opened.next().flatten().map(Arc::new);
-                if slots[index as usize].is_none() {
-                    unopened.insert(index);
+                if slots[index as usize].is_some() {
+                    continue;
                 }
+                if !was_unopened(index) {
+                    tracing::warn!(
+                        topic = %topic.name, partition = index,
+                        "replica left closed: a log directory is offline and its log may be there"
+                    );
+                }
+                unopened.insert(index);
             }
             debug_assert_eq!(slots.len(), topic.partitions.len());
             mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
@@ -331,7 +341,10 @@ impl ReplicaManager {
             let Some(partition) = slot else { continue };
             if !self.hosting.hosts(image) {
                 let dir = partition.lock_log().dir().to_path_buf();
-                if let Err(e) = self.log_manager.delete_partition_dir(&dir) {
+                // Nothing is written to an offline directory: a moved
+                // replica there goes as a stray at the next start reading it.
+                let deleted = if partition.is_offline() { Ok(()) } else { self.log_manager.delete_partition_dir(&dir) };
+                if let Err(e) = deleted {
                     tracing::error!(dir = %dir.display(), error = %e, "could not delete a moved replica");
                 }
                 partition.stop_hosting();
@@ -346,7 +359,7 @@ impl ReplicaManager {
             }
             drop(log);
             partition.set_min_insync_replicas(min_insync_replicas);
-            set_role(partition, self.hosting.role(image, self.config.node_id), now)?;
+            partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
         mark_throttled(topic, self.config.node_id, slots.iter().flatten().map(|p| &**p));
         Ok(moved_off)
@@ -402,10 +415,7 @@ impl ReplicaManager {
         let tp = TopicPartition::new(topic.name.clone(), index);
         let placed = topic.partitions.get(index as usize).and_then(|p| p.directory_of(self.config.node_id));
         if self.log_manager.log_dir_of(&tp).is_none() && !self.may_create_log(placed) {
-            tracing::warn!(
-                partition = %tp.dir_name(), ?placed,
-                "replica left closed: a log directory is offline and its log may be there"
-            );
+            tracing::debug!(partition = %tp.dir_name(), ?placed, "replica left closed");
             return Ok(None);
         }
         let preferred = placed.and_then(|id| self.log_dirs.path_of(id));
@@ -426,7 +436,7 @@ impl ReplicaManager {
             Partition::hosted(&topic.name, topic.id, index, log, self.config.node_id, high_watermark, log_dirs);
         partition.set_min_insync_replicas(min_insync_replicas);
         if let Some(image) = topic.partitions.get(index as usize) {
-            set_role(&partition, self.hosting.role(image, self.config.node_id), now)?;
+            partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
         Ok(Some(partition))
     }
@@ -569,8 +579,8 @@ impl ReplicaManager {
                 h.join().unwrap_or_else(|_| Err(LogError::Io(std::io::Error::other("flush thread panicked"))))
             })
         })?;
-        // A directory whose checkpoints fail goes offline; the others are
-        // still marked cleanly shut down (Kafka marks its live directories).
+        // A directory whose checkpoints fail goes offline (or the broker
+        // halts), and the clean-shutdown markers go to the online ones.
         self.write_checkpoints();
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         for (_, hosted) in topics.drain() {
@@ -585,17 +595,6 @@ impl ReplicaManager {
 /// A replica opened, or left closed (`None`), or the error that stops
 /// the broker at start.
 type OpenedReplica = Result<Option<Partition>, LogError>;
-
-/// Gives `partition` its role; a write that fails on the disk meanwhile
-/// (the new leader epoch's) has taken the replica and its directory
-/// offline, which is no error for the other partitions being brought in
-/// line.
-fn set_role(partition: &Partition, role: Role, now: i64) -> Result<(), LogError> {
-    match partition.set_role(role, now) {
-        Err(LogError::Io(_)) if partition.is_offline() => Ok(()),
-        result => result,
-    }
-}
 
 #[cfg(test)]
 mod tests {
