@@ -1,9 +1,10 @@
 //! The broker's side of its log directories' events (KIP-858): a failed
 //! directory taken offline (`ReplicaManager::take_offline`, then reported
-//! by the lifecycle's next heartbeat), and the directory of each replica
+//! by the lifecycle's next heartbeat), the directory of each replica
 //! sent to the active controller in AssignReplicasToDirs (Kafka's
 //! `AssignmentsManager`), batched, one request in flight, retried until
-//! the controller takes it.
+//! the controller takes it, and the replicas moving between directories
+//! copied and swapped (KIP-113, Kafka's `ReplicaAlterLogDirsThread`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,6 +31,38 @@ pub async fn take_failed_dirs_offline(broker: Arc<Broker>) {
             _ = shutdown.wait_for(|stop| *stop) => return,
         };
         broker.replicas.take_offline(&failed);
+    }
+}
+
+/// How long the mover waits between rounds when no bytes were copied
+/// (every move caught up, waiting for the controller).
+const MOVE_IDLE: Duration = Duration::from_millis(50);
+
+/// Copies and swaps replicas moving between log directories until the
+/// broker shuts down: rounds back to back while bytes are copied, on the
+/// blocking pool (file I/O).
+pub async fn move_replicas(broker: Arc<Broker>) {
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let worker = Arc::clone(&broker);
+        let round = tokio::task::spawn_blocking(move || worker.replicas.move_round(&worker.metadata.image()))
+            .await
+            .unwrap_or_default();
+        if round.copied > 0 {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        let pause = async {
+            if round.moving > 0 {
+                tokio::time::sleep(MOVE_IDLE).await
+            } else {
+                broker.replicas.log_dir_moves.started().await
+            }
+        };
+        tokio::select! {
+            _ = pause => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
     }
 }
 

@@ -123,6 +123,7 @@ impl Broker {
             tokio::spawn(crate::alter_partition::shrink_lagging_isrs(self.clone())),
             tokio::spawn(crate::log_dir_events::take_failed_dirs_offline(self.clone())),
             tokio::spawn(crate::log_dir_events::send_dir_assignments(self.clone())),
+            tokio::spawn(crate::log_dir_events::move_replicas(self.clone())),
         ];
         // OAUTHBEARER listeners whose JWKS is fetched from an endpoint.
         for listener in &listeners {

@@ -257,3 +257,92 @@ fn a_directory_unreadable_at_start_leaves_its_replicas_closed_and_unelected_unti
     assert_eq!(partitions_in(&second, TOPIC), in_second, "the replicas are where they were");
     assert!(offline_replicas(&bootstrap).iter().all(Vec::is_empty), "nothing offline");
 }
+
+/// AlterReplicaLogDirs (KIP-113) with Kafka's own tool: node 1's replica
+/// of a partition moves to its other directory while a producer writes to
+/// it. The future replica copies the current one and is swapped in once
+/// the controller recorded its new directory; nothing acknowledged is
+/// lost, the moved replica holds the same bytes as the follower's, and a
+/// restart finds it in its new place.
+#[test]
+fn a_replica_moves_to_another_directory_with_kafkas_tool_while_it_is_written() {
+    let mut nodes = BrokerProcess::start_cluster(3, &[]);
+    let second = nodes[0].dir.path().join("second");
+    let ([kept, second], [in_kept, _]) = add_a_directory_to_node_1(&mut nodes, &second);
+    let (bootstrap, jbod) = (nodes[1].bootstrap(), nodes[0].bootstrap());
+    let moved = in_kept[0];
+    let follower = [2, 3, 2, 3][moved as usize];
+    // Some 8 MB to copy: several rounds of the mover.
+    for _ in 0..80 {
+        assert_eq!(produce(&jbod, TOPIC, moved, 100, 1_000), 0);
+    }
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(8_000));
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (acked, writing, jbod) = (acked.clone(), writing.clone(), jbod.clone());
+        std::thread::spawn(move || {
+            while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                assert_eq!(produce(&jbod, TOPIC, moved, 10, 1_000), 0, "a produce during the move");
+                acked.fetch_add(10, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+
+    let scratch = tempfile::tempdir().unwrap();
+    let plan = scratch.path().join("move.json");
+    let json = format!(
+        r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
+        second.display()
+    );
+    std::fs::write(&plan, json).unwrap();
+    let tool = |action: &str| {
+        let args = ["--bootstrap-server", &bootstrap, "--reassignment-json-file", plan.to_str().unwrap(), action];
+        support::kafka_cli("kafka-reassign-partitions", &args)
+    };
+    let (ok, printed) = tool("--execute");
+    assert!(ok && printed.contains("Successfully started moving log directory"), "{printed}");
+    let replica = format!("{TOPIC}-{moved}-{JBOD_ID}");
+    support::wait_for("Kafka's tool to see the move complete", PATIENCE, || {
+        let (ok, printed) = tool("--verify");
+        ok && printed.contains(&format!("Reassignment of replica {replica} completed successfully"))
+    });
+    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("the writer");
+    let acked = acked.load(std::sync::atomic::Ordering::Relaxed);
+
+    assert!(partitions_in(&second, TOPIC).contains(&moved), "the replica is in its new directory");
+    assert!(!partitions_in(&kept, TOPIC).contains(&moved), "and no longer in the old one");
+    let leftovers = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with("-future"))
+            .count()
+    };
+    assert_eq!(leftovers(&second), 0, "no future replica left");
+    let second_id = directory_id(&second);
+    support::wait_for("the controller to record the new directory", PATIENCE, || {
+        assigned_to(&nodes[1], TOPIC, JBOD_ID, second_id).contains(&moved)
+    });
+    let end = || support::cluster::latest_offsets(&nodes[0], TOPIC, 4)[moved as usize].offset;
+    support::wait_for("every acknowledged record in the moved replica (its high watermark)", PATIENCE, || {
+        end() == acked
+    });
+    let copies = |nodes: &[BrokerProcess]| {
+        vec![
+            support::replica_bytes::partition_log(&second, TOPIC, moved),
+            support::replica_bytes::partition_log(&nodes[(follower - 1) as usize].data_dir(), TOPIC, moved),
+        ]
+    };
+    support::replica_bytes::wait_for_same_bytes("the moved replica and the follower's", PATIENCE, || copies(&nodes));
+
+    // Restarted, node 1 finds the replica in its new place, whole.
+    nodes[0].stop();
+    nodes[0].restart();
+    support::wait_for("every replica of node 1 back in sync", PATIENCE, || {
+        let state = leaders_and_isrs(&bootstrap, TOPIC);
+        state.len() == 4 && state.iter().all(|(_, isr)| isr.contains(&JBOD_ID) && isr.len() == 2)
+    });
+    assert!(partitions_in(&second, TOPIC).contains(&moved) && !partitions_in(&kept, TOPIC).contains(&moved));
+    support::replica_bytes::wait_for_same_bytes("the moved replica after a restart", PATIENCE, || copies(&nodes));
+}

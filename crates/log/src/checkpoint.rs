@@ -83,6 +83,21 @@ impl TopicPartition {
         let partition = partition.parse().ok().filter(|p: &i32| *p >= 0)?;
         (!topic.is_empty()).then(|| TopicPartition::new(topic, partition))
     }
+
+    /// A future replica's directory name (KIP-113: the copy a move between
+    /// log directories fills), `<topic>-<partition>.<unique>-future`, as
+    /// Kafka names it: `unique` is 32 hex digits.
+    pub fn future_dir_name(&self, unique: &[u8; 16]) -> String {
+        let hex: String = unique.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}.{hex}-future", self.dir_name())
+    }
+
+    /// Parses a future replica's directory name ([`Self::future_dir_name`]).
+    pub fn from_future_dir_name(name: &str) -> Option<Self> {
+        let (current, unique) = name.strip_suffix("-future")?.rsplit_once('.')?;
+        let hex = unique.len() == 32 && unique.bytes().all(|b| b.is_ascii_hexdigit());
+        hex.then(|| Self::from_dir_name(current)).flatten()
+    }
 }
 
 /// Reads an offsets checkpoint (`topic partition offset` lines).

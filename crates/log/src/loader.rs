@@ -63,7 +63,9 @@ struct Progress {
 /// Opens (or creates) the directory `dir`; see the module comment.
 pub(crate) fn load(dir: &Path, config: &LogConfig, from: Checkpoints, now_ms: i64) -> Result<Loaded, LogError> {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let topic_partition = TopicPartition::from_dir_name(name).unwrap_or_else(|| TopicPartition::new(name, 0));
+    let topic_partition = TopicPartition::from_dir_name(name)
+        .or_else(|| TopicPartition::from_future_dir_name(name))
+        .unwrap_or_else(|| TopicPartition::new(name, 0));
     let created = !dir.exists();
     std::fs::create_dir_all(dir)?;
     if created {

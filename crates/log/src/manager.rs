@@ -40,6 +40,10 @@ struct LogDir {
     high_watermarks: BTreeMap<TopicPartition, i64>,
     /// Partition directories found on start (name -> topic id, if recorded).
     found: HashMap<TopicPartition, Option<Uuid>>,
+    /// Future replicas found on start (a move between directories a stop
+    /// interrupted, KIP-113): their directory and topic id, until the
+    /// replica opens and resumes the move.
+    futures: HashMap<TopicPartition, (PathBuf, Option<Uuid>)>,
     partition_count: usize,
     /// A write here failed: nothing more is read or written in it, and
     /// no new partition is placed in it (Kafka's offline log dir).
@@ -55,16 +59,18 @@ impl LogDir {
         let marker = path.join(CLEAN_SHUTDOWN_FILE);
         let clean_shutdown = marker.exists();
         let clean_shutdown_epoch = if clean_shutdown { read_marker_epoch(&marker) } else { -1 };
-        let mut found = HashMap::new();
+        let (mut found, mut futures) = (HashMap::new(), HashMap::new());
         for entry in std::fs::read_dir(path)? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if !entry.file_type()?.is_dir() || reserved.contains(&name.as_ref()) || name.ends_with("-delete") {
                 continue;
             }
+            let id = || checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
             if let Some(tp) = TopicPartition::from_dir_name(&name) {
-                let id = checkpoint::read_partition_metadata(&entry.path().join("partition.metadata")).ok().flatten();
-                found.insert(tp, id);
+                found.insert(tp, id());
+            } else if let Some(tp) = TopicPartition::from_future_dir_name(&name) {
+                futures.insert(tp, (entry.path(), id()));
             }
         }
         let dir = LogDir {
@@ -76,6 +82,7 @@ impl LogDir {
             high_watermarks: read_or_empty(&path.join(REPLICATION_OFFSET_CHECKPOINT)),
             partition_count: found.len(),
             found,
+            futures,
             path: path.to_path_buf(),
             offline: false,
         };
@@ -97,6 +104,7 @@ impl LogDir {
             cleaner_offsets: BTreeMap::new(),
             high_watermarks: BTreeMap::new(),
             found: HashMap::new(),
+            futures: HashMap::new(),
             partition_count: 0,
             offline: true,
         }
@@ -137,6 +145,49 @@ fn read_marker_epoch(marker: &Path) -> i64 {
     parsed.and_then(|v| v.get("brokerEpoch").and_then(serde_json::Value::as_i64)).unwrap_or(-1)
 }
 
+/// A future replica whose current one is gone was being swapped in when
+/// the broker stopped (the current one is renamed away first, only once
+/// the controller recorded the future's directory): it is the replica
+/// now, and takes the current one's name. Not while a directory is
+/// offline: the current one may be there.
+fn promote_orphaned_futures(dirs: &mut [LogDir]) -> io::Result<()> {
+    if dirs.iter().any(|d| d.offline) {
+        return Ok(());
+    }
+    for i in 0..dirs.len() {
+        let orphans: Vec<TopicPartition> =
+            dirs[i].futures.keys().filter(|tp| !dirs.iter().any(|d| d.found.contains_key(*tp))).cloned().collect();
+        for tp in orphans {
+            let Some((future, id)) = dirs[i].futures.remove(&tp) else { continue };
+            let promoted = dirs[i].path.join(tp.dir_name());
+            std::fs::rename(&future, &promoted)?;
+            fsync_dir(&dirs[i].path)?;
+            tracing::warn!(dir = %promoted.display(), "a future replica whose swap a stop interrupted is the replica now");
+            dirs[i].partition_count += 1;
+            dirs[i].found.insert(tp, id);
+        }
+    }
+    Ok(())
+}
+
+/// Renames `dir` to `<name>.<unique>-delete` (atomic: a crash leaves a
+/// directory the next start removes), syncs its parent, then removes it.
+fn remove_log_dir(dir: &Path) -> io::Result<()> {
+    let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Ok(()) };
+    if !dir.exists() {
+        return Ok(());
+    }
+    // Kafka names it `<dir>.<unique>-delete`; the unique part only has to
+    // keep a recreated topic's directory from colliding with this one.
+    let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let doomed = dir.with_file_name(format!("{name}.{unique:x}-delete"));
+    std::fs::rename(dir, &doomed)?;
+    if let Some(parent) = dir.parent() {
+        fsync_dir(parent)?;
+    }
+    std::fs::remove_dir_all(&doomed)
+}
+
 impl LogManager {
     /// Reads every log directory's checkpoints and marker, then removes the
     /// marker: from now on a crash must be treated as unclean.
@@ -165,6 +216,7 @@ impl LogManager {
         if let (true, Some(error)) = (dirs.iter().all(|d| d.offline), last_error) {
             return Err(io::Error::new(error.kind(), format!("every log directory is offline; the last: {error}")));
         }
+        promote_orphaned_futures(&mut dirs)?;
         Ok(LogManager { dirs: Mutex::new(dirs) })
     }
 
@@ -243,6 +295,8 @@ impl LogManager {
                     out.push(dir.path.join(tp.dir_name()));
                 }
             }
+            let futures = dir.futures.iter().filter(|(tp, (_, id))| !is_live(tp, id.as_ref()));
+            out.extend(futures.map(|(_, (path, _))| path.clone()));
         }
         out
     }
@@ -314,18 +368,79 @@ impl LogManager {
                 }
             }
         }
-        if !log_dir.exists() {
-            return Ok(());
+        remove_log_dir(log_dir)
+    }
+
+    /// Creates a future replica of `tp` in log directory `dest` (an online
+    /// one), or opens the one found there at start (`existing`, fully
+    /// recovered: its offsets were never checkpointed).
+    pub fn open_future_log(
+        &self,
+        tp: &TopicPartition,
+        topic_id: &Uuid,
+        dest: &Path,
+        existing: Option<&Path>,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<PartitionLog, LogError> {
+        if self.is_offline(dest) {
+            return Err(LogError::Io(io::Error::other(format!("log directory {} is offline", dest.display()))));
         }
-        // Kafka names it `<dir>.<unique>-delete`; the unique part only has to
-        // keep a recreated topic's directory from colliding with this one.
+        let path = match existing {
+            Some(path) => path.to_path_buf(),
+            None => dest.join(tp.future_dir_name(&Uuid::random()?.0)),
+        };
+        let (log, _) = PartitionLog::open(&path, config, 0, 0, false, now_ms)?;
+        checkpoint::write_partition_metadata(&path.join("partition.metadata"), topic_id)?;
+        Ok(log)
+    }
+
+    /// The future replica of `tp` found at start, if any (taken: the
+    /// replica opening it resumes the move).
+    pub fn take_found_future(&self, tp: &TopicPartition) -> Option<PathBuf> {
+        let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        dirs.iter_mut().filter(|d| !d.offline).find_map(|d| d.futures.remove(tp)).map(|(path, _)| path)
+    }
+
+    /// Swaps a caught-up, flushed future replica in for the current one
+    /// (KIP-113): the current directory is renamed away first, then the
+    /// future takes its name in its own log directory, so that a stop
+    /// between the two leaves only the future, which the next start
+    /// promotes. The replica's new directory.
+    pub fn promote_future(&self, tp: &TopicPartition, current: &Path, future: &Path) -> io::Result<PathBuf> {
+        let dest = future.parent().map(Path::to_path_buf).unwrap_or_default();
+        let promoted = dest.join(tp.dir_name());
         let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        let doomed = log_dir.with_file_name(format!("{name}.{unique:x}-delete"));
-        std::fs::rename(log_dir, &doomed)?;
-        if let Some(parent) = log_dir.parent() {
+        let doomed = current.with_file_name(format!("{}.{unique:x}-delete", tp.dir_name()));
+        std::fs::rename(current, &doomed)?;
+        if let Some(parent) = current.parent() {
             fsync_dir(parent)?;
         }
-        std::fs::remove_dir_all(&doomed)
+        std::fs::rename(future, &promoted)?;
+        fsync_dir(&dest)?;
+        let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut topic_id = None;
+        for dir in dirs.iter_mut() {
+            if let Some(id) = dir.found.remove(tp) {
+                topic_id = id;
+                dir.partition_count = dir.partition_count.saturating_sub(1);
+            }
+        }
+        if let Some(dir) = dirs.iter_mut().find(|d| d.path == dest) {
+            dir.found.insert(tp.clone(), topic_id);
+            dir.partition_count += 1;
+        }
+        drop(dirs);
+        if let Err(error) = std::fs::remove_dir_all(&doomed) {
+            // The next start removes it.
+            tracing::warn!(dir = %doomed.display(), %error, "could not remove a replaced replica");
+        }
+        Ok(promoted)
+    }
+
+    /// Removes a future replica's directory (a move given up).
+    pub fn delete_future_dir(&self, future: &Path) -> io::Result<()> {
+        remove_log_dir(future)
     }
 
     /// Removes `-delete` directories a crash left behind (not in an
@@ -457,6 +572,72 @@ mod tests {
         assert!(open(0, None).is_err(), "a log in an offline directory does not open");
         assert_eq!(manager.mark_offline(&dirs[0]), Some(0), "none left");
         assert!(open(3, None).is_err(), "no online directory for a new one");
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+}
+
+#[cfg(test)]
+mod future_tests {
+    use super::*;
+
+    #[test]
+    fn a_future_replica_found_at_start_resumes_or_when_its_current_one_is_gone_is_promoted() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let (tp, id) = (TopicPartition::new(String::from("a.b-c"), 3), Uuid([7; 16]));
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        manager.open_log(&tp, &id, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
+        let future = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        let future_dir = future.dir().to_path_buf();
+        let name = future_dir.file_name().unwrap().to_str().unwrap();
+        assert_eq!(TopicPartition::from_future_dir_name(name), Some(tp.clone()), "{name}");
+        assert_eq!(TopicPartition::from_dir_name(name), None, "never taken for a current replica");
+        assert_eq!(future.topic_partition(), &tp);
+        drop((future, manager));
+
+        // Both found: the move resumes once the replica opens.
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        assert_eq!(manager.log_dir_of(&tp), Some(dirs[0].clone()));
+        assert_eq!(manager.take_found_future(&tp), Some(future_dir.clone()));
+        assert_eq!(manager.take_found_future(&tp), None, "taken once");
+        drop(manager);
+
+        // A stop after the swap renamed the current one away: the future
+        // one is the replica, unless a directory (maybe holding the
+        // current one) is offline.
+        std::fs::rename(dirs[0].join(tp.dir_name()), dirs[0].join("a.b-c-3.1-delete")).unwrap();
+        let offline = LogManager::open(&dirs, &[], &[dirs[0].clone()]).unwrap();
+        assert_eq!(offline.log_dir_of(&tp), None, "not promoted while a directory is offline");
+        assert!(future_dir.exists());
+        drop(offline);
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        assert_eq!(manager.log_dir_of(&tp), Some(dirs[1].clone()), "promoted");
+        assert!(!future_dir.exists() && dirs[1].join(tp.dir_name()).exists());
+        manager.remove_leftover_deletions();
+        assert!(!dirs[0].join("a.b-c-3.1-delete").exists());
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn promoting_a_future_replica_renames_the_current_one_away_first() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let (tp, id) = (TopicPartition::new(String::from("t"), 0), Uuid([9; 16]));
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        let (current, _, _) = manager.open_log(&tp, &id, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
+        let future = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        let promoted = manager.promote_future(&tp, current.dir(), future.dir()).unwrap();
+        assert_eq!(promoted, dirs[1].join("t-0"));
+        assert_eq!(manager.log_dir_of(&tp), Some(dirs[1].clone()));
+        let left = |dir: &Path| std::fs::read_dir(dir).unwrap().flatten().filter(|e| e.path().is_dir()).count();
+        assert_eq!((left(&dirs[0]), left(&dirs[1])), (0, 1), "the old replica removed, the future one renamed");
+        assert_eq!(
+            checkpoint::read_partition_metadata(&promoted.join("partition.metadata")).unwrap(),
+            Some(id),
+            "the topic id kept"
+        );
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }

@@ -1,27 +1,23 @@
-//! The smaller admin APIs: DeleteRecords, DescribeCluster, DescribeLogDirs,
+//! The smaller admin APIs: DeleteRecords, DescribeCluster,
 //! OffsetForLeaderEpoch, DescribeProducers and DescribeQuorum.
 
 use krabka_protocol::ErrorCode;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use krabka_protocol::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
 use krabka_protocol::describe_cluster_response::DescribeClusterBroker;
-use krabka_protocol::describe_log_dirs_response::{
-    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
-};
 use krabka_protocol::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
 use krabka_protocol::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use krabka_protocol::{
     DeleteRecordsRequest, DeleteRecordsResponse, DescribeClusterRequest, DescribeClusterResponse,
-    DescribeLogDirsRequest, DescribeLogDirsResponse, DescribeProducersRequest, DescribeProducersResponse,
-    DescribeQuorumRequest, DescribeQuorumResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    DescribeProducersRequest, DescribeProducersResponse, DescribeQuorumRequest, DescribeQuorumResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 
 use krabka_raft::wire::{describe_quorum_response, Endpoint};
 use krabka_raft::{QuorumDescription, ReplicaDescription};
 
-use crate::authorization::{allowed_on_cluster, Access};
+use crate::authorization::Access;
 use crate::clock::now_ms;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
@@ -119,73 +115,6 @@ pub fn describe_cluster(ctx: &RequestContext<'_>, request: DescribeClusterReques
         response.cluster_authorized_operations = Access::of(ctx).cluster_operations();
     }
     response
-}
-
-/// (total, usable) bytes of the file system holding `path`.
-fn disk_space(path: &Path) -> (i64, i64) {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return (-1, -1) };
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c_path is a valid NUL-terminated string and stat a valid out-parameter.
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
-        return (-1, -1);
-    }
-    let block = stat.f_frsize as i64;
-    (stat.f_blocks as i64 * block, stat.f_bavail as i64 * block)
-}
-
-pub fn describe_log_dirs(ctx: &RequestContext<'_>, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
-    let broker = ctx.broker;
-    if !allowed_on_cluster(ctx, AclOperation::Describe) {
-        let error_code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code();
-        return DescribeLogDirsResponse { error_code, ..Default::default() };
-    }
-    let wanted = |topic: &str, partition: i32| match &request.topics {
-        None => true,
-        Some(topics) => topics.iter().any(|t| t.topic == topic && t.partitions.contains(&partition)),
-    };
-    let mut by_dir: BTreeMap<std::path::PathBuf, BTreeMap<String, Vec<DescribeLogDirsPartition>>> =
-        broker.replicas.log_manager().log_dirs().into_iter().map(|d| (d, BTreeMap::new())).collect();
-    for partition in broker.replicas.all_partitions() {
-        if !wanted(&partition.topic, partition.index) {
-            continue;
-        }
-        let size = partition.lock_log().size_bytes() as i64;
-        if let Some(topics) = by_dir.get_mut(&partition.log_dir) {
-            topics.entry(partition.topic.to_string()).or_default().push(DescribeLogDirsPartition {
-                partition_index: partition.index,
-                partition_size: size,
-                offset_lag: 0,
-                is_future_key: false,
-                ..Default::default()
-            });
-        }
-    }
-    let results = by_dir
-        .into_iter()
-        .map(|(dir, topics)| {
-            if broker.replicas.log_dirs.is_offline(&dir) {
-                // Kafka lists a failed directory with only its error.
-                let error_code = ErrorCode::KAFKA_STORAGE_ERROR.code();
-                return DescribeLogDirsResult { log_dir: dir.display().to_string(), error_code, ..Default::default() };
-            }
-            let (total_bytes, usable_bytes) = disk_space(&dir);
-            DescribeLogDirsResult {
-                log_dir: dir.display().to_string(),
-                topics: topics
-                    .into_iter()
-                    .map(|(name, mut partitions)| {
-                        partitions.sort_by_key(|p| p.partition_index);
-                        DescribeLogDirsTopic { name, partitions, ..Default::default() }
-                    })
-                    .collect(),
-                total_bytes: if ctx.api_version >= 4 { total_bytes } else { -1 },
-                usable_bytes: if ctx.api_version >= 4 { usable_bytes } else { -1 },
-                ..Default::default()
-            }
-        })
-        .collect();
-    DescribeLogDirsResponse { results, ..Default::default() }
 }
 
 pub fn offset_for_leader_epoch(

@@ -53,6 +53,7 @@ pub fn supported_apis() -> Vec<(ApiKey, i16, i16)> {
         OffsetForLeaderEpoch,
         DescribeConfigs,
         AlterConfigs,
+        AlterReplicaLogDirs,
         DescribeLogDirs,
         CreatePartitions,
         IncrementalAlterConfigs,

@@ -16,6 +16,7 @@ pub mod forwarded;
 pub mod groups;
 pub mod leader_hints;
 pub mod list_offsets;
+pub mod log_dirs;
 pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
@@ -186,7 +187,12 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         RequestBody::DescribeUserScramCredentials(r) => {
             ResponseBody::DescribeUserScramCredentials(Box::new(scram_credentials::describe(&ctx, *r)))
         }
-        RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(Box::new(admin::describe_log_dirs(&ctx, *r))),
+        RequestBody::DescribeLogDirs(r) => {
+            ResponseBody::DescribeLogDirs(Box::new(log_dirs::describe_log_dirs(&ctx, *r)))
+        }
+        RequestBody::AlterReplicaLogDirs(r) => {
+            ResponseBody::AlterReplicaLogDirs(Box::new(log_dirs::alter_replica_log_dirs(&ctx, *r)))
+        }
         RequestBody::OffsetForLeaderEpoch(r) => {
             ResponseBody::OffsetForLeaderEpoch(Box::new(admin::offset_for_leader_epoch(&ctx, *r)))
         }

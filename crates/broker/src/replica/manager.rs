@@ -16,6 +16,7 @@ use krabka_protocol::ErrorCode;
 use tokio::sync::Notify;
 
 use super::dir_assignments::DirAssignmentQueue;
+use super::future_replica::LogDirMoves;
 use super::isr_changes::IsrChangeQueue;
 use super::log_dirs::LogDirectories;
 use super::partition::{HostedTopic, Partition, ProducePolicy, Role};
@@ -72,10 +73,10 @@ impl Hosting {
 }
 
 pub struct ReplicaManager {
-    config: Arc<BrokerConfig>,
-    log_manager: Arc<LogManager>,
-    hosting: Hosting,
-    topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
+    pub(super) config: Arc<BrokerConfig>,
+    pub(super) log_manager: Arc<LogManager>,
+    pub(super) hosting: Hosting,
+    pub(super) topics: RwLock<HashMap<String, Arc<HostedTopic>>>,
     /// Signalled when partitions may have changed roles: the replica
     /// fetchers look again at what they follow.
     roles_changed: Notify,
@@ -87,6 +88,8 @@ pub struct ReplicaManager {
     pub log_dirs: Arc<LogDirectories>,
     /// Replicas whose directory the controller has yet to record.
     pub dir_assignments: DirAssignmentQueue,
+    /// Moves between log directories (KIP-113).
+    pub log_dir_moves: LogDirMoves,
 }
 
 impl ReplicaManager {
@@ -103,6 +106,7 @@ impl ReplicaManager {
             hosting,
             log_dirs,
             dir_assignments: DirAssignmentQueue::default(),
+            log_dir_moves: LogDirMoves::default(),
             topics: RwLock::new(HashMap::new()),
             roles_changed: Notify::new(),
             isr_changes: IsrChangeQueue::default(),
@@ -252,6 +256,7 @@ impl ReplicaManager {
         for name in removed {
             if let Some(hosted) = topics.remove(&name) {
                 for partition in hosted.hosted() {
+                    self.give_up_move(partition);
                     let dir = partition.lock_log().dir().to_path_buf();
                     if let Err(e) = self.log_manager.delete_partition_dir(&dir) {
                         tracing::error!(dir = %dir.display(), error = %e, "could not delete partition directory");
@@ -340,6 +345,7 @@ impl ReplicaManager {
         for (slot, image) in slots.iter_mut().zip(&topic.partitions) {
             let Some(partition) = slot else { continue };
             if !self.hosting.hosts(image) {
+                self.give_up_move(partition);
                 let dir = partition.lock_log().dir().to_path_buf();
                 // Nothing is written to an offline directory: a moved
                 // replica there goes as a stray at the next start reading it.
@@ -418,8 +424,14 @@ impl ReplicaManager {
             tracing::debug!(partition = %tp.dir_name(), ?placed, "replica left closed");
             return Ok(None);
         }
-        let preferred = placed.and_then(|id| self.log_dirs.path_of(id));
-        let (log, report, high_watermark) = match self.log_manager.open_log(&tp, &topic.id, preferred, config, now) {
+        // A directory AlterReplicaLogDirs named before the replica was here
+        // comes first, as in Kafka.
+        let preferred = self
+            .log_dir_moves
+            .take_preferred(&tp)
+            .or_else(|| placed.and_then(|id| self.log_dirs.path_of(id)).map(Into::into));
+        let opened = self.log_manager.open_log(&tp, &topic.id, preferred.as_deref(), config.clone(), now);
+        let (log, report, high_watermark) = match opened {
             Ok(opened) => opened,
             Err(LogError::Io(error)) => {
                 let Some(dir) = self.log_manager.log_dir_of(&tp) else { return Err(LogError::Io(error)) };
@@ -438,6 +450,7 @@ impl ReplicaManager {
         if let Some(image) = topic.partitions.get(index as usize) {
             partition.set_role(self.hosting.role(image, self.config.node_id), now)?;
         }
+        self.resume_move(&partition);
         Ok(Some(partition))
     }
 
@@ -474,7 +487,7 @@ impl ReplicaManager {
         }
         for (partition, placed) in hosted.partitions.iter().zip(&topic.partitions) {
             let Some(partition) = partition.as_ref().filter(|p| !p.is_offline()) else { continue };
-            let Some(actual) = self.log_dirs.id_of(&partition.log_dir) else { continue };
+            let Some(actual) = partition.reported_dir_id(self.log_dirs.id_of(&partition.log_dir())) else { continue };
             if placed.directory_of(self.config.node_id) != Some(actual) {
                 self.dir_assignments.push((topic.id, partition.index), actual);
             }
@@ -489,9 +502,14 @@ impl ReplicaManager {
         let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
         let mut stopped = 0;
         for partition in topics.values().flat_map(|t| t.partitions.iter().flatten()) {
-            if dirs.contains(&partition.log_dir) {
+            if dirs.contains(&partition.log_dir()) {
                 partition.go_offline();
                 stopped += 1;
+            }
+            // A move to or from a failed directory stops (Kafka removes the
+            // future replica); nothing is removed from the failed one.
+            if partition.is_offline() || partition.future_dir().is_some_and(|d| dirs.contains(&d)) {
+                self.give_up_move(partition);
             }
         }
         drop(topics);
@@ -540,7 +558,9 @@ impl ReplicaManager {
                 }
                 retention_moved_start = log.log_start_offset() != log_start_offset;
             }
-            if clean && log.config().cleanup_policy.compacts() && !partition.is_offline() {
+            // Cleaning waits while the replica moves (Kafka pauses it).
+            let moving = partition.future_dir().is_some();
+            if clean && log.config().cleanup_policy.compacts() && !partition.is_offline() && !moving {
                 if let Err(e) = partition.unless_disk_failed(log.clean(now, hw)) {
                     failed("compaction", e);
                 }
@@ -597,7 +617,7 @@ impl ReplicaManager {
 type OpenedReplica = Result<Option<Partition>, LogError>;
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::metadata::PartitionImage;
     use crate::replica::purgatory::Waiter;
@@ -608,14 +628,25 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn replica_manager(log_dir: &std::path::Path) -> ReplicaManager {
+        replica_manager_in(&[log_dir.to_path_buf()], &[])
+    }
+
+    /// A single node (it hosts and leads everything) with log directories
+    /// `dirs` and the `extra` configs.
+    pub(in crate::replica) fn replica_manager_in(
+        dirs: &[std::path::PathBuf],
+        extra: &[(&str, &str)],
+    ) -> ReplicaManager {
+        let log_dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",");
         let props: BTreeMap<String, String> = [
             ("node.id", "1"),
             ("process.roles", "broker,controller"),
             ("listeners", "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093"),
             ("controller.listener.names", "CONTROLLER"),
-            ("log.dirs", log_dir.to_str().unwrap()),
+            ("log.dirs", log_dirs.as_str()),
         ]
         .into_iter()
+        .chain(extra.iter().copied())
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let (config, _) = BrokerConfig::from_properties(props).unwrap();

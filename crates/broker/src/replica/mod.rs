@@ -13,13 +13,17 @@
 //! that moved, a role that changed).
 
 pub mod dir_assignments;
+mod future_replica;
 pub mod isr_changes;
+mod log_dir_moves;
 mod log_dirs;
 mod manager;
 mod partition;
 pub mod purgatory;
 pub mod throttles;
 
+pub use future_replica::MoveStep;
+pub use log_dir_moves::MoveRound;
 pub use log_dirs::{halt_on_sigbus, LogDirectories};
 pub use manager::{Hosting, ReplicaManager};
 pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};

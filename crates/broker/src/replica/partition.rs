@@ -3,15 +3,16 @@
 //! topic's configs.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use krabka_log::{AppendInfo, LogError, PartitionCheckpoint, PartitionLog};
+use krabka_log::{AppendInfo, LogError, LogManager, PartitionCheckpoint, PartitionLog};
 use krabka_protocol::compression::Compression;
 use krabka_protocol::{ErrorCode, Uuid};
 
+use super::future_replica::{FutureReplica, MoveError, MoveStep};
 use super::log_dirs::LogDirectories;
 use super::purgatory::{Waiter, WatchList};
 use crate::config::topic::{effective_topic_configs, topic_compression};
@@ -22,8 +23,12 @@ pub struct Partition {
     pub topic: Arc<str>,
     pub topic_id: Uuid,
     pub index: i32,
-    pub log_dir: PathBuf,
+    /// The log directory its log is in (another once a move swaps it).
+    pub(super) log_dir: Mutex<PathBuf>,
     pub(super) log: Mutex<PartitionLog>,
+    /// A move to another log directory under way (KIP-113). Locked after
+    /// the log, never before it.
+    pub(super) future: Mutex<Option<FutureReplica>>,
     pub(super) leader_epoch: AtomicI32,
     /// The leader the image names (-1: none), this broker or another.
     leader_id: AtomicI32,
@@ -45,7 +50,7 @@ pub struct Partition {
     leader_throttled: AtomicBool,
     follower_throttled: AtomicBool,
     /// The broker's log directories, told when a write here fails.
-    log_dirs: Arc<LogDirectories>,
+    pub(super) log_dirs: Arc<LogDirectories>,
     /// Its log directory failed: it leads, follows and serves nothing until
     /// the broker restarts (Kafka's offline partition).
     offline: AtomicBool,
@@ -88,8 +93,9 @@ impl Partition {
             topic: Arc::from(topic),
             topic_id,
             index,
-            log_dir,
+            log_dir: Mutex::new(log_dir),
             log: Mutex::new(log),
+            future: Mutex::new(None),
             leader_epoch: AtomicI32::new(-1),
             leader_id: AtomicI32::new(-1),
             led_here: AtomicBool::new(false),
@@ -102,6 +108,126 @@ impl Partition {
             log_dirs,
             offline: AtomicBool::new(false),
         }
+    }
+
+    pub(super) fn lock_future(&self) -> MutexGuard<'_, Option<FutureReplica>> {
+        self.future.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The destination directory of a move under way.
+    pub fn future_dir(&self) -> Option<PathBuf> {
+        self.lock_future().as_ref().map(|f| f.dir.clone())
+    }
+
+    /// A move under way: (destination directory, the future replica's
+    /// size, how far it is behind the current one), for DescribeLogDirs.
+    pub fn future_state(&self) -> Option<(PathBuf, u64, i64)> {
+        let log = self.lock_log();
+        let future = self.lock_future();
+        let future = future.as_ref()?;
+        let lag = (log.log_end_offset() - future.log.log_end_offset()).max(0);
+        Some((future.dir.clone(), future.log.size_bytes(), lag))
+    }
+
+    /// Starts a move with `future`; the move it replaces, if any, whose
+    /// directory the caller removes.
+    pub(super) fn start_future(&self, future: FutureReplica) -> Option<FutureReplica> {
+        let _log = self.lock_log();
+        self.lock_future().replace(future)
+    }
+
+    /// Gives the move up; the future replica, whose directory the caller removes.
+    pub(super) fn take_future(&self) -> Option<FutureReplica> {
+        let _log = self.lock_log();
+        self.lock_future().take()
+    }
+
+    /// The directory the controller should record for this replica: the
+    /// destination once the move asked for it, else `current`.
+    pub(super) fn reported_dir_id(&self, current: Option<Uuid>) -> Option<Uuid> {
+        match self.lock_future().as_ref() {
+            Some(future) if future.assignment_asked_ms.is_some() => future.dir_id,
+            _ => current,
+        }
+    }
+
+    /// Copies up to `max_bytes` of batches to the future replica. A write
+    /// failing in the destination directory stops the move and takes that
+    /// directory offline; a read failing in the current one takes the
+    /// partition's directory offline.
+    pub(super) fn copy_to_future(&self, max_bytes: u32, now_ms: i64) -> MoveStep {
+        let log = self.lock_log();
+        let mut guard = self.lock_future();
+        let Some(future) = guard.as_mut() else { return MoveStep::Idle };
+        if self.is_offline() {
+            return MoveStep::Stopped;
+        }
+        let records = match future.next_batches(&log, max_bytes, now_ms) {
+            Ok(Some(records)) => records,
+            Ok(None) => return MoveStep::CaughtUp,
+            Err(MoveError::Current(error)) => {
+                let _ = self.unless_disk_failed::<()>(Err(error));
+                return MoveStep::Stopped;
+            }
+            Err(MoveError::Future(error)) => return self.future_failed(&mut guard, error),
+        };
+        // Appends to the current replica go on while this one is written.
+        drop(log);
+        match future.append(&records, now_ms) {
+            Ok(()) => MoveStep::Copied(records.len()),
+            Err(error) => self.future_failed(&mut guard, error),
+        }
+    }
+
+    /// A write to the future replica failed: the move stops, and a disk
+    /// error takes its directory offline.
+    fn future_failed(&self, guard: &mut Option<FutureReplica>, error: LogError) -> MoveStep {
+        let Some(future) = guard.take() else { return MoveStep::Idle };
+        let dir = future.dir.display().to_string();
+        tracing::error!(topic = %self.topic, partition = self.index, %dir, %error, "moving a replica failed");
+        if let LogError::Io(io) = &error {
+            self.log_dirs.failed(&future.dir, &format!("moving {}-{}", self.topic, self.index), io);
+        }
+        MoveStep::Stopped
+    }
+
+    /// Swaps the future replica in when it has caught up (Kafka's
+    /// `maybeReplaceCurrentWithFutureReplica`): true if it did. It is
+    /// sealed ([`FutureReplica::seal`]) and closed, the directories
+    /// renamed ([`LogManager::promote_future`]), and the log reopened from
+    /// its new place, all under the log's lock: no append comes between.
+    pub(super) fn promote_future(&self, log_manager: &LogManager, now_ms: i64) -> bool {
+        let mut log = self.lock_log();
+        let mut guard = self.lock_future();
+        let Some(future) = guard.as_mut().filter(|_| !self.is_offline()) else { return false };
+        match future.seal(&log, now_ms) {
+            Ok(true) => {}
+            Ok(false) => return false,
+            Err(error) => {
+                self.future_failed(&mut guard, error);
+                return false;
+            }
+        }
+        let Some(future) = guard.take() else { return false };
+        let future_path = future.log.dir().to_path_buf();
+        drop(future);
+        let (config, log_start, end) = (log.config().clone(), log.log_start_offset(), log.log_end_offset());
+        let tp = log.topic_partition().clone();
+        let promoted = log_manager.promote_future(&tp, log.dir(), &future_path).map_err(LogError::Io);
+        // Renaming failed in one of the two directories: this replica stops
+        // here, and the next start finds whichever copy is whole.
+        let Ok(promoted) = self.unless_disk_failed(promoted) else { return false };
+        let dest = promoted.parent().map(Path::to_path_buf).unwrap_or_default();
+        *self.log_dir.lock().unwrap_or_else(|e| e.into_inner()) = dest;
+        let reopened = PartitionLog::open(&promoted, config, log_start, end, true, now_ms);
+        let Ok((reopened, _)) = self.unless_disk_failed(reopened) else { return false };
+        *log = reopened;
+        debug_assert_eq!(log.log_end_offset(), end, "the swap keeps every record");
+        drop(guard);
+        drop(log);
+        tracing::info!(topic = %self.topic, partition = self.index, dir = %promoted.display(), "replica moved to another log directory");
+        self.watchers.wake_all();
+        true
     }
 
     /// The topic's throttled-replica lists name this replica (leader side,
@@ -119,6 +245,11 @@ impl Partition {
     /// Whether this follower throttles what it fetches of this partition.
     pub fn follower_throttled(&self) -> bool {
         self.follower_throttled.load(Ordering::Relaxed)
+    }
+
+    /// The log directory its log is in.
+    pub fn log_dir(&self) -> PathBuf {
+        self.log_dir.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
@@ -433,7 +564,7 @@ impl Partition {
         if let Err(LogError::Io(_)) = &result {
             self.stop_serving_offline();
         }
-        self.log_dirs.check(result, &self.log_dir, &self.topic, self.index)
+        self.log_dirs.check(result, &self.log_dir(), &self.topic, self.index)
     }
 
     /// What a follower fetches from: its log end offset and the epoch of
@@ -525,7 +656,7 @@ impl Partition {
         let log = self.lock_log();
         PartitionCheckpoint {
             topic_partition: log.topic_partition().clone(),
-            log_dir: self.log_dir.clone(),
+            log_dir: self.log_dir(),
             recovery_point: log.recovery_point(),
             log_start_offset: log.log_start_offset(),
             high_watermark: self.high_watermark(),

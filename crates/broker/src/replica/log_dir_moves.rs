@@ -1,0 +1,288 @@
+//! The replica manager's side of moves between log directories
+//! (KIP-113): AlterReplicaLogDirs starts or gives up a move, each round of
+//! the mover (`crate::log_dir_events::move_replicas`) copies a step of
+//! every move and swaps in the future replicas that caught up, and a move
+//! a stop interrupted resumes when the replica opens.
+
+use std::path::Path;
+
+use krabka_log::checkpoint::TopicPartition;
+use krabka_log::LogError;
+use krabka_protocol::ErrorCode;
+
+use super::future_replica::{FutureReplica, MoveStep};
+use super::manager::{Hosting, ReplicaManager};
+use super::partition::Partition;
+use crate::clock::now_ms;
+use crate::metadata::MetadataImage;
+
+/// The longest topic name a move takes: a future replica's directory
+/// name adds 40 characters to it (Kafka's KAFKA-4893 limit).
+const MAX_MOVABLE_TOPIC_LENGTH: usize = 255;
+/// How long a move waits for the controller to record its destination
+/// before asking again.
+const ASK_AGAIN_MS: i64 = 2_000;
+
+/// What one round of the mover did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoveRound {
+    /// Bytes copied to future replicas.
+    pub copied: usize,
+    /// Moves still under way.
+    pub moving: usize,
+}
+
+impl ReplicaManager {
+    /// AlterReplicaLogDirs for partition `index` of `topic`: the error code
+    /// Kafka's `alterReplicaLogDirs` answers with. A replica not here yet
+    /// is created in `dest` when it comes (REPLICA_NOT_AVAILABLE meanwhile:
+    /// Kafka's tool asks again); one already in `dest` stays, giving up a
+    /// move elsewhere; any other starts moving, unless a directory is
+    /// offline (the replica could be in two then).
+    pub fn alter_log_dir(&self, topic: &str, index: i32, dest: &Path) -> i16 {
+        if topic.len() > MAX_MOVABLE_TOPIC_LENGTH {
+            return ErrorCode::INVALID_TOPIC_EXCEPTION.code();
+        }
+        if !self.log_manager.log_dirs().iter().any(|d| d == dest) {
+            return ErrorCode::LOG_DIR_NOT_FOUND.code();
+        }
+        if self.log_manager.is_offline(dest) {
+            return ErrorCode::KAFKA_STORAGE_ERROR.code();
+        }
+        let hosted = self.topic(topic);
+        let slot = hosted.as_ref().and_then(|t| t.partitions.get(usize::try_from(index).ok()?).cloned());
+        let partition = match slot {
+            Some(Some(partition)) if partition.is_offline() => return ErrorCode::KAFKA_STORAGE_ERROR.code(),
+            Some(Some(partition)) => partition,
+            Some(None) if hosted.as_ref().is_some_and(|t| t.unopened.contains(&index)) => {
+                return ErrorCode::KAFKA_STORAGE_ERROR.code()
+            }
+            _ => {
+                let tp = TopicPartition::new(topic, index);
+                self.log_dir_moves.preferred.lock().unwrap_or_else(|e| e.into_inner()).insert(tp, dest.to_path_buf());
+                return ErrorCode::REPLICA_NOT_AVAILABLE.code();
+            }
+        };
+        if partition.future_dir().is_some_and(|d| d != dest) {
+            self.give_up_move(&partition);
+        }
+        if partition.log_dir() == dest || partition.future_dir().is_some() {
+            return ErrorCode::NONE.code();
+        }
+        if !self.log_manager.offline_log_dirs().is_empty() {
+            return ErrorCode::KAFKA_STORAGE_ERROR.code();
+        }
+        match self.start_move(&partition, dest, None) {
+            Ok(()) => ErrorCode::NONE.code(),
+            Err(_) => ErrorCode::KAFKA_STORAGE_ERROR.code(),
+        }
+    }
+
+    /// Opens a future replica of `partition` in `dest` (`existing`: the one
+    /// a stop left there) and starts copying to it.
+    fn start_move(&self, partition: &Partition, dest: &Path, existing: Option<&Path>) -> Result<(), LogError> {
+        let tp = TopicPartition::new(&*partition.topic, partition.index);
+        let config = partition.lock_log().config().clone();
+        let opened = self.log_manager.open_future_log(&tp, &partition.topic_id, dest, existing, config, now_ms());
+        let log = self.log_dirs.check(opened, dest, &partition.topic, partition.index)?;
+        tracing::info!(partition = %tp.dir_name(), from = %partition.log_dir().display(), to = %dest.display(), "moving a replica to another log directory");
+        if let Some(replaced) = partition.start_future(FutureReplica::new(log, dest, self.log_dirs.id_of(dest))) {
+            self.remove_future(replaced);
+        }
+        self.log_dir_moves.started.notify_one();
+        Ok(())
+    }
+
+    /// Resumes the move a stop interrupted, if `partition` (just opened)
+    /// had one.
+    pub(super) fn resume_move(&self, partition: &Partition) {
+        let tp = TopicPartition::new(&*partition.topic, partition.index);
+        let Some(future) = self.log_manager.take_found_future(&tp) else { return };
+        let Some(dest) = future.parent().map(Path::to_path_buf) else { return };
+        if let Err(error) = self.start_move(partition, &dest, Some(&future)) {
+            tracing::error!(partition = %tp.dir_name(), %error, "could not resume moving a replica");
+        }
+    }
+
+    /// Stops `partition`'s move, if any, and removes its future replica
+    /// (not from a failed directory: nothing is written there).
+    pub(super) fn give_up_move(&self, partition: &Partition) {
+        let Some(future) = partition.take_future() else { return };
+        tracing::info!(topic = %partition.topic, partition = partition.index, dir = %future.dir.display(), "replica move given up");
+        // The controller may have recorded the destination already.
+        if future.assignment_asked_ms.is_some() && !partition.is_offline() {
+            if let Some(current) = self.log_dirs.id_of(&partition.log_dir()) {
+                self.dir_assignments.push((partition.topic_id, partition.index), current);
+            }
+        }
+        self.remove_future(future);
+    }
+
+    fn remove_future(&self, future: FutureReplica) {
+        let (path, dir) = (future.log.dir().to_path_buf(), future.dir.clone());
+        drop(future);
+        if self.log_manager.is_offline(&dir) {
+            return;
+        }
+        if let Err(error) = self.log_manager.delete_future_dir(&path) {
+            tracing::error!(dir = %path.display(), %error, "could not remove a future replica");
+        }
+    }
+
+    /// One round of every move: up to `replica.fetch.max.bytes` copied for
+    /// each, and a future replica that caught up swapped in once `image`
+    /// records its directory (the controller is asked to, once).
+    pub fn move_round(&self, image: &MetadataImage) -> MoveRound {
+        let max_bytes = self.config.number("replica.fetch.max.bytes", 1 << 20).clamp(1, i64::from(i32::MAX)) as u32;
+        let mut round = MoveRound::default();
+        let moving: Vec<_> = self.all_partitions().into_iter().filter(|p| p.future_dir().is_some()).collect();
+        for partition in moving {
+            match partition.copy_to_future(max_bytes, now_ms()) {
+                MoveStep::Copied(bytes) => {
+                    round.copied += bytes;
+                    round.moving += 1;
+                }
+                MoveStep::CaughtUp if self.destination_recorded(image, &partition) => {
+                    let promoted = partition.promote_future(&self.log_manager, now_ms());
+                    round.moving += usize::from(!promoted && partition.future_dir().is_some());
+                }
+                MoveStep::CaughtUp => round.moving += 1,
+                MoveStep::Idle | MoveStep::Stopped => {}
+            }
+        }
+        round
+    }
+
+    /// Whether the controller has recorded the destination of `partition`'s
+    /// move (always, where it records no directories); if not, asks it to
+    /// (again every `ASK_AGAIN_MS`).
+    fn destination_recorded(&self, image: &MetadataImage, partition: &Partition) -> bool {
+        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
+        let recorded = image.features.get(METADATA_VERSION).is_some_and(|&l| l >= DIRECTORY_ASSIGNMENT_LEVEL);
+        if self.hosting == Hosting::Everything || !recorded {
+            return true;
+        }
+        let mut future = partition.lock_future();
+        let Some(future) = future.as_mut() else { return false };
+        let Some(dest) = future.dir_id else { return true };
+        let placed = image.topic_by_id(&partition.topic_id).and_then(|t| t.partitions.get(partition.index as usize));
+        if placed.and_then(|p| p.directory_of(self.config.node_id)) == Some(dest) {
+            return true;
+        }
+        // Asked again now and then: a word about the current directory
+        // queued meanwhile would have replaced it.
+        let now = now_ms();
+        if future.assignment_asked_ms.is_none_or(|asked| now - asked >= ASK_AGAIN_MS) {
+            future.assignment_asked_ms = Some(now);
+            self.dir_assignments.push((partition.topic_id, partition.index), dest);
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{PartitionImage, TopicImage};
+    use bytes::Bytes;
+    use krabka_protocol::compression::Compression;
+    use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
+    use krabka_protocol::Uuid;
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    /// Small copy steps: a move takes several rounds.
+    fn replica_manager(dirs: &[PathBuf]) -> ReplicaManager {
+        crate::replica::manager::tests::replica_manager_in(dirs, &[("replica.fetch.max.bytes", "1000")])
+    }
+
+    fn image(topics: &[&str]) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        for name in topics {
+            let partition = PartitionImage { leader: 1, replicas: vec![1], isr: vec![1], ..Default::default() };
+            let id = Uuid([name.as_bytes()[0]; 16]);
+            let topic =
+                TopicImage { name: name.to_string(), id, partitions: vec![partition], configs: BTreeMap::new() };
+            image.topic_names_by_id.insert(id, topic.name.clone());
+            image.topics.insert(topic.name.clone(), Arc::new(topic));
+        }
+        image
+    }
+
+    fn records(count: usize) -> Bytes {
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for _ in 0..count {
+            builder.append(&NewRecord { timestamp_ms: 1, key: None, value: Some(&[7; 100]), headers: &[] }).unwrap();
+        }
+        builder.build().unwrap().into_bytes()
+    }
+
+    #[test]
+    fn alter_replica_log_dirs_answers_as_kafka() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let replicas = replica_manager(&dirs);
+        replicas.sync_with_image(&image(&["t"])).unwrap();
+        let here = replicas.hosted_partition("t", 0).unwrap().log_dir();
+        let code = |topic: &str, dir: &Path| replicas.alter_log_dir(topic, 0, dir);
+        assert_eq!(code("t", Path::new("/nowhere")), ErrorCode::LOG_DIR_NOT_FOUND.code());
+        assert_eq!(code(&"x".repeat(256), &here), ErrorCode::INVALID_TOPIC_EXCEPTION.code());
+        assert_eq!(code("t", &here), ErrorCode::NONE.code(), "already there");
+        assert!(replicas.hosted_partition("t", 0).unwrap().future_dir().is_none(), "no move started");
+        // Not here yet: created in the named directory when it comes.
+        let other = dirs.iter().find(|d| **d != here).unwrap();
+        assert_eq!(code("later", other), ErrorCode::REPLICA_NOT_AVAILABLE.code());
+        replicas.sync_with_image(&image(&["t", "later"])).unwrap();
+        assert_eq!(replicas.hosted_partition("later", 0).unwrap().log_dir(), *other);
+        replicas.log_manager().mark_offline(other);
+        assert_eq!(code("t", other), ErrorCode::KAFKA_STORAGE_ERROR.code(), "an offline destination");
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// A move copies the replica in steps while it is written, swaps it in
+    /// once caught up, and a restart opens it in its new directory.
+    #[test]
+    fn a_moved_replica_keeps_every_record_and_reopens_in_its_new_directory() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let replicas = replica_manager(&dirs);
+        let image = image(&["t"]);
+        replicas.sync_with_image(&image).unwrap();
+        let partition = replicas.partition("t", 0).unwrap();
+        for _ in 0..20 {
+            partition.append(&records(10), now_ms()).unwrap();
+        }
+        let (from, to) = (partition.log_dir(), dirs.iter().find(|d| **d != partition.log_dir()).unwrap().clone());
+        assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
+        assert_eq!(partition.future_dir(), Some(to.clone()));
+        let mut rounds = 0;
+        while partition.future_dir().is_some() {
+            let round = replicas.move_round(&image);
+            rounds += 1;
+            assert!(rounds < 1_000, "the move never ends: {round:?}");
+            if rounds == 3 {
+                // Written while moving: copied too.
+                partition.append(&records(10), now_ms()).unwrap();
+                let (dir, _, lag) = partition.future_state().unwrap();
+                assert!(dir == to && lag > 0, "{lag}");
+            }
+        }
+        assert!(rounds > 3, "several copy steps: {rounds}");
+        assert_eq!(partition.log_dir(), to);
+        assert_eq!(partition.lock_log().log_end_offset(), 210);
+        assert!(!from.join("t-0").exists() && to.join("t-0").exists());
+        partition.append(&records(10), now_ms()).unwrap();
+        replicas.shutdown().unwrap();
+        replicas.log_manager().mark_clean_shutdown(1).unwrap();
+        drop((partition, replicas));
+
+        let reopened = replica_manager(&dirs);
+        reopened.sync_with_image(&image).unwrap();
+        let partition = reopened.partition("t", 0).unwrap();
+        assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 220));
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+}
