@@ -346,3 +346,92 @@ fn a_replica_moves_to_another_directory_with_kafkas_tool_while_it_is_written() {
     assert!(partitions_in(&second, TOPIC).contains(&moved) && !partitions_in(&kept, TOPIC).contains(&moved));
     support::replica_bytes::wait_for_same_bytes("the moved replica after a restart", PATIENCE, || copies(&nodes));
 }
+
+/// A move held back by Kafka's tool's `--replica-alter-log-dirs-throttle`
+/// is listed by DescribeLogDirs as a future replica behind its current
+/// one; node 1 killed (SIGKILL) in the middle of it resumes it when it
+/// starts again, and the moved replica ends whole in its new directory.
+#[test]
+fn a_move_interrupted_by_a_kill_resumes_at_the_next_start() {
+    let mut nodes = BrokerProcess::start_cluster(3, &[]);
+    let second = nodes[0].dir.path().join("second");
+    let ([kept, second], [in_kept, _]) = add_a_directory_to_node_1(&mut nodes, &second);
+    let (bootstrap, jbod) = (nodes[1].bootstrap(), nodes[0].bootstrap());
+    let moved = in_kept[0];
+    let follower = [2, 3, 2, 3][moved as usize];
+    for _ in 0..80 {
+        assert_eq!(produce(&jbod, TOPIC, moved, 100, 1_000), 0);
+    }
+    support::wait_for("every record replicated", PATIENCE, || {
+        support::cluster::latest_offsets(&nodes[0], TOPIC, 4)[moved as usize].offset == 8_000
+    });
+
+    let scratch = tempfile::tempdir().unwrap();
+    let plan = scratch.path().join("move.json");
+    let json = format!(
+        r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
+        second.display()
+    );
+    std::fs::write(&plan, json).unwrap();
+    let tool = |args: &[&str]| {
+        let base = ["--bootstrap-server", &bootstrap, "--reassignment-json-file", plan.to_str().unwrap()];
+        support::kafka_cli("kafka-reassign-partitions", &base.iter().chain(args).copied().collect::<Vec<_>>())
+    };
+    // 200 kB/s (after the first ten seconds' worth): some 30 s for 8 MB.
+    let (ok, printed) = tool(&["--execute", "--replica-alter-log-dirs-throttle", "200000"]);
+    assert!(ok && printed.contains("Successfully started moving log directory"), "{printed}");
+    let behind = || {
+        let described = describe_log_dirs(&jbod);
+        let in_second = described.iter().find(|r| r.log_dir == second.display().to_string());
+        let topics = in_second.map(|r| r.topics.clone()).unwrap_or_default();
+        let partitions = topics.into_iter().filter(|t| t.name == TOPIC).flat_map(|t| t.partitions);
+        partitions.filter(|p| p.partition_index == moved && p.is_future_key).map(|p| p.offset_lag).next()
+    };
+    support::wait_for("DescribeLogDirs to list the future replica behind", PATIENCE, || {
+        behind().is_some_and(|lag| lag > 0)
+    });
+    let (_, printed) = tool(&["--verify", "--preserve-throttles"]);
+    let in_progress = format!("Reassignment of replica {TOPIC}-{moved}-{JBOD_ID} is still in progress.");
+    assert!(printed.contains(&in_progress), "{printed}");
+
+    nodes[0].kill9();
+    let futures = || {
+        let entries = std::fs::read_dir(&second).unwrap().flatten();
+        entries.filter(|e| e.file_name().to_string_lossy().ends_with("-future")).count()
+    };
+    assert_eq!(futures(), 1, "killed in the middle of the move");
+    nodes[0].restart();
+    // The throttle off, the resumed move ends quickly.
+    let (ok, printed) = support::kafka_cli(
+        "kafka-configs",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--alter",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--delete-config",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+        ],
+    );
+    assert!(ok, "{printed}");
+    let replica = format!("{TOPIC}-{moved}-{JBOD_ID}");
+    support::wait_for("Kafka's tool to see the resumed move complete", PATIENCE, || {
+        let (ok, printed) = tool(&["--verify"]);
+        ok && printed.contains(&format!("Reassignment of replica {replica} completed successfully"))
+    });
+    assert!(partitions_in(&second, TOPIC).contains(&moved) && !partitions_in(&kept, TOPIC).contains(&moved));
+    assert_eq!(futures(), 0, "no future replica left");
+    let second_id = directory_id(&second);
+    support::wait_for("the controller to record the new directory", PATIENCE, || {
+        assigned_to(&nodes[1], TOPIC, JBOD_ID, second_id).contains(&moved)
+    });
+    support::replica_bytes::wait_for_same_bytes("the moved replica and the follower's", PATIENCE, || {
+        vec![
+            support::replica_bytes::partition_log(&second, TOPIC, moved),
+            support::replica_bytes::partition_log(&nodes[(follower - 1) as usize].data_dir(), TOPIC, moved),
+        ]
+    });
+}

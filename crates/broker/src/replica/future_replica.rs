@@ -43,6 +43,8 @@ pub enum MoveStep {
     Copied(usize),
     /// The future replica has every record of the current one.
     CaughtUp,
+    /// Not copied: the moves copied their bytes per second already.
+    Throttled,
     /// The move stopped: the future replica's directory failed, or the
     /// current one's (the future replica was dropped).
     Stopped,

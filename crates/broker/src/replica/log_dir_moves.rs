@@ -136,9 +136,17 @@ impl ReplicaManager {
         let max_bytes = self.config.number("replica.fetch.max.bytes", 1 << 20).clamp(1, i64::from(i32::MAX)) as u32;
         let mut round = MoveRound::default();
         let moving: Vec<_> = self.all_partitions().into_iter().filter(|p| p.future_dir().is_some()).collect();
+        let quota = &self.throttles.alter_log_dirs;
         for partition in moving {
-            match partition.copy_to_future(max_bytes, now_ms()) {
+            // Over `replica.alter.log.dirs.io.max.bytes.per.second`: no copy
+            // this round (a caught-up move still swaps).
+            let throttled = quota.lock().unwrap_or_else(|e| e.into_inner()).is_exceeded(now_ms());
+            let behind = partition.future_state().is_some_and(|(_, _, lag)| lag > 0);
+            let step =
+                if throttled && behind { MoveStep::Throttled } else { partition.copy_to_future(max_bytes, now_ms()) };
+            match step {
                 MoveStep::Copied(bytes) => {
+                    quota.lock().unwrap_or_else(|e| e.into_inner()).record(bytes as u64, now_ms());
                     round.copied += bytes;
                     round.moving += 1;
                 }
@@ -146,7 +154,7 @@ impl ReplicaManager {
                     let promoted = partition.promote_future(&self.log_manager, now_ms());
                     round.moving += usize::from(!promoted && partition.future_dir().is_some());
                 }
-                MoveStep::CaughtUp => round.moving += 1,
+                MoveStep::CaughtUp | MoveStep::Throttled => round.moving += 1,
                 MoveStep::Idle | MoveStep::Stopped => {}
             }
         }
@@ -281,6 +289,38 @@ mod tests {
         reopened.sync_with_image(&image).unwrap();
         let partition = reopened.partition("t", 0).unwrap();
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 220));
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// `replica.alter.log.dirs.io.max.bytes.per.second` holds a move back
+    /// (its rate measured over ten seconds at least, as Kafka's).
+    #[test]
+    fn a_move_copies_no_faster_than_its_throttle() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let replicas = replica_manager(&dirs);
+        let image = image(&["t"]);
+        replicas.sync_with_image(&image).unwrap();
+        let partition = replicas.partition("t", 0).unwrap();
+        for _ in 0..20 {
+            partition.append(&records(10), now_ms()).unwrap();
+        }
+        let size = partition.lock_log().size_bytes() as usize;
+        replicas.throttles.alter_log_dirs.lock().unwrap().set_bound(Some(1_000));
+        let to = dirs.iter().find(|d| **d != partition.log_dir()).unwrap().clone();
+        assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
+        let copied: usize = (0..100).map(|_| replicas.move_round(&image).copied).sum();
+        assert!(copied > 0 && copied < size / 2, "{copied} of {size} bytes copied at 1,000 bytes/s");
+        assert!(partition.future_dir().is_some(), "still moving");
+        replicas.throttles.alter_log_dirs.lock().unwrap().set_bound(None);
+        for _ in 0..1_000 {
+            if partition.future_dir().is_none() {
+                break;
+            }
+            replicas.move_round(&image);
+        }
+        assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 200));
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }
