@@ -435,3 +435,54 @@ fn a_move_interrupted_by_a_kill_resumes_at_the_next_start() {
         ]
     });
 }
+
+/// The destination of a move fills in the middle of it: the destination
+/// directory goes offline (its own replicas move away, as for any failed
+/// directory), the move is given up, and the moving replica stays where
+/// it was, led by node 1 and written.
+#[test]
+fn a_move_whose_destination_fills_is_given_up_and_the_replica_stays_where_it_was() {
+    let (mut nodes, disk, [kept, small], [in_kept, in_small]) = cluster_with_a_small_disk(&[]);
+    let (bootstrap, jbod) = (nodes[1].bootstrap(), nodes[0].bootstrap());
+    let moved = in_kept[0];
+    let follower = [2, 3, 2, 3][moved as usize];
+    for _ in 0..80 {
+        assert_eq!(produce(&jbod, TOPIC, moved, 100, 1_000), 0);
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let plan = scratch.path().join("move.json");
+    let json = format!(
+        r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
+        small.display()
+    );
+    std::fs::write(&plan, json).unwrap();
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--reassignment-json-file",
+        plan.to_str().unwrap(),
+        "--execute",
+        "--replica-alter-log-dirs-throttle",
+        "200000",
+    ];
+    let (ok, printed) = support::kafka_cli("kafka-reassign-partitions", &args);
+    assert!(ok && printed.contains("Successfully started moving log directory"), "{printed}");
+    let moving = || {
+        let entries = std::fs::read_dir(&small).map(|e| e.flatten().collect::<Vec<_>>()).unwrap_or_default();
+        entries.iter().any(|e| e.file_name().to_string_lossy().ends_with("-future"))
+    };
+    support::wait_for("the move to start", PATIENCE, moving);
+    disk.fill();
+    only_the_failed_directory_moves(&mut nodes, &in_small, &in_kept);
+    assert!(nodes[0].log().contains("moving a replica failed"), "the move's write failed");
+    assert_eq!(partitions_in(&kept, TOPIC), in_kept, "the moving replica stays where it was");
+    assert_eq!(produce(&jbod, TOPIC, moved, 10, 100), 0, "and node 1 keeps serving it");
+    let described = describe_log_dirs(&jbod);
+    let listed = |dir: &std::path::Path| described.iter().find(|r| r.log_dir == dir.display().to_string()).cloned();
+    let in_kept_dir = listed(&kept).expect("the kept directory");
+    let partitions: Vec<_> =
+        in_kept_dir.topics.iter().filter(|t| t.name == TOPIC).flat_map(|t| t.partitions.clone()).collect();
+    assert!(partitions.iter().any(|p| p.partition_index == moved && !p.is_future_key), "{partitions:?}");
+    assert!(partitions.iter().all(|p| !p.is_future_key), "no future replica left: {partitions:?}");
+    assert_eq!(listed(&small).map(|r| r.error_code), Some(ErrorCode::KAFKA_STORAGE_ERROR.code()));
+}
