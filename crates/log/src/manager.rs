@@ -485,16 +485,23 @@ impl LogManager {
     }
 
     /// Marks every online directory cleanly shut down (after all logs are
-    /// closed); an offline one recovers at the next start.
+    /// closed); an offline one recovers at the next start, as does one
+    /// whose marker cannot be written (the first such error is returned
+    /// once the others are marked).
     pub fn mark_clean_shutdown(&self, broker_epoch: i64) -> io::Result<()> {
         let content = format!("{{\"version\":0,\"brokerEpoch\":{broker_epoch}}}");
+        let mut first_error = None;
         for path in self.online_log_dirs() {
             let marker = path.join(CLEAN_SHUTDOWN_FILE);
-            std::fs::write(&marker, content.as_bytes())?;
-            std::fs::File::open(&marker)?.sync_all()?;
-            fsync_dir(&path)?;
+            let written = std::fs::write(&marker, content.as_bytes())
+                .and_then(|()| std::fs::File::open(&marker)?.sync_all())
+                .and_then(|()| fsync_dir(&path));
+            if let Err(error) = written {
+                let error = io::Error::new(error.kind(), format!("{}: {error}", path.display()));
+                first_error.get_or_insert(error);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 }
 
@@ -517,6 +524,15 @@ mod tests {
         reopened.mark_clean_shutdown(43).unwrap();
         std::fs::remove_file(dirs[1].join(CLEAN_SHUTDOWN_FILE)).unwrap();
         assert_eq!(LogManager::open(&dirs, &[], &[]).unwrap().previous_broker_epoch(), -1);
+        // One directory's marker cannot be written: the other is marked still.
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        let moved = dirs[0].with_extension("moved");
+        std::fs::rename(&dirs[0], &moved).unwrap();
+        std::fs::write(&dirs[0], b"not a directory").unwrap();
+        assert!(manager.mark_clean_shutdown(44).is_err());
+        assert!(dirs[1].join(CLEAN_SHUTDOWN_FILE).exists(), "the other directory is marked");
+        std::fs::remove_file(&dirs[0]).unwrap();
+        std::fs::rename(&moved, &dirs[0]).unwrap();
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }

@@ -580,7 +580,10 @@ impl ReplicaManager {
     }
 
     /// Closes every log (flushing it) and writes the checkpoints; the caller
-    /// marks the clean shutdown after this succeeds.
+    /// marks the clean shutdown after this. A directory where a log could
+    /// not be flushed goes offline first, so it gets neither checkpoints
+    /// nor a clean-shutdown marker and recovers at the next start, while
+    /// the others are marked (Kafka's `LogManager.shutdown`, per directory).
     pub fn shutdown(&self) -> Result<(), LogError> {
         let now = now_ms();
         // Each log's flush waits on fsyncs: spread them over a few threads so
@@ -588,17 +591,31 @@ impl ReplicaManager {
         let partitions = self.all_partitions();
         let workers = SHUTDOWN_FLUSH_THREADS.min(partitions.len().max(1));
         let chunk = partitions.len().div_ceil(workers).max(1);
+        let failed = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             let handles: Vec<_> = partitions
                 .chunks(chunk)
                 .map(|group| {
-                    scope.spawn(move || group.iter().try_for_each(|p| p.lock_log().prepare_clean_shutdown(now)))
+                    let failed = &failed;
+                    scope.spawn(move || {
+                        for partition in group {
+                            if let Err(error) = partition.lock_log().prepare_clean_shutdown(now) {
+                                let dir = partition.log_dir();
+                                failed.lock().unwrap_or_else(|e| e.into_inner()).push((dir, error));
+                            }
+                        }
+                    })
                 })
                 .collect();
-            handles.into_iter().try_for_each(|h| {
-                h.join().unwrap_or_else(|_| Err(LogError::Io(std::io::Error::other("flush thread panicked"))))
-            })
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().map_err(|_| LogError::Io(std::io::Error::other("flush thread panicked"))))
         })?;
+        for (dir, error) in failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            if self.log_manager.mark_offline(&dir).is_some() {
+                tracing::error!(dir = %dir.display(), %error, "a log could not be flushed at shutdown: its directory recovers at the next start");
+            }
+        }
         // A directory whose checkpoints fail goes offline (or the broker
         // halts), and the clean-shutdown markers go to the online ones.
         self.write_checkpoints();
