@@ -145,31 +145,6 @@ fn read_marker_epoch(marker: &Path) -> i64 {
     parsed.and_then(|v| v.get("brokerEpoch").and_then(serde_json::Value::as_i64)).unwrap_or(-1)
 }
 
-/// A future replica whose current one is gone was being swapped in when
-/// the broker stopped (the current one is renamed away first, only once
-/// the controller recorded the future's directory): it is the replica
-/// now, and takes the current one's name. Not while a directory is
-/// offline: the current one may be there.
-fn promote_orphaned_futures(dirs: &mut [LogDir]) -> io::Result<()> {
-    if dirs.iter().any(|d| d.offline) {
-        return Ok(());
-    }
-    for i in 0..dirs.len() {
-        let orphans: Vec<TopicPartition> =
-            dirs[i].futures.keys().filter(|tp| !dirs.iter().any(|d| d.found.contains_key(*tp))).cloned().collect();
-        for tp in orphans {
-            let Some((future, id)) = dirs[i].futures.remove(&tp) else { continue };
-            let promoted = dirs[i].path.join(tp.dir_name());
-            std::fs::rename(&future, &promoted)?;
-            fsync_dir(&dirs[i].path)?;
-            tracing::warn!(dir = %promoted.display(), "a future replica whose swap a stop interrupted is the replica now");
-            dirs[i].partition_count += 1;
-            dirs[i].found.insert(tp, id);
-        }
-    }
-    Ok(())
-}
-
 /// Renames `dir` to `<name>.<unique>-delete` (atomic: a crash leaves a
 /// directory the next start removes), syncs its parent, then removes it.
 fn remove_log_dir(dir: &Path) -> io::Result<()> {
@@ -216,7 +191,6 @@ impl LogManager {
         if let (true, Some(error)) = (dirs.iter().all(|d| d.offline), last_error) {
             return Err(io::Error::new(error.kind(), format!("every log directory is offline; the last: {error}")));
         }
-        promote_orphaned_futures(&mut dirs)?;
         Ok(LogManager { dirs: Mutex::new(dirs) })
     }
 
@@ -395,6 +369,13 @@ impl LogManager {
         Ok(log)
     }
 
+    /// The future replica of `tp` found at start in an online directory,
+    /// if any.
+    pub fn found_future(&self, tp: &TopicPartition) -> Option<PathBuf> {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        dirs.iter().filter(|d| !d.offline).find_map(|d| d.futures.get(tp)).map(|(path, _)| path.clone())
+    }
+
     /// The future replica of `tp` found at start, if any (taken: the
     /// replica opening it resumes the move).
     pub fn take_found_future(&self, tp: &TopicPartition) -> Option<PathBuf> {
@@ -402,22 +383,45 @@ impl LogManager {
         dirs.iter_mut().filter(|d| !d.offline).find_map(|d| d.futures.remove(tp)).map(|(path, _)| path)
     }
 
+    /// Makes the future replica of `tp` found at start the replica (its
+    /// current one is nowhere: the swap's second rename never happened,
+    /// or the current one is in an offline directory and the metadata
+    /// names the future's); its log directory now.
+    pub fn promote_found_future(&self, tp: &TopicPartition) -> io::Result<PathBuf> {
+        let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = dirs.iter_mut().filter(|d| !d.offline).find(|d| d.futures.contains_key(tp));
+        let dir = dir.ok_or_else(|| io::Error::other(format!("no future replica of {} found", tp.dir_name())))?;
+        let (future, id) = dir.futures.remove(tp).unwrap_or_default();
+        std::fs::rename(&future, dir.path.join(tp.dir_name()))?;
+        fsync_dir(&dir.path)?;
+        dir.partition_count += 1;
+        dir.found.insert(tp.clone(), id);
+        Ok(dir.path.clone())
+    }
+
     /// Swaps a caught-up, flushed future replica in for the current one
     /// (KIP-113): the current directory is renamed away first, then the
     /// future takes its name in its own log directory, so that a stop
     /// between the two leaves only the future, which the next start
-    /// promotes. The replica's new directory.
-    pub fn promote_future(&self, tp: &TopicPartition, current: &Path, future: &Path) -> io::Result<PathBuf> {
-        let dest = future.parent().map(Path::to_path_buf).unwrap_or_default();
+    /// promotes. The replica's new directory; on failure, the log
+    /// directory that failed (a failed second rename is undone, so that
+    /// the current copy stays whole where it was).
+    pub fn promote_future(
+        &self,
+        tp: &TopicPartition,
+        current: &Path,
+        future: &Path,
+    ) -> Result<PathBuf, (PathBuf, io::Error)> {
+        let parent = |path: &Path| path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (source, dest) = (parent(current), parent(future));
         let promoted = dest.join(tp.dir_name());
         let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         let doomed = current.with_file_name(format!("{}.{unique:x}-delete", tp.dir_name()));
-        std::fs::rename(current, &doomed)?;
-        if let Some(parent) = current.parent() {
-            fsync_dir(parent)?;
+        std::fs::rename(current, &doomed).and_then(|()| fsync_dir(&source)).map_err(|e| (source.clone(), e))?;
+        if let Err(error) = std::fs::rename(future, &promoted).and_then(|()| fsync_dir(&dest)) {
+            let undone = std::fs::rename(&doomed, current).and_then(|()| fsync_dir(&source));
+            return Err(if undone.is_ok() { (dest, error) } else { (source, error) });
         }
-        std::fs::rename(future, &promoted)?;
-        fsync_dir(&dest)?;
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
         let mut topic_id = None;
         for dir in dirs.iter_mut() {
@@ -599,7 +603,7 @@ mod future_tests {
     use super::*;
 
     #[test]
-    fn a_future_replica_found_at_start_resumes_or_when_its_current_one_is_gone_is_promoted() {
+    fn a_future_replica_found_at_start_resumes_or_is_promoted_when_asked() {
         let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
         let (tp, id) = (TopicPartition::new(String::from("a.b-c"), 3), Uuid([7; 16]));
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
@@ -620,16 +624,15 @@ mod future_tests {
         drop(manager);
 
         // A stop after the swap renamed the current one away: the future
-        // one is the replica, unless a directory (maybe holding the
-        // current one) is offline.
+        // one is found alone, and is promoted when asked.
         std::fs::rename(dirs[0].join(tp.dir_name()), dirs[0].join("a.b-c-3.1-delete")).unwrap();
-        let offline = LogManager::open(&dirs, &[], &[dirs[0].clone()]).unwrap();
-        assert_eq!(offline.log_dir_of(&tp), None, "not promoted while a directory is offline");
-        assert!(future_dir.exists());
-        drop(offline);
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        assert_eq!(manager.log_dir_of(&tp), None);
+        assert_eq!(manager.found_future(&tp), Some(future_dir.clone()));
+        assert_eq!(manager.promote_found_future(&tp).unwrap(), dirs[1]);
         assert_eq!(manager.log_dir_of(&tp), Some(dirs[1].clone()), "promoted");
         assert!(!future_dir.exists() && dirs[1].join(tp.dir_name()).exists());
+        assert_eq!(manager.found_future(&tp), None);
         manager.remove_leftover_deletions();
         assert!(!dirs[0].join("a.b-c-3.1-delete").exists());
         for dir in dirs {
@@ -644,6 +647,14 @@ mod future_tests {
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         let (current, _, _) = manager.open_log(&tp, &id, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
         let future = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        // The second rename fails (its target is taken): undone, the
+        // destination named as the directory that failed.
+        std::fs::create_dir(dirs[1].join("t-0")).unwrap();
+        std::fs::write(dirs[1].join("t-0").join("x"), b"x").unwrap();
+        let (failed, _) = manager.promote_future(&tp, current.dir(), future.dir()).unwrap_err();
+        assert_eq!(failed, dirs[1]);
+        assert!(current.dir().exists() && future.dir().exists(), "both copies where they were");
+        std::fs::remove_dir_all(dirs[1].join("t-0")).unwrap();
         let promoted = manager.promote_future(&tp, current.dir(), future.dir()).unwrap();
         assert_eq!(promoted, dirs[1].join("t-0"));
         assert_eq!(manager.log_dir_of(&tp), Some(dirs[1].clone()));

@@ -16,9 +16,9 @@ use super::partition::Partition;
 use crate::clock::now_ms;
 use crate::metadata::MetadataImage;
 
-/// The longest topic name a move takes: a future replica's directory
-/// name adds 40 characters to it (Kafka's KAFKA-4893 limit).
-const MAX_MOVABLE_TOPIC_LENGTH: usize = 255;
+/// The longest directory name a future replica may have (most file
+/// systems' limit): longer topic names cannot move (KAFKA-4893).
+const MAX_DIR_NAME_LENGTH: usize = 255;
 /// How long a move waits for the controller to record its destination
 /// before asking again.
 const ASK_AGAIN_MS: i64 = 2_000;
@@ -40,7 +40,8 @@ impl ReplicaManager {
     /// move elsewhere; any other starts moving, unless a directory is
     /// offline (the replica could be in two then).
     pub fn alter_log_dir(&self, topic: &str, index: i32, dest: &Path) -> i16 {
-        if topic.len() > MAX_MOVABLE_TOPIC_LENGTH {
+        let tp = TopicPartition::new(topic, index);
+        if tp.future_dir_name(&[0; 16]).len() > MAX_DIR_NAME_LENGTH {
             return ErrorCode::INVALID_TOPIC_EXCEPTION.code();
         }
         if !self.log_manager.log_dirs().iter().any(|d| d == dest) {
@@ -58,7 +59,6 @@ impl ReplicaManager {
                 return ErrorCode::KAFKA_STORAGE_ERROR.code()
             }
             _ => {
-                let tp = TopicPartition::new(topic, index);
                 self.log_dir_moves.preferred.lock().unwrap_or_else(|e| e.into_inner()).insert(tp, dest.to_path_buf());
                 return ErrorCode::REPLICA_NOT_AVAILABLE.code();
             }
@@ -72,10 +72,17 @@ impl ReplicaManager {
         if !self.log_manager.offline_log_dirs().is_empty() {
             return ErrorCode::KAFKA_STORAGE_ERROR.code();
         }
-        match self.start_move(&partition, dest, None) {
-            Ok(()) => ErrorCode::NONE.code(),
-            Err(_) => ErrorCode::KAFKA_STORAGE_ERROR.code(),
+        if self.start_move(&partition, dest, None).is_err() {
+            return ErrorCode::KAFKA_STORAGE_ERROR.code();
         }
+        // The topic deleted or the replica moved away meanwhile: nothing
+        // else would remove this future replica.
+        let still_hosted = self.hosted_partition(topic, index).is_some_and(|p| std::sync::Arc::ptr_eq(&p, &partition));
+        if !still_hosted {
+            self.give_up_move(&partition);
+            return ErrorCode::REPLICA_NOT_AVAILABLE.code();
+        }
+        ErrorCode::NONE.code()
     }
 
     /// Opens a future replica of `partition` in `dest` (`existing`: the one
@@ -99,6 +106,13 @@ impl ReplicaManager {
         let tp = TopicPartition::new(&*partition.topic, partition.index);
         let Some(future) = self.log_manager.take_found_future(&tp) else { return };
         let Some(dest) = future.parent().map(Path::to_path_buf) else { return };
+        if dest == partition.log_dir() {
+            // A copy beside the replica it would replace: nothing to move.
+            if let Err(error) = self.log_manager.delete_future_dir(&future) {
+                tracing::error!(dir = %future.display(), %error, "could not remove a future replica");
+            }
+            return;
+        }
         if let Err(error) = self.start_move(partition, &dest, Some(&future)) {
             tracing::error!(partition = %tp.dir_name(), %error, "could not resume moving a replica");
         }
@@ -109,8 +123,10 @@ impl ReplicaManager {
     pub(super) fn give_up_move(&self, partition: &Partition) {
         let Some(future) = partition.take_future() else { return };
         tracing::info!(topic = %partition.topic, partition = partition.index, dir = %future.dir.display(), "replica move given up");
-        // The controller may have recorded the destination already.
-        if future.assignment_asked_ms.is_some() && !partition.is_offline() {
+        // The controller may have recorded the destination already: it
+        // must know where the replica is, even in a failed directory (it
+        // then moves leadership away from it).
+        if future.assignment_asked_ms.is_some() {
             if let Some(current) = self.log_dirs.id_of(&partition.log_dir()) {
                 self.dir_assignments.push((partition.topic_id, partition.index), current);
             }
@@ -234,7 +250,7 @@ mod tests {
         let here = replicas.hosted_partition("t", 0).unwrap().log_dir();
         let code = |topic: &str, dir: &Path| replicas.alter_log_dir(topic, 0, dir);
         assert_eq!(code("t", Path::new("/nowhere")), ErrorCode::LOG_DIR_NOT_FOUND.code());
-        assert_eq!(code(&"x".repeat(256), &here), ErrorCode::INVALID_TOPIC_EXCEPTION.code());
+        assert_eq!(code(&"x".repeat(249), &here), ErrorCode::INVALID_TOPIC_EXCEPTION.code());
         assert_eq!(code("t", &here), ErrorCode::NONE.code(), "already there");
         assert!(replicas.hosted_partition("t", 0).unwrap().future_dir().is_none(), "no move started");
         // Not here yet: created in the named directory when it comes.
@@ -321,6 +337,100 @@ mod tests {
             replicas.move_round(&image);
         }
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 200));
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// A stop during a move, and the source directory unreadable at the
+    /// next start: the caught-up future replica is not taken for the
+    /// replica (the metadata does not say it is), nor is an empty one
+    /// created beside it; the replica stays closed until its directory
+    /// is back, and the move then resumes and ends.
+    #[test]
+    fn a_future_replica_whose_source_directory_is_offline_at_start_is_left_alone() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let image = image(&["t"]);
+        let replicas = replica_manager(&dirs);
+        replicas.sync_with_image(&image).unwrap();
+        let partition = replicas.partition("t", 0).unwrap();
+        partition.append(&records(10), now_ms()).unwrap();
+        let (from, to) = (partition.log_dir(), dirs.iter().find(|d| **d != partition.log_dir()).unwrap().clone());
+        assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
+        while partition.copy_to_future(1_000, now_ms()) != MoveStep::CaughtUp {}
+        drop((partition, replicas));
+
+        let away = from.with_extension("away");
+        std::fs::rename(&from, &away).unwrap();
+        std::fs::write(&from, b"not a directory").unwrap();
+        let replicas = replica_manager(&dirs);
+        replicas.sync_with_image(&image).unwrap();
+        assert!(replicas.hosted_partition("t", 0).is_none(), "left closed");
+        assert!(replicas.topic("t").unwrap().unopened.contains(&0));
+        assert!(!to.join("t-0").exists(), "neither promoted nor created empty");
+        drop(replicas);
+
+        std::fs::remove_file(&from).unwrap();
+        std::fs::rename(&away, &from).unwrap();
+        let replicas = replica_manager(&dirs);
+        replicas.sync_with_image(&image).unwrap();
+        let partition = replicas.partition("t", 0).unwrap();
+        assert_eq!((partition.log_dir(), partition.future_dir()), (from, Some(to.clone())), "the move resumes");
+        while partition.future_dir().is_some() {
+            replicas.move_round(&image);
+        }
+        assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 10));
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// Where the metadata records directories: a future replica found
+    /// without its current one (its directory unreadable at start) is the
+    /// replica when the metadata names the future's directory (the
+    /// controller recorded it once the copy caught up), else left closed.
+    #[test]
+    fn a_future_replica_found_alone_is_the_replica_only_where_the_metadata_names_its_directory() {
+        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let placed_in = |replicas: &ReplicaManager, dir: &Path| {
+            let mut image = image(&["t"]);
+            image.features.insert(METADATA_VERSION.to_string(), DIRECTORY_ASSIGNMENT_LEVEL);
+            let mut topic = (*image.topics["t"]).clone();
+            topic.partitions[0].directories = vec![replicas.log_dirs.id_of(dir).unwrap()];
+            image.topics.insert("t".into(), Arc::new(topic));
+            image
+        };
+        let start = |dirs: &[PathBuf]| {
+            let mut replicas = replica_manager(dirs);
+            replicas.hosting = Hosting::ReplicasOf(1);
+            replicas
+        };
+        let replicas = start(&dirs);
+        let (from, to) = (dirs[0].clone(), dirs[1].clone());
+        replicas.sync_with_image(&placed_in(&replicas, &from)).unwrap();
+        let partition = replicas.partition("t", 0).expect("led here");
+        partition.append(&records(10), now_ms()).unwrap();
+        assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
+        while partition.copy_to_future(1_000, now_ms()) != MoveStep::CaughtUp {}
+        drop((partition, replicas));
+        let away = from.with_extension("away");
+        std::fs::rename(&from, &away).unwrap();
+        std::fs::write(&from, b"not a directory").unwrap();
+
+        // The metadata still names the source: left closed.
+        let replicas = start(&dirs);
+        replicas.sync_with_image(&placed_in(&replicas, &from)).unwrap();
+        assert!(replicas.hosted_partition("t", 0).is_none() && !to.join("t-0").exists());
+        drop(replicas);
+        // It names the destination: the future replica is the replica.
+        let replicas = start(&dirs);
+        replicas.sync_with_image(&placed_in(&replicas, &to)).unwrap();
+        let partition = replicas.hosted_partition("t", 0).expect("opened");
+        assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 10));
+        drop((partition, replicas));
+        std::fs::remove_file(&from).unwrap();
+        std::fs::rename(&away, &from).unwrap();
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }

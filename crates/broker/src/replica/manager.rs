@@ -420,7 +420,7 @@ impl ReplicaManager {
     ) -> OpenedReplica {
         let tp = TopicPartition::new(topic.name.clone(), index);
         let placed = topic.partitions.get(index as usize).and_then(|p| p.directory_of(self.config.node_id));
-        if self.log_manager.log_dir_of(&tp).is_none() && !self.may_create_log(placed) {
+        if self.log_manager.log_dir_of(&tp).is_none() && !self.open_nowhere_found(&tp, placed) {
             tracing::debug!(partition = %tp.dir_name(), ?placed, "replica left closed");
             return Ok(None);
         }
@@ -452,6 +452,43 @@ impl ReplicaManager {
         }
         self.resume_move(&partition);
         Ok(Some(partition))
+    }
+
+    /// For a replica whose log was found in no online directory: whether
+    /// to open it, after promoting the future replica found at start if
+    /// that is the replica now ([`Self::may_promote_future`]), or else
+    /// creating it empty ([`Self::may_create_log`]). Never created empty
+    /// beside a future replica that holds its records.
+    fn open_nowhere_found(&self, tp: &TopicPartition, placed: Option<krabka_protocol::Uuid>) -> bool {
+        let Some(future) = self.log_manager.found_future(tp) else { return self.may_create_log(placed) };
+        let dest = future.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        if !self.may_promote_future(&dest, placed) {
+            return false;
+        }
+        match self.log_manager.promote_found_future(tp) {
+            Ok(dir) => {
+                tracing::warn!(partition = %tp.dir_name(), dir = %dir.display(), "a future replica whose current one is gone is the replica now");
+                true
+            }
+            Err(error) => {
+                self.log_dirs.failed(&dest, &format!("promoting {}", tp.dir_name()), &error);
+                false
+            }
+        }
+    }
+
+    /// Whether a future replica in `dest`, found at start without its
+    /// current one, is the replica: where the metadata records replicas'
+    /// directories, when it names `dest` (the controller recorded it
+    /// once the copy had caught up: Kafka's `recoverAbandonedFutureLogs`);
+    /// elsewhere, when no directory is offline (the current one was
+    /// renamed away by the swap, not left on a missing disk).
+    fn may_promote_future(&self, dest: &std::path::Path, placed: Option<krabka_protocol::Uuid>) -> bool {
+        use krabka_metadata::directory_id::{MIGRATING, UNASSIGNED};
+        match placed {
+            Some(id) if id != UNASSIGNED && id != MIGRATING => self.log_dirs.id_of(dest) == Some(id),
+            _ => self.log_manager.offline_log_dirs().is_empty(),
+        }
     }
 
     /// Whether a replica whose log is in no directory may be created

@@ -213,10 +213,21 @@ impl Partition {
         drop(future);
         let (config, log_start, end) = (log.config().clone(), log.log_start_offset(), log.log_end_offset());
         let tp = log.topic_partition().clone();
-        let promoted = log_manager.promote_future(&tp, log.dir(), &future_path).map_err(LogError::Io);
-        // Renaming failed in one of the two directories: this replica stops
-        // here, and the next start finds whichever copy is whole.
-        let Ok(promoted) = self.unless_disk_failed(promoted) else { return false };
+        let promoted = match log_manager.promote_future(&tp, log.dir(), &future_path) {
+            Ok(promoted) => promoted,
+            // The destination failed (the current copy is back in place):
+            // the move is given up and the destination goes offline.
+            Err((dir, error)) if dir != self.log_dir() => {
+                self.log_dirs.failed(&dir, &format!("moving {}-{}", self.topic, self.index), &error);
+                return false;
+            }
+            // The current directory failed: this replica stops, and the
+            // next start finds the future copy whole.
+            Err((_, error)) => {
+                let _ = self.unless_disk_failed::<()>(Err(LogError::Io(error)));
+                return false;
+            }
+        };
         let dest = promoted.parent().map(Path::to_path_buf).unwrap_or_default();
         *self.log_dir.lock().unwrap_or_else(|e| e.into_inner()) = dest;
         let reopened = PartitionLog::open(&promoted, config, log_start, end, true, now_ms);
