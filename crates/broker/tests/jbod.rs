@@ -266,75 +266,31 @@ fn a_directory_unreadable_at_start_leaves_its_replicas_closed_and_unelected_unti
 /// restart finds it in its new place.
 #[test]
 fn a_replica_moves_to_another_directory_with_kafkas_tool_while_it_is_written() {
-    let mut nodes = BrokerProcess::start_cluster(3, &[]);
-    let second = nodes[0].dir.path().join("second");
-    let ([kept, second], [in_kept, _]) = add_a_directory_to_node_1(&mut nodes, &second);
-    let (bootstrap, jbod) = (nodes[1].bootstrap(), nodes[0].bootstrap());
-    let moved = in_kept[0];
-    let follower = [2, 3, 2, 3][moved as usize];
-    // Some 8 MB to copy: several rounds of the mover.
-    for _ in 0..80 {
-        assert_eq!(produce(&jbod, TOPIC, moved, 100, 1_000), 0);
-    }
-    let acked = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(8_000));
-    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    let (mut nodes, [kept, second], plan) = a_cluster_planning_a_move();
+    let (bootstrap, jbod, moved) = (nodes[1].bootstrap(), nodes[0].bootstrap(), plan.moved);
+    let acked = std::sync::Arc::new(AtomicI64::new(8_000));
+    let writing = std::sync::Arc::new(AtomicBool::new(true));
     let writer = {
         let (acked, writing, jbod) = (acked.clone(), writing.clone(), jbod.clone());
         std::thread::spawn(move || {
-            while writing.load(std::sync::atomic::Ordering::Relaxed) {
+            while writing.load(Ordering::Relaxed) {
                 assert_eq!(produce(&jbod, TOPIC, moved, 10, 1_000), 0, "a produce during the move");
-                acked.fetch_add(10, std::sync::atomic::Ordering::Relaxed);
+                acked.fetch_add(10, Ordering::Relaxed);
             }
         })
     };
-
-    let scratch = tempfile::tempdir().unwrap();
-    let plan = scratch.path().join("move.json");
-    let json = format!(
-        r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
-        second.display()
-    );
-    std::fs::write(&plan, json).unwrap();
-    let tool = |action: &str| {
-        let args = ["--bootstrap-server", &bootstrap, "--reassignment-json-file", plan.to_str().unwrap(), action];
-        support::kafka_cli("kafka-reassign-partitions", &args)
-    };
-    let (ok, printed) = tool("--execute");
+    let (ok, printed) = plan.tool(&bootstrap, &["--execute"]);
     assert!(ok && printed.contains("Successfully started moving log directory"), "{printed}");
-    let replica = format!("{TOPIC}-{moved}-{JBOD_ID}");
-    support::wait_for("Kafka's tool to see the move complete", PATIENCE, || {
-        let (ok, printed) = tool("--verify");
-        ok && printed.contains(&format!("Reassignment of replica {replica} completed successfully"))
-    });
-    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    plan.wait_for_completion(&bootstrap);
+    writing.store(false, Ordering::Relaxed);
     writer.join().expect("the writer");
-    let acked = acked.load(std::sync::atomic::Ordering::Relaxed);
-
-    assert!(partitions_in(&second, TOPIC).contains(&moved), "the replica is in its new directory");
-    assert!(!partitions_in(&kept, TOPIC).contains(&moved), "and no longer in the old one");
-    let leftovers = |dir: &std::path::Path| {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with("-future"))
-            .count()
-    };
-    assert_eq!(leftovers(&second), 0, "no future replica left");
-    let second_id = directory_id(&second);
-    support::wait_for("the controller to record the new directory", PATIENCE, || {
-        assigned_to(&nodes[1], TOPIC, JBOD_ID, second_id).contains(&moved)
-    });
+    let acked = acked.load(Ordering::Relaxed);
+    plan.check_moved(&nodes, &kept, &second);
     let end = || support::cluster::latest_offsets(&nodes[0], TOPIC, 4)[moved as usize].offset;
     support::wait_for("every acknowledged record in the moved replica (its high watermark)", PATIENCE, || {
         end() == acked
     });
-    let copies = |nodes: &[BrokerProcess]| {
-        vec![
-            support::replica_bytes::partition_log(&second, TOPIC, moved),
-            support::replica_bytes::partition_log(&nodes[(follower - 1) as usize].data_dir(), TOPIC, moved),
-        ]
-    };
-    support::replica_bytes::wait_for_same_bytes("the moved replica and the follower's", PATIENCE, || copies(&nodes));
 
     // Restarted, node 1 finds the replica in its new place, whole.
     nodes[0].stop();
@@ -343,8 +299,7 @@ fn a_replica_moves_to_another_directory_with_kafkas_tool_while_it_is_written() {
         let state = leaders_and_isrs(&bootstrap, TOPIC);
         state.len() == 4 && state.iter().all(|(_, isr)| isr.contains(&JBOD_ID) && isr.len() == 2)
     });
-    assert!(partitions_in(&second, TOPIC).contains(&moved) && !partitions_in(&kept, TOPIC).contains(&moved));
-    support::replica_bytes::wait_for_same_bytes("the moved replica after a restart", PATIENCE, || copies(&nodes));
+    plan.check_moved(&nodes, &kept, &second);
 }
 
 /// A move held back by Kafka's tool's `--replica-alter-log-dirs-throttle`
@@ -353,32 +308,13 @@ fn a_replica_moves_to_another_directory_with_kafkas_tool_while_it_is_written() {
 /// starts again, and the moved replica ends whole in its new directory.
 #[test]
 fn a_move_interrupted_by_a_kill_resumes_at_the_next_start() {
-    let mut nodes = BrokerProcess::start_cluster(3, &[]);
-    let second = nodes[0].dir.path().join("second");
-    let ([kept, second], [in_kept, _]) = add_a_directory_to_node_1(&mut nodes, &second);
-    let (bootstrap, jbod) = (nodes[1].bootstrap(), nodes[0].bootstrap());
-    let moved = in_kept[0];
-    let follower = [2, 3, 2, 3][moved as usize];
-    for _ in 0..80 {
-        assert_eq!(produce(&jbod, TOPIC, moved, 100, 1_000), 0);
-    }
+    let (mut nodes, [kept, second], plan) = a_cluster_planning_a_move();
+    let (bootstrap, jbod, moved) = (nodes[1].bootstrap(), nodes[0].bootstrap(), plan.moved);
     support::wait_for("every record replicated", PATIENCE, || {
         support::cluster::latest_offsets(&nodes[0], TOPIC, 4)[moved as usize].offset == 8_000
     });
-
-    let scratch = tempfile::tempdir().unwrap();
-    let plan = scratch.path().join("move.json");
-    let json = format!(
-        r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
-        second.display()
-    );
-    std::fs::write(&plan, json).unwrap();
-    let tool = |args: &[&str]| {
-        let base = ["--bootstrap-server", &bootstrap, "--reassignment-json-file", plan.to_str().unwrap()];
-        support::kafka_cli("kafka-reassign-partitions", &base.iter().chain(args).copied().collect::<Vec<_>>())
-    };
     // 200 kB/s (after the first ten seconds' worth): some 30 s for 8 MB.
-    let (ok, printed) = tool(&["--execute", "--replica-alter-log-dirs-throttle", "200000"]);
+    let (ok, printed) = plan.tool(&bootstrap, &["--execute", "--replica-alter-log-dirs-throttle", "200000"]);
     assert!(ok && printed.contains("Successfully started moving log directory"), "{printed}");
     let behind = || {
         let described = describe_log_dirs(&jbod);
@@ -390,50 +326,23 @@ fn a_move_interrupted_by_a_kill_resumes_at_the_next_start() {
     support::wait_for("DescribeLogDirs to list the future replica behind", PATIENCE, || {
         behind().is_some_and(|lag| lag > 0)
     });
-    let (_, printed) = tool(&["--verify", "--preserve-throttles"]);
+    let (_, printed) = plan.tool(&bootstrap, &["--verify", "--preserve-throttles"]);
     let in_progress = format!("Reassignment of replica {TOPIC}-{moved}-{JBOD_ID} is still in progress.");
     assert!(printed.contains(&in_progress), "{printed}");
 
     nodes[0].kill9();
-    let futures = || {
-        let entries = std::fs::read_dir(&second).unwrap().flatten();
-        entries.filter(|e| e.file_name().to_string_lossy().ends_with("-future")).count()
-    };
-    assert_eq!(futures(), 1, "killed in the middle of the move");
+    assert_eq!(futures_in(&second), 1, "killed in the middle of the move");
     nodes[0].restart();
     // The throttle off, the resumed move ends quickly.
+    let throttle = "replica.alter.log.dirs.io.max.bytes.per.second";
+    let alter = ["--bootstrap-server", &bootstrap, "--alter", "--entity-type", "brokers", "--entity-name", "1"];
     let (ok, printed) = support::kafka_cli(
         "kafka-configs",
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--alter",
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "1",
-            "--delete-config",
-            "replica.alter.log.dirs.io.max.bytes.per.second",
-        ],
+        &alter.iter().chain(&["--delete-config", throttle]).copied().collect::<Vec<_>>(),
     );
     assert!(ok, "{printed}");
-    let replica = format!("{TOPIC}-{moved}-{JBOD_ID}");
-    support::wait_for("Kafka's tool to see the resumed move complete", PATIENCE, || {
-        let (ok, printed) = tool(&["--verify"]);
-        ok && printed.contains(&format!("Reassignment of replica {replica} completed successfully"))
-    });
-    assert!(partitions_in(&second, TOPIC).contains(&moved) && !partitions_in(&kept, TOPIC).contains(&moved));
-    assert_eq!(futures(), 0, "no future replica left");
-    let second_id = directory_id(&second);
-    support::wait_for("the controller to record the new directory", PATIENCE, || {
-        assigned_to(&nodes[1], TOPIC, JBOD_ID, second_id).contains(&moved)
-    });
-    support::replica_bytes::wait_for_same_bytes("the moved replica and the follower's", PATIENCE, || {
-        vec![
-            support::replica_bytes::partition_log(&second, TOPIC, moved),
-            support::replica_bytes::partition_log(&nodes[(follower - 1) as usize].data_dir(), TOPIC, moved),
-        ]
-    });
+    plan.wait_for_completion(&bootstrap);
+    plan.check_moved(&nodes, &kept, &second);
 }
 
 /// The destination of a move fills in the middle of it: the destination
@@ -444,45 +353,101 @@ fn a_move_interrupted_by_a_kill_resumes_at_the_next_start() {
 fn a_move_whose_destination_fills_is_given_up_and_the_replica_stays_where_it_was() {
     let (mut nodes, disk, [kept, small], [in_kept, in_small]) = cluster_with_a_small_disk(&[]);
     let (bootstrap, jbod) = (nodes[1].bootstrap(), nodes[0].bootstrap());
-    let moved = in_kept[0];
-    let follower = [2, 3, 2, 3][moved as usize];
-    for _ in 0..80 {
-        assert_eq!(produce(&jbod, TOPIC, moved, 100, 1_000), 0);
-    }
-    let scratch = tempfile::tempdir().unwrap();
-    let plan = scratch.path().join("move.json");
-    let json = format!(
-        r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
-        small.display()
-    );
-    std::fs::write(&plan, json).unwrap();
-    let args = [
-        "--bootstrap-server",
-        &bootstrap,
-        "--reassignment-json-file",
-        plan.to_str().unwrap(),
-        "--execute",
-        "--replica-alter-log-dirs-throttle",
-        "200000",
-    ];
-    let (ok, printed) = support::kafka_cli("kafka-reassign-partitions", &args);
+    let plan = ReplicaMove::of_a_written_replica(&jbod, &in_kept, &small);
+    let (ok, printed) = plan.tool(&bootstrap, &["--execute", "--replica-alter-log-dirs-throttle", "200000"]);
     assert!(ok && printed.contains("Successfully started moving log directory"), "{printed}");
-    let moving = || {
-        let entries = std::fs::read_dir(&small).map(|e| e.flatten().collect::<Vec<_>>()).unwrap_or_default();
-        entries.iter().any(|e| e.file_name().to_string_lossy().ends_with("-future"))
-    };
-    support::wait_for("the move to start", PATIENCE, moving);
+    support::wait_for("the move to start", PATIENCE, || futures_in(&small) == 1);
     disk.fill();
     only_the_failed_directory_moves(&mut nodes, &in_small, &in_kept);
     assert!(nodes[0].log().contains("moving a replica failed"), "the move's write failed");
     assert_eq!(partitions_in(&kept, TOPIC), in_kept, "the moving replica stays where it was");
-    assert_eq!(produce(&jbod, TOPIC, moved, 10, 100), 0, "and node 1 keeps serving it");
+    assert_eq!(produce(&jbod, TOPIC, plan.moved, 10, 100), 0, "and node 1 keeps serving it");
     let described = describe_log_dirs(&jbod);
     let listed = |dir: &std::path::Path| described.iter().find(|r| r.log_dir == dir.display().to_string()).cloned();
     let in_kept_dir = listed(&kept).expect("the kept directory");
     let partitions: Vec<_> =
         in_kept_dir.topics.iter().filter(|t| t.name == TOPIC).flat_map(|t| t.partitions.clone()).collect();
-    assert!(partitions.iter().any(|p| p.partition_index == moved && !p.is_future_key), "{partitions:?}");
+    assert!(partitions.iter().any(|p| p.partition_index == plan.moved && !p.is_future_key), "{partitions:?}");
     assert!(partitions.iter().all(|p| !p.is_future_key), "no future replica left: {partitions:?}");
     assert_eq!(listed(&small).map(|r| r.error_code), Some(ErrorCode::KAFKA_STORAGE_ERROR.code()));
+}
+
+/// A move of node 1's replica of partition `moved` (first in its first
+/// directory) to another of its directories, with Kafka's tool.
+struct ReplicaMove {
+    moved: i32,
+    follower: i32,
+    plan: PathBuf,
+    _scratch: tempfile::TempDir,
+}
+
+impl ReplicaMove {
+    /// Writes 8 MB (8,000 records) to node 1's replica of `in_kept[0]`
+    /// (several rounds of the mover) and plans its move to `dest`.
+    fn of_a_written_replica(jbod: &str, in_kept: &[i32], dest: &std::path::Path) -> Self {
+        let moved = in_kept[0];
+        let follower = [2, 3, 2, 3][moved as usize];
+        for _ in 0..80 {
+            assert_eq!(produce(jbod, TOPIC, moved, 100, 1_000), 0);
+        }
+        let scratch = tempfile::tempdir().unwrap();
+        let plan = scratch.path().join("move.json");
+        let json = format!(
+            r#"{{"version":1,"partitions":[{{"topic":"{TOPIC}","partition":{moved},"replicas":[{JBOD_ID},{follower}],"log_dirs":["{}","any"]}}]}}"#,
+            dest.display()
+        );
+        std::fs::write(&plan, json).unwrap();
+        ReplicaMove { moved, follower, plan, _scratch: scratch }
+    }
+
+    /// `kafka-reassign-partitions` with the plan and `args`.
+    fn tool(&self, bootstrap: &str, args: &[&str]) -> (bool, String) {
+        let base = ["--bootstrap-server", bootstrap, "--reassignment-json-file", self.plan.to_str().unwrap()];
+        support::kafka_cli("kafka-reassign-partitions", &base.iter().chain(args).copied().collect::<Vec<_>>())
+    }
+
+    /// Waits for `--verify` to say the move completed.
+    fn wait_for_completion(&self, bootstrap: &str) {
+        let done = format!("Reassignment of replica {TOPIC}-{}-{JBOD_ID} completed successfully", self.moved);
+        support::wait_for("Kafka's tool to see the move complete", PATIENCE, || {
+            let (ok, printed) = self.tool(bootstrap, &["--verify"]);
+            ok && printed.contains(&done)
+        });
+    }
+
+    /// Checks the replica ended in `dest` and not `source`, with no future
+    /// replica left, the controller recording it there (read at `node`),
+    /// and the same bytes as the follower's.
+    fn check_moved(&self, nodes: &[BrokerProcess], source: &std::path::Path, dest: &std::path::Path) {
+        assert!(partitions_in(dest, TOPIC).contains(&self.moved), "the replica is in its new directory");
+        assert!(!partitions_in(source, TOPIC).contains(&self.moved), "and no longer in the old one");
+        assert_eq!(futures_in(dest), 0, "no future replica left");
+        let dest_id = directory_id(dest);
+        support::wait_for("the controller to record the new directory", PATIENCE, || {
+            assigned_to(&nodes[1], TOPIC, JBOD_ID, dest_id).contains(&self.moved)
+        });
+        let follower = nodes[(self.follower - 1) as usize].data_dir();
+        support::replica_bytes::wait_for_same_bytes("the moved replica and the follower's", PATIENCE, || {
+            vec![
+                support::replica_bytes::partition_log(dest, TOPIC, self.moved),
+                support::replica_bytes::partition_log(&follower, TOPIC, self.moved),
+            ]
+        });
+    }
+}
+
+/// A three-node cluster whose node 1 has a second (plain) directory, and
+/// a move of one of its replicas there ([`ReplicaMove::of_a_written_replica`]).
+fn a_cluster_planning_a_move() -> (Vec<BrokerProcess>, [PathBuf; 2], ReplicaMove) {
+    let mut nodes = BrokerProcess::start_cluster(3, &[]);
+    let second = nodes[0].dir.path().join("second");
+    let ([kept, second], [in_kept, _]) = add_a_directory_to_node_1(&mut nodes, &second);
+    let plan = ReplicaMove::of_a_written_replica(&nodes[0].bootstrap(), &in_kept, &second);
+    (nodes, [kept, second], plan)
+}
+
+/// How many future replicas (`-future` directories) `dir` holds.
+fn futures_in(dir: &std::path::Path) -> usize {
+    let entries = std::fs::read_dir(dir).map(|e| e.flatten().collect::<Vec<_>>()).unwrap_or_default();
+    entries.iter().filter(|e| e.file_name().to_string_lossy().ends_with("-future")).count()
 }

@@ -93,6 +93,13 @@ impl LogDir {
         Ok(dir)
     }
 
+    /// Whether it holds a log of `tp` of topic `topic_id` (or of no
+    /// recorded topic): not one of a deleted topic of the same name, left
+    /// in a directory that went offline before it could be removed.
+    fn holds(&self, tp: &TopicPartition, topic_id: &Uuid) -> bool {
+        self.found.get(tp).is_some_and(|id| id.is_none_or(|id| id == *topic_id))
+    }
+
     /// A directory offline from the start: nothing in it is known.
     fn offline(path: &Path) -> LogDir {
         LogDir {
@@ -248,12 +255,13 @@ impl LogManager {
         Some(dirs.iter().filter(|d| !d.offline).count())
     }
 
-    /// The log directory holding `tp`'s log (found at start or placed
-    /// since), online or not; `None` for a log not created yet, or in a
-    /// directory offline since the start (nothing in it is known).
-    pub fn log_dir_of(&self, tp: &TopicPartition) -> Option<PathBuf> {
+    /// The log directory holding the log of `tp` of topic `topic_id`
+    /// (found at start or placed since), online or not; `None` for a log
+    /// not created yet, or in a directory offline since the start (nothing
+    /// in it is known).
+    pub fn log_dir_of(&self, tp: &TopicPartition, topic_id: &Uuid) -> Option<PathBuf> {
         let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-        dirs.iter().find(|d| d.found.contains_key(tp)).map(|d| d.path.clone())
+        dirs.iter().find(|d| d.holds(tp, topic_id)).map(|d| d.path.clone())
     }
 
     /// Partition directories found on start whose topic is not `is_live`
@@ -289,7 +297,7 @@ impl LogManager {
         now_ms: i64,
     ) -> Result<(PartitionLog, OpenReport, i64), LogError> {
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-        let index = match dirs.iter().position(|d| d.found.contains_key(tp)) {
+        let index = match dirs.iter().position(|d| d.holds(tp, topic_id)) {
             Some(index) => index,
             None => {
                 let online = || (0..dirs.len()).filter(|&i| !dirs[i].offline);
@@ -555,14 +563,14 @@ mod tests {
         std::fs::write(&dirs[1], b"not a directory").unwrap();
         let manager = LogManager::open(&dirs, &[], &[dirs[2].clone()]).unwrap();
         assert_eq!(manager.offline_log_dirs(), vec![dirs[1].clone(), dirs[2].clone()], "unreadable, and named offline");
-        assert_eq!(manager.log_dir_of(&tp), None, "nothing is known of an offline directory");
+        assert_eq!(manager.log_dir_of(&tp, &Uuid([7; 16])), None, "nothing is known of an offline directory");
         assert_eq!(manager.previous_broker_epoch(), -1, "not every directory was shut down cleanly");
         let error = LogManager::open(&dirs[1..], &[], &[dirs[2].clone()]).err().expect("every directory offline");
         assert!(error.to_string().contains("every log directory is offline"), "{error}");
         std::fs::remove_file(&dirs[1]).unwrap();
         std::fs::rename(&moved, &dirs[1]).unwrap();
         let back = LogManager::open(&dirs, &[], &[]).unwrap();
-        assert_eq!(back.log_dir_of(&tp), Some(dirs[1].clone()), "found again once readable");
+        assert_eq!(back.log_dir_of(&tp, &Uuid([7; 16])), Some(dirs[1].clone()), "found again once readable");
         assert!(back.offline_log_dirs().is_empty());
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
@@ -590,6 +598,12 @@ mod tests {
         assert_eq!(dir_of(open(0, None).unwrap()), dirs[2], "an existing log reopens where it is");
         manager.mark_offline(&dirs[2]);
         assert!(open(0, None).is_err(), "a log in an offline directory does not open");
+        // The topic deleted and re-created under its name meanwhile: the
+        // new topic's replica goes to an online directory.
+        let tp = TopicPartition::new(String::from("t"), 0);
+        let recreated = manager.open_log(&tp, &Uuid([8; 16]), None, LogConfig::default(), 0).unwrap();
+        assert_eq!(dir_of(recreated.0.dir().to_path_buf()), dirs[0]);
+        assert_eq!(manager.log_dir_of(&tp, &Uuid([8; 16])), Some(dirs[0].clone()));
         assert_eq!(manager.mark_offline(&dirs[0]), Some(0), "none left");
         assert!(open(3, None).is_err(), "no online directory for a new one");
         for dir in dirs {
@@ -618,7 +632,7 @@ mod future_tests {
 
         // Both found: the move resumes once the replica opens.
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
-        assert_eq!(manager.log_dir_of(&tp), Some(dirs[0].clone()));
+        assert_eq!(manager.log_dir_of(&tp, &id), Some(dirs[0].clone()));
         assert_eq!(manager.take_found_future(&tp), Some(future_dir.clone()));
         assert_eq!(manager.take_found_future(&tp), None, "taken once");
         drop(manager);
@@ -627,10 +641,10 @@ mod future_tests {
         // one is found alone, and is promoted when asked.
         std::fs::rename(dirs[0].join(tp.dir_name()), dirs[0].join("a.b-c-3.1-delete")).unwrap();
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
-        assert_eq!(manager.log_dir_of(&tp), None);
+        assert_eq!(manager.log_dir_of(&tp, &id), None);
         assert_eq!(manager.found_future(&tp), Some(future_dir.clone()));
         assert_eq!(manager.promote_found_future(&tp).unwrap(), dirs[1]);
-        assert_eq!(manager.log_dir_of(&tp), Some(dirs[1].clone()), "promoted");
+        assert_eq!(manager.log_dir_of(&tp, &id), Some(dirs[1].clone()), "promoted");
         assert!(!future_dir.exists() && dirs[1].join(tp.dir_name()).exists());
         assert_eq!(manager.found_future(&tp), None);
         manager.remove_leftover_deletions();
@@ -657,7 +671,7 @@ mod future_tests {
         std::fs::remove_dir_all(dirs[1].join("t-0")).unwrap();
         let promoted = manager.promote_future(&tp, current.dir(), future.dir()).unwrap();
         assert_eq!(promoted, dirs[1].join("t-0"));
-        assert_eq!(manager.log_dir_of(&tp), Some(dirs[1].clone()));
+        assert_eq!(manager.log_dir_of(&tp, &id), Some(dirs[1].clone()));
         let left = |dir: &Path| std::fs::read_dir(dir).unwrap().flatten().filter(|e| e.path().is_dir()).count();
         assert_eq!((left(&dirs[0]), left(&dirs[1])), (0, 1), "the old replica removed, the future one renamed");
         assert_eq!(

@@ -234,6 +234,56 @@ mod tests {
         image
     }
 
+    /// Two directories, and a single node hosting `t` with `batches`
+    /// batches of ten records in one of them.
+    fn hosting_t(batches: usize) -> (Vec<PathBuf>, ReplicaManager, MetadataImage, Arc<Partition>) {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let replicas = replica_manager(&dirs);
+        let image = image(&["t"]);
+        replicas.sync_with_image(&image).unwrap();
+        let partition = replicas.partition("t", 0).unwrap();
+        for _ in 0..batches {
+            partition.append(&records(10), now_ms()).unwrap();
+        }
+        (dirs, replicas, image, partition)
+    }
+
+    /// The directory of `dirs` the partition is not in.
+    fn the_other(dirs: &[PathBuf], partition: &Partition) -> PathBuf {
+        dirs.iter().find(|d| **d != partition.log_dir()).unwrap().clone()
+    }
+
+    /// Rounds of the mover until `partition` has moved.
+    fn finish_move(replicas: &ReplicaManager, image: &MetadataImage, partition: &Partition) {
+        for _ in 0..1_000 {
+            if partition.future_dir().is_none() {
+                return;
+            }
+            replicas.move_round(image);
+        }
+        panic!("the move never ends");
+    }
+
+    /// Puts `dir` away and a file in its place (ENOTDIR, as root too); the
+    /// place it went.
+    fn make_unreadable(dir: &Path) -> PathBuf {
+        let away = dir.with_extension("away");
+        std::fs::rename(dir, &away).unwrap();
+        std::fs::write(dir, b"not a directory").unwrap();
+        away
+    }
+
+    fn make_readable(dir: &Path, away: &Path) {
+        std::fs::remove_file(dir).unwrap();
+        std::fs::rename(away, dir).unwrap();
+    }
+
+    fn remove_all(dirs: Vec<PathBuf>) {
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     fn records(count: usize) -> Bytes {
         let mut builder = RecordBatchBuilder::new(Compression::None);
         for _ in 0..count {
@@ -260,24 +310,15 @@ mod tests {
         assert_eq!(replicas.hosted_partition("later", 0).unwrap().log_dir(), *other);
         replicas.log_manager().mark_offline(other);
         assert_eq!(code("t", other), ErrorCode::KAFKA_STORAGE_ERROR.code(), "an offline destination");
-        for dir in dirs {
-            std::fs::remove_dir_all(dir).unwrap();
-        }
+        remove_all(dirs);
     }
 
     /// A move copies the replica in steps while it is written, swaps it in
     /// once caught up, and a restart opens it in its new directory.
     #[test]
     fn a_moved_replica_keeps_every_record_and_reopens_in_its_new_directory() {
-        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
-        let replicas = replica_manager(&dirs);
-        let image = image(&["t"]);
-        replicas.sync_with_image(&image).unwrap();
-        let partition = replicas.partition("t", 0).unwrap();
-        for _ in 0..20 {
-            partition.append(&records(10), now_ms()).unwrap();
-        }
-        let (from, to) = (partition.log_dir(), dirs.iter().find(|d| **d != partition.log_dir()).unwrap().clone());
+        let (dirs, replicas, image, partition) = hosting_t(20);
+        let (from, to) = (partition.log_dir(), the_other(&dirs, &partition));
         assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
         assert_eq!(partition.future_dir(), Some(to.clone()));
         let mut rounds = 0;
@@ -305,41 +346,25 @@ mod tests {
         reopened.sync_with_image(&image).unwrap();
         let partition = reopened.partition("t", 0).unwrap();
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 220));
-        for dir in dirs {
-            std::fs::remove_dir_all(dir).unwrap();
-        }
+        remove_all(dirs);
     }
 
     /// `replica.alter.log.dirs.io.max.bytes.per.second` holds a move back
     /// (its rate measured over ten seconds at least, as Kafka's).
     #[test]
     fn a_move_copies_no_faster_than_its_throttle() {
-        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
-        let replicas = replica_manager(&dirs);
-        let image = image(&["t"]);
-        replicas.sync_with_image(&image).unwrap();
-        let partition = replicas.partition("t", 0).unwrap();
-        for _ in 0..20 {
-            partition.append(&records(10), now_ms()).unwrap();
-        }
+        let (dirs, replicas, image, partition) = hosting_t(20);
         let size = partition.lock_log().size_bytes() as usize;
         replicas.throttles.alter_log_dirs.lock().unwrap().set_bound(Some(1_000));
-        let to = dirs.iter().find(|d| **d != partition.log_dir()).unwrap().clone();
+        let to = the_other(&dirs, &partition);
         assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
         let copied: usize = (0..100).map(|_| replicas.move_round(&image).copied).sum();
         assert!(copied > 0 && copied < size / 2, "{copied} of {size} bytes copied at 1,000 bytes/s");
         assert!(partition.future_dir().is_some(), "still moving");
         replicas.throttles.alter_log_dirs.lock().unwrap().set_bound(None);
-        for _ in 0..1_000 {
-            if partition.future_dir().is_none() {
-                break;
-            }
-            replicas.move_round(&image);
-        }
+        finish_move(&replicas, &image, &partition);
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 200));
-        for dir in dirs {
-            std::fs::remove_dir_all(dir).unwrap();
-        }
+        remove_all(dirs);
     }
 
     /// A stop during a move, and the source directory unreadable at the
@@ -360,9 +385,7 @@ mod tests {
         while partition.copy_to_future(1_000, now_ms()) != MoveStep::CaughtUp {}
         drop((partition, replicas));
 
-        let away = from.with_extension("away");
-        std::fs::rename(&from, &away).unwrap();
-        std::fs::write(&from, b"not a directory").unwrap();
+        let away = make_unreadable(&from);
         let replicas = replica_manager(&dirs);
         replicas.sync_with_image(&image).unwrap();
         assert!(replicas.hosted_partition("t", 0).is_none(), "left closed");
@@ -370,19 +393,14 @@ mod tests {
         assert!(!to.join("t-0").exists(), "neither promoted nor created empty");
         drop(replicas);
 
-        std::fs::remove_file(&from).unwrap();
-        std::fs::rename(&away, &from).unwrap();
+        make_readable(&from, &away);
         let replicas = replica_manager(&dirs);
         replicas.sync_with_image(&image).unwrap();
         let partition = replicas.partition("t", 0).unwrap();
         assert_eq!((partition.log_dir(), partition.future_dir()), (from, Some(to.clone())), "the move resumes");
-        while partition.future_dir().is_some() {
-            replicas.move_round(&image);
-        }
+        finish_move(&replicas, &image, &partition);
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 10));
-        for dir in dirs {
-            std::fs::remove_dir_all(dir).unwrap();
-        }
+        remove_all(dirs);
     }
 
     /// Where the metadata records directories: a future replica found
@@ -414,9 +432,7 @@ mod tests {
         assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
         while partition.copy_to_future(1_000, now_ms()) != MoveStep::CaughtUp {}
         drop((partition, replicas));
-        let away = from.with_extension("away");
-        std::fs::rename(&from, &away).unwrap();
-        std::fs::write(&from, b"not a directory").unwrap();
+        let away = make_unreadable(&from);
 
         // The metadata still names the source: left closed.
         let replicas = start(&dirs);
@@ -429,10 +445,7 @@ mod tests {
         let partition = replicas.hosted_partition("t", 0).expect("opened");
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 10));
         drop((partition, replicas));
-        std::fs::remove_file(&from).unwrap();
-        std::fs::rename(&away, &from).unwrap();
-        for dir in dirs {
-            std::fs::remove_dir_all(dir).unwrap();
-        }
+        make_readable(&from, &away);
+        remove_all(dirs);
     }
 }

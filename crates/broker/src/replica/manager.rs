@@ -5,13 +5,13 @@
 //! leads those the image says it leads; a node that is its quorum's only
 //! voter hosts and leads them all.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use krabka_log::checkpoint::TopicPartition;
 use krabka_log::{LogError, LogManager, PartitionCheckpoint};
-use krabka_protocol::ErrorCode;
+use krabka_protocol::{ErrorCode, Uuid};
 
 use tokio::sync::Notify;
 
@@ -212,13 +212,13 @@ impl ReplicaManager {
     /// Makes the hosted partitions match `image`: opens logs of new topics
     /// and partitions, applies changed configs, deletes removed topics.
     pub fn sync_with_image(&self, image: &MetadataImage) -> Result<(), LogError> {
-        self.reconcile(image, image.topics.keys().map(String::as_str).collect())
+        self.reconcile(image, image.topics.keys().map(String::as_str).collect(), &BTreeMap::new())
     }
 
     /// Opens (or brings in line) the one topic `name` of `image`, for a
     /// topic the image has but whose log failed to open before.
     pub fn sync_topic(&self, image: &MetadataImage, name: &str) -> Result<(), LogError> {
-        self.reconcile(image, BTreeSet::from([name]))
+        self.reconcile(image, BTreeSet::from([name]), &BTreeMap::new())
     }
 
     /// Follows one committed metadata update (the replica manager is a
@@ -239,12 +239,18 @@ impl ReplicaManager {
             .chain(grown.filter_map(|id| image.topic_by_id(id)).map(|t| t.name.as_str()))
             .chain(delta.changed_topic_configs.iter().map(String::as_str))
             .collect();
-        self.reconcile(image, touched)
+        self.reconcile(image, touched, &delta.new_partitions)
     }
 
     /// Deletes hosted topics `image` no longer has (or has under another
-    /// id), then brings the `touched` topics in line with it.
-    fn reconcile(&self, image: &MetadataImage, touched: BTreeSet<&str>) -> Result<(), LogError> {
+    /// id), then brings the `touched` topics in line with it; `created`
+    /// names the partitions the update being applied created (by topic id).
+    fn reconcile(
+        &self,
+        image: &MetadataImage,
+        touched: BTreeSet<&str>,
+        created: &BTreeMap<Uuid, BTreeSet<i32>>,
+    ) -> Result<(), LogError> {
         let now = now_ms();
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         // Removed (or recreated under a new id) topics.
@@ -293,7 +299,14 @@ impl ReplicaManager {
                 continue;
             }
             let min_isr = produce.min_insync_replicas;
-            to_open.extend(missing.iter().map(|&index| (&**topic, index, config.clone(), min_isr)));
+            let new_here = |index: &i32| created.get(&topic.id).is_some_and(|c| c.contains(index));
+            to_open.extend(missing.iter().map(|&index| ToOpen {
+                topic,
+                index,
+                config: config.clone(),
+                min_insync_replicas: min_isr,
+                created: new_here(&index),
+            }));
             growing.push((topic, slots, missing, produce));
         }
         let mut opened = self.open_partitions(to_open, now)?.into_iter();
@@ -375,18 +388,11 @@ impl ReplicaManager {
     /// `num.recovery.threads.per.data.dir` threads per log directory (after
     /// an unclean stop each open re-reads its log's tail). Results are in
     /// the order asked, `None` for a replica left closed ([`Self::open_partition`]).
-    fn open_partitions(
-        &self,
-        wanted: Vec<(&TopicImage, i32, krabka_log::LogConfig, i32)>,
-        now: i64,
-    ) -> Result<Vec<Option<Partition>>, LogError> {
+    fn open_partitions(&self, wanted: Vec<ToOpen<'_>>, now: i64) -> Result<Vec<Option<Partition>>, LogError> {
         let threads = (self.config.num_recovery_threads_per_data_dir.max(1) * self.config.log_dirs.len().max(1))
             .min(wanted.len());
         if threads <= 1 {
-            return wanted
-                .into_iter()
-                .map(|(topic, index, config, min_isr)| self.open_partition(topic, index, config, min_isr, now))
-                .collect();
+            return wanted.iter().map(|replica| self.open_partition(replica, now)).collect();
         }
         let next = AtomicUsize::new(0);
         let results: Vec<Mutex<Option<OpenedReplica>>> = wanted.iter().map(|_| Mutex::new(None)).collect();
@@ -394,8 +400,8 @@ impl ReplicaManager {
             for _ in 0..threads {
                 scope.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((topic, index, config, min_isr)) = wanted.get(i) else { break };
-                    let result = self.open_partition(topic, *index, config.clone(), *min_isr, now);
+                    let Some(replica) = wanted.get(i) else { break };
+                    let result = self.open_partition(replica, now);
                     *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
                 });
             }
@@ -406,21 +412,19 @@ impl ReplicaManager {
             .collect()
     }
 
-    /// Opens the replica `index` of `topic`. `None` leaves it closed, as
+    /// Opens a replica. `None` leaves it closed, as
     /// Kafka does: its log is in an offline directory, opening it failed on
     /// the disk (its directory goes offline, as in Kafka's log loading), or
     /// it is nowhere and [`Self::may_create_log`] says no.
-    fn open_partition(
-        &self,
-        topic: &TopicImage,
-        index: i32,
-        config: krabka_log::LogConfig,
-        min_insync_replicas: i32,
-        now: i64,
-    ) -> OpenedReplica {
+    fn open_partition(&self, replica: &ToOpen<'_>, now: i64) -> OpenedReplica {
+        let ToOpen { topic, index, min_insync_replicas, .. } = *replica;
+        let config = replica.config.clone();
         let tp = TopicPartition::new(topic.name.clone(), index);
         let placed = topic.partitions.get(index as usize).and_then(|p| p.directory_of(self.config.node_id));
-        if self.log_manager.log_dir_of(&tp).is_none() && !self.open_nowhere_found(&tp, placed) {
+        let nowhere = self.log_manager.log_dir_of(&tp, &topic.id).is_none();
+        // A partition the update being applied created has no records
+        // anywhere yet: it may be created whatever is offline.
+        if nowhere && !replica.created && !self.open_nowhere_found(&tp, placed) {
             tracing::debug!(partition = %tp.dir_name(), ?placed, "replica left closed");
             return Ok(None);
         }
@@ -434,7 +438,7 @@ impl ReplicaManager {
         let (log, report, high_watermark) = match opened {
             Ok(opened) => opened,
             Err(LogError::Io(error)) => {
-                let Some(dir) = self.log_manager.log_dir_of(&tp) else { return Err(LogError::Io(error)) };
+                let Some(dir) = self.log_manager.log_dir_of(&tp, &topic.id) else { return Err(LogError::Io(error)) };
                 self.log_dirs.failed(&dir, &format!("opening {}", tp.dir_name()), &error);
                 return Ok(None);
             }
@@ -670,6 +674,17 @@ impl ReplicaManager {
 /// the broker at start.
 type OpenedReplica = Result<Option<Partition>, LogError>;
 
+/// A replica to open: partition `index` of `topic`, with its log config
+/// and `min.insync.replicas`; `created` when the update being applied
+/// created the partition.
+struct ToOpen<'a> {
+    topic: &'a TopicImage,
+    index: i32,
+    config: krabka_log::LogConfig,
+    min_insync_replicas: i32,
+    created: bool,
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -889,5 +904,43 @@ pub(super) mod tests {
         delta.changed_topic_configs.insert("b".into());
         replicas.apply_update(&MetadataUpdate { image: update.image.clone(), delta: Arc::new(delta) }).unwrap();
         assert_eq!(b.lock_log().config().retention_ms, 1000);
+    }
+
+    /// While a directory is offline a node that is its quorum's only voter
+    /// (no directories recorded) creates only the partitions the update
+    /// being applied created: any other may hold records on the missing
+    /// disk. A topic deleted and re-created under its name meanwhile is
+    /// such a partition, its old replica in the offline directory left
+    /// alone.
+    #[test]
+    fn while_a_directory_is_offline_a_single_node_creates_only_what_the_update_created() {
+        let dirs: Vec<std::path::PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let replicas = replica_manager_in(&dirs, &[]);
+        replicas.sync_with_image(&image(&["a"])).unwrap();
+        let offline = replicas.partition("a", 0).unwrap().log_dir();
+        let online = dirs.iter().find(|d| **d != offline).unwrap().clone();
+        replicas.log_manager().mark_offline(&offline);
+        replicas.take_offline(std::slice::from_ref(&offline));
+        replicas.sync_with_image(&image(&["a", "b"])).unwrap();
+        assert!(replicas.hosted_partition("b", 0).is_none(), "not created by an update: left closed");
+
+        let mut next = image(&["b", "c"]);
+        let mut recreated = (*image(&["a"]).topics["a"]).clone();
+        recreated.id = Uuid([9; 16]);
+        next.topic_names_by_id.insert(recreated.id, "a".into());
+        next.topics.insert("a".into(), Arc::new(recreated));
+        let mut delta = crate::metadata::MetadataDelta::default();
+        for (name, id) in [("c", next.topics["c"].id), ("a", Uuid([9; 16]))] {
+            delta.created_topics.insert(id, name.into());
+            delta.new_partitions.insert(id, [0].into());
+        }
+        delta.deleted_topics.insert(Uuid([b'a'; 16]), "a".into());
+        replicas.apply_update(&MetadataUpdate { image: Arc::new(next), delta: Arc::new(delta) }).unwrap();
+        assert_eq!(replicas.partition("c", 0).unwrap().log_dir(), online, "created by the update");
+        assert_eq!(replicas.partition("a", 0).unwrap().log_dir(), online, "re-created beside the old one");
+        assert!(offline.join("a-0").exists(), "the old replica is left in the offline directory");
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 }
