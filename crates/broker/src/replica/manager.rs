@@ -239,7 +239,13 @@ impl ReplicaManager {
             .chain(grown.filter_map(|id| image.topic_by_id(id)).map(|t| t.name.as_str()))
             .chain(delta.changed_topic_configs.iter().map(String::as_str))
             .collect();
-        self.reconcile(image, touched, &delta.new_partitions)
+        // Only a node that is its quorum's only voter applies live commits
+        // alone (its log was replayed before the first image); a broker
+        // catching up replays old creations as new ones, and places new
+        // replicas by the directories the controller records anyway.
+        let no_creations = BTreeMap::new();
+        let created = if self.hosting == Hosting::Everything { &delta.new_partitions } else { &no_creations };
+        self.reconcile(image, touched, created)
     }
 
     /// Deletes hosted topics `image` no longer has (or has under another
@@ -939,6 +945,32 @@ pub(super) mod tests {
         assert_eq!(replicas.partition("c", 0).unwrap().log_dir(), online, "created by the update");
         assert_eq!(replicas.partition("a", 0).unwrap().log_dir(), online, "re-created beside the old one");
         assert!(offline.join("a-0").exists(), "the old replica is left in the offline directory");
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// A broker catching up from the controller replays old creations as
+    /// new ones: a delta's new partitions do not let it create a replica
+    /// the metadata places in its offline directory.
+    #[test]
+    fn a_broker_catching_up_does_not_create_replicas_placed_in_an_offline_directory() {
+        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
+        let dirs: Vec<std::path::PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let mut replicas = replica_manager_in(&dirs, &[]);
+        replicas.hosting = Hosting::ReplicasOf(1);
+        replicas.log_manager().mark_offline(&dirs[0]);
+        let mut next = image(&["t"]);
+        next.features.insert(METADATA_VERSION.to_string(), DIRECTORY_ASSIGNMENT_LEVEL);
+        let mut topic = (*next.topics["t"]).clone();
+        topic.partitions[0].directories = vec![replicas.log_dirs.id_of(&dirs[0]).unwrap()];
+        next.topics.insert("t".into(), Arc::new(topic));
+        let mut delta = crate::metadata::MetadataDelta::default();
+        delta.created_topics.insert(next.topics["t"].id, "t".into());
+        delta.new_partitions.insert(next.topics["t"].id, [0].into());
+        replicas.apply_update(&MetadataUpdate { image: Arc::new(next), delta: Arc::new(delta) }).unwrap();
+        assert!(replicas.hosted_partition("t", 0).is_none(), "left closed");
+        assert!(!dirs[1].join("t-0").exists(), "not created in the online directory");
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }
