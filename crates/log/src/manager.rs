@@ -343,8 +343,11 @@ impl LogManager {
     pub fn delete_partition_dir(&self, log_dir: &Path) -> io::Result<()> {
         let Some(name) = log_dir.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Ok(()) };
         if let Some(tp) = TopicPartition::from_dir_name(&name) {
+            // Only the directory holding it: another may hold a log of the
+            // same name of another topic id (a re-created topic's).
             let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-            for dir in dirs.iter_mut() {
+            let parent = log_dir.parent();
+            for dir in dirs.iter_mut().filter(|d| Some(d.path.as_path()) == parent) {
                 if dir.found.remove(&tp).is_some() {
                     dir.partition_count = dir.partition_count.saturating_sub(1);
                 }
@@ -432,7 +435,7 @@ impl LogManager {
         }
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
         let mut topic_id = None;
-        for dir in dirs.iter_mut() {
+        for dir in dirs.iter_mut().filter(|d| d.path == source) {
             if let Some(id) = dir.found.remove(tp) {
                 topic_id = id;
                 dir.partition_count = dir.partition_count.saturating_sub(1);
@@ -604,6 +607,10 @@ mod tests {
         let recreated = manager.open_log(&tp, &Uuid([8; 16]), None, LogConfig::default(), 0).unwrap();
         assert_eq!(dir_of(recreated.0.dir().to_path_buf()), dirs[0]);
         assert_eq!(manager.log_dir_of(&tp, &Uuid([8; 16])), Some(dirs[0].clone()));
+        // The old topic's copy removed (a stray at the next start): the new
+        // topic's stays known.
+        manager.delete_partition_dir(&dirs[2].join("t-0")).unwrap();
+        assert_eq!(manager.log_dir_of(&tp, &Uuid([8; 16])), Some(dirs[0].clone()), "only the stray forgotten");
         assert_eq!(manager.mark_offline(&dirs[0]), Some(0), "none left");
         assert!(open(3, None).is_err(), "no online directory for a new one");
         for dir in dirs {
