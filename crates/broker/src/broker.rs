@@ -186,7 +186,8 @@ impl Broker {
 
     /// In a shared quorum, waits until the image has caught up with what the
     /// quorum committed, then does what needs the whole image: removing the
-    /// logs of deleted topics and loading the groups. Nothing to do on a
+    /// logs of deleted topics, opening the replicas they kept closed, and
+    /// loading the groups. Nothing to do on a
     /// node that is its quorum's only voter (`open` did it).
     pub async fn catch_up_metadata(&self) -> anyhow::Result<()> {
         if self.metadata.quorum().is_none() {
@@ -197,6 +198,12 @@ impl Broker {
         // Stray logs are judged against a whole image only.
         anyhow::ensure!(self.metadata.caught_up().await, "the metadata quorum stopped before catching up");
         remove_stray_partitions(self.replicas.log_manager(), &self.metadata.image())?;
+        // Replicas refused a directory that held a stray of the same name
+        // open now (an update published meanwhile waits).
+        let synced = self.metadata.publisher().with_current(|image| self.replicas.sync_with_image(image));
+        if let Err(error) = synced {
+            tracing::error!(%error, "could not open or delete partition logs");
+        }
         self.load_groups(started)
     }
 

@@ -29,5 +29,6 @@ pub fn log_error(error: &LogError) -> ErrorCode {
             ProducerStateError::InvalidMarker(_) => ErrorCode::INVALID_TXN_STATE,
         },
         LogError::NonMonotonicOffset { .. } => ErrorCode::UNKNOWN_SERVER_ERROR,
+        LogError::InconsistentTopicId { .. } => ErrorCode::INCONSISTENT_TOPIC_ID,
     }
 }

@@ -37,6 +37,10 @@ pub enum LogError {
     /// A follower append that does not continue the log.
     #[error("offset {offset} does not follow the log end offset {log_end_offset}")]
     NonMonotonicOffset { offset: i64, log_end_offset: i64 },
+    /// INCONSISTENT_TOPIC_ID: the directory a new log would take holds
+    /// the log of another topic of the same name.
+    #[error("{} holds the log of topic id {found}, not of {wanted}", dir.display())]
+    InconsistentTopicId { dir: std::path::PathBuf, found: krabka_protocol::Uuid, wanted: krabka_protocol::Uuid },
 }
 
 /// One refused record: its index in its batch and why.

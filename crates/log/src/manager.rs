@@ -100,6 +100,24 @@ impl LogDir {
         self.found.get(tp).is_some_and(|id| id.is_none_or(|id| id == *topic_id))
     }
 
+    /// The topic id of another topic whose log of `tp`'s name this
+    /// directory holds (a topic deleted and re-created under its name
+    /// while the broker was down, its log not removed yet), as known or as
+    /// its `partition.metadata` says.
+    fn holds_another(&self, tp: &TopicPartition, topic_id: &Uuid) -> Option<Uuid> {
+        let known = self.found.get(tp).copied().flatten();
+        let on_disk = || checkpoint::read_partition_metadata(&self.path.join(tp.dir_name()).join("partition.metadata"));
+        known.or_else(|| on_disk().ok().flatten()).filter(|id| id != topic_id)
+    }
+
+    /// The future replica of `tp` of topic `topic_id` (or of no recorded
+    /// topic) found here at start: never one of another topic of the same
+    /// name (Kafka's `findAbandonedFutureLogs` goes by topic id too).
+    fn future_of(&self, tp: &TopicPartition, topic_id: &Uuid) -> Option<&PathBuf> {
+        let (path, id) = self.futures.get(tp).filter(|_| !self.offline)?;
+        id.is_none_or(|id| id == *topic_id).then_some(path)
+    }
+
     /// A directory offline from the start: nothing in it is known.
     fn offline(path: &Path) -> LogDir {
         LogDir {
@@ -152,17 +170,23 @@ fn read_marker_epoch(marker: &Path) -> i64 {
     parsed.and_then(|v| v.get("brokerEpoch").and_then(serde_json::Value::as_i64)).unwrap_or(-1)
 }
 
-/// Renames `dir` to `<name>.<unique>-delete` (atomic: a crash leaves a
+/// Where a partition directory `dir` goes to be removed: beside it, as
+/// `<name>.<unique>-delete` (Kafka's form; the unique part only has to keep
+/// a recreated topic's directory from colliding with this one). A start
+/// removes any such directory a crash left.
+fn doomed_name(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    dir.with_file_name(format!("{name}.{unique:x}-delete"))
+}
+
+/// Renames `dir` to its [`doomed_name`] (atomic: a crash leaves a
 /// directory the next start removes), syncs its parent, then removes it.
 fn remove_log_dir(dir: &Path) -> io::Result<()> {
-    let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Ok(()) };
-    if !dir.exists() {
+    if dir.file_name().is_none() || !dir.exists() {
         return Ok(());
     }
-    // Kafka names it `<dir>.<unique>-delete`; the unique part only has to
-    // keep a recreated topic's directory from colliding with this one.
-    let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    let doomed = dir.with_file_name(format!("{name}.{unique:x}-delete"));
+    let doomed = doomed_name(dir);
     std::fs::rename(dir, &doomed)?;
     if let Some(parent) = dir.parent() {
         fsync_dir(parent)?;
@@ -237,6 +261,11 @@ impl LogManager {
         self.dirs.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|d| d.path == dir && d.offline)
     }
 
+    /// Whether any log directory is offline.
+    pub fn has_offline_dirs(&self) -> bool {
+        self.dirs.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|d| d.offline)
+    }
+
     /// The log directories that are offline, in `log.dirs` order.
     pub fn offline_log_dirs(&self) -> Vec<PathBuf> {
         let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
@@ -305,6 +334,13 @@ impl LogManager {
                 let index = named
                     .or_else(|| online().min_by_key(|&i| dirs[i].partition_count))
                     .ok_or_else(|| LogError::Io(io::Error::other("every log directory is offline")))?;
+                // Never another topic's records under this topic's id
+                // (Kafka's InconsistentTopicIdException): that log goes
+                // first, as a stray.
+                if let Some(found) = dirs[index].holds_another(tp, topic_id) {
+                    let dir = dirs[index].path.join(tp.dir_name());
+                    return Err(LogError::InconsistentTopicId { dir, found, wanted: *topic_id });
+                }
                 dirs[index].partition_count += 1;
                 dirs[index].found.insert(tp.clone(), Some(*topic_id));
                 index
@@ -380,33 +416,34 @@ impl LogManager {
         Ok(log)
     }
 
-    /// The future replica of `tp` found at start in an online directory,
-    /// if any.
-    pub fn found_future(&self, tp: &TopicPartition) -> Option<PathBuf> {
+    /// The future replica of `tp` of topic `topic_id` found at start in
+    /// an online directory, if any.
+    pub fn found_future(&self, tp: &TopicPartition, topic_id: &Uuid) -> Option<PathBuf> {
         let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-        dirs.iter().filter(|d| !d.offline).find_map(|d| d.futures.get(tp)).map(|(path, _)| path.clone())
+        dirs.iter().find_map(|d| d.future_of(tp, topic_id)).cloned()
     }
 
-    /// The future replica of `tp` found at start, if any (taken: the
-    /// replica opening it resumes the move).
-    pub fn take_found_future(&self, tp: &TopicPartition) -> Option<PathBuf> {
+    /// The future replica of `tp` of topic `topic_id` found at start, if
+    /// any (taken: the replica opening it resumes the move).
+    pub fn take_found_future(&self, tp: &TopicPartition, topic_id: &Uuid) -> Option<PathBuf> {
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-        dirs.iter_mut().filter(|d| !d.offline).find_map(|d| d.futures.remove(tp)).map(|(path, _)| path)
+        let dir = dirs.iter_mut().find(|d| d.future_of(tp, topic_id).is_some())?;
+        dir.futures.remove(tp).map(|(path, _)| path)
     }
 
-    /// Makes the future replica of `tp` found at start the replica (its
-    /// current one is nowhere: the swap's second rename never happened,
-    /// or the current one is in an offline directory and the metadata
-    /// names the future's); its log directory now.
-    pub fn promote_found_future(&self, tp: &TopicPartition) -> io::Result<PathBuf> {
+    /// Makes the future replica of `tp` of topic `topic_id` found at start
+    /// the replica (its current one is nowhere: the swap's second rename
+    /// never happened, or the current one is in an offline directory and
+    /// the metadata names the future's); its log directory now.
+    pub fn promote_found_future(&self, tp: &TopicPartition, topic_id: &Uuid) -> io::Result<PathBuf> {
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = dirs.iter_mut().filter(|d| !d.offline).find(|d| d.futures.contains_key(tp));
+        let dir = dirs.iter_mut().find(|d| d.future_of(tp, topic_id).is_some());
         let dir = dir.ok_or_else(|| io::Error::other(format!("no future replica of {} found", tp.dir_name())))?;
-        let (future, id) = dir.futures.remove(tp).unwrap_or_default();
+        let (future, _) = dir.futures.remove(tp).unwrap_or_default();
         std::fs::rename(&future, dir.path.join(tp.dir_name()))?;
         fsync_dir(&dir.path)?;
         dir.partition_count += 1;
-        dir.found.insert(tp.clone(), id);
+        dir.found.insert(tp.clone(), Some(*topic_id));
         Ok(dir.path.clone())
     }
 
@@ -426,8 +463,7 @@ impl LogManager {
         let parent = |path: &Path| path.parent().map(Path::to_path_buf).unwrap_or_default();
         let (source, dest) = (parent(current), parent(future));
         let promoted = dest.join(tp.dir_name());
-        let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        let doomed = current.with_file_name(format!("{}.{unique:x}-delete", tp.dir_name()));
+        let doomed = doomed_name(current);
         std::fs::rename(current, &doomed).and_then(|()| fsync_dir(&source)).map_err(|e| (source.clone(), e))?;
         if let Err(error) = std::fs::rename(future, &promoted).and_then(|()| fsync_dir(&dest)) {
             let undone = std::fs::rename(&doomed, current).and_then(|()| fsync_dir(&source));
@@ -623,6 +659,52 @@ mod tests {
 mod future_tests {
     use super::*;
 
+    /// A topic deleted and re-created under its name while the broker was
+    /// down: a future replica of the old topic is not the new topic's, and
+    /// the old topic's log is not reopened as the new one's.
+    #[test]
+    fn another_topics_logs_of_the_same_name_are_never_taken_for_this_topics() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let tp = TopicPartition::new(String::from("t"), 0);
+        let (old, new) = (Uuid([1; 16]), Uuid([2; 16]));
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        manager.open_log(&tp, &old, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
+        let future = manager.open_future_log(&tp, &old, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        let future_dir = future.dir().to_path_buf();
+        drop((future, manager));
+
+        let manager = LogManager::open(&dirs, &[], &[]).unwrap();
+        assert_eq!(manager.found_future(&tp, &new), None);
+        assert_eq!(manager.take_found_future(&tp, &new), None);
+        assert!(manager.promote_found_future(&tp, &new).is_err());
+        assert!(future_dir.exists(), "not promoted");
+        assert_eq!(manager.found_future(&tp, &old), Some(future_dir.clone()), "the old topic's still");
+        let refused = manager.open_log(&tp, &new, Some(&dirs[0]), LogConfig::default(), 0).err().expect("refused");
+        assert!(
+            matches!(refused, LogError::InconsistentTopicId { found, wanted, .. } if found == old && wanted == new),
+            "{refused}"
+        );
+        let metadata = dirs[0].join("t-0").join("partition.metadata");
+        assert_eq!(checkpoint::read_partition_metadata(&metadata).unwrap(), Some(old), "left as it was");
+        // Removed as a stray, then created anew.
+        manager.delete_partition_dir(&dirs[0].join("t-0")).unwrap();
+        let (log, _, _) = manager.open_log(&tp, &new, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
+        assert_eq!((log.dir(), log.log_end_offset()), (dirs[0].join("t-0").as_path(), 0));
+        assert_eq!(checkpoint::read_partition_metadata(&metadata).unwrap(), Some(new));
+        drop(log);
+
+        // A log the manager does not know of (left by a removal that
+        // failed) is refused by its partition.metadata.
+        let manager = LogManager::open(&dirs[..1], &[], &[]).unwrap();
+        let other = TopicPartition::new(String::from("t"), 1);
+        std::fs::rename(dirs[0].join("t-0"), dirs[0].join("t-1")).unwrap();
+        let refused = manager.open_log(&other, &old, None, LogConfig::default(), 0).err().expect("refused");
+        assert!(matches!(refused, LogError::InconsistentTopicId { found, .. } if found == new), "{refused}");
+        for dir in dirs {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     #[test]
     fn a_future_replica_found_at_start_resumes_or_is_promoted_when_asked() {
         let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
@@ -640,8 +722,8 @@ mod future_tests {
         // Both found: the move resumes once the replica opens.
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         assert_eq!(manager.log_dir_of(&tp, &id), Some(dirs[0].clone()));
-        assert_eq!(manager.take_found_future(&tp), Some(future_dir.clone()));
-        assert_eq!(manager.take_found_future(&tp), None, "taken once");
+        assert_eq!(manager.take_found_future(&tp, &id), Some(future_dir.clone()));
+        assert_eq!(manager.take_found_future(&tp, &id), None, "taken once");
         drop(manager);
 
         // A stop after the swap renamed the current one away: the future
@@ -649,11 +731,11 @@ mod future_tests {
         std::fs::rename(dirs[0].join(tp.dir_name()), dirs[0].join("a.b-c-3.1-delete")).unwrap();
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         assert_eq!(manager.log_dir_of(&tp, &id), None);
-        assert_eq!(manager.found_future(&tp), Some(future_dir.clone()));
-        assert_eq!(manager.promote_found_future(&tp).unwrap(), dirs[1]);
+        assert_eq!(manager.found_future(&tp, &id), Some(future_dir.clone()));
+        assert_eq!(manager.promote_found_future(&tp, &id).unwrap(), dirs[1]);
         assert_eq!(manager.log_dir_of(&tp, &id), Some(dirs[1].clone()), "promoted");
         assert!(!future_dir.exists() && dirs[1].join(tp.dir_name()).exists());
-        assert_eq!(manager.found_future(&tp), None);
+        assert_eq!(manager.found_future(&tp, &id), None);
         manager.remove_leftover_deletions();
         assert!(!dirs[0].join("a.b-c-3.1-delete").exists());
         for dir in dirs {

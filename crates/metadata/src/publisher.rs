@@ -79,6 +79,14 @@ impl MetadataPublisher {
         Ok(())
     }
 
+    /// Runs `look` on the current image with no update published
+    /// meanwhile, so that what it does is not undone by, nor undoes, an
+    /// update: for a subscriber that must go over the whole image again.
+    pub fn with_current<R>(&self, look: impl FnOnce(&MetadataImage) -> R) -> R {
+        let _subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        look(&self.image())
+    }
+
     /// Makes `update` the current image, then tells every subscriber.
     pub fn publish(&self, update: &MetadataUpdate) {
         let subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());

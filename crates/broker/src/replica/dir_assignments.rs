@@ -39,6 +39,12 @@ impl DirAssignmentQueue {
         }
     }
 
+    /// What is queued now, left queued.
+    #[cfg(test)]
+    pub fn queued(&self) -> BTreeMap<ReplicaKey, Uuid> {
+        self.queued.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Puts back what was not sent, unless a newer word came meanwhile.
     pub fn requeue(&self, batch: BTreeMap<ReplicaKey, Uuid>) {
         let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());

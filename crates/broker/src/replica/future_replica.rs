@@ -50,6 +50,21 @@ pub enum MoveStep {
     Stopped,
 }
 
+/// How an attempt to swap a caught-up future replica in went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swap {
+    /// The future replica is the replica now.
+    Done,
+    /// Not swapped: no move, or not caught up.
+    NotYet,
+    /// The destination failed while sealing or swapping: the move is
+    /// given up and the replica stays where it was.
+    GivenUp,
+    /// The current replica's directory failed while swapping: the replica
+    /// stops, and the next start finds the sealed future replica whole.
+    Stopped,
+}
+
 /// Which side of a move failed.
 #[derive(Debug)]
 pub enum MoveError {

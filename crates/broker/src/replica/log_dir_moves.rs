@@ -10,8 +10,8 @@ use krabka_log::checkpoint::TopicPartition;
 use krabka_log::LogError;
 use krabka_protocol::ErrorCode;
 
-use super::future_replica::{FutureReplica, MoveStep};
-use super::manager::{Hosting, ReplicaManager};
+use super::future_replica::{FutureReplica, MoveStep, Swap};
+use super::manager::ReplicaManager;
 use super::partition::Partition;
 use crate::clock::now_ms;
 use crate::metadata::MetadataImage;
@@ -69,7 +69,7 @@ impl ReplicaManager {
         if partition.log_dir() == dest || partition.future_dir().is_some() {
             return ErrorCode::NONE.code();
         }
-        if !self.log_manager.offline_log_dirs().is_empty() {
+        if self.log_manager.has_offline_dirs() {
             return ErrorCode::KAFKA_STORAGE_ERROR.code();
         }
         if self.start_move(&partition, dest, None).is_err() {
@@ -104,7 +104,7 @@ impl ReplicaManager {
     /// had one.
     pub(super) fn resume_move(&self, partition: &Partition) {
         let tp = TopicPartition::new(&*partition.topic, partition.index);
-        let Some(future) = self.log_manager.take_found_future(&tp) else { return };
+        let Some(future) = self.log_manager.take_found_future(&tp, &partition.topic_id) else { return };
         let Some(dest) = future.parent().map(Path::to_path_buf) else { return };
         if dest == partition.log_dir() {
             // A copy beside the replica it would replace: nothing to move.
@@ -157,9 +157,10 @@ impl ReplicaManager {
             // Over `replica.alter.log.dirs.io.max.bytes.per.second`: no copy
             // this round (a caught-up move still swaps).
             let throttled = quota.lock().unwrap_or_else(|e| e.into_inner()).is_exceeded(now_ms());
-            let behind = partition.future_state().is_some_and(|(_, _, lag)| lag > 0);
+            // The log's lock taken for the lag only when it matters.
+            let behind = || partition.future_state().is_some_and(|(_, _, lag)| lag > 0);
             let step =
-                if throttled && behind { MoveStep::Throttled } else { partition.copy_to_future(max_bytes, now_ms()) };
+                if throttled && behind() { MoveStep::Throttled } else { partition.copy_to_future(max_bytes, now_ms()) };
             match step {
                 MoveStep::Copied(bytes) => {
                     quota.lock().unwrap_or_else(|e| e.into_inner()).record(bytes as u64, now_ms());
@@ -167,8 +168,15 @@ impl ReplicaManager {
                     round.moving += 1;
                 }
                 MoveStep::CaughtUp if self.destination_recorded(image, &partition) => {
-                    let promoted = partition.promote_future(&self.log_manager, now_ms());
-                    round.moving += usize::from(!promoted && partition.future_dir().is_some());
+                    let swap = partition.promote_future(&self.log_manager, now_ms());
+                    if swap == Swap::GivenUp && self.records_directories(image) {
+                        // The controller recorded the destination: it
+                        // must learn the replica stayed.
+                        if let Some(current) = self.log_dirs.id_of(&partition.log_dir()) {
+                            self.dir_assignments.push((partition.topic_id, partition.index), current);
+                        }
+                    }
+                    round.moving += usize::from(swap == Swap::NotYet && partition.future_dir().is_some());
                 }
                 MoveStep::CaughtUp | MoveStep::Throttled => round.moving += 1,
                 MoveStep::Idle | MoveStep::Stopped => {}
@@ -181,9 +189,7 @@ impl ReplicaManager {
     /// move (always, where it records no directories); if not, asks it to
     /// (again every `ASK_AGAIN_MS`).
     fn destination_recorded(&self, image: &MetadataImage, partition: &Partition) -> bool {
-        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
-        let recorded = image.features.get(METADATA_VERSION).is_some_and(|&l| l >= DIRECTORY_ASSIGNMENT_LEVEL);
-        if self.hosting == Hosting::Everything || !recorded {
+        if !self.records_directories(image) {
             return true;
         }
         let mut future = partition.lock_future();
@@ -208,6 +214,7 @@ impl ReplicaManager {
 mod tests {
     use super::*;
     use crate::metadata::{PartitionImage, TopicImage};
+    use crate::replica::manager::Hosting;
     use bytes::Bytes;
     use krabka_protocol::compression::Compression;
     use krabka_protocol::records::{NewRecord, RecordBatchBuilder};
@@ -246,6 +253,17 @@ mod tests {
             partition.append(&records(10), now_ms()).unwrap();
         }
         (dirs, replicas, image, partition)
+    }
+
+    /// An image of topic "t" whose metadata records its replica in `dir`.
+    fn placed_in(replicas: &ReplicaManager, dir: &Path) -> MetadataImage {
+        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
+        let mut image = image(&["t"]);
+        image.features.insert(METADATA_VERSION.to_string(), DIRECTORY_ASSIGNMENT_LEVEL);
+        let mut topic = (*image.topics["t"]).clone();
+        topic.partitions[0].directories = vec![replicas.log_dirs.id_of(dir).unwrap()];
+        image.topics.insert("t".into(), Arc::new(topic));
+        image
     }
 
     /// The directory of `dirs` the partition is not in.
@@ -409,16 +427,7 @@ mod tests {
     /// controller recorded it once the copy caught up), else left closed.
     #[test]
     fn a_future_replica_found_alone_is_the_replica_only_where_the_metadata_names_its_directory() {
-        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
         let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
-        let placed_in = |replicas: &ReplicaManager, dir: &Path| {
-            let mut image = image(&["t"]);
-            image.features.insert(METADATA_VERSION.to_string(), DIRECTORY_ASSIGNMENT_LEVEL);
-            let mut topic = (*image.topics["t"]).clone();
-            topic.partitions[0].directories = vec![replicas.log_dirs.id_of(dir).unwrap()];
-            image.topics.insert("t".into(), Arc::new(topic));
-            image
-        };
         let start = |dirs: &[PathBuf]| {
             let mut replicas = replica_manager(dirs);
             replicas.hosting = Hosting::ReplicasOf(1);
@@ -446,6 +455,30 @@ mod tests {
         assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 10));
         drop((partition, replicas));
         make_readable(&from, &away);
+        remove_all(dirs);
+    }
+
+    /// The controller recorded the destination, then the swap failed in
+    /// it: the controller is told the replica stayed where it was.
+    #[test]
+    fn a_swap_that_fails_in_the_destination_tells_the_controller_the_replica_stayed() {
+        let (dirs, mut replicas, _, partition) = hosting_t(3);
+        replicas.hosting = Hosting::ReplicasOf(1);
+        let (from, to) = (partition.log_dir(), the_other(&dirs, &partition));
+        let placed_in = |dir: &Path| placed_in(&replicas, dir);
+        assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
+        while partition.copy_to_future(1_000, now_ms()) != MoveStep::CaughtUp {}
+        let key = (partition.topic_id, 0);
+        replicas.move_round(&placed_in(&from));
+        assert_eq!(replicas.dir_assignments.queued().get(&key), replicas.log_dirs.id_of(&to).as_ref(), "asked");
+        // The swap's rename into the destination fails: its name is taken.
+        std::fs::create_dir(to.join("t-0")).unwrap();
+        std::fs::write(to.join("t-0").join("x"), b"x").unwrap();
+        replicas.move_round(&placed_in(&to));
+        assert_eq!((partition.log_dir(), partition.future_dir()), (from.clone(), None), "given up");
+        assert!(replicas.log_manager.is_offline(&to), "the destination failed");
+        assert_eq!(replicas.dir_assignments.queued().get(&key), replicas.log_dirs.id_of(&from).as_ref(), "told");
+        drop((partition, replicas));
         remove_all(dirs);
     }
 }

@@ -327,7 +327,7 @@ impl ReplicaManager {
                 if !was_unopened(index) {
                     tracing::warn!(
                         topic = %topic.name, partition = index,
-                        "replica left closed: a log directory is offline and its log may be there"
+                        "replica left closed: a log directory is offline and its log may be there, or its directory holds another topic's log"
                     );
                 }
                 unopened.insert(index);
@@ -430,7 +430,7 @@ impl ReplicaManager {
         let nowhere = self.log_manager.log_dir_of(&tp, &topic.id).is_none();
         // A partition the update being applied created has no records
         // anywhere yet: it may be created whatever is offline.
-        if nowhere && !replica.created && !self.open_nowhere_found(&tp, placed) {
+        if nowhere && !replica.created && !self.open_nowhere_found(&tp, &topic.id, placed) {
             tracing::debug!(partition = %tp.dir_name(), ?placed, "replica left closed");
             return Ok(None);
         }
@@ -443,6 +443,12 @@ impl ReplicaManager {
         let opened = self.log_manager.open_log(&tp, &topic.id, preferred.as_deref(), config.clone(), now);
         let (log, report, high_watermark) = match opened {
             Ok(opened) => opened,
+            // A broker catching up opens replicas before it knows which
+            // logs are strays: this one opens once the stray is removed.
+            Err(error @ LogError::InconsistentTopicId { .. }) => {
+                tracing::warn!(partition = %tp.dir_name(), %error, "replica left closed until the other topic's log is removed");
+                return Ok(None);
+            }
             Err(LogError::Io(error)) => {
                 let Some(dir) = self.log_manager.log_dir_of(&tp, &topic.id) else { return Err(LogError::Io(error)) };
                 self.log_dirs.failed(&dir, &format!("opening {}", tp.dir_name()), &error);
@@ -469,13 +475,13 @@ impl ReplicaManager {
     /// that is the replica now ([`Self::may_promote_future`]), or else
     /// creating it empty ([`Self::may_create_log`]). Never created empty
     /// beside a future replica that holds its records.
-    fn open_nowhere_found(&self, tp: &TopicPartition, placed: Option<krabka_protocol::Uuid>) -> bool {
-        let Some(future) = self.log_manager.found_future(tp) else { return self.may_create_log(placed) };
+    fn open_nowhere_found(&self, tp: &TopicPartition, topic_id: &Uuid, placed: Option<Uuid>) -> bool {
+        let Some(future) = self.log_manager.found_future(tp, topic_id) else { return self.may_create_log(placed) };
         let dest = future.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
         if !self.may_promote_future(&dest, placed) {
             return false;
         }
-        match self.log_manager.promote_found_future(tp) {
+        match self.log_manager.promote_found_future(tp, topic_id) {
             Ok(dir) => {
                 tracing::warn!(partition = %tp.dir_name(), dir = %dir.display(), "a future replica whose current one is gone is the replica now");
                 true
@@ -497,7 +503,7 @@ impl ReplicaManager {
         use krabka_metadata::directory_id::{MIGRATING, UNASSIGNED};
         match placed {
             Some(id) if id != UNASSIGNED && id != MIGRATING => self.log_dirs.id_of(dest) == Some(id),
-            _ => self.log_manager.offline_log_dirs().is_empty(),
+            _ => !self.log_manager.has_offline_dirs(),
         }
     }
 
@@ -510,7 +516,7 @@ impl ReplicaManager {
     /// replicas are (Kafka's `createLogInAssignedDirectoryId`); never where
     /// directories are not recorded (Kafka's rule for a replica not new).
     fn may_create_log(&self, placed: Option<krabka_protocol::Uuid>) -> bool {
-        if self.log_manager.offline_log_dirs().is_empty() {
+        if !self.log_manager.has_offline_dirs() {
             return true;
         }
         let reports_directories = self.hosting != Hosting::Everything;
@@ -521,15 +527,22 @@ impl ReplicaManager {
         }
     }
 
+    /// Whether the controller records the directory of each replica here:
+    /// one in charge of several brokers, at a metadata version with
+    /// directories (a node that is its quorum's only voter records none).
+    pub(super) fn records_directories(&self, image: &MetadataImage) -> bool {
+        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
+        let recorded = image.features.get(METADATA_VERSION).is_some_and(|&l| l >= DIRECTORY_ASSIGNMENT_LEVEL);
+        self.hosting != Hosting::Everything && recorded
+    }
+
     /// Queues, for the controller, the directory of each replica of `topic`
     /// hosted here that the image places elsewhere or nowhere (a
     /// controller in charge of several brokers only, and a metadata
     /// version with directories, as Kafka's broker; with one log directory
     /// the controller names it from the start).
     fn assign_directories(&self, image: &MetadataImage, topic: &TopicImage, hosted: &HostedTopic) {
-        use krabka_metadata::features::{DIRECTORY_ASSIGNMENT_LEVEL, METADATA_VERSION};
-        let recorded = image.features.get(METADATA_VERSION).is_some_and(|&l| l >= DIRECTORY_ASSIGNMENT_LEVEL);
-        if self.hosting == Hosting::Everything || !recorded {
+        if !self.records_directories(image) {
             return;
         }
         for (partition, placed) in hosted.partitions.iter().zip(&topic.partitions) {
@@ -974,5 +987,37 @@ pub(super) mod tests {
         for dir in dirs {
             std::fs::remove_dir_all(dir).unwrap();
         }
+    }
+
+    /// A broker catching up opens replicas before it knows which logs are
+    /// strays: the log of a topic deleted while it was down, in the
+    /// directory the re-created topic's replica would take, is not reopened
+    /// as the new topic's. The replica opens, empty, once the stray is
+    /// removed (as `Broker::catch_up_metadata` does).
+    #[test]
+    fn a_stray_of_the_same_name_keeps_the_new_topics_replica_closed_until_it_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = image(&["t"]);
+        let replicas = replica_manager(dir.path());
+        replicas.sync_with_image(&old).unwrap();
+        replicas.partition("t", 0).unwrap().append(&one_record(), now_ms()).unwrap();
+        drop(replicas);
+        let mut recreated = old.clone();
+        let mut topic = (*old.topics["t"]).clone();
+        topic.id = Uuid([9; 16]);
+        recreated.topic_names_by_id = HashMap::from([(topic.id, "t".to_string())]);
+        recreated.topics.insert("t".into(), Arc::new(topic));
+
+        let mut replicas = replica_manager(dir.path());
+        replicas.hosting = Hosting::ReplicasOf(1);
+        replicas.sync_with_image(&recreated).unwrap();
+        assert!(replicas.hosted_partition("t", 0).is_none(), "left closed");
+        let metadata = dir.path().join("t-0").join("partition.metadata");
+        let old_id = old.topics["t"].id;
+        assert_eq!(krabka_log::checkpoint::read_partition_metadata(&metadata).unwrap(), Some(old_id));
+        replicas.log_manager().delete_partition_dir(&dir.path().join("t-0")).unwrap();
+        replicas.sync_with_image(&recreated).unwrap();
+        let partition = replicas.hosted_partition("t", 0).expect("opened once the stray is gone");
+        assert_eq!(partition.lock_log().log_end_offset(), 0, "none of the old topic's records");
     }
 }

@@ -12,7 +12,7 @@ use krabka_log::{AppendInfo, LogError, LogManager, PartitionCheckpoint, Partitio
 use krabka_protocol::compression::Compression;
 use krabka_protocol::{ErrorCode, Uuid};
 
-use super::future_replica::{FutureReplica, MoveError, MoveStep};
+use super::future_replica::{FutureReplica, MoveError, MoveStep, Swap};
 use super::log_dirs::LogDirectories;
 use super::purgatory::{Waiter, WatchList};
 use crate::config::topic::{effective_topic_configs, topic_compression};
@@ -192,23 +192,23 @@ impl Partition {
     }
 
     /// Swaps the future replica in when it has caught up (Kafka's
-    /// `maybeReplaceCurrentWithFutureReplica`): true if it did. It is
+    /// `maybeReplaceCurrentWithFutureReplica`), saying how that went. It is
     /// sealed ([`FutureReplica::seal`]) and closed, the directories
     /// renamed ([`LogManager::promote_future`]), and the log reopened from
     /// its new place, all under the log's lock: no append comes between.
-    pub(super) fn promote_future(&self, log_manager: &LogManager, now_ms: i64) -> bool {
+    pub(super) fn promote_future(&self, log_manager: &LogManager, now_ms: i64) -> Swap {
         let mut log = self.lock_log();
         let mut guard = self.lock_future();
-        let Some(future) = guard.as_mut().filter(|_| !self.is_offline()) else { return false };
+        let Some(future) = guard.as_mut().filter(|_| !self.is_offline()) else { return Swap::NotYet };
         match future.seal(&log, now_ms) {
             Ok(true) => {}
-            Ok(false) => return false,
+            Ok(false) => return Swap::NotYet,
             Err(error) => {
                 self.future_failed(&mut guard, error);
-                return false;
+                return Swap::GivenUp;
             }
         }
-        let Some(future) = guard.take() else { return false };
+        let Some(future) = guard.take() else { return Swap::NotYet };
         let future_path = future.log.dir().to_path_buf();
         drop(future);
         let (config, log_start, end) = (log.config().clone(), log.log_start_offset(), log.log_end_offset());
@@ -219,26 +219,26 @@ impl Partition {
             // the move is given up and the destination goes offline.
             Err((dir, error)) if dir != self.log_dir() => {
                 self.log_dirs.failed(&dir, &format!("moving {}-{}", self.topic, self.index), &error);
-                return false;
+                return Swap::GivenUp;
             }
             // The current directory failed: this replica stops, and the
             // next start finds the future copy whole.
             Err((_, error)) => {
                 let _ = self.unless_disk_failed::<()>(Err(LogError::Io(error)));
-                return false;
+                return Swap::Stopped;
             }
         };
         let dest = promoted.parent().map(Path::to_path_buf).unwrap_or_default();
         *self.log_dir.lock().unwrap_or_else(|e| e.into_inner()) = dest;
         let reopened = PartitionLog::open(&promoted, config, log_start, end, true, now_ms);
-        let Ok((reopened, _)) = self.unless_disk_failed(reopened) else { return false };
+        let Ok((reopened, _)) = self.unless_disk_failed(reopened) else { return Swap::Stopped };
         *log = reopened;
         debug_assert_eq!(log.log_end_offset(), end, "the swap keeps every record");
         drop(guard);
         drop(log);
         tracing::info!(topic = %self.topic, partition = self.index, dir = %promoted.display(), "replica moved to another log directory");
         self.watchers.wake_all();
-        true
+        Swap::Done
     }
 
     /// The topic's throttled-replica lists name this replica (leader side,
