@@ -7,7 +7,7 @@
 //! every Kafka 4 broker and krabka serve them.
 
 use anyhow::{bail, ensure, Context};
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use krabka_protocol::frame::{encode_request, parse_response_header};
 use krabka_protocol::{ApiKey, Message};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -43,12 +43,27 @@ pub fn response<M: Message>(api: ApiKey, version: i16, mut frame: Bytes) -> anyh
 
 /// Reads one size-prefixed frame and returns it without the prefix.
 pub async fn read_frame(reader: &mut (impl AsyncRead + Unpin)) -> anyhow::Result<Bytes> {
+    read_frame_into(reader, &mut BytesMut::new()).await
+}
+
+/// [`read_frame`] into `buf`'s memory, which is used again once the frame
+/// last read into it is dropped. A reader's fetch responses (up to 64 MiB)
+/// each in new memory cost a page fault and a cleared page per 4 KiB: about
+/// a third of a fan-out reader's CPU, as much as receiving the bytes.
+pub async fn read_frame_into(reader: &mut (impl AsyncRead + Unpin), buf: &mut BytesMut) -> anyhow::Result<Bytes> {
     let size = reader.read_i32().await.context("reading a response size")?;
     let size = usize::try_from(size).ok().filter(|&s| s <= MAX_FRAME_BYTES);
     let Some(size) = size else { bail!("response frame of invalid size") };
-    let mut frame = BytesMut::zeroed(size);
-    reader.read_exact(&mut frame).await.context("reading a response")?;
-    Ok(frame.freeze())
+    buf.clear();
+    buf.reserve(size);
+    while buf.len() < size {
+        let want = size - buf.len();
+        let mut rest = (&mut *buf).limit(want);
+        let read = reader.read_buf(&mut rest).await.context("reading a response")?;
+        ensure!(read > 0, "the connection closed inside a response");
+    }
+    debug_assert_eq!(buf.len(), size);
+    Ok(buf.split().freeze())
 }
 
 /// Connects with Nagle off: requests are written whole and waited on.
@@ -63,12 +78,15 @@ pub async fn connect(address: &str) -> anyhow::Result<TcpStream> {
 pub struct Client {
     stream: TcpStream,
     next_correlation_id: i32,
+    /// Where responses are read, kept from one to the next.
+    responses: BytesMut,
     pub address: String,
 }
 
 impl Client {
     pub async fn connect(address: &str) -> anyhow::Result<Self> {
-        Ok(Client { stream: connect(address).await?, next_correlation_id: 0, address: address.to_string() })
+        let stream = connect(address).await?;
+        Ok(Client { stream, next_correlation_id: 0, responses: BytesMut::new(), address: address.to_string() })
     }
 
     /// Sends `body` and waits for its response.
@@ -82,9 +100,41 @@ impl Client {
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let frame = request(api, version, correlation_id, body)?;
         self.stream.write_all(&frame).await.with_context(|| format!("sending {api:?} to {}", self.address))?;
-        let frame = read_frame(&mut self.stream).await.with_context(|| format!("{api:?} from {}", self.address))?;
+        let frame = read_frame_into(&mut self.stream, &mut self.responses)
+            .await
+            .with_context(|| format!("{api:?} from {}", self.address))?;
         let (answered, response) = response(api, version, frame)?;
         ensure!(answered == correlation_id, "{api:?} answered correlation id {answered}, expected {correlation_id}");
         Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(body: &[u8]) -> Vec<u8> {
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        frame
+    }
+
+    #[tokio::test]
+    async fn frames_are_read_whole_into_memory_used_again_once_the_last_is_dropped() {
+        let (first, second) = (vec![7u8; 100_000], vec![9u8; 90_000]);
+        let stream = [framed(&first), framed(&second), framed(&[1, 2, 3])].concat();
+        let mut reader = stream.as_slice();
+        let mut buf = BytesMut::new();
+        let frame = read_frame_into(&mut reader, &mut buf).await.unwrap();
+        assert_eq!(&frame[..], &first[..]);
+        let memory = frame.as_ptr();
+        drop(frame);
+        let frame = read_frame_into(&mut reader, &mut buf).await.unwrap();
+        assert_eq!((&frame[..], frame.as_ptr()), (&second[..], memory), "the same memory");
+        // Still held: the next frame goes elsewhere, and neither is disturbed.
+        let third = read_frame_into(&mut reader, &mut buf).await.unwrap();
+        assert_eq!((&frame[..], &third[..]), (&second[..], &[1u8, 2, 3][..]));
+        let error = read_frame_into(&mut &framed(&[5; 10])[..8], &mut buf).await.unwrap_err();
+        assert!(format!("{error:#}").contains("closed inside a response"), "{error:#}");
     }
 }
