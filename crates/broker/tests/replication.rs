@@ -17,6 +17,10 @@
 //!   leadership moves to other replicas before it exits.
 //! - With one broker gone and another frozen (SIGSTOP) past its session,
 //!   the ISR is one replica: acks=all producers get NOT_ENOUGH_REPLICAS.
+//!
+//! Beside it, on loopback: a reassignment held to its throttle, and Kafka's
+//! `kafka-replica-verification` and `kafka-log-dirs` finding every replica
+//! alike.
 
 mod support;
 
@@ -345,4 +349,82 @@ fn a_throttled_reassignment_moves_no_faster_than_its_throttle() {
         assert!(!left.contains("replication.throttled.rate"), "{left}");
     }
     eprintln!("2.4 MB moved with a 100 kB/s throttle in {took:?}");
+}
+
+/// Each partition's replicas as `kafka-log-dirs --describe` lists them:
+/// (partition, broker, size, offset lag, is future) for every
+/// `"partition":"<topic>-<n>"` entry of its JSON.
+fn log_dirs_listing(bootstrap: &str, topic: &str) -> Vec<(String, i32, i64, i64, bool)> {
+    let (ok, printed) =
+        support::kafka_cli("kafka-log-dirs", &["--bootstrap-server", bootstrap, "--describe", "--topic-list", topic]);
+    assert!(ok, "{printed}");
+    let number = |text: &str, key: &str| -> i64 {
+        let rest = &text[text.find(key).unwrap_or_else(|| panic!("{key} in {text}")) + key.len()..];
+        rest.split(|c: char| c != '-' && !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let mut listed = Vec::new();
+    for broker in printed.split("{\"broker\":").skip(1) {
+        let id = number(broker, "") as i32;
+        for entry in broker.split("{\"partition\":\"").skip(1) {
+            let name = entry.split('"').next().unwrap().to_string();
+            let future = entry.contains("\"isFuture\":true");
+            listed.push((name, id, number(entry, "\"size\":"), number(entry, "\"offsetLag\":"), future));
+        }
+    }
+    listed
+}
+
+/// Kafka's replica tools against a krabka cluster (issue 17's tools):
+/// `kafka-log-dirs --describe` lists every replica of a three-replica topic
+/// on each broker, caught up and of the same size (followers keep the
+/// leader's batches as they are); `kafka-replica-verification` fetches each
+/// partition from every replica (as a debugging consumer, replica id -2,
+/// from followers too) from the earliest offset and finds the same batches
+/// (CRC by CRC) up to the high watermark: it reports a maximum lag of 0 at
+/// the end of the records, never a mismatch.
+#[test]
+fn kafkas_replica_tools_find_every_replica_alike() {
+    let brokers = BrokerProcess::start_cluster(3, &[]);
+    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+    let create = ["--create", "--topic", "verified", "--partitions", "3", "--replication-factor", "3"];
+    let (ok, printed) = support::kafka_cli(
+        "kafka-topics",
+        &["--bootstrap-server", &bootstrap].into_iter().chain(create).collect::<Vec<_>>(),
+    );
+    assert!(ok, "{printed}");
+    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, "verified", 30_000);
+    assert!(ok, "{printed}");
+
+    let mut listed = Vec::new();
+    support::wait_for("every replica listed, caught up, of one size", PATIENCE, || {
+        listed = log_dirs_listing(&bootstrap, "verified");
+        let sizes = |p: &str| listed.iter().filter(|l| l.0 == p && !l.4).map(|l| l.2).collect::<Vec<_>>();
+        listed.len() == 9
+            && listed.iter().all(|(_, _, size, lag, future)| *size > 0 && *lag == 0 && !future)
+            && ["verified-0", "verified-1", "verified-2"].iter().all(|p| sizes(p).windows(2).all(|w| w[0] == w[1]))
+    });
+    let brokers_listed: std::collections::BTreeSet<i32> = listed.iter().map(|l| l.1).collect();
+    assert_eq!(brokers_listed, [1, 2, 3].into());
+
+    // The tool runs until stopped: 20 s, reporting every second.
+    let output = std::process::Command::new("timeout")
+        .args(["-s", "KILL", "20"])
+        .arg(support::repo_root().join("tools/kafka-reference/kafka-cli"))
+        .args(["kafka-replica-verification", "--broker-list", &bootstrap, "--topics-include", "verified"])
+        .args(["--time", "-2", "--report-interval-ms", "1000"])
+        .output()
+        .unwrap();
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(!printed.contains("doesn't match") && !printed.contains("Exception"), "{printed}");
+    // "max lag is 0 for partition verified-2 at offset 9710 among 3
+    // partitions": the partition furthest behind, verified to its end.
+    let (ok, ends) =
+        support::kafka_cli("kafka-get-offsets", &["--bootstrap-server", &bootstrap, "--topic", "verified"]);
+    assert!(ok, "{ends}");
+    let report = printed.lines().rfind(|l| l.contains("max lag is")).unwrap_or_else(|| panic!("{printed}"));
+    let words: Vec<&str> = report.split_whitespace().collect();
+    let after = |word: &str| words.iter().position(|w| *w == word).map(|i| words[i + 1]).unwrap_or_default();
+    assert_eq!((after("is"), after("among")), ("0", "3"), "{printed}");
+    let end = format!("{}:{}", after("partition").replacen("verified-", "verified:", 1), after("offset"));
+    assert!(ends.lines().any(|l| l.trim() == end) && !end.ends_with(":0"), "{end} not an end in {ends}");
 }
