@@ -18,9 +18,10 @@
 //! - With one broker gone and another frozen (SIGSTOP) past its session,
 //!   the ISR is one replica: acks=all producers get NOT_ENOUGH_REPLICAS.
 //!
-//! Beside it, on loopback: a reassignment held to its throttle, and Kafka's
+//! Beside it, on loopback: a reassignment held to its throttle; Kafka's
 //! `kafka-replica-verification` and `kafka-log-dirs` finding every replica
-//! alike.
+//! alike; a consumer with `client.rack` reading from the follower in its
+//! rack (KIP-392).
 
 mod support;
 
@@ -93,14 +94,7 @@ fn committed_offsets_survive_their_coordinator(brokers: &mut [BrokerProcess], bo
 
 /// Moves `moved`-0 from brokers 4, 5 to 5, 6 while it holds records.
 fn reassign_with_kafkas_tool(brokers: &[BrokerProcess], bootstrap: &str, scratch: &std::path::Path) {
-    let create = ["--create", "--topic", "moved", "--replica-assignment", "4:5", "--config", "min.insync.replicas=1"];
-    let (ok, printed) = support::kafka_cli(
-        "kafka-topics",
-        &["--bootstrap-server", bootstrap].into_iter().chain(create).collect::<Vec<_>>(),
-    );
-    assert!(ok, "{printed}");
-    let (ok, printed) = support::idempotent_perf_producer(bootstrap, "moved", 500);
-    assert!(ok, "{printed}");
+    create_and_fill(bootstrap, "moved", &["--replica-assignment", "4:5", "--config", "min.insync.replicas=1"], 500);
     let plan = scratch.join("reassignment.json");
     std::fs::write(&plan, r#"{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[5,6]}]}"#).unwrap();
     let tool = |action: &str, extra: &[&str]| {
@@ -137,6 +131,18 @@ fn reassign_with_kafkas_tool(brokers: &[BrokerProcess], bootstrap: &str, scratch
         let (five, six) = (copy(&brokers[1]), copy(&brokers[2]));
         !five.is_empty() && five == six
     });
+}
+
+/// Creates `topic` with Kafka's `kafka-topics --create` and the `settings`
+/// given, then writes `records` records of 50 bytes to it (idempotent,
+/// acks=all).
+fn create_and_fill(bootstrap: &str, topic: &str, settings: &[&str], records: usize) {
+    let args =
+        ["--bootstrap-server", bootstrap, "--create", "--topic", topic].into_iter().chain(settings.iter().copied());
+    let (ok, printed) = support::kafka_cli("kafka-topics", &args.collect::<Vec<_>>());
+    assert!(ok, "{printed}");
+    let (ok, printed) = support::idempotent_perf_producer(bootstrap, topic, records);
+    assert!(ok, "{printed}");
 }
 
 fn sorted(mut ids: Vec<i32>) -> Vec<i32> {
@@ -299,14 +305,7 @@ fn acknowledged_records_survive_failover_and_leadership_follows_the_brokers() {
 fn a_throttled_reassignment_moves_no_faster_than_its_throttle() {
     let brokers = BrokerProcess::start_cluster(3, &[]);
     let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
-    let create = ["--create", "--topic", "throttled", "--replica-assignment", "1:2"];
-    let (ok, printed) = support::kafka_cli(
-        "kafka-topics",
-        &["--bootstrap-server", &bootstrap].into_iter().chain(create).collect::<Vec<_>>(),
-    );
-    assert!(ok, "{printed}");
-    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, "throttled", 40_000);
-    assert!(ok, "{printed}");
+    create_and_fill(&bootstrap, "throttled", &["--replica-assignment", "1:2"], 40_000);
     let scratch = tempfile::tempdir().unwrap();
     let plan = scratch.path().join("reassignment.json");
     std::fs::write(&plan, r#"{"version":1,"partitions":[{"topic":"throttled","partition":0,"replicas":[2,3]}]}"#)
@@ -386,14 +385,7 @@ fn log_dirs_listing(bootstrap: &str, topic: &str) -> Vec<(String, i32, i64, i64,
 fn kafkas_replica_tools_find_every_replica_alike() {
     let brokers = BrokerProcess::start_cluster(3, &[]);
     let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
-    let create = ["--create", "--topic", "verified", "--partitions", "3", "--replication-factor", "3"];
-    let (ok, printed) = support::kafka_cli(
-        "kafka-topics",
-        &["--bootstrap-server", &bootstrap].into_iter().chain(create).collect::<Vec<_>>(),
-    );
-    assert!(ok, "{printed}");
-    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, "verified", 30_000);
-    assert!(ok, "{printed}");
+    create_and_fill(&bootstrap, "verified", &["--partitions", "3", "--replication-factor", "3"], 30_000);
 
     let mut listed = Vec::new();
     support::wait_for("every replica listed, caught up, of one size", PATIENCE, || {
@@ -427,4 +419,56 @@ fn kafkas_replica_tools_find_every_replica_alike() {
     assert_eq!((after("is"), after("among")), ("0", "3"), "{printed}");
     let end = format!("{}:{}", after("partition").replacen("verified-", "verified:", 1), after("offset"));
     assert!(ends.lines().any(|l| l.trim() == end) && !end.ends_with(":0"), "{end} not an end in {ends}");
+}
+
+/// KIP-392 with Kafka's consumer: three nodes in racks r1-r3 with Kafka's
+/// `RackAwareReplicaSelector`, a partition led by node 1 with a replica on
+/// each. A consumer with `client.rack=r2` reads every record from node 2,
+/// the follower in its rack: node 2's bytes fetched of the topic grow by at
+/// least the records' values, node 3's (the other follower, which no
+/// follower fetches from) not at all. A consumer without a rack reads from
+/// the leader: node 2's stay where they were.
+#[test]
+fn a_consumer_with_a_rack_reads_from_the_follower_in_its_rack() {
+    const RECORDS: usize = 20_000;
+    let selector = "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector";
+    let hosts = vec![support::netns::Host::loopback(); 3];
+    let extra = [selector, "krabka.metrics.listener=127.0.0.1:0"];
+    let brokers = BrokerProcess::start_cluster_each(&hosts, &extra, |id| vec![format!("broker.rack=r{id}")]);
+    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+    create_and_fill(&bootstrap, "racked", &["--replica-assignment", "1:2:3"], RECORDS);
+    // The selector points a consumer only at a caught-up follower.
+    let isr = || {
+        let request = MetadataRequest { topics: None, ..Default::default() };
+        let answer: MetadataResponse =
+            RawClient::connect(&brokers[0].bootstrap()).request(ApiKey::Metadata, 12, &request);
+        let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some("racked")).expect("listed");
+        topic.partitions[0].isr_nodes.len()
+    };
+    support::wait_for("three in-sync replicas", PATIENCE, || isr() == 3);
+    let fetched = |node: &BrokerProcess| -> u64 {
+        let metrics = String::from_utf8_lossy(&node.http_get("/metrics").1).into_owned();
+        let line = metrics.lines().find(|l| l.starts_with("kafka_topic_bytes_out_total{topic=\"racked\"}"));
+        line.and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0)
+    };
+    let consume = |properties: &[&str]| {
+        let count = RECORDS.to_string();
+        let args = ["--bootstrap-server", bootstrap.as_str(), "--topic", "racked", "--from-beginning"];
+        let args = args.into_iter().chain(["--max-messages", count.as_str(), "--timeout-ms", "30000"]);
+        let properties = properties.iter().flat_map(|p| ["--consumer-property", *p]);
+        let (ok, printed) = support::kafka_cli("kafka-console-consumer", &args.chain(properties).collect::<Vec<_>>());
+        assert!(
+            ok && printed.contains(&format!("Processed a total of {RECORDS} messages")),
+            "{}",
+            &printed[printed.len().saturating_sub(2000)..]
+        );
+    };
+
+    let before = (fetched(&brokers[1]), fetched(&brokers[2]));
+    consume(&["client.rack=r2"]);
+    let after = (fetched(&brokers[1]), fetched(&brokers[2]));
+    assert!(after.0 - before.0 >= (RECORDS * 50) as u64, "node 2 served the rack's consumer: {before:?} -> {after:?}");
+    assert_eq!(after.1, before.1, "node 3 served nothing");
+    consume(&[]);
+    assert_eq!((fetched(&brokers[1]), fetched(&brokers[2])), after, "a consumer without a rack reads from the leader");
 }

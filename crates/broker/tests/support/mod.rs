@@ -93,6 +93,12 @@ impl BrokerProcess {
     /// (9092 for clients, 9093 for the controller), as a real cluster's
     /// nodes share one `server.properties` but for their ids and addresses.
     pub fn start_cluster_on(hosts: &[Host], extra: &[&str]) -> Vec<Self> {
+        Self::start_cluster_each(hosts, extra, |_| Vec::new())
+    }
+
+    /// [`start_cluster_on`](Self::start_cluster_on), node `id` with the
+    /// overrides `own(id)` beside `extra` (a `broker.rack` each).
+    pub fn start_cluster_each(hosts: &[Host], extra: &[&str], own: impl Fn(i32) -> Vec<String>) -> Vec<Self> {
         let controller_ports: Vec<u16> =
             hosts.iter().map(|host| if host.is_loopback() { free_port() } else { 9093 }).collect();
         let voters: Vec<String> = hosts
@@ -109,7 +115,7 @@ impl BrokerProcess {
                 let id = i as i32 + 1;
                 let client_port = if host.is_loopback() { 0 } else { 9092 };
                 let address = &host.address;
-                Self::formatted(id, host, controller_port, extra, |data| {
+                let mut node = Self::formatted(id, host, controller_port, extra, |data| {
                     format!(
                         "process.roles=broker,controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
                          listeners=PLAINTEXT://{address}:{client_port},CONTROLLER://{address}:{controller_port}\n\
@@ -117,7 +123,9 @@ impl BrokerProcess {
                         voters.join(","),
                         data.display()
                     )
-                })
+                });
+                node.extra.extend(own(id));
+                node
             })
             .collect();
         let launched: Vec<_> = nodes.iter_mut().map(|node| node.launch()).collect();
