@@ -393,8 +393,10 @@ impl LogManager {
     }
 
     /// Creates a future replica of `tp` in log directory `dest` (an online
-    /// one), or opens the one found there at start (`existing`, fully
-    /// recovered: its offsets were never checkpointed).
+    /// one), or opens the one found there at start (`existing`): from its
+    /// directory's checkpoints after a clean shutdown (it was flushed and
+    /// checkpointed with the rest), else recovered whole (after an unclean
+    /// stop the checkpoints may be older than the future replica).
     pub fn open_future_log(
         &self,
         tp: &TopicPartition,
@@ -403,17 +405,27 @@ impl LogManager {
         existing: Option<&Path>,
         config: LogConfig,
         now_ms: i64,
-    ) -> Result<PartitionLog, LogError> {
+    ) -> Result<(PartitionLog, OpenReport), LogError> {
         if self.is_offline(dest) {
             return Err(LogError::Io(io::Error::other(format!("log directory {} is offline", dest.display()))));
         }
-        let path = match existing {
-            Some(path) => path.to_path_buf(),
-            None => dest.join(tp.future_dir_name(&Uuid::random()?.0)),
+        let (path, (log_start, recovery_point, clean)) = match existing {
+            Some(path) => (path.to_path_buf(), self.future_start(dest, tp)),
+            None => (dest.join(tp.future_dir_name(&Uuid::random()?.0)), (0, 0, false)),
         };
-        let (log, _) = PartitionLog::open(&path, config, 0, 0, false, now_ms)?;
+        let (log, report) = PartitionLog::open(&path, config, log_start, recovery_point, clean, now_ms)?;
         checkpoint::write_partition_metadata(&path.join("partition.metadata"), topic_id)?;
-        Ok(log)
+        Ok((log, report))
+    }
+
+    /// A future replica's (log start, recovery point, clean shutdown) as
+    /// its directory `dest` checkpointed them, if that directory was shut
+    /// down cleanly; else nothing trusted.
+    fn future_start(&self, dest: &Path, tp: &TopicPartition) -> (i64, i64, bool) {
+        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(dir) = dirs.iter().find(|d| d.path == dest && d.clean_shutdown) else { return (0, 0, false) };
+        let offset = |offsets: &BTreeMap<TopicPartition, i64>| offsets.get(tp).copied().unwrap_or(0);
+        (offset(&dir.log_start_offsets), offset(&dir.recovery_points), true)
     }
 
     /// The future replica of `tp` of topic `topic_id` found at start in
@@ -669,7 +681,7 @@ mod future_tests {
         let (old, new) = (Uuid([1; 16]), Uuid([2; 16]));
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         manager.open_log(&tp, &old, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
-        let future = manager.open_future_log(&tp, &old, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        let (future, _) = manager.open_future_log(&tp, &old, &dirs[1], None, LogConfig::default(), 0).unwrap();
         let future_dir = future.dir().to_path_buf();
         drop((future, manager));
 
@@ -711,7 +723,7 @@ mod future_tests {
         let (tp, id) = (TopicPartition::new(String::from("a.b-c"), 3), Uuid([7; 16]));
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         manager.open_log(&tp, &id, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
-        let future = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        let (future, _) = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
         let future_dir = future.dir().to_path_buf();
         let name = future_dir.file_name().unwrap().to_str().unwrap();
         assert_eq!(TopicPartition::from_future_dir_name(name), Some(tp.clone()), "{name}");
@@ -749,7 +761,7 @@ mod future_tests {
         let (tp, id) = (TopicPartition::new(String::from("t"), 0), Uuid([9; 16]));
         let manager = LogManager::open(&dirs, &[], &[]).unwrap();
         let (current, _, _) = manager.open_log(&tp, &id, Some(&dirs[0]), LogConfig::default(), 0).unwrap();
-        let future = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
+        let (future, _) = manager.open_future_log(&tp, &id, &dirs[1], None, LogConfig::default(), 0).unwrap();
         // The second rename fails (its target is taken): undone, the
         // destination named as the directory that failed.
         std::fs::create_dir(dirs[1].join("t-0")).unwrap();

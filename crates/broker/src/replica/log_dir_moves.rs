@@ -91,7 +91,10 @@ impl ReplicaManager {
         let tp = TopicPartition::new(&*partition.topic, partition.index);
         let config = partition.lock_log().config().clone();
         let opened = self.log_manager.open_future_log(&tp, &partition.topic_id, dest, existing, config, now_ms());
-        let log = self.log_dirs.check(opened, dest, &partition.topic, partition.index)?;
+        let (log, report) = self.log_dirs.check(opened, dest, &partition.topic, partition.index)?;
+        if report.recovered_segments > 0 || report.truncated_bytes > 0 {
+            tracing::warn!(partition = %tp.dir_name(), ?report, "recovered a future replica");
+        }
         tracing::info!(partition = %tp.dir_name(), from = %partition.log_dir().display(), to = %dest.display(), "moving a replica to another log directory");
         if let Some(replaced) = partition.start_future(FutureReplica::new(log, dest, self.log_dirs.id_of(dest))) {
             self.remove_future(replaced);
@@ -478,6 +481,58 @@ mod tests {
         assert_eq!((partition.log_dir(), partition.future_dir()), (from.clone(), None), "given up");
         assert!(replicas.log_manager.is_offline(&to), "the destination failed");
         assert_eq!(replicas.dir_assignments.queued().get(&key), replicas.log_dirs.id_of(&from).as_ref(), "told");
+        drop((partition, replicas));
+        remove_all(dirs);
+    }
+
+    /// A move stopped cleanly: its future replica is flushed and
+    /// checkpointed with the rest (in its own directory's checkpoints), and
+    /// the next start opens it from there without recovering it; after an
+    /// unclean stop it is recovered whole. Either way the move then
+    /// completes with every record.
+    #[test]
+    fn a_move_stopped_cleanly_resumes_from_its_checkpoints() {
+        use krabka_log::checkpoint::{read_offsets, RECOVERY_POINT_CHECKPOINT};
+        let (dirs, replicas, image, partition) = hosting_t(30);
+        let to = the_other(&dirs, &partition);
+        assert_eq!(replicas.alter_log_dir("t", 0, &to), ErrorCode::NONE.code());
+        for _ in 0..3 {
+            assert!(matches!(partition.copy_to_future(1_000, now_ms()), MoveStep::Copied(_)));
+        }
+        let (_, _, lag) = partition.future_state().unwrap();
+        let copied = 300 - lag;
+        assert!(lag > 0 && copied > 0, "partly copied: {copied}");
+        let mut entries = std::fs::read_dir(&to).unwrap().flatten().map(|e| e.path());
+        let future_dir = entries.find(|p| p.to_string_lossy().ends_with("-future")).unwrap();
+        drop(partition);
+        replicas.shutdown().unwrap();
+        replicas.log_manager().mark_clean_shutdown(1).unwrap();
+        drop(replicas);
+        let tp = TopicPartition::new("t", 0);
+        let recovery = read_offsets(&to.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
+        assert_eq!(recovery.get(&tp), Some(&copied), "flushed to its end, checkpointed in its own directory");
+
+        let open_future = |manager: &krabka_log::LogManager| {
+            let config = krabka_log::LogConfig::default();
+            let id = image.topics["t"].id;
+            let (log, report) = manager.open_future_log(&tp, &id, &to, Some(&future_dir), config, now_ms()).unwrap();
+            (log.log_end_offset(), report.recovered_segments)
+        };
+        // Opening the manager takes the markers away: the second is unclean.
+        let clean = krabka_log::LogManager::open(&dirs, &[], &[]).unwrap();
+        assert_eq!(open_future(&clean), (copied, 0), "after a clean shutdown: not recovered");
+        drop(clean);
+        let unclean = krabka_log::LogManager::open(&dirs, &[], &[]).unwrap();
+        let (end, recovered) = open_future(&unclean);
+        assert!(end == copied && recovered > 0, "after an unclean stop: recovered whole ({recovered} segments)");
+        drop(unclean);
+
+        let replicas = replica_manager(&dirs);
+        replicas.sync_with_image(&image).unwrap();
+        let partition = replicas.partition("t", 0).unwrap();
+        assert_eq!(partition.future_dir(), Some(to.clone()), "the move resumes");
+        finish_move(&replicas, &image, &partition);
+        assert_eq!((partition.log_dir(), partition.lock_log().log_end_offset()), (to, 300));
         drop((partition, replicas));
         remove_all(dirs);
     }

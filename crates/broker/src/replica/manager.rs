@@ -582,7 +582,9 @@ impl ReplicaManager {
     /// that fails goes offline, saying why (Kafka's checkpoint writers do
     /// the same), so there is no error left for the caller.
     pub fn write_checkpoints(&self) {
-        let checkpoints: Vec<PartitionCheckpoint> = self.all_partitions().iter().map(|p| p.checkpoint()).collect();
+        let partitions = self.all_partitions();
+        let futures = partitions.iter().filter_map(|p| p.future_checkpoint());
+        let checkpoints: Vec<PartitionCheckpoint> = partitions.iter().map(|p| p.checkpoint()).chain(futures).collect();
         for (dir, error) in self.log_manager.write_checkpoints(&checkpoints) {
             self.log_dirs.failed(&dir, "writing its checkpoints", &error);
         }
@@ -662,6 +664,9 @@ impl ReplicaManager {
                             if let Err(error) = partition.lock_log().prepare_clean_shutdown(now) {
                                 let dir = partition.log_dir();
                                 failed.lock().unwrap_or_else(|e| e.into_inner()).push((dir, error));
+                            }
+                            if let Err(failure) = partition.prepare_future_for_shutdown(now) {
+                                failed.lock().unwrap_or_else(|e| e.into_inner()).push(failure);
                             }
                         }
                     })

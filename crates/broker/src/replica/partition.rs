@@ -663,6 +663,31 @@ impl Partition {
         self.watchers.watch(waiter);
     }
 
+    /// The future replica's offsets for its directory's checkpoints, if a
+    /// move is under way (Kafka checkpoints future logs beside current
+    /// ones): a move resumed after a clean shutdown need not re-read it.
+    pub(super) fn future_checkpoint(&self) -> Option<PartitionCheckpoint> {
+        let future = self.lock_future();
+        let future = future.as_ref()?;
+        Some(PartitionCheckpoint {
+            topic_partition: future.log.topic_partition().clone(),
+            log_dir: future.dir.clone(),
+            recovery_point: future.log.recovery_point(),
+            log_start_offset: future.log.log_start_offset(),
+            // Never past the copy's end: what it holds is below this.
+            high_watermark: self.high_watermark().min(future.log.log_end_offset()),
+            cleaner_offset: 0,
+        })
+    }
+
+    /// Flushes the future replica, if any, for a clean shutdown; on
+    /// failure, its directory and why.
+    pub(super) fn prepare_future_for_shutdown(&self, now_ms: i64) -> Result<(), (PathBuf, LogError)> {
+        let mut future = self.lock_future();
+        let Some(future) = future.as_mut() else { return Ok(()) };
+        future.log.prepare_clean_shutdown(now_ms).map_err(|error| (future.dir.clone(), error))
+    }
+
     pub(super) fn checkpoint(&self) -> PartitionCheckpoint {
         let log = self.lock_log();
         PartitionCheckpoint {
