@@ -221,3 +221,15 @@ pub fn check(acked: &[Placed], read: &[Placed]) {
 pub fn segments(node: &BrokerProcess, partition: usize) -> Vec<u8> {
     super::replica_bytes::partition_log(&node.data_dir(), TOPIC, partition as i32)
 }
+
+/// Creates `topic` with Kafka's `kafka-topics --create` and the `settings`
+/// given, then writes `records` records of 50 bytes to it (idempotent,
+/// acks=all).
+pub fn create_and_fill(bootstrap: &str, topic: &str, settings: &[&str], records: usize) {
+    let args =
+        ["--bootstrap-server", bootstrap, "--create", "--topic", topic].into_iter().chain(settings.iter().copied());
+    let (ok, printed) = super::kafka_cli("kafka-topics", &args.collect::<Vec<_>>());
+    assert!(ok, "{printed}");
+    let (ok, printed) = super::idempotent_perf_producer(bootstrap, topic, records);
+    assert!(ok, "{printed}");
+}
