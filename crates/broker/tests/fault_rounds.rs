@@ -44,8 +44,8 @@ use support::delay_proxy::SlowLinks;
 use support::netns::TestNetwork;
 use support::replica_bytes::wait_for_same_bytes;
 use support::replicated::{
-    acknowledged, check, create_topic, json_field, partitions, read_all, segments, start_verifiable_producer, Placed,
-    QUICK_FAILOVER as CONFIG, TOPIC,
+    check, create_topic, json_field, read_all, round_outcome, segments, start_verifiable_producer, wait_whole_at,
+    Placed, QUICK_FAILOVER as CONFIG, TOPIC,
 };
 use support::{repo_root, BrokerProcess};
 
@@ -176,20 +176,10 @@ fn epoch_seconds(text: &str) -> Option<i64> {
     Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
 }
 
-fn whole(listed: &[(i32, Vec<i32>, Vec<i32>)]) -> bool {
-    listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr.len() == 3)
-}
-
 /// Waits until some broker lists every ISR whole.
 fn wait_whole(brokers: &[BrokerProcess], what: &str) {
-    // A broker just restarted may close a connection while it starts.
-    let listed = |b: &BrokerProcess| std::panic::catch_unwind(|| partitions(&b.bootstrap())).unwrap_or_default();
-    let deadline = Instant::now() + PATIENCE;
-    while !brokers.iter().any(|b| whole(&listed(b))) {
-        let seen: Vec<_> = brokers.iter().map(listed).collect();
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: (leader, replicas, ISR) {seen:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let addresses: Vec<String> = brokers.iter().map(BrokerProcess::bootstrap).collect();
+    wait_whole_at(&addresses, what, PATIENCE);
 }
 
 impl Cluster {
@@ -325,48 +315,6 @@ impl Drop for Cluster {
             }
         }
     }
-}
-
-/// What one round's producer saw.
-struct RoundOutcome {
-    acknowledged: Vec<Placed>,
-    /// Records the producer gave up on (its delivery timeout).
-    given_up: usize,
-}
-
-/// Every record of the round is acknowledged or given up on; giving up is
-/// allowed only as Kafka 4.3.1 does it (KAFKA-14359, fixed in Kafka 4.5
-/// for never-written partitions only): a producer new to a partition whose
-/// leader is cut off before it replicated anything of that producer's
-/// sends its next batch to the new leader while the first is still out;
-/// the new leader, knowing nothing of the producer, takes any sequence;
-/// every retry of the first batch is then OUT_OF_ORDER_SEQUENCE_NUMBER
-/// until the producer gives up (and batches in flight with it may fail
-/// with OutOfOrderSequenceException). Nothing acknowledged is lost.
-fn round_outcome(round: u64, output: &std::process::Output) -> Result<RoundOutcome, String> {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let acknowledged = acknowledged(&stdout);
-    let errors: Vec<&str> = stdout.lines().filter(|l| json_field(l, "name") == Some("producer_send_error")).collect();
-    let outcome = RoundOutcome { acknowledged, given_up: errors.len() };
-    if outcome.acknowledged.len() + outcome.given_up != RECORDS_PER_ROUND {
-        return Err(format!(
-            "round {round}: records unaccounted for: {} acknowledged, {} failed",
-            outcome.acknowledged.len(),
-            outcome.given_up
-        ));
-    }
-    let kafka_14359 = stderr.contains("OUT_OF_ORDER_SEQUENCE_NUMBER")
-        && errors.iter().all(|e| {
-            // The first batch expires; a later one in flight with it may be
-            // refused once the producer saw the gap (it then bumps its epoch).
-            json_field(e, "exception")
-                .is_some_and(|x| x.ends_with("TimeoutException") || x.ends_with("OutOfOrderSequenceException"))
-        });
-    if outcome.given_up > 0 && !kafka_14359 {
-        return Err(format!("round {round}: {} records failed: {}", outcome.given_up, errors[0]));
-    }
-    Ok(outcome)
 }
 
 /// Kafka's VerifiableConsumer in group `GROUP`, its output gathered by a thread.
@@ -533,7 +481,7 @@ fn fault_rounds_lose_nothing_acknowledged() {
         wait_whole(&cluster.brokers, "every ISR whole within the round");
         let output = producer.wait_with_output().expect("producer");
         cluster.keep_evidence(round, &output);
-        let outcome = round_outcome(round, &output).unwrap_or_else(|e| {
+        let outcome = round_outcome(round, &output, RECORDS_PER_ROUND).unwrap_or_else(|e| {
             panic!(
                 "{e}\n{}",
                 String::from_utf8_lossy(&output.stderr)

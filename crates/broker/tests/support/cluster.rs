@@ -140,6 +140,11 @@ pub fn describe_quorum(address: &str) -> DescribeQuorumResponse {
 /// ListOffsets (latest) of each of `topic`'s `partitions` through `node`:
 /// each partition's answer.
 pub fn latest_offsets(node: &BrokerProcess, topic: &str, partitions: i32) -> Vec<ListOffsetsPartitionResponse> {
+    latest_offsets_at(&node.bootstrap(), topic, partitions)
+}
+
+/// As [`latest_offsets`], from the broker at `address` (Kafka's too).
+pub fn latest_offsets_at(address: &str, topic: &str, partitions: i32) -> Vec<ListOffsetsPartitionResponse> {
     let partitions = (0..partitions)
         .map(|p| ListOffsetsPartition {
             partition_index: p,
@@ -153,7 +158,6 @@ pub fn latest_offsets(node: &BrokerProcess, topic: &str, partitions: i32) -> Vec
         topics: vec![ListOffsetsTopic { name: topic.into(), partitions, ..Default::default() }],
         ..Default::default()
     };
-    let mut response: ListOffsetsResponse =
-        RawClient::connect(&node.bootstrap()).request(ApiKey::ListOffsets, 7, &request);
+    let mut response: ListOffsetsResponse = RawClient::connect(address).request(ApiKey::ListOffsets, 7, &request);
     response.topics.swap_remove(0).partitions
 }

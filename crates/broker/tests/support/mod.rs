@@ -739,6 +739,51 @@ impl KafkaNode {
 
     /// As [`start`](Self::start), with `format_args` added to the format.
     fn start_formatted_with(dir: &Path, config: &str, cluster_id: &str, format_args: &[&str]) -> Self {
+        Self::launch(dir, config, cluster_id, format_args, &Host::loopback())
+    }
+
+    /// A split cluster (cluster id `TEST_CLUSTER_ID`), one node per host:
+    /// controllers 1, 2, ... on `controller_hosts` (port 9093), brokers
+    /// numbered after them on `broker_hosts` (port 9092), node `id` in
+    /// `root/node-<id>`; `extra` adds config lines to every node. Returns
+    /// once they are started (a JVM then takes seconds to serve).
+    pub fn start_split_cluster_on(
+        root: &Path,
+        controller_hosts: &[Host],
+        broker_hosts: &[Host],
+        extra: &str,
+    ) -> (Vec<Self>, Vec<Self>) {
+        let voters: Vec<String> =
+            controller_hosts.iter().enumerate().map(|(i, h)| format!("{}@{}:9093", i + 1, h.address)).collect();
+        let voters = voters.join(",");
+        let node = |id: usize, host: &Host, roles: &str, listener: String| {
+            let dir = root.join(format!("node-{id}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let config = format!(
+                "process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\nlisteners={listener}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\nlog.dirs={}\n{extra}",
+                dir.join("logs").display()
+            );
+            Self::launch(&dir, &config, TEST_CLUSTER_ID, &[], host)
+        };
+        let controllers = controller_hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| node(i + 1, h, "controller", format!("CONTROLLER://{}:9093", h.address)))
+            .collect();
+        let first_broker = controller_hosts.len() + 1;
+        let brokers = broker_hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| node(first_broker + i, h, "broker", format!("PLAINTEXT://{}:9092", h.address)))
+            .collect();
+        (controllers, brokers)
+    }
+
+    /// Formats `dir` (see [`start`](Self::start)) and starts the node on
+    /// `config` on `host` (in its network namespace, when it has one).
+    fn launch(dir: &Path, config: &str, cluster_id: &str, format_args: &[&str], host: &Host) -> Self {
         let status = Command::new(repo_root().join("tools/kafka-reference/install")).status().unwrap();
         assert!(status.success(), "tools/kafka-reference/install failed");
         let libs = repo_root().join("target/kafka-4.3.1/libs/*");
@@ -758,7 +803,16 @@ impl KafkaNode {
         assert!(format.status.success(), "format failed: {}", String::from_utf8_lossy(&format.stderr));
         // Appended to: a restarted node's log follows its first run's.
         let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("kafka.log")).unwrap();
-        let child = Command::new(&java)
+        // `ip netns exec` execs the JVM: the child is the JVM itself.
+        let mut command = match &host.namespace {
+            Some(namespace) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", namespace]).arg(&java);
+                command
+            }
+            None => Command::new(&java),
+        };
+        let child = command
             .args(["-Xms256m", "-Xmx512m", &log4j, "-Dkafka.root.loglevel=INFO"])
             .arg(format!("-Dkafka.logs.dir={}", dir.join("app-logs").display()))
             .args(["-cp", libs.to_str().unwrap(), "kafka.Kafka", props.to_str().unwrap()])

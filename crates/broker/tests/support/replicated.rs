@@ -175,20 +175,38 @@ pub fn read_back(bootstrap: &str, expected: usize) -> Vec<Placed> {
 /// Every record of the topic, read through the brokers but `skip`, up
 /// to each partition's end as its leader gives it (a follower refuses).
 pub fn read_all(brokers: &[BrokerProcess], skip: Option<usize>) -> Vec<Placed> {
-    let live: Vec<&BrokerProcess> =
-        brokers.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, b)| b).collect();
-    let ends: Vec<Vec<_>> = live.iter().map(|b| super::cluster::latest_offsets(b, TOPIC, 3)).collect();
+    let live: Vec<String> =
+        brokers.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, b)| b.bootstrap()).collect();
+    read_all_at(&live)
+}
+
+/// Every record of the topic, read through the brokers at `addresses`
+/// (any brokers of the cluster: Kafka's too), up to each partition's end
+/// as its leader gives it.
+pub fn read_all_at(addresses: &[String]) -> Vec<Placed> {
+    let ends: Vec<Vec<_>> = addresses.iter().map(|a| super::cluster::latest_offsets_at(a, TOPIC, 3)).collect();
     let total: i64 = (0..3)
         .map(|p| ends.iter().filter(|e| e[p].error_code == 0).map(|e| e[p].offset).max().expect("a leader"))
         .sum();
-    let bootstrap = live.iter().map(|b| b.bootstrap()).collect::<Vec<_>>().join(",");
-    read_back(&bootstrap, total as usize)
+    read_back(&addresses.join(","), total as usize)
+}
+
+/// Acknowledged records not where they were acknowledged in `read`.
+pub fn lost<'a>(acked: &'a [Placed], read: &[Placed]) -> Vec<&'a Placed> {
+    let at: BTreeMap<(i32, i64), &str> = read.iter().map(|r| ((r.partition, r.offset), r.value.as_str())).collect();
+    acked.iter().filter(|a| at.get(&(a.partition, a.offset)) != Some(&a.value.as_str())).collect()
+}
+
+/// The records of `read` whose value an earlier one holds (every value a
+/// producer writes is its own).
+pub fn duplicates(read: &[Placed]) -> Vec<&Placed> {
+    let mut values = BTreeSet::new();
+    read.iter().filter(|r| !values.insert(r.value.clone())).collect()
 }
 
 /// The checker: every acknowledged record where it was acknowledged, no
 /// value twice (idempotence), offsets rising within each partition.
 pub fn check(acked: &[Placed], read: &[Placed]) {
-    let at: BTreeMap<(i32, i64), &str> = read.iter().map(|r| ((r.partition, r.offset), r.value.as_str())).collect();
     let summary = |records: &[Placed]| {
         let mut ranges: BTreeMap<i32, (usize, i64, i64)> = BTreeMap::new();
         for r in records {
@@ -199,17 +217,20 @@ pub fn check(acked: &[Placed], read: &[Placed]) {
     };
     eprintln!("acknowledged (count, first, last) by partition: {:?}", summary(acked));
     eprintln!("read back (count, first, last) by partition: {:?}", summary(read));
-    let lost: Vec<&Placed> =
-        acked.iter().filter(|a| at.get(&(a.partition, a.offset)) != Some(&a.value.as_str())).collect();
+    let lost = lost(acked, read);
     assert!(
         lost.is_empty(),
         "{} acknowledged records lost or moved, first {:?}",
         lost.len(),
         &lost[..lost.len().min(5)]
     );
-    let mut values = BTreeSet::new();
-    let duplicates: Vec<&Placed> = read.iter().filter(|r| !values.insert(r.value.clone())).collect();
+    let duplicates = duplicates(read);
     assert!(duplicates.is_empty(), "duplicates: {:?}", &duplicates[..duplicates.len().min(5)]);
+    assert_in_order(read);
+}
+
+/// Offsets rise within each partition of `read`.
+pub fn assert_in_order(read: &[Placed]) {
     let mut last: BTreeMap<i32, i64> = BTreeMap::new();
     for record in read {
         let previous = last.insert(record.partition, record.offset);
@@ -232,4 +253,63 @@ pub fn create_and_fill(bootstrap: &str, topic: &str, settings: &[&str], records:
     assert!(ok, "{printed}");
     let (ok, printed) = super::idempotent_perf_producer(bootstrap, topic, records);
     assert!(ok, "{printed}");
+}
+
+/// What one round's producer saw.
+pub struct RoundOutcome {
+    pub acknowledged: Vec<Placed>,
+    /// Records the producer gave up on (its delivery timeout).
+    pub given_up: usize,
+}
+
+/// Every one of the round's `expected` records is acknowledged or given up
+/// on; giving up is allowed only as Kafka 4.3.1 does it (KAFKA-14359,
+/// fixed in Kafka 4.5 for never-written partitions only): a producer new
+/// to a partition whose leader is cut off before it replicated anything of
+/// that producer's sends its next batch to the new leader while the first
+/// is still out; the new leader, knowing nothing of the producer, takes
+/// any sequence; every retry of the first batch is then
+/// OUT_OF_ORDER_SEQUENCE_NUMBER until the producer gives up (and batches
+/// in flight with it may fail with OutOfOrderSequenceException). Nothing
+/// acknowledged is lost.
+pub fn round_outcome(round: u64, output: &std::process::Output, expected: usize) -> Result<RoundOutcome, String> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let acknowledged = acknowledged(&stdout);
+    let errors: Vec<&str> = stdout.lines().filter(|l| json_field(l, "name") == Some("producer_send_error")).collect();
+    let outcome = RoundOutcome { acknowledged, given_up: errors.len() };
+    if outcome.acknowledged.len() + outcome.given_up != expected {
+        return Err(format!(
+            "round {round}: records unaccounted for: {} acknowledged, {} failed",
+            outcome.acknowledged.len(),
+            outcome.given_up
+        ));
+    }
+    let kafka_14359 = stderr.contains("OUT_OF_ORDER_SEQUENCE_NUMBER")
+        && errors.iter().all(|e| {
+            // The first batch expires; a later one in flight with it may be
+            // refused once the producer saw the gap (it then bumps its epoch).
+            json_field(e, "exception")
+                .is_some_and(|x| x.ends_with("TimeoutException") || x.ends_with("OutOfOrderSequenceException"))
+        });
+    if outcome.given_up > 0 && !kafka_14359 {
+        return Err(format!("round {round}: {} records failed: {}", outcome.given_up, errors[0]));
+    }
+    Ok(outcome)
+}
+
+fn whole(listed: &[(i32, Vec<i32>, Vec<i32>)]) -> bool {
+    listed.len() == 3 && listed.iter().all(|(_, _, isr)| isr.len() == 3)
+}
+
+/// Waits until some broker at `addresses` lists every ISR of `TOPIC` whole.
+pub fn wait_whole_at(addresses: &[String], what: &str, patience: std::time::Duration) {
+    // A broker just restarted may close a connection while it starts.
+    let listed = |a: &String| std::panic::catch_unwind(|| partitions(a)).unwrap_or_default();
+    let deadline = std::time::Instant::now() + patience;
+    while !addresses.iter().any(|a| whole(&listed(a))) {
+        let seen: Vec<_> = addresses.iter().map(listed).collect();
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}: (leader, replicas, ISR) {seen:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
