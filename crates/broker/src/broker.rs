@@ -200,7 +200,7 @@ impl Broker {
         remove_stray_partitions(self.replicas.log_manager(), &self.metadata.image())?;
         // Replicas refused a directory that held a stray of the same name
         // open now (an update published meanwhile waits).
-        let synced = self.metadata.publisher().with_current(|image| self.replicas.sync_with_image(image));
+        let synced = self.metadata.publisher().with_current(|image| self.replicas.sync_unopened(image));
         if let Err(error) = synced {
             tracing::error!(%error, "could not open or delete partition logs");
         }

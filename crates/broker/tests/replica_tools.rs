@@ -7,9 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use krabka_protocol::{ApiKey, MetadataRequest, MetadataResponse};
 use support::replicated::create_and_fill;
-use support::{BrokerProcess, RawClient};
+use support::BrokerProcess;
 
 const PATIENCE: Duration = Duration::from_secs(90);
 
@@ -101,13 +100,7 @@ fn a_consumer_with_a_rack_reads_from_the_follower_in_its_rack() {
     let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
     create_and_fill(&bootstrap, "racked", &["--replica-assignment", "1:2:3"], RECORDS);
     // The selector points a consumer only at a caught-up follower.
-    let isr = || {
-        let request = MetadataRequest { topics: None, ..Default::default() };
-        let answer: MetadataResponse =
-            RawClient::connect(&brokers[0].bootstrap()).request(ApiKey::Metadata, 12, &request);
-        let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some("racked")).expect("listed");
-        topic.partitions[0].isr_nodes.len()
-    };
+    let isr = || support::cluster::partition_state(&brokers[0], "racked", 0).isr_nodes.len();
     support::wait_for("three in-sync replicas", PATIENCE, || isr() == 3);
     let fetched = |node: &BrokerProcess| -> u64 {
         let metrics = String::from_utf8_lossy(&node.http_get("/metrics").1).into_owned();

@@ -312,13 +312,7 @@ fn a_throttled_reassignment_moves_no_faster_than_its_throttle() {
     // Timed from here (the tool's own start-up left out) to the move's end:
     // the controller drops broker 1 once broker 3 is in the ISR.
     let started = Instant::now();
-    let replicas = || {
-        let request = MetadataRequest { topics: None, ..Default::default() };
-        let answer: MetadataResponse =
-            RawClient::connect(&brokers[1].bootstrap()).request(ApiKey::Metadata, 12, &request);
-        let topic = answer.topics.iter().find(|t| t.name.as_deref() == Some("throttled")).expect("listed");
-        topic.partitions[0].replica_nodes.clone()
-    };
+    let replicas = || support::cluster::partition_state(&brokers[1], "throttled", 0).replica_nodes;
     support::wait_for("the throttled move to complete", Duration::from_secs(180), || replicas() == [2, 3]);
     let took = started.elapsed();
     assert!(took >= Duration::from_secs(12), "2.4 MB moved at 100 kB/s in {took:?}");

@@ -27,6 +27,7 @@ pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 
 /// What one log directory said when the broker started.
+#[derive(Default)]
 struct LogDir {
     path: PathBuf,
     clean_shutdown: bool,
@@ -120,19 +121,7 @@ impl LogDir {
 
     /// A directory offline from the start: nothing in it is known.
     fn offline(path: &Path) -> LogDir {
-        LogDir {
-            path: path.to_path_buf(),
-            clean_shutdown: false,
-            clean_shutdown_epoch: -1,
-            recovery_points: BTreeMap::new(),
-            log_start_offsets: BTreeMap::new(),
-            cleaner_offsets: BTreeMap::new(),
-            high_watermarks: BTreeMap::new(),
-            found: HashMap::new(),
-            futures: HashMap::new(),
-            partition_count: 0,
-            offline: true,
-        }
+        LogDir { path: path.to_path_buf(), clean_shutdown_epoch: -1, offline: true, ..LogDir::default() }
     }
 }
 

@@ -221,6 +221,20 @@ impl ReplicaManager {
         self.reconcile(image, BTreeSet::from([name]), &BTreeMap::new())
     }
 
+    /// Tries again to open the replicas left closed (`unopened`: their
+    /// directory held another topic's log, or a log directory was
+    /// offline), topic by topic; the other topics are already in line.
+    pub fn sync_unopened(&self, image: &MetadataImage) -> Result<(), LogError> {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        let closed: Vec<String> =
+            topics.iter().filter(|(_, hosted)| !hosted.unopened.is_empty()).map(|(name, _)| name.clone()).collect();
+        drop(topics);
+        if closed.is_empty() {
+            return Ok(());
+        }
+        self.reconcile(image, closed.iter().map(String::as_str).collect(), &BTreeMap::new())
+    }
+
     /// Follows one committed metadata update (the replica manager is a
     /// subscriber of the metadata publisher, as Kafka's is): deletes the
     /// topics it removed and refreshes only the topics its delta names
@@ -998,7 +1012,7 @@ pub(super) mod tests {
     /// strays: the log of a topic deleted while it was down, in the
     /// directory the re-created topic's replica would take, is not reopened
     /// as the new topic's. The replica opens, empty, once the stray is
-    /// removed (as `Broker::catch_up_metadata` does).
+    /// removed (`sync_unopened`, as `Broker::catch_up_metadata` does).
     #[test]
     fn a_stray_of_the_same_name_keeps_the_new_topics_replica_closed_until_it_is_removed() {
         let dir = tempfile::tempdir().unwrap();
@@ -1021,7 +1035,7 @@ pub(super) mod tests {
         let old_id = old.topics["t"].id;
         assert_eq!(krabka_log::checkpoint::read_partition_metadata(&metadata).unwrap(), Some(old_id));
         replicas.log_manager().delete_partition_dir(&dir.path().join("t-0")).unwrap();
-        replicas.sync_with_image(&recreated).unwrap();
+        replicas.sync_unopened(&recreated).unwrap();
         let partition = replicas.hosted_partition("t", 0).expect("opened once the stray is gone");
         assert_eq!(partition.lock_log().log_end_offset(), 0, "none of the old topic's records");
     }

@@ -9,6 +9,7 @@ use krabka_protocol::create_topics_request::CreatableTopic;
 use krabka_protocol::describe_quorum_request::{PartitionData, TopicData};
 use krabka_protocol::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use krabka_protocol::list_offsets_response::ListOffsetsPartitionResponse;
+use krabka_protocol::metadata_response::MetadataResponsePartition;
 use krabka_protocol::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, DescribeQuorumResponse, ErrorCode,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
@@ -90,6 +91,13 @@ pub fn metadata(node: &BrokerProcess) -> MetadataResponse {
         12,
         &MetadataRequest { topics: None, ..Default::default() },
     )
+}
+
+/// Partition `index` of `topic` as `node` lists it (leader, replicas, ISR, ...).
+pub fn partition_state(node: &BrokerProcess, topic: &str, index: usize) -> MetadataResponsePartition {
+    let mut answer = metadata(node);
+    let found = answer.topics.iter_mut().find(|t| t.name.as_deref() == Some(topic));
+    found.unwrap_or_else(|| panic!("{topic} listed")).partitions.swap_remove(index)
 }
 
 pub fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
