@@ -128,3 +128,82 @@ fn a_consumer_with_a_rack_reads_from_the_follower_in_its_rack() {
     consume(&[]);
     assert_eq!((fetched(&brokers[1]), fetched(&brokers[2])), after, "a consumer without a rack reads from the leader");
 }
+
+/// Established TCP connections of process `pid` to port `port` (`ss`,
+/// iproute2): a follower's fetchers' connections to a leader.
+fn connections(pid: u32, port: u16) -> usize {
+    let output = std::process::Command::new("ss").args(["-tnpH", "state", "established"]).output().unwrap();
+    assert!(output.status.success(), "ss: {}", String::from_utf8_lossy(&output.stderr));
+    let owner = format!("pid={pid},");
+    let peer = format!(":{port}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.contains(&owner))
+        .filter(|line| line.split_whitespace().nth(3).is_some_and(|p| p.ends_with(&peer)))
+        .count()
+}
+
+/// `num.replica.fetchers`: a follower fetches from each leader over that
+/// many connections, each partition on the fetcher Kafka gives it
+/// (`Utils.abs(31 * topic.hashCode() + partition) % fetchers`), and a
+/// dynamic change of the cluster's default (`kafka-configs --entity-default`)
+/// re-spreads them; a value below 1 is refused. Every replica ends up
+/// holding the same bytes through both.
+#[test]
+fn followers_fetch_over_num_replica_fetchers_connections() {
+    const TOPIC: &str = "spread";
+    // Not 3: three leaders' partitions by turns would all share a fetcher
+    // id of 3 (the partition numbers one leader leads are equal mod 3).
+    let brokers = BrokerProcess::start_cluster(3, &["num.replica.fetchers=4"]);
+    let bootstrap = brokers.iter().map(BrokerProcess::bootstrap).collect::<Vec<_>>().join(",");
+    create_and_fill(&bootstrap, TOPIC, &["--partitions", "12", "--replication-factor", "3"], 12_000);
+    let leaders: Vec<i32> =
+        (0..12).map(|p| support::cluster::partition_state(&brokers[0], TOPIC, p).leader_id).collect();
+    // (follower, leader) -> the fetchers it needs, as Kafka spreads them.
+    let expected = |fetchers: u32| -> Vec<usize> {
+        let mut wanted = Vec::new();
+        for follower in 1..=3 {
+            for leader in (1..=3).filter(|&l| l != follower) {
+                let ids: std::collections::BTreeSet<u32> = (0..12)
+                    .filter(|&p| leaders[p as usize] == leader)
+                    .map(|p| krabka_replication::fetchers::fetcher_id(TOPIC, p, fetchers))
+                    .collect();
+                wanted.push(ids.len());
+            }
+        }
+        wanted
+    };
+    let seen = || -> Vec<usize> {
+        let mut seen = Vec::new();
+        for follower in 1..=3usize {
+            for leader in (1..=3).filter(|&l| l != follower) {
+                seen.push(connections(brokers[follower - 1].pid().unwrap(), brokers[leader - 1].port));
+            }
+        }
+        seen
+    };
+    let spread = expected(4);
+    assert!(spread.iter().any(|&n| n > 1), "some leader's partitions over several fetchers: {spread:?}");
+    support::wait_for(&format!("fetcher connections {spread:?}"), PATIENCE, || seen() == spread);
+
+    let alter = |value: &str| {
+        let setting = format!("num.replica.fetchers={value}");
+        let args = ["--bootstrap-server", &bootstrap, "--alter", "--entity-type", "brokers", "--entity-default"];
+        support::kafka_cli("kafka-configs", &args.into_iter().chain(["--add-config", &setting]).collect::<Vec<_>>())
+    };
+    let (ok, printed) = alter("0");
+    assert!(!ok || printed.contains("Invalid"), "0 fetchers refused: {printed}");
+    let (ok, printed) = alter("2");
+    assert!(ok, "{printed}");
+    let spread = expected(2);
+    assert!(spread.iter().any(|&n| n > 1), "some leader's partitions over two fetchers: {spread:?}");
+    support::wait_for(&format!("fetcher connections {spread:?}"), PATIENCE, || seen() == spread);
+    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, TOPIC, 12_000);
+    assert!(ok, "{printed}");
+    for partition in 0..12 {
+        let what = format!("{TOPIC}-{partition}'s replicas to hold the same bytes");
+        support::replica_bytes::wait_for_same_bytes(&what, PATIENCE, || {
+            brokers.iter().map(|b| support::replica_bytes::partition_log(&b.data_dir(), TOPIC, partition)).collect()
+        });
+    }
+}

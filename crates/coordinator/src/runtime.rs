@@ -74,11 +74,7 @@ pub trait CoordinatorLog {
 /// A shard loaded while its node did not lead its partition.
 const NOT_LED: i32 = i32::MIN;
 
-/// Java's `String.hashCode` over UTF-16 code units, as Kafka places keys
-/// (group ids, transactional ids) on its internal topics' partitions.
-pub fn java_string_hash(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
-}
+use krabka_protocol::java::string_hash as java_string_hash;
 
 /// One record to persist: (key, value); a None value deletes the key.
 pub type KeyValue = (Bytes, Option<Bytes>);
@@ -148,15 +144,10 @@ impl<S> Shards<S> {
     }
 
     /// The shard a key lives on, as Kafka places it:
-    /// `Utils.abs(key.hashCode()) % shards`, where `Utils.abs` is
-    /// `Math.abs` except that `Integer.MIN_VALUE` maps to 0. (Not the hash
-    /// with its sign bit masked off: for a negative hash that is another
-    /// partition, and a data directory written by Kafka would have its
-    /// groups where this broker never looks.)
+    /// `Utils.abs(key.hashCode()) % shards` (a data directory written by
+    /// Kafka has its groups where this looks).
     pub fn index_of(&self, key: &str) -> usize {
-        let hash = java_string_hash(key);
-        let positive = if hash == i32::MIN { 0 } else { hash.unsigned_abs() };
-        positive as usize % self.shards.len()
+        krabka_protocol::java::kafka_abs(java_string_hash(key)) as usize % self.shards.len()
     }
 
     /// The leader epoch shard `index` was last replayed at, None when it

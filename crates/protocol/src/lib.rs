@@ -21,6 +21,7 @@ pub mod frame;
 pub mod generated;
 #[cfg(test)]
 mod generated_tests;
+pub mod java;
 pub mod message;
 pub mod primitives;
 pub mod records;

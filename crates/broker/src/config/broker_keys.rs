@@ -210,8 +210,8 @@ pub(crate) static BROKER_KEYS: &[BrokerKey] = &[
     long("log.cleaner.max.compaction.lag.ms", LONG_MAX, AtLeast(1)).dynamic(),
 
     // Replication.
-    int("num.replica.fetchers", some("1"), Any).dynamic(),
-    int("num.replica.alter.log.dirs.threads", None, Any),
+    int("num.replica.fetchers", some("1"), AtLeast(1)).dynamic(),
+    int("num.replica.alter.log.dirs.threads", None, AtLeast(1)),
     long("replica.lag.time.max.ms", some("30000"), Any),
     int("replica.socket.timeout.ms", some("30000"), Any),
     int("replica.socket.receive.buffer.bytes", some("65536"), Any),

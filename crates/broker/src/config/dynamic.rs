@@ -86,6 +86,7 @@ const READ_WHEN_USED: &[&str] = &[
     "max.connections.per.ip",
     "max.connections.per.ip.overrides",
     "max.connection.creation.rate",
+    "num.replica.fetchers",
 ];
 
 /// Whether krabka applies broker key `name` at runtime: a topic config's

@@ -1,20 +1,23 @@
 //! Followers copying their leaders (Kafka's ReplicaFetcherManager and
-//! fetcher threads): one fetcher per leader broker, each a task that sends
-//! that broker Fetch requests as a replica (ReplicaState with this broker's
-//! id and epoch, each partition's last fetched epoch) and writes what comes
-//! back as the leader sent it. A diverging epoch in the answer (KIP-320)
+//! fetcher threads): `num.replica.fetchers` fetchers per leader broker
+//! (each partition on the fetcher Kafka's `getFetcherId` gives it, so a
+//! leader's partitions spread over that many connections), each a task
+//! that sends that broker Fetch requests as a replica (ReplicaState with
+//! this broker's id and epoch, each partition's last fetched epoch) and
+//! writes what comes back as the leader sent it. A diverging epoch in the answer (KIP-320)
 //! truncates the follower's log to where it agrees with the leader's; a
 //! fetch offset below the leader's log start starts the log afresh there.
 //!
 //! The set of fetchers follows the partitions' roles: the replica manager
 //! signals after every metadata change, and the supervisor moves each
-//! followed partition to its leader's fetcher. Each fetcher keeps a fetch
+//! followed partition to its fetcher of its leader. Each fetcher keeps a fetch
 //! session with its leader ([`session`]); [`apply`] writes the answers.
 
 mod apply;
 mod session;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +29,7 @@ use crate::broker::Broker;
 use crate::quorum::Channel;
 use crate::replica::Partition;
 use apply::{apply_response, throttled_bytes, Sent};
+use krabka_replication::fetchers::fetcher_id;
 use session::{FetchSession, Wanted};
 
 /// Fetch v17: topic ids, ReplicaState (v15), ReplicaDirectoryId; spoken by
@@ -39,6 +43,23 @@ const READ_UNCOMMITTED: i8 = 0;
 struct Followed {
     partitions: Mutex<Vec<Arc<Partition>>>,
     changed: Notify,
+    /// Counts the replacements of `partitions`.
+    generation: AtomicU64,
+}
+
+impl Followed {
+    /// The partitions this fetcher follows now, by key.
+    fn keys(&self) -> HashSet<(Uuid, i32)> {
+        let partitions = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        partitions.iter().map(|p| (p.topic_id, p.index)).collect()
+    }
+
+    /// Replaces the partitions (a change of roles or of the fetcher count).
+    fn set(&self, partitions: Vec<Arc<Partition>>) {
+        *self.partitions.lock().unwrap_or_else(|e| e.into_inner()) = partitions;
+        self.generation.fetch_add(1, Ordering::Release);
+        self.changed.notify_one();
+    }
 }
 
 struct Fetcher {
@@ -46,30 +67,38 @@ struct Fetcher {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Keeps one fetcher per leader this broker follows, until shutdown.
+/// A fetcher's key: the leader it fetches from and its fetcher id there
+/// (Kafka's `BrokerIdAndFetcherId`).
+type FetcherKey = (i32, u32);
+
+/// Keeps `num.replica.fetchers` fetchers per leader this broker follows
+/// (each partition on the one Kafka gives it), until shutdown. The count
+/// is read anew at every change of roles, which a dynamic config change
+/// is too: partitions then move between fetchers as Kafka's do.
 pub async fn run_replica_fetchers(broker: Arc<Broker>) {
-    let mut fetchers: HashMap<i32, Fetcher> = HashMap::new();
+    let mut fetchers: HashMap<FetcherKey, Fetcher> = HashMap::new();
     let mut shutdown = broker.shutdown_signal();
     loop {
-        let mut by_leader: HashMap<i32, Vec<Arc<Partition>>> = HashMap::new();
+        let per_leader = fetchers_per_leader(&broker);
+        let mut by_fetcher: HashMap<FetcherKey, Vec<Arc<Partition>>> = HashMap::new();
         for (leader, partition) in broker.replicas.followed_partitions() {
-            by_leader.entry(leader).or_default().push(partition);
+            let id = fetcher_id(&partition.topic, partition.index, per_leader);
+            by_fetcher.entry((leader, id)).or_default().push(partition);
         }
-        fetchers.retain(|leader, fetcher| {
-            let keep = by_leader.contains_key(leader);
+        fetchers.retain(|key, fetcher| {
+            let keep = by_fetcher.contains_key(key);
             if !keep {
                 fetcher.task.abort();
             }
             keep
         });
-        for (leader, partitions) in by_leader {
-            let fetcher = fetchers.entry(leader).or_insert_with(|| {
+        for (key, partitions) in by_fetcher {
+            let fetcher = fetchers.entry(key).or_insert_with(|| {
                 let followed = Arc::new(Followed::default());
-                let task = tokio::spawn(fetch_from(broker.clone(), leader, followed.clone()));
+                let task = tokio::spawn(fetch_from(broker.clone(), key, followed.clone()));
                 Fetcher { followed, task }
             });
-            *fetcher.followed.partitions.lock().unwrap_or_else(|e| e.into_inner()) = partitions;
-            fetcher.followed.changed.notify_one();
+            fetcher.followed.set(partitions);
         }
         tokio::select! {
             () = broker.replicas.roles_changed() => {}
@@ -79,6 +108,15 @@ pub async fn run_replica_fetchers(broker: Arc<Broker>) {
     for fetcher in fetchers.into_values() {
         fetcher.task.abort();
     }
+}
+
+/// `num.replica.fetchers` as it applies now (dynamic configs over
+/// server.properties), at least 1.
+fn fetchers_per_leader(broker: &Broker) -> u32 {
+    let image = broker.metadata.image();
+    let dynamic = crate::config::DynamicConfigs::of(&image, broker.node_id);
+    let value = broker.config.value_under(&dynamic, "num.replica.fetchers");
+    value.and_then(|v| v.parse::<u32>().ok()).unwrap_or(1).max(1)
 }
 
 /// Settings of the replica fetchers (Kafka's `replica.*` keys).
@@ -110,11 +148,13 @@ impl FetchSettings {
 }
 
 /// One fetcher: fetches from `leader` for the partitions `followed` names.
-async fn fetch_from(broker: Arc<Broker>, leader: i32, followed: Arc<Followed>) {
+async fn fetch_from(broker: Arc<Broker>, (leader, id): FetcherKey, followed: Arc<Followed>) {
     let settings = FetchSettings::of(&broker);
     let mut fetcher = LeaderFetcher {
         broker,
         leader,
+        id,
+        followed: followed.clone(),
         settings,
         channel: None,
         delayed: HashMap::new(),
@@ -123,6 +163,8 @@ async fn fetch_from(broker: Arc<Broker>, leader: i32, followed: Arc<Followed>) {
     loop {
         let now = Instant::now();
         fetcher.delayed.retain(|_, until| *until > now);
+        // Read before the partitions: a change after it is seen at the answer.
+        let generation = followed.generation.load(Ordering::Acquire);
         let partitions: Vec<Arc<Partition>> = {
             let all = followed.partitions.lock().unwrap_or_else(|e| e.into_inner());
             all.iter().filter(|p| !fetcher.delayed.contains_key(&(p.topic_id, p.index))).cloned().collect()
@@ -144,7 +186,7 @@ async fn fetch_from(broker: Arc<Broker>, leader: i32, followed: Arc<Followed>) {
             tokio::time::sleep(fetcher.settings.backoff).await;
             continue;
         }
-        if let Err(reason) = fetcher.fetch_once(&partitions, broker_epoch).await {
+        if let Err(reason) = fetcher.fetch_once(&partitions, broker_epoch, generation).await {
             tracing::debug!(leader, %reason, "replica fetch failed");
             tokio::time::sleep(fetcher.settings.backoff).await;
         }
@@ -156,6 +198,9 @@ async fn fetch_from(broker: Arc<Broker>, leader: i32, followed: Arc<Followed>) {
 struct LeaderFetcher {
     broker: Arc<Broker>,
     leader: i32,
+    /// Its fetcher id among those fetching from `leader`.
+    id: u32,
+    followed: Arc<Followed>,
     settings: FetchSettings,
     channel: Option<Channel>,
     delayed: HashMap<(Uuid, i32), Instant>,
@@ -165,12 +210,20 @@ struct LeaderFetcher {
 impl LeaderFetcher {
     /// One fetch for `partitions` and its answer written; Err when the
     /// exchange failed (the connection and the session are dropped).
-    async fn fetch_once(&mut self, partitions: &[Arc<Partition>], broker_epoch: i64) -> Result<(), String> {
+    /// `generation`: the fetcher's partitions' when `partitions` were read.
+    async fn fetch_once(
+        &mut self,
+        partitions: &[Arc<Partition>],
+        broker_epoch: i64,
+        generation: u64,
+    ) -> Result<(), String> {
         if self.channel.is_none() {
             self.session.reset();
-            self.channel = Some(connect(&self.broker, self.leader, self.settings.socket_timeout).await?);
+            let purpose = format!("fetcher-{}", self.id);
+            let channel = self.broker.connect_to_broker(self.leader, self.settings.socket_timeout, &purpose).await?;
+            self.channel = Some(channel);
         }
-        let (request, sent) = self.request(partitions, broker_epoch);
+        let (request, mut sent) = self.request(partitions, broker_epoch);
         let channel = self.channel.as_mut().ok_or("no connection")?;
         let response = match channel.call::<FetchRequest, FetchResponse>(ApiKey::Fetch, FETCH_VERSION, &request).await {
             Ok(response) => response,
@@ -195,6 +248,12 @@ impl LeaderFetcher {
         if throttled > 0 {
             let quota = &self.broker.replicas.throttles.follower;
             quota.lock().unwrap_or_else(|e| e.into_inner()).record(throttled, crate::clock::now_ms());
+        }
+        // A partition handed to another fetcher meanwhile (a new
+        // `num.replica.fetchers`) is that fetcher's to write.
+        if self.followed.generation.load(Ordering::Acquire) != generation {
+            let keys = self.followed.keys();
+            sent.retain(|key, _| keys.contains(key));
         }
         for (key, error) in apply_response(&sent, response) {
             tracing::debug!(leader = self.leader, topic_id = %key.0, partition = key.1, error, "replica fetch error");
@@ -275,9 +334,4 @@ impl LeaderFetcher {
         };
         (request, sent)
     }
-}
-
-/// A connection to `leader`'s inter-broker listener, as the image lists it.
-async fn connect(broker: &Broker, leader: i32, timeout: Duration) -> Result<Channel, String> {
-    broker.connect_to_broker(leader, timeout, &format!("fetcher-{leader}")).await
 }
