@@ -16,6 +16,7 @@ use krabka_protocol::{ApiKey, AssignReplicasToDirsRequest, AssignReplicasToDirsR
 use crate::active_controller;
 use crate::broker::Broker;
 use crate::replica::dir_assignments::ReplicaKey;
+use crate::replica::Mover;
 
 /// The only version Kafka 4.3.1 has.
 const ASSIGN_REPLICAS_TO_DIRS_VERSION: i16 = 0;
@@ -38,14 +39,25 @@ pub async fn take_failed_dirs_offline(broker: Arc<Broker>) {
 /// (every move caught up, waiting for the controller).
 const MOVE_IDLE: Duration = Duration::from_millis(50);
 
-/// Copies and swaps replicas moving between log directories until the
-/// broker shuts down: rounds back to back while bytes are copied, on the
-/// blocking pool (file I/O).
-pub async fn move_replicas(broker: Arc<Broker>) {
+/// The movers of replicas between log directories (Kafka's
+/// `ReplicaAlterLogDirsThread`s): `num.replica.alter.log.dirs.threads` of
+/// them, by default one per log directory as in Kafka, each moving the
+/// partitions Kafka's `getFetcherId` gives it.
+pub fn movers(broker: &Arc<Broker>) -> impl Iterator<Item = impl std::future::Future<Output = ()>> + '_ {
+    let configured = broker.config.number("num.replica.alter.log.dirs.threads", 0);
+    let count = if configured > 0 { configured as u32 } else { broker.config.log_dirs.len().max(1) as u32 };
+    (0..count).map(move |id| move_replicas(Arc::clone(broker), Mover { id, count }))
+}
+
+/// Copies and swaps the replicas of `mover` moving between log
+/// directories until the broker shuts down: rounds back to back while
+/// bytes are copied, on the blocking pool (file I/O).
+async fn move_replicas(broker: Arc<Broker>, mover: Mover) {
     let mut shutdown = broker.shutdown_signal();
+    let mut started = broker.replicas.log_dir_moves.subscribe();
     loop {
         let worker = Arc::clone(&broker);
-        let round = tokio::task::spawn_blocking(move || worker.replicas.move_round(&worker.metadata.image()))
+        let round = tokio::task::spawn_blocking(move || worker.replicas.move_round_of(&worker.metadata.image(), mover))
             .await
             .unwrap_or_default();
         if round.copied > 0 {
@@ -56,7 +68,7 @@ pub async fn move_replicas(broker: Arc<Broker>) {
             if round.moving > 0 {
                 tokio::time::sleep(MOVE_IDLE).await
             } else {
-                broker.replicas.log_dir_moves.started().await
+                let _ = started.changed().await;
             }
         };
         tokio::select! {

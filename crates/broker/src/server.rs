@@ -117,14 +117,14 @@ impl Broker {
         let group_clock = tokio::spawn(group_clock_loop(self.clone()));
         let transaction_clock = tokio::spawn(crate::transactions::transaction_clock_loop(self.clone()));
         // Replication: followers fetch, leaders send ISR changes.
-        let replication = [
+        let mut replication = vec![
             tokio::spawn(crate::replica_fetcher::run_replica_fetchers(self.clone())),
             tokio::spawn(crate::alter_partition::send_isr_changes(self.clone())),
             tokio::spawn(crate::alter_partition::shrink_lagging_isrs(self.clone())),
             tokio::spawn(crate::log_dir_events::take_failed_dirs_offline(self.clone())),
             tokio::spawn(crate::log_dir_events::send_dir_assignments(self.clone())),
-            tokio::spawn(crate::log_dir_events::move_replicas(self.clone())),
         ];
+        replication.extend(crate::log_dir_events::movers(self).map(|mover| tokio::spawn(mover)));
         // OAUTHBEARER listeners whose JWKS is fetched from an endpoint.
         for listener in &listeners {
             let validator = listener.1.sasl.as_ref().and_then(|sasl| sasl.bearer_validator.as_ref());

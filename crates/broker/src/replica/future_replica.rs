@@ -21,7 +21,7 @@ use krabka_log::{LogError, PartitionLog};
 use krabka_protocol::records::whole_batches;
 use krabka_protocol::Uuid;
 use krabka_replication::divergence::{follower_truncation, leader_divergence};
-use tokio::sync::Notify;
+use tokio::sync::watch;
 
 /// The copy a move fills, in its destination directory.
 pub struct FutureReplica {
@@ -163,13 +163,19 @@ impl FutureReplica {
 }
 
 /// The moves' shared state: directories named for replicas not here yet,
-/// and the mover's wake-up.
-#[derive(Default)]
+/// and the movers' wake-up.
 pub struct LogDirMoves {
     /// Directories AlterReplicaLogDirs named for replicas not here yet:
     /// each is created there (Kafka's preferred log dirs).
     pub(super) preferred: Mutex<HashMap<TopicPartition, PathBuf>>,
-    pub(super) started: Notify,
+    /// Counts the moves started: every mover sees each change.
+    pub(super) started: watch::Sender<u64>,
+}
+
+impl Default for LogDirMoves {
+    fn default() -> Self {
+        LogDirMoves { preferred: Mutex::default(), started: watch::channel(0).0 }
+    }
 }
 
 impl LogDirMoves {
@@ -178,9 +184,15 @@ impl LogDirMoves {
         self.preferred.lock().unwrap_or_else(|e| e.into_inner()).remove(tp)
     }
 
-    /// Resolves when a move may have started since the last call.
-    pub async fn started(&self) {
-        self.started.notified().await
+    /// A mover's view of the moves started: `changed()` resolves when one
+    /// may have started since it last looked.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.started.subscribe()
+    }
+
+    /// Wakes every mover: a move started.
+    pub(super) fn announce(&self) {
+        self.started.send_modify(|count| *count += 1);
     }
 }
 

@@ -15,6 +15,7 @@ use super::manager::ReplicaManager;
 use super::partition::Partition;
 use crate::clock::now_ms;
 use crate::metadata::MetadataImage;
+use krabka_replication::fetchers::fetcher_id;
 
 /// The longest directory name a future replica may have (most file
 /// systems' limit): longer topic names cannot move (KAFKA-4893).
@@ -22,6 +23,14 @@ const MAX_DIR_NAME_LENGTH: usize = 255;
 /// How long a move waits for the controller to record its destination
 /// before asking again.
 const ASK_AGAIN_MS: i64 = 2_000;
+
+/// One of the movers (`num.replica.alter.log.dirs.threads`): it moves the
+/// partitions whose fetcher id among `count` is `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mover {
+    pub id: u32,
+    pub count: u32,
+}
 
 /// What one round of the mover did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,7 +108,7 @@ impl ReplicaManager {
         if let Some(replaced) = partition.start_future(FutureReplica::new(log, dest, self.log_dirs.id_of(dest))) {
             self.remove_future(replaced);
         }
-        self.log_dir_moves.started.notify_one();
+        self.log_dir_moves.announce();
         Ok(())
     }
 
@@ -148,13 +157,21 @@ impl ReplicaManager {
         }
     }
 
-    /// One round of every move: up to `replica.fetch.max.bytes` copied for
-    /// each, and a future replica that caught up swapped in once `image`
-    /// records its directory (the controller is asked to, once).
+    /// One round of every move, as the only mover.
     pub fn move_round(&self, image: &MetadataImage) -> MoveRound {
+        self.move_round_of(image, Mover { id: 0, count: 1 })
+    }
+
+    /// One round of every move of `mover`: up to `replica.fetch.max.bytes`
+    /// copied for each, and a future replica that caught up swapped in once
+    /// `image` records its directory (the controller is asked to, once).
+    pub fn move_round_of(&self, image: &MetadataImage, mover: Mover) -> MoveRound {
+        debug_assert!(mover.id < mover.count, "{mover:?}");
         let max_bytes = self.config.number("replica.fetch.max.bytes", 1 << 20).clamp(1, i64::from(i32::MAX)) as u32;
         let mut round = MoveRound::default();
-        let moving: Vec<_> = self.all_partitions().into_iter().filter(|p| p.future_dir().is_some()).collect();
+        let mine = |p: &Partition| fetcher_id(&p.topic, p.index, mover.count) == mover.id;
+        let moving: Vec<_> =
+            self.all_partitions().into_iter().filter(|p| p.future_dir().is_some() && mine(p)).collect();
         let quota = &self.throttles.alter_log_dirs;
         for partition in moving {
             // Over `replica.alter.log.dirs.io.max.bytes.per.second`: no copy
@@ -331,6 +348,44 @@ mod tests {
         assert_eq!(replicas.hosted_partition("later", 0).unwrap().log_dir(), *other);
         replicas.log_manager().mark_offline(other);
         assert_eq!(code("t", other), ErrorCode::KAFKA_STORAGE_ERROR.code(), "an offline destination");
+        remove_all(dirs);
+    }
+
+    /// `num.replica.alter.log.dirs.threads`: each mover copies only the
+    /// moves of the partitions Kafka's fetcher id gives it; together they
+    /// finish every move.
+    #[test]
+    fn each_mover_moves_only_its_partitions() {
+        let dirs: Vec<PathBuf> = (0..2).map(|_| tempfile::tempdir().unwrap().keep()).collect();
+        let replicas = replica_manager(&dirs);
+        let image = image(&["t", "u"]);
+        replicas.sync_with_image(&image).unwrap();
+        let (first, second) = (Mover { id: 0, count: 2 }, Mover { id: 1, count: 2 });
+        assert_eq!((fetcher_id("t", 0, 2), fetcher_id("u", 0, 2)), (0, 1));
+        let moving: Vec<Arc<Partition>> = ["t", "u"].map(|name| replicas.partition(name, 0).unwrap()).into();
+        for partition in &moving {
+            for _ in 0..20 {
+                partition.append(&records(10), now_ms()).unwrap();
+            }
+            let to = the_other(&dirs, partition);
+            assert_eq!(replicas.alter_log_dir(&partition.topic, 0, &to), ErrorCode::NONE.code());
+        }
+        let lag = |p: &Partition| p.future_state().map(|(_, _, lag)| lag);
+        assert!(replicas.move_round_of(&image, first).copied > 0);
+        assert!(lag(&moving[0]) < Some(200), "the first mover's partition copied");
+        assert_eq!(lag(&moving[1]), Some(200), "the second's untouched");
+        for _ in 0..1_000 {
+            if moving[1].future_dir().is_none() {
+                break;
+            }
+            replicas.move_round_of(&image, second);
+        }
+        assert!(moving[1].future_dir().is_none(), "the second mover finished its move");
+        assert!(moving[0].future_dir().is_some(), "and left the first's alone");
+        finish_move(&replicas, &image, &moving[0]);
+        for partition in &moving {
+            assert_eq!(partition.lock_log().log_end_offset(), 200);
+        }
         remove_all(dirs);
     }
 

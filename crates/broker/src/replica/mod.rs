@@ -23,7 +23,7 @@ pub mod purgatory;
 pub mod throttles;
 
 pub use future_replica::MoveStep;
-pub use log_dir_moves::MoveRound;
+pub use log_dir_moves::{MoveRound, Mover};
 pub use log_dirs::{halt_on_sigbus, LogDirectories};
 pub use manager::{Hosting, ReplicaManager};
 pub use partition::{AppendError, FetchedFromLeader, HostedTopic, IsrProposal, Partition, ProducePolicy, Role};
