@@ -204,6 +204,17 @@ pub fn duplicates(read: &[Placed]) -> Vec<&Placed> {
     read.iter().filter(|r| !values.insert(r.value.clone())).collect()
 }
 
+/// How many of `read`'s records are duplicates, by the round (from 0)
+/// that wrote them: a round's producer writes values `round + 1.number`.
+pub fn duplicates_by_round(read: &[Placed]) -> BTreeMap<u32, usize> {
+    let mut by_round = BTreeMap::new();
+    for record in duplicates(read) {
+        let round: u32 = record.value.split('.').next().and_then(|r| r.parse().ok()).unwrap_or(0);
+        *by_round.entry(round.saturating_sub(1)).or_default() += 1;
+    }
+    by_round
+}
+
 /// The checker: every acknowledged record where it was acknowledged, no
 /// value twice (idempotence), offsets rising within each partition.
 pub fn check(acked: &[Placed], read: &[Placed]) {
