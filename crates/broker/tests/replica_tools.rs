@@ -147,7 +147,8 @@ fn connections(pid: u32, port: u16) -> usize {
 /// many connections, each partition on the fetcher Kafka gives it
 /// (`Utils.abs(31 * topic.hashCode() + partition) % fetchers`), and a
 /// dynamic change of the cluster's default (`kafka-configs --entity-default`)
-/// re-spreads them; a value below 1 is refused. Every replica ends up
+/// re-spreads them; one below 1, below half or above double the current
+/// count is refused, as Kafka's broker refuses it. Every replica ends up
 /// holding the same bytes through both.
 #[test]
 fn followers_fetch_over_num_replica_fetchers_connections() {
@@ -191,8 +192,16 @@ fn followers_fetch_over_num_replica_fetchers_connections() {
         let args = ["--bootstrap-server", &bootstrap, "--alter", "--entity-type", "brokers", "--entity-default"];
         support::kafka_cli("kafka-configs", &args.into_iter().chain(["--add-config", &setting]).collect::<Vec<_>>())
     };
-    let (ok, printed) = alter("0");
-    assert!(!ok || printed.contains("Invalid"), "0 fetchers refused: {printed}");
+    // Kafka's DynamicThreadPool: at least 1, at least half and at most
+    // double the current count (4).
+    for (value, refusal) in [
+        ("0", "Value must be at least 1"),
+        ("1", "value should be at least half the current value 4"),
+        ("9", "value should not be greater than double the current value 4"),
+    ] {
+        let (ok, printed) = alter(value);
+        assert!(!ok && printed.contains(refusal), "{value} fetchers refused: {printed}");
+    }
     let (ok, printed) = alter("2");
     assert!(ok, "{printed}");
     let spread = expected(2);

@@ -132,6 +132,43 @@ pub fn check_dynamic_update<'k>(changes: impl IntoIterator<Item = (&'k str, Opti
     Ok(())
 }
 
+/// Thread counts, of those krabka applies at runtime, that a dynamic
+/// update may take at most to double and at least to half their current
+/// value (Kafka's `DynamicThreadPool`).
+const THREAD_COUNTS: &[&str] = &["num.replica.fetchers"];
+
+impl BrokerConfig {
+    /// Kafka's `DynamicThreadPool` check of a thread count set to `value`
+    /// (for this broker, or the cluster's default when `for_default`),
+    /// against its current value under `dynamic`.
+    pub fn check_thread_count(
+        &self,
+        dynamic: &DynamicConfigs,
+        (name, value): (&str, &str),
+        for_default: bool,
+    ) -> Result<(), ApiError> {
+        // A default under this broker's own value changes nothing here.
+        if !THREAD_COUNTS.contains(&name) || (for_default && dynamic.own.contains_key(name)) {
+            return Ok(());
+        }
+        let current = self.value_under(dynamic, name).and_then(|v| v.parse::<i64>().ok());
+        let (Ok(new), Some(old)) = (value.trim().parse::<i64>(), current) else { return Ok(()) };
+        let reason = if new == old {
+            return Ok(());
+        } else if new <= 0 {
+            "value should be at least 1".to_string()
+        } else if new < old / 2 {
+            format!("value should be at least half the current value {old}")
+        } else if new > old * 2 {
+            format!("value should not be greater than double the current value {old}")
+        } else {
+            return Ok(());
+        };
+        let message = format!("Dynamic thread count update validation failed for {name}={value}, {reason}");
+        Err(ApiError::new(ErrorCode::INVALID_REQUEST.code(), message))
+    }
+}
+
 fn capitalized(text: &str) -> String {
     let mut chars = text.chars();
     chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()

@@ -161,13 +161,30 @@ fn refusals(
         .collect()
 }
 
-fn broker_refusals<'r, I>(resources: impl Iterator<Item = (i8, I)>) -> Vec<Option<ApiError>>
+/// The broker's own checks of each BROKER resource (`name` empty: the
+/// cluster's default): the keys and values, then the thread counts
+/// against this broker's current ones.
+fn broker_refusals<'r, I>(
+    ctx: &RequestContext<'_>,
+    resources: impl Iterator<Item = (i8, &'r str, I)>,
+) -> Vec<Option<ApiError>>
 where
-    I: Iterator<Item = (&'r str, Option<&'r str>)>,
+    I: Iterator<Item = (&'r str, Option<&'r str>)> + Clone,
 {
+    let image = ctx.broker.metadata.image();
+    let dynamic = DynamicConfigs::of(&image, ctx.broker.node_id);
+    let config = &ctx.broker.config;
     resources
-        .map(|(resource_type, changes)| {
-            (resource_type == CONFIG_RESOURCE_BROKER).then(|| check_dynamic_update(changes).err()).flatten()
+        .map(|(resource_type, name, changes)| {
+            if resource_type != CONFIG_RESOURCE_BROKER {
+                return None;
+            }
+            let for_default = name.is_empty();
+            let threads = |changes: I| {
+                let mut set = changes.filter_map(|(key, value)| Some((key, value?)));
+                set.try_for_each(|change| config.check_thread_count(&dynamic, change, for_default))
+            };
+            check_dynamic_update(changes.clone()).and_then(|()| threads(changes)).err()
         })
         .collect()
 }
@@ -211,10 +228,10 @@ pub async fn alter(ctx: &RequestContext<'_>, mut request: AlterConfigsRequest) -
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
     let refusals = broker_refusals(
-        request
-            .resources
-            .iter()
-            .map(|r| (r.resource_type, r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())))),
+        ctx,
+        request.resources.iter().map(|r| {
+            (r.resource_type, r.resource_name.as_str(), r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())))
+        }),
     );
     let refusals = self::refusals(ctx, &resources, refusals);
     request.resources = kept(std::mem::take(&mut request.resources), &refusals);
@@ -244,12 +261,15 @@ pub async fn incremental_alter(
 ) -> IncrementalAlterConfigsResponse {
     let resources: Vec<(i8, String)> =
         request.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
-    let refusals = broker_refusals(request.resources.iter().map(|r| {
-        // DELETE (1) removes a key; the other operations leave a value.
-        let changes =
-            r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref().filter(|_| c.config_operation != 1)));
-        (r.resource_type, changes)
-    }));
+    let refusals = broker_refusals(
+        ctx,
+        request.resources.iter().map(|r| {
+            // DELETE (1) removes a key; the other operations leave a value.
+            let changes =
+                r.configs.iter().map(|c| (c.name.as_str(), c.value.as_deref().filter(|_| c.config_operation != 1)));
+            (r.resource_type, r.resource_name.as_str(), changes)
+        }),
+    );
     let refusals = self::refusals(ctx, &resources, refusals);
     request.resources = kept(std::mem::take(&mut request.resources), &refusals);
     let commit = ctx.broker.metadata.control(|image| plan_incremental_alter_configs(image, &request)).await;
