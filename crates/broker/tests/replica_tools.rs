@@ -143,9 +143,11 @@ fn connections(pid: u32, port: u16) -> usize {
         .count()
 }
 
-/// `num.replica.fetchers`: a follower fetches from each leader over that
-/// many connections, each partition on the fetcher Kafka gives it
-/// (`Utils.abs(31 * topic.hashCode() + partition) % fetchers`), and a
+/// `num.replica.fetchers`: a follower fetches from each leader over as
+/// many connections as Kafka's spread of its partitions over that many
+/// fetchers uses (`Utils.abs(31 * topic.hashCode() + partition) %
+/// fetchers`; which partition goes where is the unit test's, in
+/// krabka-replication's `fetchers.rs`), and a
 /// dynamic change of the cluster's default (`kafka-configs --entity-default`)
 /// re-spreads them; one below 1, below half or above double the current
 /// count is refused, as Kafka's broker refuses it. Every replica ends up
@@ -215,4 +217,23 @@ fn followers_fetch_over_num_replica_fetchers_connections() {
             brokers.iter().map(|b| support::replica_bytes::partition_log(&b.data_dir(), TOPIC, partition)).collect()
         });
     }
+
+    // Broker 1's own count, doubled twice (2, 4, 8); removing it would
+    // leave the default's 2, under half of 8: refused as Kafka refuses it.
+    let own = |change: &[&str]| {
+        let args = ["--bootstrap-server", &bootstrap, "--alter", "--entity-type", "brokers", "--entity-name", "1"];
+        support::kafka_cli("kafka-configs", &args.into_iter().chain(change.iter().copied()).collect::<Vec<_>>())
+    };
+    let described = || {
+        let args = ["--bootstrap-server", &bootstrap, "--describe", "--entity-type", "brokers", "--entity-name", "1"];
+        support::kafka_cli("kafka-configs", &args).1
+    };
+    for count in ["4", "8"] {
+        let setting = format!("num.replica.fetchers={count}");
+        let (ok, printed) = own(&["--add-config", &setting]);
+        assert!(ok, "{printed}");
+        support::wait_for(&format!("broker 1's own {setting}"), PATIENCE, || described().contains(&setting));
+    }
+    let (ok, printed) = own(&["--delete-config", "num.replica.fetchers"]);
+    assert!(!ok && printed.contains("value should be at least half the current value 8"), "{printed}");
 }

@@ -139,18 +139,25 @@ const THREAD_COUNTS: &[&str] = &["num.replica.fetchers"];
 
 impl BrokerConfig {
     /// Kafka's `DynamicThreadPool` check of a thread count set to `value`
-    /// (for this broker, or the cluster's default when `for_default`),
-    /// against its current value under `dynamic`.
+    /// (None: removed) for this broker, or for the cluster's default when
+    /// `for_default`, against its current value under `dynamic`.
     pub fn check_thread_count(
         &self,
         dynamic: &DynamicConfigs,
-        (name, value): (&str, &str),
+        (name, value): (&str, Option<&str>),
         for_default: bool,
     ) -> Result<(), ApiError> {
         // A default under this broker's own value changes nothing here.
         if !THREAD_COUNTS.contains(&name) || (for_default && dynamic.own.contains_key(name)) {
             return Ok(());
         }
+        // Removed, the next layer down applies.
+        let below = || {
+            let cluster = if for_default { None } else { dynamic.cluster.get(name) };
+            let set = cluster.or(self.raw.get(name)).cloned();
+            set.or_else(|| broker_key(name)?.default.map(str::to_string))
+        };
+        let value = value.map(str::to_string).or_else(below).unwrap_or_default();
         let current = self.value_under(dynamic, name).and_then(|v| v.parse::<i64>().ok());
         let (Ok(new), Some(old)) = (value.trim().parse::<i64>(), current) else { return Ok(()) };
         let reason = if new == old {

@@ -179,12 +179,15 @@ where
             if resource_type != CONFIG_RESOURCE_BROKER {
                 return None;
             }
-            let for_default = name.is_empty();
-            let threads = |changes: I| {
-                let mut set = changes.filter_map(|(key, value)| Some((key, value?)));
-                set.try_for_each(|change| config.check_thread_count(&dynamic, change, for_default))
+            // Checked against this broker's counts: for the default or
+            // for this broker (the admin client sends another broker's
+            // own configs to that broker).
+            let (for_default, own) = (name.is_empty(), name == ctx.broker.node_id.to_string());
+            let threads = |mut changes: I| {
+                changes.try_for_each(|change| config.check_thread_count(&dynamic, change, for_default))
             };
-            check_dynamic_update(changes.clone()).and_then(|()| threads(changes)).err()
+            let checked = check_dynamic_update(changes.clone());
+            checked.and_then(|()| if for_default || own { threads(changes) } else { Ok(()) }).err()
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 //! The replica manager's side of moves between log directories
 //! (KIP-113): AlterReplicaLogDirs starts or gives up a move, each round of
-//! the mover (`crate::log_dir_events::move_replicas`) copies a step of
-//! every move and swaps in the future replicas that caught up, and a move
+//! a mover (`crate::log_dir_events::movers`) copies a step of every move
+//! of its own and swaps in the future replicas that caught up, and a move
 //! a stop interrupted resumes when the replica opens.
 
 use std::path::Path;

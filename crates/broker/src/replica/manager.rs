@@ -221,13 +221,19 @@ impl ReplicaManager {
         self.reconcile(image, BTreeSet::from([name]), &BTreeMap::new())
     }
 
-    /// Tries again to open the replicas left closed (`unopened`: their
-    /// directory held another topic's log, or a log directory was
-    /// offline), topic by topic; the other topics are already in line.
+    /// Tries again to open the replicas left closed: those `unopened`
+    /// (their directory held another topic's log, or a log directory was
+    /// offline) and those of topics `image` places here that are not
+    /// hosted at all (their opening failed); the other topics are in line.
     pub fn sync_unopened(&self, image: &MetadataImage) -> Result<(), LogError> {
         let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
-        let closed: Vec<String> =
-            topics.iter().filter(|(_, hosted)| !hosted.unopened.is_empty()).map(|(name, _)| name.clone()).collect();
+        let missing = |name: &String| {
+            let placed_here =
+                image.topics.get(name).is_some_and(|t| t.partitions.iter().any(|p| self.hosting.hosts(p)));
+            placed_here && !topics.contains_key(name)
+        };
+        let unopened = topics.iter().filter(|(_, hosted)| !hosted.unopened.is_empty()).map(|(name, _)| name.clone());
+        let closed: Vec<String> = unopened.chain(image.topics.keys().filter(|n| missing(n)).cloned()).collect();
         drop(topics);
         if closed.is_empty() {
             return Ok(());

@@ -615,10 +615,14 @@ impl Partition {
 
     /// Truncates a follower's log to `offset` (it diverged from its
     /// leader); the high watermark never stays above the end.
-    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+    /// Only while the log still ends at `fetched_at`, where the fetch
+    /// that answered so was made: an answer another fetch has overtaken
+    /// (the partition went to another fetcher meanwhile) is stale.
+    pub fn truncate_to(&self, offset: i64, fetched_at: i64, now_ms: i64) -> Result<(), LogError> {
         let mut log = self.lock_log();
-        if self.is_led_here() {
-            // Led here since the fetch was sent: this log is the truth now.
+        if self.is_led_here() || log.log_end_offset() != fetched_at {
+            // Led here since the fetch was sent (this log is the truth
+            // now), or written since.
             return Ok(());
         }
         self.unless_disk_failed(log.truncate_to(offset, now_ms))?;
@@ -627,10 +631,11 @@ impl Partition {
     }
 
     /// Empties a follower's log to start at `offset` (its leader's log
-    /// start is past its end).
-    pub fn truncate_fully_and_start_at(&self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+    /// start is past its end), unless it no longer ends at `fetched_at`
+    /// (as [`Self::truncate_to`]).
+    pub fn truncate_fully_and_start_at(&self, offset: i64, fetched_at: i64, now_ms: i64) -> Result<(), LogError> {
         let mut log = self.lock_log();
-        if self.is_led_here() {
+        if self.is_led_here() || log.log_end_offset() != fetched_at {
             return Ok(());
         }
         self.unless_disk_failed(log.truncate_fully_and_start_at(offset, now_ms))?;

@@ -68,7 +68,7 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
             let (local, local_log_end) = partition.end_offset_for_epoch(epoch);
             let offset = follower_truncation(leader_end, local, local_log_end);
             tracing::info!(topic = %partition.topic, partition = partition.index, epoch, offset, "truncating a diverged follower");
-            partition.truncate_to(offset, now).map_err(|e| storage_error(&e))
+            partition.truncate_to(offset, sent.fetch_offset, now).map_err(|e| storage_error(&e))
         }
         0 => {
             let fetched = FetchedFromLeader {
@@ -89,12 +89,12 @@ fn apply_partition(sent: &Sent, data: PartitionData, now: i64) -> Result<(), i16
             let outcome = if data.log_start_offset > sent.fetch_offset {
                 let offset = data.log_start_offset;
                 tracing::info!(topic = %partition.topic, partition = partition.index, offset, "follower behind the leader's log start: starting over there");
-                partition.truncate_fully_and_start_at(offset, now)
+                partition.truncate_fully_and_start_at(offset, sent.fetch_offset, now)
             } else {
                 // Past the leader's end: what it has not got is not committed.
                 let offset = data.high_watermark.max(0);
                 tracing::info!(topic = %partition.topic, partition = partition.index, offset, "follower past the leader's log end: truncating to its high watermark");
-                partition.truncate_to(offset, now)
+                partition.truncate_to(offset, sent.fetch_offset, now)
             };
             outcome.map_err(|e| storage_error(&e))
         }

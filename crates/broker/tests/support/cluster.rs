@@ -97,7 +97,9 @@ pub fn metadata(node: &BrokerProcess) -> MetadataResponse {
 pub fn partition_state(node: &BrokerProcess, topic: &str, index: usize) -> MetadataResponsePartition {
     let mut answer = metadata(node);
     let found = answer.topics.iter_mut().find(|t| t.name.as_deref() == Some(topic));
-    found.unwrap_or_else(|| panic!("{topic} listed")).partitions.swap_remove(index)
+    let partitions = &mut found.unwrap_or_else(|| panic!("{topic} listed")).partitions;
+    let at = partitions.iter().position(|p| p.partition_index == index as i32);
+    partitions.swap_remove(at.unwrap_or_else(|| panic!("{topic}-{index} listed")))
 }
 
 pub fn topic_names(node: &BrokerProcess) -> BTreeSet<String> {
