@@ -920,6 +920,46 @@ pub(super) mod tests {
         assert!(!log_dir.exists(), "{} is deleted", log_dir.display());
     }
 
+    /// The controller taking a fenced follower out of the ISR (the image
+    /// changes the ISR, not the leader epoch) lets the high watermark move:
+    /// the acks=all produces and fetches parked on the partition are woken
+    /// then, as Kafka's leader completes its delayed requests, not at
+    /// their timeout.
+    #[test]
+    fn an_isr_the_controller_shrank_wakes_what_waits_for_the_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut replicas = replica_manager(dir.path());
+        replicas.hosting = Hosting::ReplicasOf(1);
+        let led = |partition_epoch: i32, isr: Vec<i32>| {
+            let mut image = image(&["t"]);
+            let mut topic = (*image.topics["t"]).clone();
+            let p0 = PartitionImage {
+                leader: 1,
+                leader_epoch: 1,
+                partition_epoch,
+                replicas: vec![1, 2, 3],
+                isr,
+                ..Default::default()
+            };
+            topic.partitions = vec![p0];
+            image.topics.insert("t".into(), Arc::new(topic));
+            image
+        };
+        replicas.sync_with_image(&led(1, vec![1, 2, 3])).unwrap();
+        let p0 = replicas.partition("t", 0).unwrap();
+        p0.append(&one_record(), now_ms()).unwrap();
+        // Follower 2 has it, follower 3 (about to be fenced) not.
+        let log = p0.lock_log();
+        p0.record_follower_fetch(&log, 2, -1, log.log_end_offset(), now_ms());
+        drop(log);
+        assert_eq!(p0.high_watermark(), 0, "waiting for 3");
+        let waiting = Waiter::new();
+        p0.watch(&waiting);
+        replicas.sync_with_image(&led(2, vec![1, 2])).unwrap();
+        assert_eq!((p0.leader_epoch(), p0.high_watermark()), (1, 1), "the same leader epoch, the record committed");
+        assert_eq!(waiting.wakeups(), 1, "the produce waiting for it is woken");
+    }
+
     /// As a metadata subscriber it acts on the delta: what the delta names
     /// changes, what it does not name is left alone (not re-compared).
     #[test]

@@ -323,8 +323,13 @@ impl Partition {
         }
         self.leader_epoch.store(leader_epoch, Ordering::Release);
         let changed = self.led_here.swap(led_here, Ordering::AcqRel) != led_here;
+        // An ISR the controller shrank (a fenced follower out, the same
+        // leader epoch) may commit what acks=all produces wait for: they
+        // are woken now, as Kafka's leader completes its delayed requests
+        // when its high watermark moves, not at their timeout.
+        let mut moved = false;
         if led_here {
-            self.advance_high_watermark(&log, &replica_set);
+            moved = self.advance_high_watermark(&log, &replica_set);
         } else {
             // A follower's high watermark is the leader's, never past its own end.
             let end = log.log_end_offset();
@@ -332,7 +337,7 @@ impl Partition {
         }
         drop(replica_set);
         drop(log);
-        if changed || new_epoch {
+        if changed || new_epoch || moved {
             self.watchers.wake_all();
         }
         Ok(())
