@@ -470,9 +470,9 @@ fn fault_rounds_lose_nothing_acknowledged() {
         let mut delay = 500 + next(1_000);
         if matches!(fault, Fault::CutOff) && !long() {
             // Once every replica has the producer's first records: a cut
-            // sooner can give records up (KAFKA-14359, above) and has shown
-            // the open duplicate finding (docs/reliability.md), both left
-            // to the long mode.
+            // sooner gives records up in about a third of the rounds
+            // (KAFKA-14359, above), each such round lasting the 30 s
+            // delivery timeout; left to the long mode.
             delay = 3_000;
         }
         std::thread::sleep(Duration::from_millis(delay));
