@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use krabka_log::FileSlice;
+use krabka_protocol::frame::RequestFrame;
 use krabka_protocol::{ApiKey, ResponseBody};
 use krabka_security::KafkaPrincipal;
 use tokio::task::JoinHandle;
@@ -193,7 +194,20 @@ pub struct RequestContext<'a> {
     pub started: Instant,
 }
 
-impl RequestContext<'_> {
+impl<'a> RequestContext<'a> {
+    /// The context of `request`, served from now.
+    pub fn of(broker: &'a Arc<Broker>, connection: &'a ConnectionInfo, request: &'a RequestFrame) -> Self {
+        RequestContext {
+            broker,
+            connection,
+            api_key: request.api_key,
+            api_version: request.api_version(),
+            correlation_id: request.correlation_id(),
+            client_id: request.header.client_id.as_deref(),
+            started: Instant::now(),
+        }
+    }
+
     /// Encodes a complete response frame for this request.
     pub fn encode(&self, body: &ResponseBody) -> Response {
         Response::from_bytes(encode_frame(self.api_key, self.api_version, self.correlation_id, body).freeze())

@@ -150,7 +150,8 @@ fn connections(pid: u32, port: u16) -> usize {
 /// krabka-replication's `fetchers.rs`), and a
 /// dynamic change of the cluster's default (`kafka-configs --entity-default`)
 /// re-spreads them; one below 1, below half or above double the current
-/// count is refused, as Kafka's broker refuses it. Every replica ends up
+/// count is refused, as Kafka's broker refuses it, by the broker it names
+/// even when another node is the active controller. Every replica ends up
 /// holding the same bytes through both.
 #[test]
 fn followers_fetch_over_num_replica_fetchers_connections() {
@@ -209,7 +210,10 @@ fn followers_fetch_over_num_replica_fetchers_connections() {
     let spread = expected(2);
     assert!(spread.iter().any(|&n| n > 1), "some leader's partitions over two fetchers: {spread:?}");
     support::wait_for(&format!("fetcher connections {spread:?}"), PATIENCE, || seen() == spread);
-    let (ok, printed) = support::idempotent_perf_producer(&bootstrap, TOPIC, 12_000);
+    // Round robin: every partition gets records (the default sticky
+    // partitioner, adaptive to queue sizes, may skip one of twelve).
+    let round_robin = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner";
+    let (ok, printed) = support::idempotent_perf_producer_with(&bootstrap, TOPIC, 12_000, &[round_robin]);
     assert!(ok, "{printed}");
     for partition in 0..12 {
         let what = format!("{TOPIC}-{partition}'s replicas to hold the same bytes");
@@ -218,21 +222,25 @@ fn followers_fetch_over_num_replica_fetchers_connections() {
         });
     }
 
-    // Broker 1's own count, doubled twice (2, 4, 8); removing it would
+    // A broker's own count, doubled twice (2, 4, 8); removing it would
     // leave the default's 2, under half of 8: refused as Kafka refuses it.
+    // The broker is one that is not the active controller: the broker the
+    // change names checks it against its own count before it forwards it.
+    let controller = support::cluster::create_and_find_the_controller(&brokers, &[0, 1, 2], "probe");
+    let node = ((controller + 1) % 3 + 1).to_string();
     let own = |change: &[&str]| {
-        let args = ["--bootstrap-server", &bootstrap, "--alter", "--entity-type", "brokers", "--entity-name", "1"];
+        let args = ["--bootstrap-server", &bootstrap, "--alter", "--entity-type", "brokers", "--entity-name", &node];
         support::kafka_cli("kafka-configs", &args.into_iter().chain(change.iter().copied()).collect::<Vec<_>>())
     };
     let described = || {
-        let args = ["--bootstrap-server", &bootstrap, "--describe", "--entity-type", "brokers", "--entity-name", "1"];
+        let args = ["--bootstrap-server", &bootstrap, "--describe", "--entity-type", "brokers", "--entity-name", &node];
         support::kafka_cli("kafka-configs", &args).1
     };
     for count in ["4", "8"] {
         let setting = format!("num.replica.fetchers={count}");
         let (ok, printed) = own(&["--add-config", &setting]);
         assert!(ok, "{printed}");
-        support::wait_for(&format!("broker 1's own {setting}"), PATIENCE, || described().contains(&setting));
+        support::wait_for(&format!("broker {node}'s own {setting}"), PATIENCE, || described().contains(&setting));
     }
     let (ok, printed) = own(&["--delete-config", "num.replica.fetchers"]);
     assert!(!ok && printed.contains("value should be at least half the current value 8"), "{printed}");

@@ -125,23 +125,8 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
         ));
     }
     if FORWARDED_APIS.contains(&api_key) && !connection.forwarded && broker.metadata.defers_to_another_controller() {
-        let started = Instant::now();
-        match active_controller::forward(broker, &request, (connection.peer, &connection.principal)).await {
-            Ok(response) => {
-                broker.metrics.request_completed(api_key.info().name, 0, started.elapsed());
-                return Ok(Reply::Now(Response::from_bytes(size_prefixed(&response))));
-            }
-            // No controller took it: answered here, NOT_CONTROLLER, which
-            // the client retries.
-            Err(ForwardError::NotTaken(reason)) => {
-                tracing::debug!(%reason, ?api_key, "no active controller took the forwarded request")
-            }
-            // It may have been carried out: the client sees a lost
-            // connection, as when a broker dies mid-request, and retries.
-            Err(ForwardError::Failed(reason)) => {
-                return Err(Close::routine(format!("forwarding {api_key:?} to the active controller: {reason}")))
-            }
-            Err(ForwardError::Refused(code)) => return refused_by_controller(broker, request, code),
+        if let Some(reply) = forward(broker, connection, &request).await? {
+            return Ok(reply);
         }
     }
     let body = request.decode_body().map_err(|e| {
@@ -150,15 +135,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             format!("cannot decode {api_key:?} v{api_version} request: {e}"),
         )
     })?;
-    let ctx = RequestContext {
-        broker,
-        connection,
-        api_key,
-        api_version,
-        correlation_id: request.correlation_id(),
-        client_id: request.header.client_id.as_deref(),
-        started: Instant::now(),
-    };
+    let ctx = RequestContext::of(broker, connection, &request);
     let body = match forwardable(&ctx, body).await {
         Ok(response) => return Ok(ctx.reply(response)),
         Err(body) => body,
@@ -244,10 +221,109 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
     Ok(ctx.reply(response))
 }
 
+/// How the active controller answered a forwarded request.
+enum Forwarded {
+    /// Its response frame (header and body).
+    Answered(Bytes),
+    /// It refused the Envelope with this error.
+    Refused(i16),
+}
+
+/// A request only the active controller decides, on a node that is not
+/// it: forwarded there, after a config change's checks that only the
+/// broker it was sent to can make. None when no controller took it (the
+/// caller answers it here: NOT_CONTROLLER, which the client retries).
+async fn forward(
+    broker: &Arc<Broker>,
+    connection: &ConnectionInfo,
+    request: &RequestFrame,
+) -> Result<Option<Reply>, Close> {
+    if matches!(request.api_key, ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs) {
+        return forward_config_change(broker, connection, request).await;
+    }
+    forward_whole(broker, connection, request).await
+}
+
+/// Kafka's broker preprocessing of AlterConfigs and IncrementalAlterConfigs
+/// (`configs::preprocess`): what it refuses is answered here, the rest
+/// forwarded, and the two merged into one response.
+async fn forward_config_change(
+    broker: &Arc<Broker>,
+    connection: &ConnectionInfo,
+    request: &RequestFrame,
+) -> Result<Option<Reply>, Close> {
+    let (api_key, api_version) = (request.api_key, request.api_version());
+    let undecodable = |e: String| {
+        Close::failure(FailureKind::UndecodableRequest, format!("cannot decode {api_key:?} v{api_version}: {e}"))
+    };
+    let ctx = RequestContext::of(broker, connection, request);
+    let body = request.decode_body().map_err(|e| undecodable(e.to_string()))?;
+    let (rest, refusals) = match configs::preprocess(&ctx, body) {
+        configs::Preprocessed::Whole => return forward_whole(broker, connection, request).await,
+        configs::Preprocessed::Refused(response) => return Ok(Some(ctx.reply(response))),
+        configs::Preprocessed::Rest(rest, refusals) => (rest, refusals),
+    };
+    let mut body = BytesMut::new();
+    rest.encode(&mut body, api_version)
+        .map_err(|e| Close::routine(format!("re-encoding {api_key:?} to forward: {e}")))?;
+    let frame = RequestFrame { api_key, header: request.header.clone(), body: body.freeze() };
+    match forward_frame(broker, connection, &frame).await? {
+        None => Ok(None),
+        Some(Forwarded::Refused(code)) => refused_by_controller(broker, request, code).map(Some),
+        Some(Forwarded::Answered(mut response)) => {
+            let answer = krabka_protocol::frame::parse_response_header(api_key, api_version, &mut response)
+                .and_then(|_| ResponseBody::decode(api_key, api_version, &mut response))
+                .map_err(|e| Close::routine(format!("the active controller's {api_key:?} answer: {e}")))?;
+            Ok(Some(ctx.reply(configs::merged(refusals, answer))))
+        }
+    }
+}
+
+/// Forwards the request as the client sent it.
+async fn forward_whole(
+    broker: &Arc<Broker>,
+    connection: &ConnectionInfo,
+    request: &RequestFrame,
+) -> Result<Option<Reply>, Close> {
+    let started = Instant::now();
+    Ok(match forward_frame(broker, connection, request).await? {
+        None => None,
+        Some(Forwarded::Answered(response)) => {
+            broker.metrics.request_completed(request.api_key.info().name, 0, started.elapsed());
+            Some(Reply::Now(Response::from_bytes(size_prefixed(&response))))
+        }
+        Some(Forwarded::Refused(code)) => Some(refused_by_controller(broker, request, code)?),
+    })
+}
+
+/// Sends `request` to the active controller in an Envelope.
+async fn forward_frame(
+    broker: &Arc<Broker>,
+    connection: &ConnectionInfo,
+    request: &RequestFrame,
+) -> Result<Option<Forwarded>, Close> {
+    let api_key = request.api_key;
+    match active_controller::forward(broker, request, (connection.peer, &connection.principal)).await {
+        Ok(response) => Ok(Some(Forwarded::Answered(response))),
+        // No controller took it: answered here, NOT_CONTROLLER, which
+        // the client retries.
+        Err(ForwardError::NotTaken(reason)) => {
+            tracing::debug!(%reason, ?api_key, "no active controller took the forwarded request");
+            Ok(None)
+        }
+        // It may have been carried out: the client sees a lost
+        // connection, as when a broker dies mid-request, and retries.
+        Err(ForwardError::Failed(reason)) => {
+            Err(Close::routine(format!("forwarding {api_key:?} to the active controller: {reason}")))
+        }
+        Err(ForwardError::Refused(code)) => Ok(Some(Forwarded::Refused(code))),
+    }
+}
+
 /// The active controller refused the Envelope (not NOT_CONTROLLER): the
 /// client gets UNKNOWN_SERVER_ERROR in its own request's response, as
 /// from Kafka's forwarding broker.
-fn refused_by_controller(broker: &Arc<Broker>, request: RequestFrame, code: i16) -> Result<Reply, Close> {
+fn refused_by_controller(broker: &Arc<Broker>, request: &RequestFrame, code: i16) -> Result<Reply, Close> {
     const MESSAGE: &str = "The server experienced an unexpected error when processing the request.";
     let (api_key, api_version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
     tracing::warn!(?api_key, code, "the active controller refused a forwarded request's Envelope");
