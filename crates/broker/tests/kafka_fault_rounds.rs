@@ -36,7 +36,7 @@ use support::netns::TestNetwork;
 use support::replica_bytes::{partition_log, wait_for_same_bytes};
 use support::replicated::{
     assert_in_order, create_topic, duplicates_by_round, lost, read_all_at, round_outcome, start_verifiable_producer,
-    wait_whole_at, QUICK_FAILOVER, TOPIC,
+    wait_whole_at, Draws, QUICK_FAILOVER, TOPIC,
 };
 use support::{KafkaNode, RawClient};
 
@@ -99,12 +99,8 @@ fn kafka_brokers_under_early_cut_offs() {
         return;
     }
     let rounds: u64 = std::env::var("KRABKA_FAULT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
-    let mut seed: u64 = std::env::var("KRABKA_FAULT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    // fault_rounds.rs's generator, drawn in the same order.
-    let mut next = move |n: u64| {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % n
-    };
+    // Drawn in fault_rounds.rs's order: its cut-offs, round by round.
+    let mut draws = Draws::from_env();
     let kept = std::env::var("KRABKA_FAULT_KEEP").ok().map(PathBuf::from);
     let scratch = tempfile::tempdir().unwrap();
     let root = kept.as_ref().map_or_else(|| scratch.path().join("kafka"), |k| k.join("kafka"));
@@ -118,8 +114,8 @@ fn kafka_brokers_under_early_cut_offs() {
         let started = Instant::now();
         let producer =
             start_verifiable_producer(&bootstrap, RECORDS_PER_ROUND, 2_000, Some(round as u32 + 1), scratch.path());
-        std::thread::sleep(Duration::from_millis(500 + next(1_000)));
-        let target = next(3) as usize;
+        std::thread::sleep(Duration::from_millis(500 + draws.next(1_000)));
+        let target = draws.next(3) as usize;
         cluster.network.isolate(3 + target);
         std::thread::sleep(Duration::from_secs(5));
         cluster.network.heal(3 + target);

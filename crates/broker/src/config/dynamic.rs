@@ -152,9 +152,11 @@ impl BrokerConfig {
             return Ok(());
         }
         // Removed, the next layer down applies.
+        let removed = if for_default { ConfigSource::DynamicDefaultBroker } else { ConfigSource::DynamicBroker };
         let below = || {
-            let cluster = if for_default { None } else { dynamic.cluster.get(name) };
-            let set = cluster.or(self.raw.get(name)).cloned();
+            let layers = dynamic.layers(&self.raw);
+            let mut under = layers.iter().skip_while(|(_, source)| *source != removed).skip(1);
+            let set = under.find_map(|(layer, _)| layer.get(name)).cloned();
             set.or_else(|| broker_key(name)?.default.map(str::to_string))
         };
         let value = value.map(str::to_string).or_else(below).unwrap_or_default();

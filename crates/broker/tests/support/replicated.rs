@@ -266,6 +266,23 @@ pub fn create_and_fill(bootstrap: &str, topic: &str, settings: &[&str], records:
     assert!(ok, "{printed}");
 }
 
+/// The fault rounds' seeded draws (`KRABKA_FAULT_SEED`, 1 by default):
+/// targets and timings alike in every run of a seed, and alike in
+/// fault_rounds.rs and kafka_fault_rounds.rs, which draw in the same order.
+pub struct Draws(u64);
+
+impl Draws {
+    pub fn from_env() -> Self {
+        Draws(std::env::var("KRABKA_FAULT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
+    }
+
+    /// The next draw in `0..n`: the high bits of a 64-bit LCG (Knuth's MMIX).
+    pub fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
 /// What one round's producer saw.
 pub struct RoundOutcome {
     pub acknowledged: Vec<Placed>,
