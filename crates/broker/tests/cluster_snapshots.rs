@@ -80,7 +80,15 @@ fn installed_snapshot_end(log: &str) -> i64 {
 
 #[test]
 fn a_node_behind_the_leaders_log_start_fetches_its_snapshot_and_a_restart_loads_its_own() {
-    let config = ["metadata.log.max.record.bytes.between.snapshots=1024", "metadata.max.retention.bytes=0"];
+    // A short broker session: a node killed and restarted registers again
+    // once its old session has expired (Kafka's controller refuses a new
+    // incarnation while the old one's session lives: 9 s by default).
+    let config = [
+        "metadata.log.max.record.bytes.between.snapshots=1024",
+        "metadata.max.retention.bytes=0",
+        "broker.session.timeout.ms=3000",
+        "broker.heartbeat.interval.ms=500",
+    ];
     let mut nodes = BrokerProcess::start_cluster(3, &config);
     let controller = create_and_find_the_controller(&nodes, &[0, 1, 2], "t-000");
     let mut names: BTreeSet<String> = BTreeSet::from(["t-000".to_string()]);

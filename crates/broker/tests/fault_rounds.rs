@@ -22,9 +22,8 @@
 //! handed that are no longer there (or hold something else), committed
 //! group offsets lost, replicas whose segments differ.
 //!
-//! The test command runs one round of each fault (10), a cut-off
-//! striking once the producer's first records are replicated (it ran
-//! three of each until the default run neared its 35-minute budget); with
+//! The test command runs three rounds of each fault (30), a cut-off
+//! striking once the producer's first records are replicated; with
 //! `KRABKA_LONG_TESTS=1`, 100 of each (1,000), every fault 0.5-1.5 s after
 //! the producer starts. `KRABKA_FAULT_ROUNDS` and
 //! `KRABKA_FAULT_SEED` (targets and timing) override; `KRABKA_FAULT_ONLY=N`
@@ -45,7 +44,7 @@ use support::netns::TestNetwork;
 use support::replica_bytes::wait_for_same_bytes;
 use support::replicated::{
     check, create_topic, duplicates_by_round, json_field, read_all, round_outcome, segments, start_verifiable_producer,
-    wait_whole_at, Placed, QUICK_FAILOVER as CONFIG, TOPIC,
+    wait_whole_at, Draws, Placed, QUICK_FAILOVER as CONFIG, TOPIC,
 };
 use support::{repo_root, BrokerProcess};
 
@@ -435,20 +434,16 @@ fn long() -> bool {
     std::env::var("KRABKA_LONG_TESTS").as_deref() == Ok("1")
 }
 
-/// Rounds to run: one of each fault, or 100 of each in the long mode.
+/// Rounds to run: three of each fault, or 100 of each in the long mode.
 fn rounds() -> u64 {
-    let default = FAULTS.len() as u64 * if long() { 100 } else { 1 };
+    let default = FAULTS.len() as u64 * if long() { 100 } else { 3 };
     std::env::var("KRABKA_FAULT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 #[test]
 fn fault_rounds_lose_nothing_acknowledged() {
     let rounds = rounds();
-    let mut seed: u64 = std::env::var("KRABKA_FAULT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let mut next = move |n: u64| {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % n
-    };
+    let mut draws = Draws::from_env();
     let only: Option<usize> = std::env::var("KRABKA_FAULT_ONLY").ok().and_then(|v| v.parse().ok());
     let mut cluster = Cluster::start();
     let bootstrap = cluster.bootstrap();
@@ -467,7 +462,7 @@ fn fault_rounds_lose_nothing_acknowledged() {
         let producer =
             start_verifiable_producer(&bootstrap, RECORDS_PER_ROUND, 2_000, Some(round as u32 + 1), scratch.path());
         let fault = FAULTS[only.unwrap_or(round as usize % FAULTS.len())];
-        let mut delay = 500 + next(1_000);
+        let mut delay = 500 + draws.next(1_000);
         if matches!(fault, Fault::CutOff) && !long() {
             // Once every replica has the producer's first records: a cut
             // sooner gives records up in about a third of the rounds
@@ -476,7 +471,7 @@ fn fault_rounds_lose_nothing_acknowledged() {
             delay = 3_000;
         }
         std::thread::sleep(Duration::from_millis(delay));
-        let target = next(3) as usize;
+        let target = draws.next(3) as usize;
         cluster.strike(fault, target);
         wait_whole(&cluster.brokers, "every ISR whole within the round");
         let output = producer.wait_with_output().expect("producer");

@@ -25,10 +25,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * CreateTime timestamp) at the next offset, the first one at the partition's log start offset.
  * After COUNT records it polls one more second and then compares each partition's end offset
  * with the position reached: any record beyond the COUNT expected fails. Prints
- * {"consumed":COUNT}.
+ * {"consumed":COUNT}. It waits for the COUNT records up to KRABKA_CHECK_TIMEOUT_S seconds
+ * (60), as the Python and Go checks do.
  */
 final class ConsumeCheck {
-    static final Duration TIMEOUT = Duration.ofSeconds(60);
+    static final Duration TIMEOUT = timeout(System.getenv("KRABKA_CHECK_TIMEOUT_S"));
     static final Duration EXTRA_POLL = Duration.ofSeconds(1);
 
     private final int partitions;
@@ -172,6 +173,11 @@ final class ConsumeCheck {
             b.append(hs[k].key()).append('=').append(RecordContract.show(hs[k].value()));
         }
         return b.append(']').toString();
+    }
+
+    private static Duration timeout(String seconds) {
+        double s = seconds == null || seconds.isBlank() ? 60 : Double.parseDouble(seconds);
+        return Duration.ofMillis((long) (s * 1000));
     }
 
     private static Duration remaining(long deadline) {
