@@ -187,6 +187,9 @@ impl Broker {
         }
         // Fenced first, so clients are sent elsewhere while this one drains.
         crate::lifecycle::controlled_shutdown(self).await;
+        // A parked JoinGroup would hold its connection for its whole
+        // rebalance timeout: answered now, its member joins elsewhere.
+        self.groups.unload_all();
         tracing::info!(open = connections.len(), "shutting down: finishing in-flight requests");
         let drained =
             tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;

@@ -395,6 +395,30 @@ fn committed_offsets_survive_restarts_even_mid_rebalance() {
 }
 
 #[test]
+fn a_join_parked_at_shutdown_is_answered_not_coordinator_and_holds_nothing_up() {
+    let mut broker = BrokerProcess::start(&FAST_GROUPS);
+    let mut a = RawClient::connect(&broker.bootstrap());
+    let joined = join(&mut a, 10_000);
+    let a_id = joined.member_id.clone();
+    assert_eq!(sync(&mut a, &a_id, joined.generation_id, &[(&a_id, b"x")]).error_code, 0);
+    // A second member with a minute's rebalance timeout: its join waits
+    // for the first member, who never rejoins.
+    let mut b = RawClient::connect(&broker.bootstrap());
+    let first: JoinGroupResponse = b.request(ApiKey::JoinGroup, 9, &join_request("", 10_000));
+    let parked = JoinGroupRequest { rebalance_timeout_ms: 60_000, ..join_request(&first.member_id, 10_000) };
+    let b_join = b.send(ApiKey::JoinGroup, 9, &parked);
+    std::thread::sleep(Duration::from_millis(300));
+    let stopping = Instant::now();
+    assert!(broker.stop().success());
+    // Answered, not cut off by the 10 s shutdown grace: as Kafka unloads
+    // its coordinator, so that the member finds the next one.
+    let stopped_in = stopping.elapsed();
+    let answer: JoinGroupResponse = b.receive(ApiKey::JoinGroup, 9, b_join);
+    assert_eq!((answer.error_code, answer.member_id.as_str()), (16, first.member_id.as_str()), "NOT_COORDINATOR");
+    assert!(stopped_in < Duration::from_secs(5), "the shutdown waited {stopped_in:?} for a parked join");
+}
+
+#[test]
 fn group_max_size_is_enforced_at_the_limit() {
     let broker = BrokerProcess::start(&[
         "group.min.session.timeout.ms=500",

@@ -526,6 +526,22 @@ impl ClassicGroup {
         ErrorCode::NONE.code()
     }
 
+    /// Its coordinator leaves this node (Kafka's `onUnloaded`): each
+    /// parked JoinGroup and SyncGroup is answered NOT_COORDINATOR, so that
+    /// its member finds the new coordinator and joins there, keeping its
+    /// member id, instead of waiting out its rebalance timeout here.
+    pub fn unload(&mut self) {
+        let not_coordinator = ErrorCode::NOT_COORDINATOR.code();
+        for member in self.members.values_mut() {
+            if let Some(waiter) = member.join_waiter.take() {
+                waiter(error_join(&member.member_id, not_coordinator));
+            }
+            if let Some(waiter) = member.sync_waiter.take() {
+                waiter(SyncGroupResponse { error_code: not_coordinator, ..Default::default() });
+            }
+        }
+    }
+
     fn remove_member(&mut self, member_id: &str) {
         if let Some(member) = self.members.remove(member_id) {
             if let Some(instance) = &member.group_instance_id {

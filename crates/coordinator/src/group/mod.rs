@@ -19,6 +19,7 @@ pub mod transactional;
 
 use krabka_protocol::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, OnceLock};
 
 use bytes::Bytes;
@@ -104,6 +105,14 @@ struct Shard {
 type Expired = (String, Vec<(String, i32)>, bool);
 
 impl Shard {
+    /// Answers every parked request of the shard's classic groups
+    /// NOT_COORDINATOR (consumer groups park nothing).
+    fn unload(&mut self) {
+        for entry in self.groups.values_mut() {
+            entry.group.unload();
+        }
+    }
+
     /// A hash table never gives back what it grew to: after a burst of
     /// short-lived groups (a client naming random group ids), the table of
     /// entries would keep its peak size for the life of the process.
@@ -125,6 +134,9 @@ pub struct GroupCoordinator {
     /// The count to size by when the topic does not exist:
     /// `offsets.topic.num.partitions`.
     default_partitions: usize,
+    /// Set when the node shuts down ([`unload_all`](Self::unload_all)):
+    /// no JoinGroup or SyncGroup parks any more.
+    closed: AtomicBool,
 }
 
 /// One partition of an OffsetCommit: (topic, partition, offset, leader epoch, metadata).
@@ -159,7 +171,12 @@ impl GroupCoordinator {
     /// `partitions` is `offsets.topic.num.partitions`, the count to size
     /// by when the topic does not exist at load.
     pub fn new(config: GroupConfig, partitions: usize) -> Self {
-        GroupCoordinator { config, shards: OnceLock::new(), default_partitions: partitions }
+        GroupCoordinator {
+            config,
+            shards: OnceLock::new(),
+            default_partitions: partitions,
+            closed: AtomicBool::new(false),
+        }
     }
 
     fn shards(&self) -> &Shards<Shard> {
@@ -204,12 +221,33 @@ impl GroupCoordinator {
         let now = host.now;
         let replay = |index, shard: &mut Shard, replayed| replay_record(index, shard, replayed, now);
         match self.shards().load_if_led_anew(index, host.log, replay) {
-            Ok(led) => led,
+            Ok(true) => true,
+            Ok(false) => {
+                self.shards().unload_if_not_led(index, host.log, Shard::unload);
+                false
+            }
             Err(error) => {
                 tracing::error!(partition = index, %error, "could not load a coordinator partition");
                 false
             }
         }
+    }
+
+    /// The node shuts down (Kafka closes its coordinator runtime, unloading
+    /// every partition): every parked JoinGroup and SyncGroup is answered
+    /// NOT_COORDINATOR now, and none parks from here on, so that no
+    /// connection holds the shutdown up waiting for a rebalance.
+    pub fn unload_all(&self) {
+        self.closed.store(true, Ordering::Release);
+        for index in 0..self.shards().len() {
+            self.shards().lock(index).unload();
+        }
+    }
+
+    /// Whether the node is shutting down; read under a shard's lock, so
+    /// that [`unload_all`](Self::unload_all) answers whatever parked before.
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Appends records to the shard's partition (the caller holds the shard lock).
@@ -269,6 +307,15 @@ impl GroupCoordinator {
         waiter: Waiter<JoinGroupResponse>,
     ) -> JoinOutcome {
         let (index, mut shard) = self.shard(group_id);
+        if self.is_closed() {
+            let code = ErrorCode::NOT_COORDINATOR.code();
+            return JoinOutcome::Now(JoinGroupResponse {
+                error_code: code,
+                generation_id: -1,
+                member_id: request.member_id,
+                ..Default::default()
+            });
+        }
         let now_ms = host.now.wall_ms;
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
         if let Some(consumer) = entry.consumer.as_mut().filter(|c| !c.is_empty()) {
@@ -325,6 +372,12 @@ impl GroupCoordinator {
         waiter: Waiter<SyncGroupResponse>,
     ) -> Outcome<SyncGroupResponse> {
         let (index, mut shard) = self.shard(group_id);
+        if self.is_closed() {
+            return Outcome::Now(SyncGroupResponse {
+                error_code: ErrorCode::NOT_COORDINATOR.code(),
+                ..Default::default()
+            });
+        }
         let Some(entry) = shard.groups.get_mut(group_id) else {
             return Outcome::Now(SyncGroupResponse {
                 error_code: ErrorCode::UNKNOWN_MEMBER_ID.code(),

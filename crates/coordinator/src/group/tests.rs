@@ -186,11 +186,67 @@ fn a_coordinator_that_comes_to_lead_a_partition_replays_what_its_leader_wrote_me
     assert!(b.follow_leadership(&host(&log, now), shard));
     assert_eq!(b.describe_group("g").unwrap().state, "Stable");
     assert_eq!(b.heartbeat("g", &member, 1, now.plus_ms(1)), 0, "the member is known to the new coordinator");
-    // A partition nobody here leads is not coordinated, and not ticked.
+    // A partition nobody here leads is not coordinated: it is unloaded,
+    // and replayed when it is led here again (its member never expired).
     log.set_leader_epoch(shard, None);
     assert!(!b.follow_leadership(&host(&log, now), shard));
+    assert!(b.describe_group("g").is_none(), "a partition not led here is unloaded");
     b.tick(&host(&log, now.plus_ms(10 * i64::from(SESSION_MS))));
-    assert_eq!(b.describe_group("g").unwrap().state, "Stable", "a partition not led here is left alone");
+    log.set_leader_epoch(shard, Some(2));
+    assert!(b.follow_leadership(&host(&log, now), shard));
+    assert_eq!(b.describe_group("g").unwrap().state, "Stable");
+}
+
+#[test]
+fn a_parked_join_is_answered_not_coordinator_when_the_partition_moves_away() {
+    let log = MemoryLog::new(3);
+    let now = Time::new(1_700_000_000_000, 0);
+    let groups = loaded(&log);
+    let shard = groups.partition_for("g");
+    let first = stable_group(&groups, &log, now);
+    // A second member starts a rebalance that waits for the first to rejoin.
+    let (join_waiter, joined) = waiter();
+    assert_eq!(groups.join(&host(&log, now), "g", join_request(), join_waiter), Outcome::Wait);
+    assert!(joined.lock().unwrap().is_none(), "parked for the rebalance");
+    // Leadership moves away: the next clock tick unloads the partition.
+    log.set_leader_epoch(shard, None);
+    groups.tick(&host(&log, now.plus_ms(100)));
+    let answer = joined.lock().unwrap().take().expect("answered once the partition moved away");
+    assert_eq!((answer.error_code, answer.generation_id), (ErrorCode::NOT_COORDINATOR.code(), -1));
+    assert!(!answer.member_id.is_empty() && answer.member_id != first, "with its own member id, to join again with");
+    assert!(groups.describe_group("g").is_none());
+    // Led here again: the group is what the log says (the second member
+    // never completed a generation), its first member still known.
+    log.set_leader_epoch(shard, Some(1));
+    assert!(groups.follow_leadership(&host(&log, now), shard));
+    let described = groups.describe_group("g").unwrap();
+    assert_eq!((described.state.as_str(), described.members.len()), ("Stable", 1));
+    assert_eq!(groups.heartbeat("g", &first, 1, now.plus_ms(200)), 0);
+}
+
+#[test]
+fn shutting_down_answers_parked_joins_and_syncs_and_parks_nothing_more() {
+    let log = MemoryLog::new(3);
+    let now = Time::new(1_700_000_000_000, 0);
+    let groups = loaded(&log);
+    let first = stable_group(&groups, &log, now);
+    let (join_waiter, joined) = waiter();
+    assert_eq!(groups.join(&host(&log, now), "g", join_request(), join_waiter), Outcome::Wait);
+    groups.unload_all();
+    let not_coordinator = ErrorCode::NOT_COORDINATOR.code();
+    assert_eq!(joined.lock().unwrap().take().expect("answered at shutdown").error_code, not_coordinator);
+    // The first member's rejoin and sync are answered at once, not parked.
+    let rejoin = JoinRequest { member_id: first.clone(), ..join_request() };
+    let (join_waiter, _) = waiter();
+    match groups.join(&host(&log, now), "g", rejoin, join_waiter) {
+        Outcome::Now(answer) => assert_eq!((answer.error_code, answer.member_id), (not_coordinator, first.clone())),
+        Outcome::Wait => panic!("a join parked after shutdown"),
+    }
+    let (sync_waiter, _) = waiter();
+    match groups.sync(&host(&log, now), "g", &first, 1, Vec::new(), sync_waiter) {
+        Outcome::Now(answer) => assert_eq!(answer.error_code, not_coordinator),
+        Outcome::Wait => panic!("a sync parked after shutdown"),
+    }
 }
 
 #[test]
