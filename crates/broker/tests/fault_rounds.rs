@@ -182,7 +182,7 @@ fn active_controller(broker: &BrokerProcess) -> i32 {
     let mut leader = -1;
     support::wait_for("the controller quorum to have a leader", PATIENCE, || {
         let answer = support::cluster::describe_quorum(&broker.bootstrap());
-        let partition = &answer.topics.first().and_then(|t| t.partitions.first());
+        let partition = answer.topics.first().and_then(|t| t.partitions.first());
         leader = partition.filter(|p| answer.error_code == 0 && p.error_code == 0).map_or(-1, |p| p.leader_id);
         (1..=3).contains(&leader)
     });

@@ -132,28 +132,24 @@ impl<S: Default> Shards<S> {
         tracing::info!(partition = index, leader_epoch = epoch, records = applied, "coordinator partition loaded");
         Ok(true)
     }
-}
 
-impl<S: Default> Shards<S> {
     /// Forgets shard `index` once this node no longer leads its partition,
     /// as Kafka unloads a coordinator partition that moved away: `unload`
     /// first answers what waits on the shard's state, which is then
     /// dropped, to be replayed when the node leads the partition again.
-    /// True if it was unloaded by this call.
-    pub fn unload_if_not_led(&self, index: usize, log: &dyn CoordinatorLog, unload: impl FnOnce(&mut S)) -> bool {
+    pub fn unload_if_not_led(&self, index: usize, log: &dyn CoordinatorLog, unload: impl FnOnce(&mut S)) {
         // The common case, a partition never led here, reads one atomic.
         if self.loaded_at[index].load(Ordering::Acquire) == NOT_LED || log.leader_epoch(index).is_some() {
-            return false;
+            return;
         }
         let mut shard = self.lock(index);
         if self.loaded_at[index].load(Ordering::Acquire) == NOT_LED {
-            return false; // another caller unloaded it meanwhile
+            return; // another caller unloaded it meanwhile
         }
         unload(&mut shard);
         *shard = S::default();
         self.loaded_at[index].store(NOT_LED, Ordering::Release);
         tracing::info!(partition = index, "coordinator partition unloaded");
-        true
     }
 }
 

@@ -117,7 +117,7 @@ pub struct ClassicGroup {
     pub state_timestamp_ms: i64,
 }
 
-fn error_join(member_id: &str, error_code: i16) -> JoinGroupResponse {
+pub(super) fn error_join(member_id: &str, error_code: i16) -> JoinGroupResponse {
     JoinGroupResponse {
         error_code,
         generation_id: -1,

@@ -308,13 +308,7 @@ impl GroupCoordinator {
     ) -> JoinOutcome {
         let (index, mut shard) = self.shard(group_id);
         if self.is_closed() {
-            let code = ErrorCode::NOT_COORDINATOR.code();
-            return JoinOutcome::Now(JoinGroupResponse {
-                error_code: code,
-                generation_id: -1,
-                member_id: request.member_id,
-                ..Default::default()
-            });
+            return JoinOutcome::Now(classic::error_join(&request.member_id, ErrorCode::NOT_COORDINATOR.code()));
         }
         let now_ms = host.now.wall_ms;
         let entry = shard.groups.entry(group_id.to_string()).or_insert_with(|| GroupEntry::new(group_id, now_ms));
