@@ -96,6 +96,12 @@ impl Drop for SmallDisks {
     fn drop(&mut self) {
         for mount in &self.0 {
             let _ = Command::new("umount").arg("-l").arg(mount).status();
+            // The broker's temp dir dropped before its disk: it could not
+            // remove a directory that was still a mount point, so what it
+            // left (its log, the empty mount point) goes now.
+            if let Some(broker_dir) = mount.parent() {
+                let _ = std::fs::remove_dir_all(broker_dir);
+            }
         }
     }
 }
