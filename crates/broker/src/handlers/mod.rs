@@ -111,6 +111,18 @@ fn is_supported(api_key: ApiKey, version: i16) -> bool {
     supported_apis().iter().any(|&(key, min, max)| key == api_key && (min..=max).contains(&version))
 }
 
+/// The request's body; one that does not decode closes the connection,
+/// as Kafka drops the connection of a request it cannot parse.
+fn decode_body(request: &RequestFrame) -> Result<RequestBody, Close> {
+    request.decode_body().map_err(|e| {
+        let (api_key, api_version) = (request.api_key, request.api_version());
+        Close::failure(
+            FailureKind::UndecodableRequest,
+            format!("cannot decode {api_key:?} v{api_version} request: {e}"),
+        )
+    })
+}
+
 pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: RequestFrame) -> Result<Reply, Close> {
     let api_key = request.api_key;
     let api_version = request.api_version();
@@ -129,12 +141,7 @@ pub async fn handle(broker: &Arc<Broker>, connection: &ConnectionInfo, request: 
             return Ok(reply);
         }
     }
-    let body = request.decode_body().map_err(|e| {
-        Close::failure(
-            FailureKind::UndecodableRequest,
-            format!("cannot decode {api_key:?} v{api_version} request: {e}"),
-        )
-    })?;
+    let body = decode_body(&request)?;
     let ctx = RequestContext::of(broker, connection, &request);
     let body = match forwardable(&ctx, body).await {
         Ok(response) => return Ok(ctx.reply(response)),
@@ -253,11 +260,8 @@ async fn forward_config_change(
     request: &RequestFrame,
 ) -> Result<Option<Reply>, Close> {
     let (api_key, api_version) = (request.api_key, request.api_version());
-    let undecodable = |e: String| {
-        Close::failure(FailureKind::UndecodableRequest, format!("cannot decode {api_key:?} v{api_version}: {e}"))
-    };
     let ctx = RequestContext::of(broker, connection, request);
-    let body = request.decode_body().map_err(|e| undecodable(e.to_string()))?;
+    let body = decode_body(request)?;
     let (rest, refusals) = match configs::preprocess(&ctx, body) {
         configs::Preprocessed::Whole => return forward_whole(broker, connection, request).await,
         configs::Preprocessed::Refused(response) => return Ok(Some(ctx.reply(response))),
@@ -327,9 +331,7 @@ fn refused_by_controller(broker: &Arc<Broker>, request: &RequestFrame, code: i16
     const MESSAGE: &str = "The server experienced an unexpected error when processing the request.";
     let (api_key, api_version, correlation_id) = (request.api_key, request.api_version(), request.correlation_id());
     tracing::warn!(?api_key, code, "the active controller refused a forwarded request's Envelope");
-    let body = request.decode_body().map_err(|e| {
-        Close::failure(FailureKind::UndecodableRequest, format!("cannot decode {api_key:?} v{api_version}: {e}"))
-    })?;
+    let body = decode_body(request)?;
     let response = forwarded::error_response(&body, api_version, ErrorCode::UNKNOWN_SERVER_ERROR, MESSAGE)
         .expect("only forwarded APIs are forwarded");
     broker.metrics.request_completed(api_key.info().name, ErrorCode::UNKNOWN_SERVER_ERROR.code(), Default::default());
