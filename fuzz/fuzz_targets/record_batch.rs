@@ -24,8 +24,8 @@
 use bytes::Bytes;
 use krabka_protocol::compression::Compression;
 use krabka_protocol::records::{
-    Header, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut, RecordBatches,
-    TimestampType, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MAGIC_V2,
+    DecodedRecords, Header, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut,
+    RecordBatches, RecordFacts, TimestampType, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES, MAGIC_V2,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -230,6 +230,7 @@ fn check_against_reference(batch: &RecordBatch) {
     }
     assert_eq!(borrowed, expected, "borrowed records differ from the reference reader's");
     assert_eq!(borrowed_error, expect_error, "borrowed records and the reference disagree on an error");
+    check_facts(&decoded);
     let owned: Vec<PlainRecord> = decoded
         .into_iter()
         .map_while(Result::ok)
@@ -243,6 +244,28 @@ fn check_against_reference(batch: &RecordBatch) {
         })
         .collect();
     assert_eq!(owned, expected, "owned records differ from the reference reader's");
+}
+
+/// The leader's walk (`for_each_fact`) sees what the iterator yields, and
+/// ends on the same error.
+fn check_facts(decoded: &DecodedRecords) {
+    let mut facts = Vec::new();
+    let walked = decoded.for_each_fact(|fact| facts.push(fact));
+    let mut iterated = Vec::new();
+    let mut first_error = None;
+    for item in decoded.iter() {
+        match item {
+            Ok(r) => iterated.push(RecordFacts {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                offset_delta: r.offset_delta,
+                has_key: r.key.is_some(),
+            }),
+            Err(e) => first_error = Some(e),
+        }
+    }
+    assert_eq!(facts, iterated, "for_each_fact and the iterator disagree");
+    assert_eq!(walked.err(), first_error, "for_each_fact and the iterator end differently");
 }
 
 /// Reads `count` records from `section` the plain way: the records before

@@ -14,8 +14,8 @@
 
 use bytes::Bytes;
 use krabka_protocol::records::{
-    DecodedRecords, NewHeader, NewRecord, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatches, RecordRef,
-    TimestampType, BATCH_HEADER_BYTES, NO_TIMESTAMP,
+    DecodedRecords, NewHeader, NewRecord, RecordBatch, RecordBatchBuilder, RecordBatchHeader, RecordBatches,
+    RecordFacts, TimestampType, BATCH_HEADER_BYTES, NO_TIMESTAMP,
 };
 
 use crate::config::{LogConfig, TimestampPolicy};
@@ -144,9 +144,8 @@ fn check_decoded(
     let mut refusals = Vec::new();
     let mut max_timestamp = NO_TIMESTAMP;
     let mut deltas_in_order = true;
-    for (index, record) in records.iter().enumerate() {
-        let record = record?;
-        let index = index as i32;
+    let mut index = 0i32;
+    records.for_each_fact(|record| {
         match rules.refusal(&record, index) {
             Some(refusal) => refusals.push(refusal),
             None => {
@@ -154,7 +153,8 @@ fn check_decoded(
                 deltas_in_order &= record.offset_delta == index;
             }
         }
-    }
+        index += 1;
+    })?;
     if !refusals.is_empty() {
         return Err(refused(refusals));
     }
@@ -191,9 +191,9 @@ impl RecordRules {
 
     /// Kafka's order: the key first, then the timestamp. A CreateTime
     /// record without a timestamp (-1) is not range checked.
-    fn refusal(&self, record: &RecordRef<'_>, index: i32) -> Option<(bool, RecordRefusal)> {
+    fn refusal(&self, record: &RecordFacts, index: i32) -> Option<(bool, RecordRefusal)> {
         let (timestamp, offset) = (record.timestamp, record.offset);
-        if self.needs_key && record.key.is_none() {
+        if self.needs_key && !record.has_key {
             let message = "Compacted topic cannot accept message without key".to_string();
             return Some((false, RecordRefusal { index, message }));
         }

@@ -131,29 +131,14 @@ fn batch_64k(c: &mut Criterion) {
 }
 
 /// 655 records of 100 B values, each with a key and two headers, as the
-/// load generator's 100 B batches carry: the per-record parsing cost.
+/// load generator's 100 B batches carry: the per-record parsing cost, and
+/// what a leader does to such a batch (decompress it, read every record).
 fn small_records(c: &mut Criterion) {
-    const RECORDS: usize = 655;
-    let value = text_bytes(100, 3);
-    let mut builder = RecordBatchBuilder::new(Compression::None);
-    for i in 0..RECORDS {
-        let key = format!("key-{i:08}");
-        let ns = (1_700_000_000_000_000_000u64 + i as u64).to_be_bytes();
-        let headers =
-            [NewHeader { key: b"run", value: Some(b"0123456789abcdef") }, NewHeader { key: b"ns", value: Some(&ns) }];
-        let record = NewRecord {
-            timestamp_ms: 1_700_000_000_000 + i as i64,
-            key: Some(key.as_bytes()),
-            value: Some(&value),
-            headers: &headers,
-        };
-        builder.append(&record).expect("benchmark records fit a batch");
-    }
-    let bytes = builder.build().expect("benchmark batch builds").into_bytes();
-    let batch = RecordBatch::new(bytes).expect("benchmark batch frames");
+    let text = small_records_batch(Compression::None, |_| text_bytes(100, 3));
+    let batch = RecordBatch::new(text).expect("benchmark batch frames");
     let records = batch.decode_records(MAX_DECOMPRESSED_BYTES).expect("benchmark batch decodes");
     let mut group = c.benchmark_group("batch_655_100B_records");
-    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.throughput(Throughput::Elements(SMALL_RECORDS as u64));
     group.bench_function("iterate", |b| {
         b.iter(|| {
             let mut value_bytes = 0;
@@ -163,7 +148,63 @@ fn small_records(c: &mut Criterion) {
             value_bytes
         })
     });
+    group.bench_function("facts", |b| {
+        b.iter(|| {
+            let mut max_timestamp = 0;
+            black_box(&records)
+                .for_each_fact(|fact| max_timestamp = max_timestamp.max(fact.timestamp))
+                .expect("valid records");
+            max_timestamp
+        })
+    });
+    // Random values, as the capacity cells send: LZ4 keeps them as literals
+    // and matches only the keys and headers.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let random = small_records_batch(Compression::Lz4, |_| {
+        (0..100)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 56) as u8
+            })
+            .collect()
+    });
+    let batch = RecordBatch::new(random).expect("benchmark batch frames");
+    let mut scratch = Vec::new();
+    group.bench_function("leader_check_lz4_random", |b| {
+        b.iter(|| {
+            let records =
+                black_box(&batch).decode_records_reusing(MAX_DECOMPRESSED_BYTES, &mut scratch).expect("decodes");
+            let mut max_timestamp = 0;
+            records.for_each_fact(|fact| max_timestamp = max_timestamp.max(fact.timestamp)).expect("valid records");
+            records.recycle(&mut scratch);
+            max_timestamp
+        })
+    });
     group.finish();
+}
+
+const SMALL_RECORDS: usize = 655;
+
+/// The load generator's record shape with values from `value`.
+fn small_records_batch(codec: Compression, mut value: impl FnMut(usize) -> Vec<u8>) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(codec);
+    for i in 0..SMALL_RECORDS {
+        let key = format!("key-{i:08}");
+        let ns = (1_700_000_000_000_000_000u64 + i as u64).to_be_bytes();
+        let headers =
+            [NewHeader { key: b"run", value: Some(b"0123456789abcdef") }, NewHeader { key: b"ns", value: Some(&ns) }];
+        let value = value(i);
+        let record = NewRecord {
+            timestamp_ms: 1_700_000_000_000 + i as i64,
+            key: Some(key.as_bytes()),
+            value: Some(&value),
+            headers: &headers,
+        };
+        builder.append(&record).expect("benchmark records fit a batch");
+    }
+    builder.build().expect("benchmark batch builds").into_bytes()
 }
 
 criterion_group!(benches, crc, one_record, batch_64k, small_records);

@@ -5,8 +5,8 @@
 use bytes::{Bytes, BytesMut};
 use krabka_protocol::compression::{self, Compression, CompressionError};
 use krabka_protocol::records::{
-    crc32c, crc32c_append, whole_batches, NewHeader, NewRecord, Record, RecordBatch, RecordBatchBuilder,
-    RecordBatchMut, RecordBatches, RecordError, TimestampType, BATCH_HEADER_BYTES,
+    crc32c, crc32c_append, whole_batches, DecodedRecords, NewHeader, NewRecord, Record, RecordBatch,
+    RecordBatchBuilder, RecordBatchMut, RecordBatches, RecordError, RecordFacts, TimestampType, BATCH_HEADER_BYTES,
 };
 use krabka_protocol::DecodeError;
 use proptest::prelude::*;
@@ -252,6 +252,7 @@ fn record_count_and_record_lengths_are_checked() {
     let results: Vec<_> = decoded.iter().collect();
     assert_eq!(results.len(), 2);
     assert!(matches!(results[1], Err(RecordError::TrailingRecordBytes { count: 1, .. })));
+    assert!(matches!(facts_agree_with_iter(&decoded), Some(RecordError::TrailingRecordBytes { count: 1, .. })));
 
     // One record more than present.
     let more = with_fixed_crc(bytes.clone(), |b| b[57..61].copy_from_slice(&3i32.to_be_bytes()));
@@ -263,6 +264,15 @@ fn record_count_and_record_lengths_are_checked() {
     let short = with_fixed_crc(bytes.clone(), |b| b[BATCH_HEADER_BYTES] -= 2);
     let first = short.records(LIMIT_BYTES).unwrap().next().unwrap();
     assert!(matches!(first, Err(RecordError::RecordSizeMismatch { .. })), "{first:?}");
+    let walked = facts_agree_with_iter(&short.decode_records(LIMIT_BYTES).unwrap());
+    assert!(matches!(walked, Some(RecordError::RecordSizeMismatch { .. })), "{walked:?}");
+    // Negative lengths (zigzag: odd values): the record's, then its key's.
+    let negative_length = with_fixed_crc(bytes.clone(), |b| b[BATCH_HEADER_BYTES] = 0x03);
+    let walked = facts_agree_with_iter(&negative_length.decode_records(LIMIT_BYTES).unwrap());
+    assert_eq!(walked, Some(RecordError::InvalidRecordLength(-2)));
+    let negative_key = with_fixed_crc(bytes.clone(), |b| b[BATCH_HEADER_BYTES + 4] = 0x05);
+    let walked = facts_agree_with_iter(&negative_key.decode_records(LIMIT_BYTES).unwrap());
+    assert_eq!(walked, Some(RecordError::InvalidFieldLength { what: "key", length: -3 }));
 
     // An unknown codec id.
     let codec7 = with_fixed_crc(bytes, |b| b[22] |= 0x07);
@@ -299,6 +309,7 @@ fn a_varint_cut_off_or_too_long_at_the_end_of_the_section_is_an_error() {
         let decoded = extended.decode_records(LIMIT_BYTES).unwrap();
         let borrowed: Vec<_> = decoded.iter().collect();
         assert_eq!(borrowed[1].as_ref().unwrap_err(), &expected, "{tail:?}");
+        assert_eq!(facts_agree_with_iter(&decoded), Some(expected), "{tail:?}");
     }
 }
 
@@ -537,10 +548,34 @@ fn plausible_batch(attributes: i16, record_count: i32, body: &[u8]) -> RecordBat
 }
 
 /// Drives every reader over a batch; only panics matter.
+/// A leader's walk (`for_each_fact`) sees the records the iterator yields
+/// and ends on the same error; returns that error.
+fn facts_agree_with_iter(decoded: &DecodedRecords) -> Option<RecordError> {
+    let mut facts = Vec::new();
+    let walked = decoded.for_each_fact(|fact| facts.push(fact));
+    let mut iterated = Vec::new();
+    let mut error = None;
+    for item in decoded.iter() {
+        match item {
+            Ok(r) => iterated.push(RecordFacts {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                offset_delta: r.offset_delta,
+                has_key: r.key.is_some(),
+            }),
+            Err(e) => error = Some(e),
+        }
+    }
+    assert_eq!(facts, iterated);
+    assert_eq!(walked.err(), error);
+    error
+}
+
 fn exercise(batch: &RecordBatch) {
     let _ = batch.validate();
     let _ = format!("{batch:?}");
     if let Ok(decoded) = batch.decode_records(64 * 1024) {
+        facts_agree_with_iter(&decoded);
         for record in decoded.iter().flatten() {
             for header in record.headers.iter() {
                 let _ = (header.key.len(), header.value.map(<[u8]>::len));

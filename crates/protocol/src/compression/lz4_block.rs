@@ -107,11 +107,15 @@ fn copy_match(output: &mut Vec<u8>, offset: usize, length: usize) {
     debug_assert!(offset > 0 && offset <= output.len());
     let from = output.len() - offset;
     let end = output.len() + length;
+    // Short copies go through a fixed-size array: `extend_from_within`
+    // calls `memcpy` even for a constant length (profiled).
     if length <= SHORT_COPY && offset >= SHORT_COPY {
-        output.extend_from_within(from..from + SHORT_COPY);
+        let chunk: [u8; SHORT_COPY] = *output[from..].first_chunk().expect("offset >= SHORT_COPY");
+        output.extend_from_slice(&chunk);
         output.truncate(end);
     } else if length <= 2 * SHORT_COPY && offset >= 2 * SHORT_COPY {
-        output.extend_from_within(from..from + 2 * SHORT_COPY);
+        let chunk: [u8; 2 * SHORT_COPY] = *output[from..].first_chunk().expect("offset >= 2 * SHORT_COPY");
+        output.extend_from_slice(&chunk);
         output.truncate(end);
     } else if offset >= length {
         output.extend_from_within(from..from + length);

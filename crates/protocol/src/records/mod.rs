@@ -42,8 +42,8 @@ pub use control::{control_batch, control_batch_of, control_type_id, transaction_
 pub use crc::{crc32c, crc32c_append};
 pub use patch::{RecordBatchHeader, RecordBatchMut};
 pub use record::{
-    DecodedRecords, Header, HeaderIter, HeaderRef, HeaderRefIter, Headers, HeadersRef, Record, RecordRef, RecordRefs,
-    Records,
+    DecodedRecords, Header, HeaderIter, HeaderRef, HeaderRefIter, Headers, HeadersRef, Record, RecordFacts, RecordRef,
+    RecordRefs, Records,
 };
 
 use crate::compression::CompressionError;

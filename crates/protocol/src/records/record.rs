@@ -8,13 +8,14 @@
 //! headers: [headerKeyLength varint, headerKey, headerValueLength varint (-1 = null), headerValue]
 //! ```
 //!
-//! Parsing walks the section by index ([`Cursor`]) and notes where each
-//! field lies; profiled on 100 B records, reading through a `Bytes` cursor
-//! (a bounds check and a pointer update per byte) cost a third of produce. Two views are
-//! built from those positions: [`RecordRef`] borrows slices of the section (no
-//! per-record cost at all, for validation), [`Record`] holds `Bytes` slices of
-//! it (one reference count per present field, for records that outlive the
-//! iteration).
+//! Parsing walks the section with a [`Cursor`] (what is left of it) and
+//! notes where each field lies; profiled on 100 B records, reading through
+//! a `Bytes` cursor (a bounds check and a pointer update per byte) cost a
+//! third of produce. Two views are built from those positions: [`RecordRef`] borrows slices of the section (no
+//! per-record cost at all), [`Record`] holds `Bytes` slices of it (one
+//! reference count per present field, for records that outlive the
+//! iteration). A leader's validation builds neither:
+//! [`DecodedRecords::for_each_fact`] hands it the few fields it checks.
 
 use std::fmt;
 use std::iter::FusedIterator;
@@ -52,37 +53,52 @@ impl From<Malformed> for RecordError {
     }
 }
 
-/// A read position in a records section (or a record's encoded headers).
+/// A read position in a records section (or a record's encoded headers):
+/// what is left of it, so that each read checks one length (profiled: a
+/// position checked against the section's end cost an overflow check
+/// and two compares per field).
 struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    /// The length of the whole section: positions are counted from its start.
+    section_len: usize,
+    rest: &'a [u8],
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor at `pos` of `section` (at most its length).
+    #[inline(always)]
+    fn at(section: &'a [u8], pos: usize) -> Cursor<'a> {
+        Cursor { section_len: section.len(), rest: &section[pos..] }
+    }
+
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.section_len - self.rest.len()
+    }
+
     #[inline(always)]
     fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
+        self.rest.len()
     }
 
     #[inline(always)]
     fn i8(&mut self) -> Result<i8, Malformed> {
-        let &byte = self.bytes.get(self.pos).ok_or(Malformed::Truncated)?;
-        self.pos += 1;
+        let (&byte, rest) = self.rest.split_first().ok_or(Malformed::Truncated)?;
+        self.rest = rest;
         Ok(byte as i8)
     }
 
     /// A one- or two-byte unsigned varint (most lengths and deltas in a
     /// record), read inline; `None` when the value is longer or the section
-    /// ends within two bytes, for [`Cursor::long_unsigned`] to read.
+    /// ends first, for [`Cursor::long_unsigned`] to read.
     #[inline(always)]
     fn short_unsigned(&mut self) -> Option<u64> {
-        match self.bytes.get(self.pos..self.pos + 2) {
-            Some(&[first, _]) if first < 0x80 => {
-                self.pos += 1;
+        match *self.rest {
+            [first, ref rest @ ..] if first < 0x80 => {
+                self.rest = rest;
                 Some(u64::from(first))
             }
-            Some(&[first, second]) if second < 0x80 => {
-                self.pos += 2;
+            [first, second, ref rest @ ..] if second < 0x80 => {
+                self.rest = rest;
                 Some(u64::from(first & 0x7f) | u64::from(second) << 7)
             }
             _ => None,
@@ -92,9 +108,9 @@ impl<'a> Cursor<'a> {
     /// An unsigned varint (`read_unsigned_varint`) or varlong
     /// (`read_unsigned_varlong`) that [`Cursor::short_unsigned`] left.
     fn long_unsigned<T>(&mut self, read: fn(&[u8]) -> DecodeResult<(T, usize)>) -> Result<T, Malformed> {
-        match read(&self.bytes[self.pos..]) {
+        match read(self.rest) {
             Ok((value, length)) => {
-                self.pos += length;
+                self.rest = &self.rest[length..];
                 Ok(value)
             }
             Err(DecodeError::VarintTooLong(bytes)) => Err(Malformed::VarintTooLong(bytes)),
@@ -104,12 +120,17 @@ impl<'a> Cursor<'a> {
 
     #[inline(always)]
     fn varint(&mut self) -> Result<i32, Malformed> {
-        let raw = match self.short_unsigned() {
+        self.zigzag_varint().map(zigzag_i32)
+    }
+
+    /// A varint as written, before zigzag decoding.
+    #[inline(always)]
+    fn zigzag_varint(&mut self) -> Result<u32, Malformed> {
+        match self.short_unsigned() {
             // Two bytes hold at most 14 bits.
-            Some(raw) => raw as u32,
-            None => self.long_unsigned(read_unsigned_varint)?,
-        };
-        Ok(zigzag_i32(raw))
+            Some(raw) => Ok(raw as u32),
+            None => self.long_unsigned(read_unsigned_varint),
+        }
     }
 
     #[inline(always)]
@@ -124,17 +145,21 @@ impl<'a> Cursor<'a> {
     /// A varint-length-prefixed field (-1 is null): where it lies.
     #[inline(always)]
     fn field(&mut self, what: &'static str) -> Result<Option<Range<usize>>, Malformed> {
-        let length = self.varint()?;
-        if length == -1 {
-            return Ok(None);
-        }
-        match usize::try_from(length) {
-            Ok(n) if n <= self.remaining() => {
-                let start = self.pos;
-                self.pos += n;
-                Ok(Some(start..self.pos))
+        // Zigzag: 1 is -1 (null), other odd values other negative lengths.
+        let raw = self.zigzag_varint()?;
+        let Some(length) = non_negative(raw) else {
+            return match raw {
+                1 => Ok(None),
+                _ => Err(Malformed::FieldLength { what, length: zigzag_i32(raw) }),
+            };
+        };
+        let start = self.pos();
+        match self.rest.get(length..) {
+            Some(rest) => {
+                self.rest = rest;
+                Ok(Some(start..self.pos()))
             }
-            _ => Err(Malformed::FieldLength { what, length }),
+            None => Err(Malformed::FieldLength { what, length: zigzag_i32(raw) }),
         }
     }
 
@@ -146,6 +171,13 @@ impl<'a> Cursor<'a> {
         let value = self.field("header value")?;
         Ok((key, value))
     }
+}
+
+/// A zigzag-encoded varint's value when it is not negative: zigzag keeps
+/// the sign in the low bit, so that is one test and a shift.
+#[inline(always)]
+fn non_negative(raw: u32) -> Option<usize> {
+    (raw & 1 == 0).then_some((raw >> 1) as usize)
 }
 
 /// Where one record's fields lie in the records section.
@@ -160,32 +192,36 @@ struct RawRecord {
 }
 
 /// Reads the record at `cursor`, checking that its fields fill exactly the
-/// length it declares and that every header is well formed.
+/// length it declares and that every header is well formed. `next` is set
+/// to where the following record starts as soon as the length is read, so
+/// that the next record's reads need not wait for this one's fields, each
+/// of whose positions depends on the field before.
 #[inline(always)]
-fn read_record(cursor: &mut Cursor<'_>) -> Result<RawRecord, Malformed> {
-    let length = cursor.varint()?;
-    let length_bytes = match usize::try_from(length) {
-        Ok(n) if n <= cursor.remaining() => n,
-        _ => return Err(Malformed::RecordLength(length)),
+fn read_record(cursor: &mut Cursor<'_>, next: &mut usize) -> Result<RawRecord, Malformed> {
+    let length = cursor.zigzag_varint()?;
+    let length_bytes = match non_negative(length) {
+        Some(n) if n <= cursor.remaining() => n,
+        _ => return Err(Malformed::RecordLength(zigzag_i32(length))),
     };
+    *next = cursor.pos() + length_bytes;
     // Fields are read straight from the cursor; a record whose fields run past
     // its length is caught by the size check below.
-    let start = cursor.pos;
+    let start = cursor.pos();
     let attributes = cursor.i8()?;
     let timestamp_delta = cursor.varlong()?;
     let offset_delta = cursor.varint()?;
     let key = cursor.field("key")?;
     let value = cursor.field("value")?;
-    let header_count = cursor.varint()?;
-    let header_count = usize::try_from(header_count)
-        .map_err(|_| Malformed::FieldLength { what: "headers count", length: header_count })?;
-    let headers_start = cursor.pos;
+    let header_count = cursor.zigzag_varint()?;
+    let header_count = non_negative(header_count)
+        .ok_or(Malformed::FieldLength { what: "headers count", length: zigzag_i32(header_count) })?;
+    let headers_start = cursor.pos();
     // Every header takes at least two bytes, so this loop ends with the input.
     for _ in 0..header_count {
         cursor.header()?;
     }
-    let headers = headers_start..cursor.pos;
-    let read_bytes = cursor.pos - start;
+    let headers = headers_start..cursor.pos();
+    let read_bytes = cursor.pos() - start;
     if read_bytes != length_bytes {
         return Err(Malformed::SizeMismatch { declared: length_bytes, read: read_bytes });
     }
@@ -252,6 +288,22 @@ impl DecodedRecords {
     /// Borrowed records: no per-record cost beyond parsing.
     pub fn iter(&self) -> RecordRefs<'_> {
         RecordRefs { section: &self.data, walk: self.walk() }
+    }
+
+    /// Reads every record as [`DecodedRecords::iter`] does, with the same
+    /// checks and the same first error, and hands `visit` what a leader's
+    /// validation reads of each ([`RecordFacts`]), in order. Nothing is built
+    /// or returned per record: profiled on 100 B records, the produce path
+    /// spent as long taking each [`RecordRef`] out of the iterator as
+    /// reading its fields.
+    #[inline]
+    pub fn for_each_fact(&self, mut visit: impl FnMut(RecordFacts)) -> Result<(), RecordError> {
+        let mut walk = self.walk();
+        while let Some(located) = walk.next(&self.data) {
+            let Located { offset, timestamp, raw } = located?;
+            visit(RecordFacts { offset, timestamp, offset_delta: raw.offset_delta, has_key: raw.key.is_some() });
+        }
+        Ok(())
     }
 
     fn walk(&self) -> Walk {
@@ -325,9 +377,8 @@ impl Walk {
             return None;
         }
         self.remaining -= 1;
-        let mut cursor = Cursor { bytes: section, pos: self.pos };
-        let read = read_record(&mut cursor);
-        self.pos = cursor.pos;
+        let mut cursor = Cursor::at(section, self.pos);
+        let read = read_record(&mut cursor, &mut self.pos);
         match read {
             Ok(raw) => {
                 let offset = self.base_offset.wrapping_add(i64::from(raw.offset_delta));
@@ -346,6 +397,20 @@ impl Walk {
         // One more item (an error) may follow the records.
         (0, Some(self.remaining as usize + 1))
     }
+}
+
+// ---------------------------------------------------------------- facts
+
+/// What a leader's checks read of one record (Kafka's LogValidator reads
+/// no more of a produced record): see [`DecodedRecords::for_each_fact`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordFacts {
+    /// `baseOffset + offsetDelta`.
+    pub offset: i64,
+    /// As [`RecordRef::timestamp`].
+    pub timestamp: i64,
+    pub offset_delta: i32,
+    pub has_key: bool,
 }
 
 // ---------------------------------------------------------------- borrowed view
@@ -377,6 +442,7 @@ pub struct RecordRefs<'a> {
 impl<'a> Iterator for RecordRefs<'a> {
     type Item = Result<RecordRef<'a>, RecordError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let section: &'a Bytes = self.section;
         let slice = |range: Range<usize>| &section[range];
@@ -482,9 +548,9 @@ fn next_header(raw: &[u8], pos: &mut usize, remaining: &mut usize) -> Option<(Ra
         return None;
     }
     *remaining -= 1;
-    let mut cursor = Cursor { bytes: raw, pos: *pos };
+    let mut cursor = Cursor::at(raw, *pos);
     let header = cursor.header();
-    *pos = cursor.pos;
+    *pos = cursor.pos();
     match header {
         Ok(header) => Some(header),
         Err(_) => {
