@@ -255,12 +255,7 @@ fn check_facts(decoded: &DecodedRecords) {
     let mut first_error = None;
     for item in decoded.iter() {
         match item {
-            Ok(r) => iterated.push(RecordFacts {
-                offset: r.offset,
-                timestamp: r.timestamp,
-                offset_delta: r.offset_delta,
-                has_key: r.key.is_some(),
-            }),
+            Ok(r) => iterated.push(RecordFacts::from(&r)),
             Err(e) => first_error = Some(e),
         }
     }

@@ -557,12 +557,7 @@ fn facts_agree_with_iter(decoded: &DecodedRecords) -> Option<RecordError> {
     let mut error = None;
     for item in decoded.iter() {
         match item {
-            Ok(r) => iterated.push(RecordFacts {
-                offset: r.offset,
-                timestamp: r.timestamp,
-                offset_delta: r.offset_delta,
-                has_key: r.key.is_some(),
-            }),
+            Ok(r) => iterated.push(RecordFacts::from(&r)),
             Err(e) => error = Some(e),
         }
     }

@@ -11,10 +11,10 @@
 //! Parsing walks the section with a [`Cursor`] (what is left of it) and
 //! notes where each field lies; profiled on 100 B records, reading through
 //! a `Bytes` cursor (a bounds check and a pointer update per byte) cost a
-//! third of produce. Two views are built from those positions: [`RecordRef`] borrows slices of the section (no
-//! per-record cost at all), [`Record`] holds `Bytes` slices of it (one
-//! reference count per present field, for records that outlive the
-//! iteration). A leader's validation builds neither:
+//! third of produce. Two views are built from those positions:
+//! [`RecordRef`] borrows slices of the section (no per-record cost at all),
+//! [`Record`] holds `Bytes` slices of it (one reference count per present
+//! field, for records that outlive the iteration). A leader's validation builds neither:
 //! [`DecodedRecords::for_each_fact`] hands it the few fields it checks.
 
 use std::fmt;
@@ -411,6 +411,19 @@ pub struct RecordFacts {
     pub timestamp: i64,
     pub offset_delta: i32,
     pub has_key: bool,
+}
+
+/// The facts a leader would read of a record already built (tests compare
+/// [`DecodedRecords::for_each_fact`] against the iterator through this).
+impl From<&RecordRef<'_>> for RecordFacts {
+    fn from(record: &RecordRef<'_>) -> Self {
+        RecordFacts {
+            offset: record.offset,
+            timestamp: record.timestamp,
+            offset_delta: record.offset_delta,
+            has_key: record.key.is_some(),
+        }
+    }
 }
 
 // ---------------------------------------------------------------- borrowed view
