@@ -355,8 +355,12 @@ impl Driver {
         let now = self.now_ms();
         match event {
             Event::Request { request, version, reply } => {
+                // Learned only from a request the wire layer accepts (this
+                // cluster's, well formed).
+                let endpoints = endpoints_in_request(&request, &self.context.listener);
                 match wire::accept_request(&self.context, &self.node.election_state(), request, version) {
                     Accepted::Message { from, message } => {
+                        self.learn_endpoints(endpoints);
                         self.pending.entry((from, kind(&message).0)).or_default().push_back(Pending { reply, version });
                         let actions = self.node.handle(now, from, message)?;
                         self.perform(actions)?;
@@ -368,7 +372,7 @@ impl Driver {
                 }
             }
             Event::Response { peer, sent, result } => match result.map(|body| {
-                self.learn_endpoints(&body);
+                self.learn_endpoints(endpoints_in_response(&body));
                 wire::accept_response(&sent, body)
             }) {
                 Ok(Ok(message)) => match self.node.handle(now, peer, message) {
@@ -464,23 +468,11 @@ impl Driver {
         self.perform(actions)
     }
 
-    /// The leaders' endpoints a response names (Fetch v17+, FetchSnapshot
-    /// v1+): an observer that asked a bootstrap server learns where its
-    /// leader is.
-    fn learn_endpoints(&mut self, body: &ResponseBody) {
-        let endpoints: Vec<(i32, Endpoint)> = match body {
-            ResponseBody::Fetch(fetch) => fetch
-                .node_endpoints
-                .iter()
-                .filter_map(|e| Some((e.node_id, Endpoint { host: e.host.clone(), port: u16::try_from(e.port).ok()? })))
-                .collect(),
-            ResponseBody::FetchSnapshot(fetch) => fetch
-                .node_endpoints
-                .iter()
-                .map(|e| (e.node_id, Endpoint { host: e.host.clone(), port: e.port }))
-                .collect(),
-            _ => Vec::new(),
-        };
+    /// Remembers where the nodes a message names listen: an observer that
+    /// asked a bootstrap server learns where its leader is, and a follower
+    /// whose voter set does not hold its new leader yet (the VotersRecord
+    /// that added it had not reached this node) can still fetch from it.
+    fn learn_endpoints(&mut self, endpoints: Vec<(i32, Endpoint)>) {
         for (id, endpoint) in endpoints.into_iter().filter(|(id, _)| *id >= 0) {
             if self.addresses.learned.get(&id) != Some(&endpoint) {
                 self.addresses.shared.lock().unwrap_or_else(|e| e.into_inner()).insert(id, endpoint.clone());
@@ -706,4 +698,51 @@ fn election_state(state: &QuorumState) -> ElectionState {
         voted_for: (state.voted_id >= 0).then_some(state.voted_id),
         leader_id: (state.leader_id >= 0).then_some(state.leader_id),
     }
+}
+
+/// The nodes' endpoints a raft response names (NodeEndpoints: Vote,
+/// BeginQuorumEpoch and EndQuorumEpoch v1+, Fetch v17+, FetchSnapshot v1+),
+/// as Kafka's replicas learn them (KIP-853).
+fn endpoints_in_response(body: &ResponseBody) -> Vec<(i32, Endpoint)> {
+    let endpoint = |host: &String, port: u16| Endpoint { host: host.clone(), port };
+    match body {
+        ResponseBody::Vote(r) => r.node_endpoints.iter().map(|e| (e.node_id, endpoint(&e.host, e.port))).collect(),
+        ResponseBody::BeginQuorumEpoch(r) => {
+            r.node_endpoints.iter().map(|e| (e.node_id, endpoint(&e.host, e.port))).collect()
+        }
+        ResponseBody::EndQuorumEpoch(r) => {
+            r.node_endpoints.iter().map(|e| (e.node_id, endpoint(&e.host, e.port))).collect()
+        }
+        ResponseBody::Fetch(r) => r
+            .node_endpoints
+            .iter()
+            .filter_map(|e| Some((e.node_id, endpoint(&e.host, u16::try_from(e.port).ok()?))))
+            .collect(),
+        ResponseBody::FetchSnapshot(r) => {
+            r.node_endpoints.iter().map(|e| (e.node_id, endpoint(&e.host, e.port))).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The sender's endpoint on `listener` that a BeginQuorumEpoch or
+/// EndQuorumEpoch (v1+) carries: the leader says where to fetch from.
+fn endpoints_in_request(body: &RequestBody, listener: &str) -> Vec<(i32, Endpoint)> {
+    let (leader, endpoints): (Option<i32>, Vec<(&str, &String, u16)>) = match body {
+        RequestBody::BeginQuorumEpoch(r) => (
+            r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.leader_id).next(),
+            r.leader_endpoints.iter().map(|e| (e.name.as_str(), &e.host, e.port)).collect(),
+        ),
+        RequestBody::EndQuorumEpoch(r) => (
+            r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.leader_id).next(),
+            r.leader_endpoints.iter().map(|e| (e.name.as_str(), &e.host, e.port)).collect(),
+        ),
+        _ => return Vec::new(),
+    };
+    let Some(leader) = leader else { return Vec::new() };
+    endpoints
+        .into_iter()
+        .filter(|(name, ..)| *name == listener)
+        .map(|(_, host, port)| (leader, Endpoint { host: host.clone(), port }))
+        .collect()
 }

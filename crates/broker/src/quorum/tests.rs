@@ -68,6 +68,20 @@ fn start_member(
     dir: tempfile::TempDir,
     retention_max_bytes: i64,
 ) -> Member {
+    let ids: Vec<i32> = voters.keys().copied().collect();
+    start_member_knowing(id, &ids, voters, listener, dir, retention_max_bytes)
+}
+
+/// Member `id` of the voters `ids`, knowing where only those of `known`
+/// listen.
+fn start_member_knowing(
+    id: i32,
+    ids: &[i32],
+    known: &BTreeMap<i32, Endpoint>,
+    listener: TcpListener,
+    dir: tempfile::TempDir,
+    retention_max_bytes: i64,
+) -> Member {
     {
         let setup = QuorumSetup {
             context: WireContext {
@@ -75,11 +89,11 @@ fn start_member(
                 node_id: id,
                 directory_id: Uuid([id as u8; 16]),
                 listener: "CONTROLLER".into(),
-                voters: voters.clone(),
+                voters: known.clone(),
             },
             raft: RaftConfig {
                 node_id: id,
-                voters: voters.keys().copied().collect(),
+                voters: ids.to_vec(),
                 election_timeout_ms: 300,
                 fetch_timeout_ms: 600,
                 fetch_max_wait_ms: 100,
@@ -258,4 +272,27 @@ async fn a_member_behind_the_leaders_log_start_fetches_its_snapshot_over_tcp() {
         matches!(handed_out.first(), Some(Committed::Snapshot { .. })),
         "the fetched snapshot is handed out before the log after it"
     );
+}
+
+/// A follower that does not know where its leader listens (in a dynamic
+/// quorum: the VotersRecord that added the leader had not reached it
+/// before the old leader died) learns it from the leader's
+/// BeginQuorumEpoch, as Kafka's follower does, and fetches from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_learns_where_its_leader_listens_from_begin_quorum_epoch() {
+    let (first, second) =
+        (TcpListener::bind("127.0.0.1:0").await.unwrap(), TcpListener::bind("127.0.0.1:0").await.unwrap());
+    let endpoint = |l: &TcpListener| Endpoint { host: "127.0.0.1".into(), port: l.local_addr().unwrap().port() };
+    let everyone = BTreeMap::from([(1, endpoint(&first)), (2, endpoint(&second))]);
+    let itself = BTreeMap::from([(2, endpoint(&second))]);
+    let mut members = BTreeMap::new();
+    members.insert(1, start_member_knowing(1, &[1, 2], &everyone, first, tempfile::tempdir().unwrap(), -1));
+    members.insert(2, start_member_knowing(2, &[1, 2], &itself, second, tempfile::tempdir().unwrap(), -1));
+    // Node 2 cannot ask for votes (it knows no address of node 1): node 1 leads.
+    let (leader, epoch) = agreed_leader(&members).await;
+    assert_eq!(leader, 1);
+    // Committing needs node 2's fetch (two voters).
+    let appended = members[&1].quorum.propose(vec![Bytes::from_static(b"x")], epoch).await.unwrap().unwrap();
+    committed_everywhere(&members, appended.last_offset).await;
+    assert_eq!(members[&2].committed_values(), [Bytes::from_static(b"x")]);
 }
